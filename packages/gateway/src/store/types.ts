@@ -1,0 +1,51 @@
+// The contract between the HTTP routes and whatever makes admin writes durable and ordered.
+// Single node: a LevelDB command log with group commit (store/level-command-log.ts).
+// Cluster: Raft (a later adapter with the same interface). Routes and `core` never know which.
+
+/**
+ * A deterministic state machine over commands: the same sequence of `apply` calls always gives
+ * the same state. `snapshot`/`restore` write and read the whole state as plain data.
+ */
+export interface ReplicatedStateMachine<Command, Outcome> {
+  apply(command: Command): Outcome;
+  snapshot(): unknown;
+  restore(snapshot: unknown): void;
+}
+
+/**
+ * An ordered, durable log of commands in front of a ReplicatedStateMachine.
+ *
+ * `append` applies the command to the state machine synchronously, in log order, before it
+ * returns its promise (so a later read or `append` in the same tick sees it), and resolves with
+ * the apply outcome once the command is durable (fsynced). It rejects, and the process must stop,
+ * if the write fails: nothing acknowledged may be lost.
+ */
+export interface CommandLog<Command, Outcome> {
+  append(command: Command): Promise<Outcome>;
+  /** Index of the last command applied (0 for an empty log). */
+  appliedIndex(): number;
+  close(): Promise<void>;
+}
+
+/** A rate-limit bucket whose count changed, as reported by the limiter's commit. */
+export interface TouchedBucket {
+  /** The limiter entry key (identifier plus window parameters). */
+  key: string;
+  limit: number;
+  durationMs: number;
+  /** Start of the bucket, Unix ms. */
+  bucketStartMs: number;
+  /** Count in the bucket after the commit. */
+  count: number;
+}
+
+/**
+ * Makes rate-limit state survive a restart conservatively: before an admission is answered, the
+ * count it produced is covered by a durable reservation (reservations are taken in chunks, so
+ * most admissions need no disk write). After a restart every bucket is restored to its
+ * reservation, which is at least what was admitted: a restart never lets a limit admit more.
+ */
+export interface CounterDurability {
+  /** Returns null when every touched bucket is already covered, else a promise that resolves once it is. */
+  cover(touched: readonly TouchedBucket[]): Promise<void> | null;
+}

@@ -1,0 +1,82 @@
+// The contract between the pure Raft core (src/core), storage (src/storage), the transport
+// (src/transport) and the driver (src/node.ts). Everything here is plain data: it crosses the
+// wire (msgpackr) and the disk (LevelDB) unchanged.
+
+/** A node id: a short string such as "n1". The empty string means "no node" (no vote, no leader). */
+export type NodeId = string;
+
+/** Persistent state that must be on disk before any message that depends on it is sent. */
+export interface HardState {
+  /** Latest term this node has seen (0 on first boot). */
+  term: number;
+  /** Candidate voted for in `term`, or "" for none. */
+  vote: NodeId;
+  /** Highest log index known to be committed. Persisted so a restart does not go back in time. */
+  commit: number;
+}
+
+export type EntryType = "normal" | "conf";
+
+/** One log entry. `data` is opaque to raft: the application's command bytes (empty for a no-op). */
+export interface Entry {
+  term: number;
+  /** Index in the log, starting at 1. */
+  index: number;
+  type: EntryType;
+  data: Uint8Array;
+}
+
+/** Cluster membership: voters decide elections and commitment; learners only receive the log. */
+export interface ConfState {
+  voters: NodeId[];
+  learners: NodeId[];
+}
+
+/** A membership change, carried in the `data` of a "conf" entry (encoded by the core). */
+export type ConfChange =
+  | { type: "addLearner"; node: NodeId }
+  | { type: "promote"; node: NodeId }
+  | { type: "remove"; node: NodeId };
+
+export interface SnapshotMetadata {
+  /** Last log index covered by the snapshot. */
+  index: number;
+  /** Term of the entry at `index`. */
+  term: number;
+  /** Membership as of `index`. */
+  conf: ConfState;
+}
+
+/** The application's state at `metadata.index`, as opaque bytes. */
+export interface Snapshot {
+  metadata: SnapshotMetadata;
+  data: Uint8Array;
+}
+
+/**
+ * What the core reads from stable storage. Reads are synchronous: implementations keep the
+ * unsnapshotted log in memory (as etcd's MemoryStorage does) and a durable copy on disk.
+ * Writes are done by the driver (see the Ready contract), never by the core.
+ */
+export interface RaftStorage {
+  initialState(): { hardState: HardState; conf: ConfState };
+  /** Entries in [lo, hi), at most maxBytes of `data` in total but always at least one entry. Throws RaftStorageError "compacted" below firstIndex and "unavailable" past lastIndex. */
+  entries(lo: number, hi: number, maxBytes: number): Entry[];
+  /** Term of the entry at `index`; valid for firstIndex-1 ..= lastIndex. */
+  term(index: number): number;
+  firstIndex(): number;
+  lastIndex(): number;
+  snapshot(): Snapshot;
+}
+
+/** What the driver writes. Implementations must make `append` atomic and, when `sync`, durable before resolving. */
+export interface RaftStorageWriter {
+  /** Truncates any entries at or after entries[0].index, appends `entries`, and stores `hardState` when given: one atomic batch. */
+  append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void>;
+  /** Replaces the whole log with `snapshot` (entries after it that match are kept). Durable before resolving. */
+  applySnapshot(snapshot: Snapshot): Promise<void>;
+  /** Records a snapshot taken by the application at `index` and discards entries up to `index - keepEntries`. */
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void>;
+  compact(index: number): Promise<void>;
+  close(): Promise<void>;
+}
