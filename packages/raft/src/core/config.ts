@@ -1,0 +1,103 @@
+import { assert } from "./assert.js";
+import { Xoshiro128, seedFromString, type Random } from "./prng.js";
+import type { NodeId } from "./types.js";
+
+/** Hard upper bounds; a config above them is rejected (limits on everything). */
+export const electionTicksMax = 10_000;
+export const maxInflightMsgsMax = 4_096;
+export const pendingReadIndexMax = 4_096;
+export const readStatesMax = 4_096;
+export const messagesPerReadyMax = 65_536;
+
+/** Options of a Raft node. Time is in ticks: the driver decides how long a tick is. */
+export interface RaftConfig {
+  /** This node's id; must be non-empty. */
+  id: NodeId;
+  /**
+   * Voters of a brand-new cluster. Used only when storage holds no configuration (first boot);
+   * afterwards membership comes from the snapshot and the committed conf entries. Default [id].
+   */
+  voters?: NodeId[];
+  /** Learners of a brand-new cluster (see `voters`). Default []. */
+  learners?: NodeId[];
+  /** A follower that hears nothing from a leader for a random number of ticks in [electionTicks, 2*electionTicks) campaigns. Default 10. */
+  electionTicks?: number;
+  /** A leader sends heartbeats every heartbeatTicks; must be < electionTicks. Default 1. */
+  heartbeatTicks?: number;
+  /** Pre-vote (dissertation 9.6): a partitioned node cannot raise the term on rejoin. Default true. */
+  preVote?: boolean;
+  /** A leader that has not heard from a quorum for electionTicks steps down; followers keep a lease. Default true. */
+  checkQuorum?: boolean;
+  /** Max append messages in flight per follower in the replicate state (0 is invalid). Default 256. */
+  maxInflightMsgs?: number;
+  /** Max bytes of entry data per append message (always at least one entry). Default 1 MiB. */
+  maxSizePerMsgBytes?: number;
+  /** Max bytes of data in the leader's uncommitted tail; proposals past it are refused. 0 = no limit. Default 64 MiB. */
+  maxUncommittedEntriesSize?: number;
+  /** Max bytes of snapshot data per InstallSnapshot chunk. Default 1 MiB. */
+  maxSnapshotChunkBytes?: number;
+  /** Max bytes of committed entries handed out per Ready (always at least one entry). Default 16 MiB. */
+  maxCommittedSizePerReadyBytes?: number;
+  /** Max bytes of one proposed command. Default 4 MiB. */
+  maxEntryBytes?: number;
+  /** The application's applied index at start (entries after it are handed out again). Default: the snapshot index. */
+  applied?: number;
+  /** Randomness for election jitter. Default: xoshiro128** seeded from a hash of `id` (deterministic). */
+  random?: Random;
+}
+
+/** The config with every default filled in and every bound checked. */
+export interface ResolvedConfig {
+  id: NodeId;
+  voters: NodeId[];
+  learners: NodeId[];
+  electionTicks: number;
+  heartbeatTicks: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+  maxInflightMsgs: number;
+  maxSizePerMsgBytes: number;
+  maxUncommittedEntriesSize: number;
+  maxSnapshotChunkBytes: number;
+  maxCommittedSizePerReadyBytes: number;
+  maxEntryBytes: number;
+  applied: number | null;
+  random: Random;
+}
+
+export function resolveConfig(config: RaftConfig): ResolvedConfig {
+  const resolved: ResolvedConfig = {
+    id: config.id,
+    voters: config.voters ?? [config.id],
+    learners: config.learners ?? [],
+    electionTicks: config.electionTicks ?? 10,
+    heartbeatTicks: config.heartbeatTicks ?? 1,
+    preVote: config.preVote ?? true,
+    checkQuorum: config.checkQuorum ?? true,
+    maxInflightMsgs: config.maxInflightMsgs ?? 256,
+    maxSizePerMsgBytes: config.maxSizePerMsgBytes ?? 1 << 20,
+    maxUncommittedEntriesSize: config.maxUncommittedEntriesSize ?? 64 << 20,
+    maxSnapshotChunkBytes: config.maxSnapshotChunkBytes ?? 1 << 20,
+    maxCommittedSizePerReadyBytes: config.maxCommittedSizePerReadyBytes ?? 16 << 20,
+    maxEntryBytes: config.maxEntryBytes ?? 4 << 20,
+    applied: config.applied ?? null,
+    random: config.random ?? new Xoshiro128(seedFromString(config.id)),
+  };
+  validateConfig(resolved);
+  return resolved;
+}
+
+function validateConfig(c: ResolvedConfig): void {
+  assert(c.id.length > 0, "config: id must be non-empty");
+  assert(Number.isInteger(c.heartbeatTicks) && c.heartbeatTicks > 0, "config: heartbeatTicks must be a positive integer");
+  assert(Number.isInteger(c.electionTicks) && c.electionTicks > c.heartbeatTicks, "config: electionTicks must exceed heartbeatTicks");
+  assert(c.electionTicks <= electionTicksMax, "config: electionTicks above electionTicksMax");
+  assert(Number.isInteger(c.maxInflightMsgs) && c.maxInflightMsgs > 0, "config: maxInflightMsgs must be positive");
+  assert(c.maxInflightMsgs <= maxInflightMsgsMax, "config: maxInflightMsgs above maxInflightMsgsMax");
+  assert(c.maxSizePerMsgBytes > 0 && c.maxSnapshotChunkBytes > 0, "config: message and chunk sizes must be positive");
+  assert(c.maxCommittedSizePerReadyBytes > 0 && c.maxEntryBytes > 0, "config: ready and entry sizes must be positive");
+  assert(c.maxUncommittedEntriesSize >= 0, "config: maxUncommittedEntriesSize must be >= 0");
+  assert(c.applied === null || (Number.isInteger(c.applied) && c.applied >= 0), "config: applied must be >= 0");
+  const members = new Set([...c.voters, ...c.learners]);
+  assert(members.size === c.voters.length + c.learners.length, "config: voters and learners must be distinct");
+}
