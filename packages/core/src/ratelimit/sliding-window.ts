@@ -1,0 +1,379 @@
+import { assert } from "../assert.js";
+import {
+  limiterBucketsPerWindowDefault,
+  limiterBucketsPerWindowMax,
+  limiterChecksPerCallMax,
+  limiterEntriesMax,
+  limiterSweepFullMax,
+  limiterSweepStepMax,
+} from "../limits.js";
+
+// keyraft's rate limiter (decision 3): a sliding window of `durationMs`, never a fixed one.
+//
+// Each entry keeps k sub-buckets per window, aligned to the Unix epoch, each `widthMs =
+// ceil(durationMs / k)` wide; a hit at time h counts in bucket floor(h / widthMs). The count of a
+// window at time t is the sum of every bucket that may hold a hit inside (t - durationMs, t]:
+// buckets floor((t - durationMs + 1) / widthMs) .. floor(t / widthMs), the oldest, partially
+// covered one counted WHOLE. A request of cost c is admitted iff count(t) + c <= limit.
+//
+// Exact bound: in ANY interval of length durationMs, the admitted cost is at most `limit`. Proof:
+// take the last hit admitted in the interval, at time t; every earlier hit of the interval lies
+// in (t - durationMs, t], so in a bucket counted at t; its admission needed count(t) + c <= limit.
+// Under-admission: count(t) only sees hits of the last durationMs + widthMs - 1 ms, so a request
+// is refused only if the admitted cost of those ms plus its own exceeds `limit`: the window is
+// at most one bucket width (about durationMs / k) longer than exact. See docs/core-leaves.md.
+//
+// Time: the limiter keeps a clock, the latest nowMs of an admission (or restored bucket), and
+// judges at max(clock, nowMs): a clock going backwards is judged at the high-water mark, so it
+// never frees capacity, and expired entries may be evicted safely.
+
+/** One limit to judge: `key` names the counter and is the caller's to build (see below). */
+export interface LimitCheck {
+  /**
+   * The counter's key. The caller builds it, and it must determine `durationMs` (include limit
+   * and duration in it for ratelimits.limit, as upstream keys a changed limit to a fresh
+   * counter). A key seen again with another durationMs starts a fresh counter; with another
+   * limit (same duration) its counts are kept and judged against the new limit.
+   */
+  key: string;
+  /** Most cost admitted per window; 0 admits nothing but cost-0 reads. */
+  limit: number;
+  /** Window length, ms, >= 1. */
+  durationMs: number;
+  /** Cost of this request; 0 is a pure read that never changes state. */
+  cost: number;
+}
+
+export interface LimitOutcome {
+  /** Whether this check alone fits (count + cost <= limit) and, for limit(), was not refused for capacity. */
+  success: boolean;
+  limit: number;
+  /** max(0, limit - count) after the call: with its cost deducted only when the call consumed. */
+  remaining: number;
+  /**
+   * Unix ms. Not fitting: the earliest time at which this cost fits if nothing else is admitted
+   * (a request of this cost at resetAtMs succeeds, one at resetAtMs - 1 fails); when cost >
+   * limit it never fits, and this is when the counter is empty. Fitting: when the oldest
+   * counted bucket leaves the window (remaining next grows), or the judging time when nothing is
+   * counted.
+   */
+  resetAtMs: number;
+}
+
+/** A bucket whose count an admission changed, for persistence and restore after a restart. */
+export interface TouchedBucket {
+  key: string;
+  limit: number;
+  durationMs: number;
+  /** Start of the bucket, Unix ms (a multiple of the bucket width). */
+  bucketStartMs: number;
+  /** Count of the bucket after the admission. */
+  count: number;
+}
+
+export interface LimitResult {
+  /** True iff every check fit; then all costs were consumed, else none. */
+  success: boolean;
+  /** One per check, same order. */
+  outcomes: LimitOutcome[];
+  /** The buckets the call changed (empty unless success and some cost > 0). */
+  touched: TouchedBucket[];
+}
+
+interface Entry {
+  limit: number;
+  durationMs: number;
+  widthMs: number;
+  /** Ring of bucket counts; bucket j lives in slot j mod counts.length. */
+  counts: number[];
+  /** Index of the newest bucket the ring holds; the ring holds headBucket - length + 1 .. headBucket. */
+  headBucket: number;
+}
+
+export interface SlidingWindowLimiterOptions {
+  /** Sub-buckets per window, k (default 10): the window is at most durationMs/k longer than exact. */
+  bucketsPerWindow?: number;
+  /** Most entries held (default 1,000,000); when full of live entries, new keys are refused. */
+  entriesMax?: number;
+}
+
+function isCount(value: number): boolean {
+  return Number.isSafeInteger(value) && value >= 0;
+}
+
+export class SlidingWindowLimiter {
+  readonly bucketsPerWindow: number;
+  readonly entriesMax: number;
+  /** Admissions refused because the table was full of live entries (fail closed). */
+  refusedForCapacity = 0;
+  private readonly entries = new Map<string, Entry>();
+  private clockMs = 0;
+  private sweepCursor: Iterator<[string, Entry]> | undefined;
+  // Per-call scratch, reused so a call allocates only its result.
+  private readonly scratchEntries: (Entry | undefined)[] = [];
+  private readonly scratchCounts: number[] = [];
+  private readonly scratchFits: boolean[] = [];
+
+  constructor(options?: SlidingWindowLimiterOptions) {
+    this.bucketsPerWindow = options?.bucketsPerWindow ?? limiterBucketsPerWindowDefault;
+    this.entriesMax = options?.entriesMax ?? limiterEntriesMax;
+    assert(
+      Number.isSafeInteger(this.bucketsPerWindow) &&
+        this.bucketsPerWindow >= 1 &&
+        this.bucketsPerWindow <= limiterBucketsPerWindowMax,
+      "SlidingWindowLimiter: bucketsPerWindow is 1..limiterBucketsPerWindowMax",
+    );
+    assert(Number.isSafeInteger(this.entriesMax) && this.entriesMax >= 1, "SlidingWindowLimiter: entriesMax >= 1");
+  }
+
+  /** Number of entries held (live or not yet swept). */
+  size(): number {
+    return this.entries.size;
+  }
+
+  /** Bucket width for a window: ceil(durationMs / bucketsPerWindow). */
+  bucketWidthMs(durationMs: number): number {
+    return Math.ceil(durationMs / this.bucketsPerWindow);
+  }
+
+  /**
+   * Judges all checks together at max(clock, nowMs): success only if every check fits, and then
+   * every cost is consumed; if any check does not fit nothing is consumed (atomic). Checks with
+   * the same key are judged with the costs of the earlier ones added. A check with cost > 0 on a
+   * key without an entry when the table is full of live entries does not fit (fail closed).
+   */
+  limit(checks: readonly LimitCheck[], nowMs: number): LimitResult {
+    const judgedAtMs = this.judge(checks, nowMs);
+    let success = true;
+    for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
+    const touched: TouchedBucket[] = [];
+    if (success) {
+      this.clockMs = judgedAtMs;
+      for (let i = 0; i < checks.length; i++) {
+        const check = checks[i]!;
+        if (check.cost === 0) continue;
+        const entry = this.commit(check, judgedAtMs);
+        const bucket = Math.floor(judgedAtMs / entry.widthMs);
+        touched.push({
+          key: check.key,
+          limit: check.limit,
+          durationMs: check.durationMs,
+          bucketStartMs: bucket * entry.widthMs,
+          count: entry.counts[bucket % entry.counts.length]!,
+        });
+      }
+    }
+    const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
+    for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, success);
+    return { success, outcomes, touched };
+  }
+
+  /** The outcomes limit() would report if nothing were consumed; never changes state. */
+  peek(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
+    const judgedAtMs = this.judge(checks, nowMs);
+    const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
+    for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, false);
+    return outcomes;
+  }
+
+  /**
+   * Restores a persisted bucket: its count becomes max(current, b.count), so restoring never
+   * lowers a count (a restart never admits more). The limiter's clock moves to at least the
+   * bucket's start. Restore with the same bucketsPerWindow the buckets were written with; a
+   * bucket start that is not on this limiter's grid is put in the later bucket it overlaps.
+   */
+  restoreBucket(b: TouchedBucket): void {
+    this.assertCheck(b.key, b.limit, b.durationMs, 0);
+    assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
+    if (b.count === 0) return;
+    let entry = this.entries.get(b.key);
+    if (entry === undefined || entry.durationMs !== b.durationMs) {
+      entry = this.newEntry(b.limit, b.durationMs, 0);
+      this.entries.set(b.key, entry);
+    }
+    const bucket = Math.ceil(b.bucketStartMs / entry.widthMs);
+    if (bucket > entry.headBucket) this.advance(entry, bucket);
+    if (bucket <= entry.headBucket - entry.counts.length) return; // older than the ring: long expired
+    const slot = bucket % entry.counts.length;
+    entry.counts[slot] = Math.max(entry.counts[slot]!, b.count);
+    this.clockMs = Math.max(this.clockMs, b.bucketStartMs);
+  }
+
+  /** Every bucket with a count that is still inside its window at max(clock, nowMs). */
+  snapshot(nowMs: number): TouchedBucket[] {
+    assert(isCount(nowMs), "snapshot: nowMs is a non-negative integer");
+    const atMs = Math.max(this.clockMs, nowMs);
+    const buckets: TouchedBucket[] = [];
+    for (const [key, entry] of this.entries) {
+      const oldest = this.oldestHeldBucket(entry, atMs);
+      for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
+        const count = entry.counts[bucket % entry.counts.length]!;
+        if (count === 0) continue;
+        buckets.push({ key, limit: entry.limit, durationMs: entry.durationMs, bucketStartMs: bucket * entry.widthMs, count });
+      }
+    }
+    return buckets;
+  }
+
+  private assertCheck(key: string, limit: number, durationMs: number, cost: number): void {
+    assert(typeof key === "string", "limiter: key is a string");
+    assert(isCount(limit), "limiter: limit is a non-negative integer");
+    assert(isCount(durationMs) && durationMs >= 1, "limiter: durationMs is a positive integer");
+    assert(isCount(cost), "limiter: cost is a non-negative integer");
+  }
+
+  /** Fills the scratch arrays (entry, count, fits per check); returns the judging time. */
+  private judge(checks: readonly LimitCheck[], nowMs: number): number {
+    assert(checks.length <= limiterChecksPerCallMax, "limiter: at most limiterChecksPerCallMax checks per call");
+    assert(isCount(nowMs), "limiter: nowMs is a non-negative integer");
+    const judgedAtMs = Math.max(this.clockMs, nowMs);
+    let entriesNeeded = 0;
+    for (let i = 0; i < checks.length; i++) {
+      const check = checks[i]!;
+      this.assertCheck(check.key, check.limit, check.durationMs, check.cost);
+      let entry = this.entries.get(check.key);
+      if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
+      let count = entry === undefined ? 0 : this.countAt(entry, judgedAtMs);
+      let firstOfKey = true;
+      for (let j = 0; j < i; j++) {
+        const earlier = checks[j]!;
+        if (earlier.key !== check.key) continue;
+        firstOfKey = false;
+        if (earlier.durationMs === check.durationMs) count += earlier.cost;
+      }
+      this.scratchEntries[i] = entry;
+      this.scratchCounts[i] = count;
+      this.scratchFits[i] = count + check.cost <= check.limit;
+      if (entry === undefined && check.cost > 0 && firstOfKey && !this.entries.has(check.key)) entriesNeeded++;
+    }
+    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax) {
+      this.sweep(limiterSweepFullMax);
+      if (this.entries.size + entriesNeeded > this.entriesMax) this.refuseNewKeys(checks);
+    }
+    return judgedAtMs;
+  }
+
+  private refuseNewKeys(checks: readonly LimitCheck[]): void {
+    for (let i = 0; i < checks.length; i++) {
+      const check = checks[i]!;
+      if (check.cost > 0 && !this.entries.has(check.key) && this.scratchFits[i]) {
+        this.scratchFits[i] = false;
+        this.refusedForCapacity++;
+      }
+    }
+  }
+
+  private outcome(check: LimitCheck, index: number, judgedAtMs: number, consumed: boolean): LimitOutcome {
+    const fits = this.scratchFits[index]!;
+    const count = this.scratchCounts[index]!;
+    const used = consumed ? count + check.cost : count;
+    const remaining = Math.max(0, check.limit - used);
+    let entry = consumed ? this.entries.get(check.key) : this.scratchEntries[index];
+    if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
+    let resetAtMs: number;
+    if (fits && used + (consumed ? 0 : check.cost) <= check.limit) {
+      resetAtMs = entry === undefined ? judgedAtMs : this.oldestCountedExpiry(entry, judgedAtMs);
+    } else if (count + check.cost <= check.limit) {
+      // Fits by count but was refused for capacity: no counter to age out; retry a window later.
+      resetAtMs = judgedAtMs + check.durationMs;
+    } else {
+      resetAtMs = entry === undefined ? judgedAtMs : this.fitTime(entry, judgedAtMs, count, check);
+    }
+    return { success: fits, limit: check.limit, remaining, resetAtMs };
+  }
+
+  /** Sum of the buckets counted at atMs (atMs >= clock, so >= the head bucket's start). */
+  private countAt(entry: Entry, atMs: number): number {
+    let count = 0;
+    const ringLength = entry.counts.length;
+    for (let bucket = this.oldestHeldBucket(entry, atMs); bucket <= entry.headBucket; bucket++) {
+      count += entry.counts[bucket % ringLength]!;
+    }
+    return count;
+  }
+
+  /** Oldest bucket both counted at atMs and held by the ring (buckets after the head are empty). */
+  private oldestHeldBucket(entry: Entry, atMs: number): number {
+    const oldestCounted = Math.floor((atMs - entry.durationMs + 1) / entry.widthMs);
+    return Math.max(oldestCounted, entry.headBucket - entry.counts.length + 1, 0);
+  }
+
+  /** When `bucket` stops being counted: its last ms plus the window. */
+  private expiryMs(entry: Entry, bucket: number): number {
+    return (bucket + 1) * entry.widthMs + entry.durationMs - 1;
+  }
+
+  private oldestCountedExpiry(entry: Entry, atMs: number): number {
+    for (let bucket = this.oldestHeldBucket(entry, atMs); bucket <= entry.headBucket; bucket++) {
+      if (entry.counts[bucket % entry.counts.length]! > 0) return this.expiryMs(entry, bucket);
+    }
+    return atMs;
+  }
+
+  /** Earliest time >= atMs at which `check.cost` fits as buckets age out (or the empty time). */
+  private fitTime(entry: Entry, atMs: number, count: number, check: LimitCheck): number {
+    let left = count;
+    let emptyAtMs = atMs;
+    for (let bucket = this.oldestHeldBucket(entry, atMs); bucket <= entry.headBucket; bucket++) {
+      const bucketCount = entry.counts[bucket % entry.counts.length]!;
+      if (bucketCount === 0) continue;
+      left -= bucketCount;
+      emptyAtMs = this.expiryMs(entry, bucket);
+      if (left + check.cost <= check.limit) {
+        assert(emptyAtMs > atMs, "fitTime: a counted bucket expires after the judging time");
+        return emptyAtMs;
+      }
+    }
+    return emptyAtMs;
+  }
+
+  private newEntry(limit: number, durationMs: number, atMs: number): Entry {
+    const widthMs = this.bucketWidthMs(durationMs);
+    // Counted buckets at any time span at most ceil(durationMs / widthMs) + 1 buckets.
+    const ringLength = Math.ceil(durationMs / widthMs) + 1;
+    assert(ringLength <= this.bucketsPerWindow + 1, "newEntry: ring holds at most k + 1 buckets");
+    return { limit, durationMs, widthMs, counts: new Array<number>(ringLength).fill(0), headBucket: Math.floor(atMs / widthMs) };
+  }
+
+  /** Moves the ring's head to `bucket`, zeroing the slots of the buckets it passes. */
+  private advance(entry: Entry, bucket: number): void {
+    const ringLength = entry.counts.length;
+    const steps = Math.min(bucket - entry.headBucket, ringLength);
+    for (let i = 1; i <= steps; i++) entry.counts[(entry.headBucket + i) % ringLength] = 0;
+    entry.headBucket = bucket;
+  }
+
+  private commit(check: LimitCheck, atMs: number): Entry {
+    let entry = this.entries.get(check.key);
+    if (entry === undefined || entry.durationMs !== check.durationMs) {
+      if (entry === undefined) this.sweep(limiterSweepStepMax);
+      const created = entry === undefined;
+      entry = this.newEntry(check.limit, check.durationMs, atMs);
+      this.entries.set(check.key, entry);
+      // judge() refused new keys unless they fit; restore may overfill, but then no key is new here.
+      assert(!created || this.entries.size <= this.entriesMax, "limiter: entries within entriesMax");
+    }
+    entry.limit = check.limit;
+    const bucket = Math.floor(atMs / entry.widthMs);
+    if (bucket > entry.headBucket) this.advance(entry, bucket);
+    assert(bucket === entry.headBucket, "commit: admissions go to the head bucket (the clock is monotone)");
+    const slot = bucket % entry.counts.length;
+    entry.counts[slot] = entry.counts[slot]! + check.cost;
+    return entry;
+  }
+
+  /** Examines up to `steps` entries from where the last sweep stopped; deletes expired ones. */
+  private sweep(steps: number): void {
+    for (let i = 0; i < steps; i++) {
+      if (this.sweepCursor === undefined) this.sweepCursor = this.entries.entries();
+      const next = this.sweepCursor.next();
+      if (next.done === true) {
+        this.sweepCursor = undefined;
+        if (i > 0 || this.entries.size === 0) return;
+        continue;
+      }
+      const [key, entry] = next.value;
+      if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.entries.delete(key);
+    }
+  }
+}
