@@ -1,0 +1,98 @@
+// On-disk encodings. A log value is [term: u64 BE][type: u8][data...]: fixed header, no parsing
+// cost proportional to the command. Small records (hard state, snapshot metadata) use msgpackr maps.
+
+import { Packr } from "msgpackr";
+import { assert } from "../core/assert.js";
+import type { ConfState, Entry, EntryType, HardState, SnapshotMetadata } from "../core/types.js";
+import { StorageError } from "../errors.js";
+
+const entryHeaderBytes = 9;
+// Records off: every value must decode on its own, without structures shared across writes.
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+const entryTypeCodes: Record<EntryType, number> = { normal: 0, conf: 1 };
+
+export function encodeEntryValue(entry: Entry): Uint8Array {
+  const value = new Uint8Array(entryHeaderBytes + entry.data.byteLength);
+  const view = new DataView(value.buffer);
+  view.setUint32(0, Math.floor(entry.term / 2 ** 32));
+  view.setUint32(4, entry.term >>> 0);
+  view.setUint8(8, entryTypeCodes[entry.type]);
+  value.set(entry.data, entryHeaderBytes);
+  return value;
+}
+
+export function decodeEntryValue(index: number, value: Uint8Array): Entry {
+  if (value.byteLength < entryHeaderBytes) throw corrupt(`log entry ${index}: ${value.byteLength} bytes is shorter than its header`);
+  const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
+  const term = view.getUint32(0) * 2 ** 32 + view.getUint32(4);
+  const typeCode = view.getUint8(8);
+  if (typeCode !== 0 && typeCode !== 1) throw corrupt(`log entry ${index}: unknown type code ${typeCode}`);
+  // Copy: the entry outlives the read buffer, and `data` must not alias LevelDB's memory.
+  const data = copyBytes(value.subarray(entryHeaderBytes));
+  return { term, index, type: typeCode === 0 ? "normal" : "conf", data };
+}
+
+/** A plain Uint8Array copy (LevelDB hands out Buffers that may share memory). */
+export function copyBytes(bytes: Uint8Array): Uint8Array {
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
+}
+
+export function encodeRecord(record: HardState | SnapshotMetadata | LogMark): Uint8Array {
+  return packr.pack(record);
+}
+
+/** The index and term of the entry just before firstIndex (etcd's dummy entry). */
+export interface LogMark {
+  index: number;
+  term: number;
+}
+
+export function decodeHardState(value: Uint8Array): HardState {
+  const raw: unknown = packr.unpack(value);
+  if (!isObject(raw) || !isCount(raw["term"]) || typeof raw["vote"] !== "string" || !isCount(raw["commit"])) {
+    throw corrupt("meta/hardState: bad encoding");
+  }
+  return { term: raw["term"], vote: raw["vote"], commit: raw["commit"] };
+}
+
+export function decodeLogMark(value: Uint8Array): LogMark {
+  const raw: unknown = packr.unpack(value);
+  if (!isObject(raw) || !isCount(raw["index"]) || !isCount(raw["term"])) throw corrupt("meta/compacted: bad encoding");
+  return { index: raw["index"], term: raw["term"] };
+}
+
+export function decodeSnapshotMetadata(value: Uint8Array): SnapshotMetadata {
+  const raw: unknown = packr.unpack(value);
+  if (!isObject(raw) || !isCount(raw["index"]) || !isCount(raw["term"]) || !isObject(raw["conf"])) {
+    throw corrupt("snap/meta: bad encoding");
+  }
+  return { index: raw["index"], term: raw["term"], conf: decodeConf(raw["conf"]) };
+}
+
+function decodeConf(raw: Record<string, unknown>): ConfState {
+  const voters = raw["voters"];
+  const learners = raw["learners"];
+  if (!isStringArray(voters) || !isStringArray(learners)) throw corrupt("snap/meta: bad conf");
+  return { voters: [...voters], learners: [...learners] };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+function corrupt(message: string): StorageError {
+  return new StorageError("RAFT_ERR_STORAGE_CORRUPT", message);
+}
+
+assert(entryTypeCodes.normal !== entryTypeCodes.conf, "codec: entry type codes must be distinct");

@@ -1,0 +1,157 @@
+// Durable storage on LevelDB (classic-level). Layout, one database per node:
+//   log!<u64 BE index>  -> [term u64 BE][type u8][data]   (fixed-width keys: byte order == numeric order)
+//   meta!hardState      -> msgpack { term, vote, commit }
+//   meta!compacted      -> msgpack { index, term } of the entry just before firstIndex
+//   snap!meta           -> msgpack { index, term, conf };  snap!data -> the application's bytes
+// Every change is ONE atomic batch across the sublevels. Writes are serialized (abstract-level
+// defines no order between overlapping writes). The log is mirrored in memory (LogState) so the
+// core's reads stay synchronous; memory changes only after the batch is on disk.
+
+import { Level } from "level";
+import { assert } from "../core/assert.js";
+import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot } from "../core/types.js";
+import { StorageError } from "../errors.js";
+import { copyBytes, decodeEntryValue, decodeHardState, decodeLogMark, decodeSnapshotMetadata, encodeEntryValue, encodeRecord, type LogMark } from "./codec.js";
+import { decodeLogKey, encodeLogKey } from "./keys.js";
+import { copyConf, LogState, type LogPlan } from "./log-state.js";
+
+/** Writes queued behind the one in progress; the driver awaits each write, so a handful at most. */
+export const pendingWritesMax = 64;
+
+export interface LevelStorageOptions {
+  /** Directory of the LevelDB database (created if missing). */
+  path: string;
+  /** Membership stored on first boot (before any snapshot). Leave empty to let the core use its configured voters. Default: empty. */
+  conf?: ConfState;
+  /** Entries kept behind a new snapshot so slow followers can catch up from the log. 0 = keep none. Default 0. */
+  keepEntries?: number;
+}
+
+type Bytes = Uint8Array;
+
+export class LevelStorage extends LogState implements RaftStorageWriter {
+  private tail: Promise<void> = Promise.resolve();
+  private pendingWrites = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly db: Level<Bytes, Bytes>,
+    private readonly logLevel: ReturnType<typeof logSublevel>,
+    private readonly metaLevel: ReturnType<typeof recordSublevel>,
+    private readonly snapLevel: ReturnType<typeof recordSublevel>,
+    private readonly keepEntries: number,
+  ) {
+    super();
+  }
+
+  static async open(options: LevelStorageOptions): Promise<LevelStorage> {
+    const db = new Level<Bytes, Bytes>(options.path, { keyEncoding: "view", valueEncoding: "view" });
+    await db.open();
+    const storage = new LevelStorage(db, logSublevel(db), recordSublevel(db, "meta"), recordSublevel(db, "snap"), options.keepEntries ?? 0);
+    try {
+      await storage.loadOrInit(options.conf ?? { voters: [], learners: [] });
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+    return storage;
+  }
+
+  append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void> {
+    return this.enqueue(() => this.planAppend(entries, hardState), sync);
+  }
+
+  applySnapshot(snapshot: Snapshot): Promise<void> {
+    return this.enqueue(() => this.planApplySnapshot(snapshot), true);
+  }
+
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+    return this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keepEntries), true);
+  }
+
+  compact(index: number): Promise<void> {
+    return this.enqueue(() => this.planCompact(index), true);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.tail.catch(() => undefined);
+    await this.db.close();
+  }
+
+  /** Plans against the state left by the previous write (hence inside the queue), writes, then mirrors in memory. */
+  private enqueue(plan: () => LogPlan, sync: boolean): Promise<void> {
+    if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
+    assert(this.pendingWrites < pendingWritesMax, "level storage: pendingWritesMax overlapping writes; the driver must await its writes");
+    this.pendingWrites++;
+    const run = this.tail.then(async () => {
+      const planned = plan();
+      await this.write(planned, sync);
+      this.apply(planned);
+    });
+    this.tail = run.then(
+      () => void this.pendingWrites--,
+      () => void this.pendingWrites--,
+    );
+    return run;
+  }
+
+  private async write(plan: LogPlan, sync: boolean): Promise<void> {
+    const batch = this.db.batch();
+    for (let index = plan.deleteFrom; index <= plan.deleteTo; index++) batch.del(encodeLogKey(index), { sublevel: this.logLevel });
+    for (const entry of plan.put) batch.put(encodeLogKey(entry.index), encodeEntryValue(entry), { sublevel: this.logLevel });
+    if (plan.hardState !== null) batch.put("hardState", encodeRecord(plan.hardState), { sublevel: this.metaLevel });
+    if (plan.mark.index !== this.mark.index) batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
+    if (plan.snapshot !== null) {
+      batch.put("meta", encodeRecord(plan.snapshot.metadata), { sublevel: this.snapLevel });
+      batch.put("data", plan.snapshot.data, { sublevel: this.snapLevel });
+    }
+    if (batch.length === 0) {
+      await batch.close();
+      return;
+    }
+    await batch.write({ sync });
+  }
+
+  private async loadOrInit(conf: ConfState): Promise<void> {
+    const snapMeta = await this.snapLevel.get("meta");
+    if (snapMeta === undefined) {
+      // First boot: record the empty snapshot (carrying the initial membership) durably.
+      const snapshot: Snapshot = { metadata: { index: 0, term: 0, conf: copyConf(conf) }, data: new Uint8Array(0) };
+      const plan: LogPlan = { put: [], deleteFrom: 1, deleteTo: 0, mark: this.mark, hardState: this.hardState, snapshot };
+      await this.write(plan, true);
+      this.apply(plan);
+      return;
+    }
+    const hardStateValue = await this.metaLevel.get("hardState");
+    const markValue = await this.metaLevel.get("compacted");
+    const snapData = await this.snapLevel.get("data");
+    const metadata = decodeSnapshotMetadata(snapMeta);
+    const mark: LogMark = markValue === undefined ? { index: 0, term: 0 } : decodeLogMark(markValue);
+    const log = await this.readLog(mark);
+    const hardState = hardStateValue === undefined ? { term: 0, vote: "", commit: 0 } : decodeHardState(hardStateValue);
+    if (mark.index > metadata.index) throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `compacted index ${mark.index} is past the snapshot at ${metadata.index}`);
+    this.load({ hardState, snapshot: { metadata, data: snapData === undefined ? new Uint8Array(0) : copyBytes(snapData) }, mark, log });
+  }
+
+  private async readLog(mark: LogMark): Promise<Entry[]> {
+    const log: Entry[] = [];
+    let expected = mark.index + 1;
+    for await (const [key, value] of this.logLevel.iterator({ gt: encodeLogKey(mark.index) })) {
+      const index = decodeLogKey(key);
+      if (index !== expected) throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `log gap: expected index ${expected}, found ${index}`);
+      log.push(decodeEntryValue(index, value));
+      expected++;
+    }
+    return log;
+  }
+}
+
+function logSublevel(db: Level<Bytes, Bytes>) {
+  return db.sublevel<Bytes, Bytes>("log", { keyEncoding: "view", valueEncoding: "view" });
+}
+
+function recordSublevel(db: Level<Bytes, Bytes>, name: "meta" | "snap") {
+  return db.sublevel<string, Bytes>(name, { keyEncoding: "utf8", valueEncoding: "view" });
+}
