@@ -1,0 +1,194 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { SlidingWindowLimiter } from "../../core/src/ratelimit/sliding-window.js";
+import { LevelCounterDurability, reservationExpired, reservationFor, type CounterDurabilityOptions } from "../src/store/counter-durability.js";
+import { isStoreError } from "../src/store/errors.js";
+import { openStoreDb, storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp } from "../src/store/level-db.js";
+import type { TouchedBucket } from "../src/store/types.js";
+
+const dirs: string[] = [];
+const dbs: StoreDb[] = [];
+async function freshDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "keyraft-rl-"));
+  dirs.push(dir);
+  return dir;
+}
+async function openDb(dir: string): Promise<StoreDb> {
+  const db = await openStoreDb(dir);
+  dbs.push(db);
+  return db;
+}
+afterEach(async () => {
+  for (const db of dbs.splice(0)) if (db.status === "open") await db.close();
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+const noFatal = (error: Error) => {
+  throw new Error(`unexpected fatal: ${error.message}`);
+};
+function open(db: StoreDb, clock: { nowMs: number }, options: Partial<CounterDurabilityOptions> = {}) {
+  return LevelCounterDurability.open(db, { nowMs: () => clock.nowMs, onFatal: noFatal, ...options });
+}
+const bucket = (count: number, overrides: Partial<TouchedBucket> = {}): TouchedBucket => ({
+  key: "k",
+  limit: 100,
+  durationMs: 60_000,
+  bucketStartMs: 1_000_000,
+  count,
+  ...overrides,
+});
+
+describe("reservationFor", () => {
+  it("reserves the count plus ceil(limit / 8), capped at the limit, never below the count", () => {
+    expect(reservationFor(bucket(1, { limit: 1 }))).toBe(1);
+    expect(reservationFor(bucket(1, { limit: 100 }))).toBe(14);
+    expect(reservationFor(bucket(95, { limit: 100 }))).toBe(100);
+    expect(reservationFor(bucket(120, { limit: 100 }))).toBe(120);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 10_000 }), fc.integer({ min: 0, max: 10_000 }), (limit, count) => {
+        const reserved = reservationFor(bucket(count, { limit }));
+        expect(reserved).toBeGreaterThanOrEqual(count);
+        expect(reserved).toBeLessThanOrEqual(Math.max(count, limit));
+        if (count < limit) expect(reserved).toBeGreaterThan(count);
+      }),
+    );
+  });
+
+  it("treats a bucket as expired from 2 * durationMs after its start", () => {
+    expect(reservationExpired(bucket(1), 1_000_000 + 120_000 - 1)).toBe(false);
+    expect(reservationExpired(bucket(1), 1_000_000 + 120_000)).toBe(true);
+  });
+});
+
+describe("LevelCounterDurability", () => {
+  it("returns null for covered counts and one promise per uncovered batch; counts in flight wait for it", async () => {
+    const db = await openDb(await freshDir());
+    const durability = await open(db, { nowMs: 1_000_000 });
+    const first = durability.cover([bucket(1)]);
+    expect(first).not.toBeNull();
+    // 2..14 are inside the reservation being written: they wait for the same write.
+    expect(durability.cover([bucket(14)])).toBe(first);
+    await first;
+    expect(durability.cover([bucket(14)])).toBeNull();
+    expect(durability.cover([bucket(15)])).not.toBeNull();
+    expect(durability.cover([])).toBeNull();
+    await durability.close();
+    expect(durability.statistics()).toMatchObject({ reservationWrites: 2, batchesWritten: 2 });
+  });
+
+  it("group-commits reservations of concurrent admissions into one batch", async () => {
+    const db = await openDb(await freshDir());
+    const real = syncedBatchWrite(db);
+    const batches: number[] = [];
+    const durability = await open(db, { nowMs: 1_000_000 }, {
+      write: (ops: readonly StoreOp[]) => {
+        batches.push(ops.length);
+        return real(ops);
+      },
+    });
+    const waits = Array.from({ length: 50 }, (_, i) => durability.cover([bucket(1, { key: `k${i}` })]));
+    await Promise.all(waits);
+    expect(batches).toEqual([50]);
+  });
+
+  it("restores every live reservation after a reopen without a clean close, and prunes expired ones", async () => {
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock);
+    await durability.cover([bucket(3), bucket(1, { key: "old", durationMs: 1000, bucketStartMs: 999_000 })]);
+    await db.close(); // no durability.close(): the process "died"
+
+    clock.nowMs = 1_001_500; // "old" is past 2 * 1000 ms
+    db = await openDb(dir);
+    const reopened = await open(db, clock);
+    const restored: TouchedBucket[] = [];
+    expect(reopened.restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs)).toBe(1);
+    expect(restored).toEqual([bucket(reservationFor(bucket(3)))]);
+    expect(await storeSublevel(db, "rl").keys().all()).toHaveLength(1); // "old" deleted on open
+  });
+
+  it("prunes expired reservations from memory and disk as time passes (bounded memory)", async () => {
+    const db = await openDb(await freshDir());
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock, { pruneIntervalMs: 1 });
+    await durability.cover(Array.from({ length: 20 }, (_, i) => bucket(1, { key: `k${i}`, durationMs: 1000, bucketStartMs: 1_000_000 })));
+    expect(durability.size()).toBe(20);
+    clock.nowMs = 1_002_000;
+    await durability.cover([bucket(1, { key: "fresh", bucketStartMs: 1_002_000 })]);
+    expect(durability.size()).toBe(1);
+    await durability.close();
+    expect(await storeSublevel(db, "rl").keys().all()).toHaveLength(1);
+  });
+
+  it("holds at most reservationsMax live buckets: at the limit it covers, past it it refuses", async () => {
+    const db = await openDb(await freshDir());
+    const durability = await open(db, { nowMs: 1_000_000 }, { reservationsMax: 3 });
+    await Promise.all([0, 1, 2].map((i) => durability.cover([bucket(1, { key: `k${i}` })])));
+    await expect(durability.cover([bucket(1, { key: "k3" })])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_OVERLOADED"));
+    expect(durability.size()).toBe(3);
+    // Existing buckets still grow.
+    await expect(durability.cover([bucket(50, { key: "k0" })])).resolves.toBeUndefined();
+  });
+
+  it("refuses past queueEntriesMax pending reservation batches", async () => {
+    const db = await openDb(await freshDir());
+    const durability = await open(db, { nowMs: 1_000_000 }, { queueEntriesMax: 2 });
+    const accepted = [durability.cover([bucket(1, { key: "a" })]), durability.cover([bucket(1, { key: "b" })])];
+    await expect(durability.cover([bucket(1, { key: "c" })])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_OVERLOADED"));
+    await Promise.all(accepted);
+    await expect(durability.cover([bucket(1, { key: "c" })])).resolves.toBeUndefined();
+  });
+
+  it("a failed reservation write rejects the waiting admissions and is fatal", async () => {
+    const db = await openDb(await freshDir());
+    const fatal: Error[] = [];
+    const durability = await open(db, { nowMs: 1_000_000 }, { onFatal: (error) => fatal.push(error), write: () => Promise.reject(new Error("io")) });
+    await expect(durability.cover([bucket(1)])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
+    expect(fatal).toHaveLength(1);
+    await expect(durability.cover([bucket(50)])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
+  });
+
+  it("with the real limiter, restarts never let a window admit more than its limit", async () => {
+    // Random traffic and random crash points; after each crash only what cover() acknowledged
+    // counts, and every admission answered must have been acknowledged first.
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 20 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), crash: fc.boolean() }), { minLength: 10, maxLength: 80 }),
+        async (limit, steps) => {
+          const durationMs = 1000;
+          const dir = await freshDir();
+          let db = await openDb(dir);
+          const clock = { nowMs: 5_000_000 };
+          let durability = await open(db, clock);
+          let limiter = new SlidingWindowLimiter();
+          const admittedAtMs: number[] = [];
+          for (const step of steps) {
+            clock.nowMs += step.gapMs;
+            if (step.crash) {
+              await db.close();
+              db = await openDb(dir);
+              durability = await open(db, clock);
+              limiter = new SlidingWindowLimiter();
+              durability.restore(limiter, clock.nowMs);
+            }
+            const result = limiter.limit([{ key: "id", limit, durationMs, cost: 1 }], clock.nowMs);
+            if (!result.success) continue;
+            await durability.cover(result.touched);
+            admittedAtMs.push(clock.nowMs);
+          }
+          await db.close();
+          for (const startMs of admittedAtMs) {
+            const inWindow = admittedAtMs.filter((t) => t >= startMs && t < startMs + durationMs).length;
+            expect(inWindow).toBeLessThanOrEqual(limit);
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+});
