@@ -15,7 +15,9 @@ export interface RaftConfig {
   id: NodeId;
   /**
    * Voters of a brand-new cluster. Used only when storage holds no configuration (first boot);
-   * afterwards membership comes from the snapshot and the committed conf entries. Default [id].
+   * afterwards membership comes from the snapshot and the committed conf entries. Default []: a node
+   * joining an existing cluster starts with no configuration and waits for the leader to contact it
+   * (it never campaigns until it is a voter).
    */
   voters?: NodeId[];
   /** Learners of a brand-new cluster (see `voters`). Default []. */
@@ -68,7 +70,7 @@ export interface ResolvedConfig {
 export function resolveConfig(config: RaftConfig): ResolvedConfig {
   const resolved: ResolvedConfig = {
     id: config.id,
-    voters: config.voters ?? [config.id],
+    voters: config.voters ?? [],
     learners: config.learners ?? [],
     electionTicks: config.electionTicks ?? 10,
     heartbeatTicks: config.heartbeatTicks ?? 1,

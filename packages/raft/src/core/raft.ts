@@ -1,9 +1,18 @@
-// Placeholder so the API compiles; the protocol lands in the next commit.
-import type { ResolvedConfig } from "./config.js";
-import type { Message } from "./messages.js";
-import type { Ready } from "./ready.js";
+// The Raft protocol (Ongaro's dissertation; structure after etcd's raft.go): one `step` entry point,
+// per-role handlers, `become*` transitions. Pure: no I/O, no clock, no global randomness.
+import { assert, unreachable } from "./assert.js";
+import { messagesPerReadyMax, pendingReadIndexMax, readStatesMax, type ResolvedConfig } from "./config.js";
+import { applyConfChange, decodeConfChange, encodeConfChange, validateConfChange } from "./confchange.js";
+import { RaftError } from "./errors.js";
+import { entryBytes, RaftLog } from "./log.js";
+import { isLeaderMessage, type Message, type SnapshotChunkMessage } from "./messages.js";
+import { Progress } from "./progress.js";
+import { committedIndex, hasQuorum, voteResult } from "./quorum.js";
+import { ReadOnlyQueue } from "./read-only.js";
+import type { Ready, ReadState, Role, SoftState } from "./ready.js";
+import { SnapshotReceiver } from "./snapshot-receiver.js";
 import type { Status } from "./status.js";
-import type { ConfChange, ConfState, NodeId, RaftStorage } from "./types.js";
+import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, Snapshot } from "./types.js";
 
 /** Where a proposal was appended: it is committed iff the committed entry at `index` has `term`. */
 export interface ProposalId {
@@ -11,20 +20,841 @@ export interface ProposalId {
   term: number;
 }
 
+type CampaignKind = "preElection" | "election" | "transfer";
+
+type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, "from" | "term"> & { term?: number } : never) : never;
+
 export class Raft {
-  constructor(readonly config: ResolvedConfig, readonly storage: RaftStorage) {}
-  tick(): void { throw new Error("todo"); }
-  campaignLocal(): void { throw new Error("todo"); }
-  propose(_data: Uint8Array): ProposalId { throw new Error("todo"); }
-  proposeConfChange(_change: ConfChange): ProposalId { throw new Error("todo"); }
-  step(_message: Message): void { throw new Error("todo"); }
-  readIndex(_context: Uint8Array): void { throw new Error("todo"); }
-  transferLeadership(_to: NodeId): void { throw new Error("todo"); }
-  reportUnreachable(_id: NodeId): void { throw new Error("todo"); }
-  reportSnapshot(_id: NodeId, _ok: boolean): void { throw new Error("todo"); }
-  hasReady(): boolean { throw new Error("todo"); }
-  takeReady(): Ready { throw new Error("todo"); }
-  advance(_ready: Ready): void { throw new Error("todo"); }
-  status(): Status { throw new Error("todo"); }
-  confState(): ConfState { throw new Error("todo"); }
+  readonly id: NodeId;
+  private readonly config: ResolvedConfig;
+  readonly log: RaftLog;
+
+  term = 0;
+  vote: NodeId = "";
+  leader: NodeId = "";
+  role: Role = "follower";
+  conf: ConfState;
+
+  /** Leader only: one Progress per member (self included). */
+  private readonly progress = new Map<NodeId, Progress>();
+  /** Leader only: the snapshot being streamed to each follower in snapshot state. */
+  private readonly snapshotsSending = new Map<NodeId, Snapshot>();
+  private readonly votes = new Map<NodeId, boolean>();
+  private readonly readOnly = new ReadOnlyQueue();
+  /** Leader: reads that arrived before the first commit of this term (the commit index may be stale). */
+  private deferredReads: { context: Uint8Array; from: NodeId }[] = [];
+  private readonly snapshotReceiver = new SnapshotReceiver();
+
+  private messages: Message[] = [];
+  private readStates: ReadState[] = [];
+  /** Messages dropped because a Ready's outbox was full (Raft tolerates loss; counted for status). */
+  droppedMessages = 0;
+
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout = 0;
+  leadTransferee: NodeId = "";
+  /** Index of the latest conf entry proposed by this leader; a new change waits until it is applied. */
+  private pendingConfIndex = 0;
+  private uncommittedBytes = 0;
+
+  private prevSoftState: SoftState;
+  private prevHardState: HardState;
+
+  constructor(config: ResolvedConfig, storage: RaftStorage) {
+    this.id = config.id;
+    this.config = config;
+    this.log = new RaftLog(storage);
+    const { hardState, conf } = storage.initialState();
+    const bootstrap = conf.voters.length === 0 && conf.learners.length === 0;
+    this.conf = bootstrap ? { voters: [...config.voters], learners: [...config.learners] } : copyConf(conf);
+    assert(hardState.commit >= this.log.committed || hardState.commit === 0, "hard state commit below snapshot");
+    assert(hardState.commit <= this.log.lastIndex(), `hard state commit ${hardState.commit} beyond last index`);
+    this.log.committed = Math.max(this.log.committed, hardState.commit);
+    this.term = hardState.term;
+    this.vote = hardState.vote;
+    const applied = config.applied ?? this.log.applied;
+    assert(applied >= this.log.applied && applied <= this.log.committed, `applied ${applied} outside [snapshot, commit]`);
+    this.replayConfChanges(this.log.applied, applied);
+    this.log.applied = applied;
+    this.becomeFollower(this.term, "");
+    this.prevSoftState = { leader: "", role: "follower" };
+    this.prevHardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+  }
+
+  /** Conf entries in (from, to] were applied before a restart: the membership must include them. */
+  private replayConfChanges(from: number, to: number): void {
+    for (let lo = from + 1; lo <= to; ) {
+      const entries = this.log.slice(lo, to + 1, this.config.maxCommittedSizePerReadyBytes);
+      for (const entry of entries) if (entry.type === "conf") this.conf = applyConfChange(this.conf, decodeConfChange(entry.data));
+      lo += entries.length;
+    }
+  }
+
+  // ---- inputs ------------------------------------------------------------------------------
+
+  tick(): void {
+    switch (this.role) {
+      case "follower":
+      case "preCandidate":
+      case "candidate":
+        this.tickElection();
+        return;
+      case "leader":
+        this.tickHeartbeat();
+        return;
+      default:
+        unreachable(this.role);
+    }
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+      this.electionElapsed = 0;
+      this.hup();
+    }
+  }
+
+  private tickHeartbeat(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.config.electionTicks) {
+      this.electionElapsed = 0;
+      if (this.config.checkQuorum && !this.quorumActive()) {
+        this.becomeFollower(this.term, "");
+        return;
+      }
+      this.abortLeaderTransfer(); // a transfer that took a whole election timeout has failed
+    }
+    if (this.heartbeatElapsed >= this.config.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.broadcastHeartbeat(null);
+    }
+  }
+
+  campaignLocal(): void {
+    this.hup();
+  }
+
+  private hup(): void {
+    if (this.role === "leader") return;
+    this.campaign(this.config.preVote ? "preElection" : "election");
+  }
+
+  propose(data: Uint8Array): ProposalId {
+    if (data.byteLength > this.config.maxEntryBytes) {
+      throw new RaftError("RAFT_ERR_ENTRY_TOO_LARGE", `command of ${data.byteLength} bytes exceeds maxEntryBytes`);
+    }
+    return this.appendProposal("normal", data);
+  }
+
+  proposeConfChange(change: ConfChange): ProposalId {
+    this.assertLeaderForProposal();
+    if (this.pendingConfIndex > this.log.applied) {
+      throw new RaftError("RAFT_ERR_CONF_CHANGE_PENDING", `conf entry ${this.pendingConfIndex} not yet applied`);
+    }
+    validateConfChange(this.conf, change);
+    const proposal = this.appendProposal("conf", encodeConfChange(change));
+    this.pendingConfIndex = proposal.index;
+    return proposal;
+  }
+
+  private assertLeaderForProposal(): void {
+    if (this.role !== "leader") throw new RaftError("RAFT_ERR_NOT_LEADER", `${this.id} is ${this.role}`, this.leader);
+    if (this.leadTransferee !== "") {
+      throw new RaftError("RAFT_ERR_PROPOSAL_DROPPED", `leadership transfer to ${this.leadTransferee} in progress`, this.leader);
+    }
+  }
+
+  private appendProposal(type: Entry["type"], data: Uint8Array): ProposalId {
+    this.assertLeaderForProposal();
+    const size = data.byteLength;
+    const limit = this.config.maxUncommittedEntriesSize;
+    if (limit > 0 && this.uncommittedBytes > 0 && this.uncommittedBytes + size > limit) {
+      throw new RaftError("RAFT_ERR_PROPOSAL_DROPPED", "uncommitted log exceeds maxUncommittedEntriesSize", this.leader);
+    }
+    const entry: Entry = { term: this.term, index: this.log.lastIndex() + 1, type, data };
+    this.appendEntries([entry]);
+    this.broadcastAppend();
+    return { index: entry.index, term: entry.term };
+  }
+
+  readIndex(context: Uint8Array): void {
+    if (this.role === "leader") {
+      if (!this.handleReadIndex(this.id, context)) {
+        throw new RaftError("RAFT_ERR_READ_INDEX_DROPPED", "read index queue full or context already pending", this.leader);
+      }
+      return;
+    }
+    if (this.leader === "") throw new RaftError("RAFT_ERR_READ_INDEX_DROPPED", "no known leader");
+    this.send({ type: "readIndex", to: this.leader, context });
+  }
+
+  transferLeadership(to: NodeId): void {
+    if (this.role === "leader") this.handleTransferLeader(to);
+    else if (this.leader !== "") this.send({ type: "transferLeader", to: this.leader, transferee: to });
+  }
+
+  reportUnreachable(id: NodeId): void {
+    const pr = this.progress.get(id);
+    if (this.role !== "leader" || pr === undefined) return;
+    if (pr.state === "replicate") pr.becomeProbe();
+  }
+
+  reportSnapshot(id: NodeId, ok: boolean): void {
+    const pr = this.progress.get(id);
+    if (this.role !== "leader" || pr === undefined || pr.state !== "snapshot") return;
+    if (!ok) pr.pendingSnapshot = 0;
+    pr.becomeProbe();
+    pr.probeSent = true; // wait for a heartbeat response before probing again
+    this.snapshotsSending.delete(id);
+  }
+
+  // ---- step ----------------------------------------------------------------------------------
+
+  step(m: Message): void {
+    assert(m.to === this.id, `message for ${m.to} delivered to ${this.id}`);
+    assert(m.term > 0 && m.from !== this.id, "wire messages carry a term and come from a peer");
+    if (m.term > this.term) {
+      if (m.type === "vote" && !m.transfer && this.inLease()) return; // a leader is alive: ignore disruption
+      const keepsTerm = (m.type === "vote" && m.preVote) || (m.type === "voteResp" && m.preVote && !m.reject);
+      if (!keepsTerm) this.becomeFollower(m.term, isLeaderMessage(m) ? m.from : "");
+    } else if (m.term < this.term) {
+      this.stepStale(m);
+      return;
+    }
+    if (m.type === "vote") {
+      this.handleVoteRequest(m);
+      return;
+    }
+    switch (this.role) {
+      case "follower":
+        this.stepFollower(m);
+        return;
+      case "preCandidate":
+      case "candidate":
+        this.stepCandidate(m);
+        return;
+      case "leader":
+        this.stepLeader(m);
+        return;
+      default:
+        unreachable(this.role);
+    }
+  }
+
+  /** A message from an older term. Tell a stale leader or pre-candidate about our term so it stops; drop the rest. */
+  private stepStale(m: Message): void {
+    if ((this.config.checkQuorum || this.config.preVote) && (m.type === "app" || m.type === "heartbeat")) {
+      this.send({ type: "appResp", to: m.from, index: 0, reject: false, rejectHint: 0, logTerm: 0 });
+    } else if (m.type === "vote" && m.preVote) {
+      this.send({ type: "voteResp", to: m.from, preVote: true, reject: true });
+    }
+  }
+
+  /** Check-quorum lease: we heard from a leader less than an election timeout ago. */
+  private inLease(): boolean {
+    return this.config.checkQuorum && this.leader !== "" && this.electionElapsed < this.config.electionTicks;
+  }
+
+  private handleVoteRequest(m: Extract<Message, { type: "vote" }>): void {
+    const canVote = this.vote === m.from || (this.vote === "" && this.leader === "") || (m.preVote && m.term > this.term);
+    if (canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm)) {
+      // A granted pre-vote answers in the candidate's future term so the pre-candidate counts it.
+      this.send({ type: "voteResp", to: m.from, term: m.term, preVote: m.preVote, reject: false });
+      if (!m.preVote) {
+        assert(this.vote === "" || this.vote === m.from, "at most one vote per term");
+        this.electionElapsed = 0;
+        this.vote = m.from;
+      }
+      return;
+    }
+    this.send({ type: "voteResp", to: m.from, preVote: m.preVote, reject: true });
+  }
+
+  private stepFollower(m: Message): void {
+    switch (m.type) {
+      case "app":
+      case "heartbeat":
+      case "snap":
+        this.electionElapsed = 0;
+        this.leader = m.from;
+        this.handleLeaderMessage(m);
+        return;
+      case "timeoutNow":
+        this.campaign("transfer");
+        return;
+      case "readIndexResp":
+        this.addReadState({ index: m.index, context: m.context });
+        return;
+      case "transferLeader":
+        if (this.leader !== "") this.send({ type: "transferLeader", to: this.leader, transferee: m.transferee });
+        return;
+      case "readIndex":
+      case "appResp":
+      case "voteResp":
+      case "heartbeatResp":
+      case "snapResp":
+      case "vote":
+        return; // not for a follower (or stale)
+      default:
+        unreachable(m);
+    }
+  }
+
+  private stepCandidate(m: Message): void {
+    switch (m.type) {
+      case "app":
+      case "heartbeat":
+      case "snap":
+        // A leader exists in our term (or a later one, already adopted above): follow it.
+        this.becomeFollower(m.term, m.from);
+        this.handleLeaderMessage(m);
+        return;
+      case "voteResp":
+        if (m.preVote === (this.role === "preCandidate")) this.recordVote(m.from, !m.reject);
+        return;
+      case "timeoutNow":
+      case "readIndex":
+      case "readIndexResp":
+      case "appResp":
+      case "heartbeatResp":
+      case "snapResp":
+      case "transferLeader":
+      case "vote":
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  private handleLeaderMessage(m: Extract<Message, { type: "app" | "heartbeat" | "snap" }>): void {
+    this.snapshotReceiver.resetUnless(m.from);
+    switch (m.type) {
+      case "app":
+        this.handleAppend(m);
+        return;
+      case "heartbeat":
+        this.log.commitTo(m.commit);
+        this.send({ type: "heartbeatResp", to: m.from, context: m.context });
+        return;
+      case "snap":
+        this.handleSnapshotChunk(m);
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  private handleAppend(m: Extract<Message, { type: "app" }>): void {
+    if (m.index < this.log.committed) {
+      this.send({ type: "appResp", to: m.from, index: this.log.committed, reject: false, rejectHint: 0, logTerm: 0 });
+      return;
+    }
+    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
+    if (lastNew !== null) {
+      this.send({ type: "appResp", to: m.from, index: lastNew, reject: false, rejectHint: 0, logTerm: 0 });
+      return;
+    }
+    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
+    this.send({ type: "appResp", to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term });
+  }
+
+  private handleSnapshotChunk(m: SnapshotChunkMessage): void {
+    const result = this.snapshotReceiver.accept(m);
+    if (typeof result === "number") {
+      this.send({ type: "snapResp", to: m.from, snapshotIndex: m.metadata.index, nextOffset: result });
+      return;
+    }
+    const { index, term } = result.metadata;
+    if (index <= this.log.committed) {
+      // Already have it (a duplicate final chunk): report how far we are.
+    } else if (this.log.matchTerm(index, term)) {
+      this.log.commitTo(index); // our log already contains the snapshot's last entry: fast-forward
+    } else {
+      this.log.restore(result);
+      this.conf = copyConf(result.metadata.conf);
+      this.send({ type: "appResp", to: m.from, index: this.log.lastIndex(), reject: false, rejectHint: 0, logTerm: 0 });
+      return;
+    }
+    this.send({ type: "appResp", to: m.from, index: this.log.committed, reject: false, rejectHint: 0, logTerm: 0 });
+  }
+
+  // ---- leader ---------------------------------------------------------------------------------
+
+  private stepLeader(m: Message): void {
+    switch (m.type) {
+      case "app":
+      case "heartbeat":
+      case "snap":
+        return assert(false, `election safety: two leaders in term ${this.term} (${this.id}, ${m.from})`);
+      case "appResp":
+        this.handleAppendResponse(m);
+        return;
+      case "heartbeatResp":
+        this.handleHeartbeatResponse(m);
+        return;
+      case "snapResp":
+        this.handleSnapshotResponse(m);
+        return;
+      case "readIndex":
+        this.handleReadIndex(m.from, m.context);
+        return;
+      case "transferLeader":
+        this.handleTransferLeader(m.transferee);
+        return;
+      case "voteResp":
+      case "timeoutNow":
+      case "readIndexResp":
+      case "vote":
+        return;
+      default:
+        unreachable(m);
+    }
+  }
+
+  private handleAppendResponse(m: Extract<Message, { type: "appResp" }>): void {
+    const pr = this.progress.get(m.from);
+    if (pr === undefined) return;
+    pr.recentActive = true;
+    if (m.reject) {
+      const hint = m.logTerm > 0 ? this.log.findConflictByTerm(m.rejectHint, m.logTerm).index : m.rejectHint;
+      if (pr.maybeDecrTo(m.index, hint)) {
+        if (pr.state === "replicate") pr.becomeProbe();
+        this.sendAppend(m.from, true);
+      }
+      return;
+    }
+    const wasPaused = pr.isPaused();
+    if (!pr.maybeUpdate(m.index)) return;
+    switch (pr.state) {
+      case "probe":
+        pr.becomeReplicate();
+        break;
+      case "snapshot":
+        if (pr.match >= pr.pendingSnapshot) {
+          this.snapshotsSending.delete(m.from);
+          pr.becomeProbe();
+          pr.becomeReplicate();
+        }
+        break;
+      case "replicate":
+        pr.inflights.freeLE(m.index);
+        break;
+      default:
+        unreachable(pr.state);
+    }
+    if (this.maybeCommit()) this.broadcastAppend();
+    else if (wasPaused) this.sendAppend(m.from, true);
+    while (this.sendAppend(m.from, false)) {
+      // Pipelining: keep sending batches until caught up or the in-flight window is full.
+    }
+    if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(m.from);
+  }
+
+  private handleHeartbeatResponse(m: Extract<Message, { type: "heartbeatResp" }>): void {
+    const pr = this.progress.get(m.from);
+    if (pr === undefined) return;
+    pr.recentActive = true;
+    pr.probeSent = false;
+    if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
+    if (pr.state === "snapshot") this.sendSnapshotChunk(m.from); // retransmit a lost chunk
+    else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
+    if (m.context === null) return;
+    for (const read of this.readOnly.ack(m.context, m.from, this.conf.voters)) {
+      this.releaseRead(read.from, read.index, read.context);
+    }
+  }
+
+  private handleSnapshotResponse(m: Extract<Message, { type: "snapResp" }>): void {
+    const pr = this.progress.get(m.from);
+    if (pr === undefined) return;
+    pr.recentActive = true;
+    if (pr.state !== "snapshot" || pr.pendingSnapshot !== m.snapshotIndex) return;
+    if (m.nextOffset === pr.snapshotOffset) return; // duplicate acknowledgement
+    pr.snapshotOffset = m.nextOffset;
+    this.sendSnapshotChunk(m.from);
+  }
+
+  /** Commits the highest index on a quorum, but only an entry of the current term (Figure 8). */
+  private maybeCommit(): boolean {
+    const index = committedIndex(this.conf.voters, (id) => this.progress.get(id)?.match ?? 0);
+    const committed = this.log.maybeCommit(index, this.term);
+    if (committed) this.releaseDeferredReads();
+    return committed;
+  }
+
+  private appendEntries(entries: Entry[]): void {
+    assert(this.role === "leader", "only a leader appends its own entries");
+    const last = this.log.append(entries);
+    for (const entry of entries) this.uncommittedBytes += entryBytes(entry);
+    const self = this.progress.get(this.id);
+    assert(self !== undefined, "leader must track itself");
+    self.maybeUpdate(last);
+    this.maybeCommit();
+  }
+
+  /** Sends the next append to `to` if flow control allows. Returns whether a message went out. */
+  private sendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+    const pr = this.progress.get(to);
+    if (pr === undefined || to === this.id || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    let entries: Entry[] | null = null;
+    if (prevTerm !== null && prevIndex >= this.log.firstIndex() - 1) {
+      entries = this.log.slice(pr.next, this.log.lastIndex() + 1, this.config.maxSizePerMsgBytes);
+    }
+    if (prevTerm === null || entries === null) {
+      this.startSnapshot(to, pr);
+      return false;
+    }
+    if (entries.length === 0 && !sendIfEmpty) return false;
+    this.send({ type: "app", to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
+    const last = entries[entries.length - 1];
+    pr.sentEntries(last?.index ?? prevIndex, entries.length);
+    return true;
+  }
+
+  private startSnapshot(to: NodeId, pr: Progress): void {
+    const snapshot = this.log.snapshot();
+    assert(snapshot.metadata.index >= this.log.firstIndex() - 1, "storage snapshot must cover the compacted log");
+    assert(snapshot.metadata.index > 0, "a compacted log needs a snapshot");
+    pr.becomeSnapshot(snapshot.metadata.index);
+    this.snapshotsSending.set(to, snapshot);
+    this.sendSnapshotChunk(to);
+  }
+
+  private sendSnapshotChunk(to: NodeId): void {
+    const pr = this.progress.get(to);
+    const snapshot = this.snapshotsSending.get(to);
+    if (pr === undefined || snapshot === undefined) return;
+    const total = snapshot.data.byteLength;
+    const offset = Math.min(pr.snapshotOffset, total);
+    const end = Math.min(offset + this.config.maxSnapshotChunkBytes, total);
+    const data = snapshot.data.subarray(offset, end);
+    this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
+  }
+
+  private broadcastAppend(): void {
+    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+  }
+
+  private broadcastHeartbeat(context: Uint8Array | null): void {
+    for (const [id, pr] of this.progress) {
+      if (id === this.id) continue;
+      const commit = Math.min(pr.match, this.log.committed);
+      this.send({ type: "heartbeat", to: id, commit, context });
+    }
+  }
+
+  private quorumActive(): boolean {
+    const active = new Set<NodeId>([this.id]);
+    for (const [id, pr] of this.progress) {
+      if (pr.recentActive) active.add(id);
+      if (id !== this.id) pr.recentActive = false;
+    }
+    return hasQuorum(this.conf.voters, active);
+  }
+
+  /** Returns false when the read could not be queued. */
+  private handleReadIndex(from: NodeId, context: Uint8Array): boolean {
+    if (this.conf.voters.length === 1 && this.conf.voters[0] === this.id) {
+      this.releaseRead(from, this.log.committed, context);
+      return true;
+    }
+    if (this.log.term(this.log.committed) !== this.term) {
+      // Our commit index may lag the true one until an entry of our term commits (dissertation 6.4).
+      if (this.deferredReads.length + this.readOnly.size() >= pendingReadIndexMax) return false;
+      this.deferredReads.push({ context, from });
+      return true;
+    }
+    if (!this.readOnly.add(this.log.committed, context, from, this.id)) return false;
+    this.broadcastHeartbeat(context);
+    return true;
+  }
+
+  private releaseDeferredReads(): void {
+    if (this.deferredReads.length === 0 || this.log.term(this.log.committed) !== this.term) return;
+    const deferred = this.deferredReads;
+    this.deferredReads = [];
+    for (const read of deferred) this.handleReadIndex(read.from, read.context);
+  }
+
+  private releaseRead(from: NodeId, index: number, context: Uint8Array): void {
+    if (from === this.id) this.addReadState({ index, context });
+    else this.send({ type: "readIndexResp", to: from, index, context });
+  }
+
+  private addReadState(read: ReadState): void {
+    if (this.readStates.length < readStatesMax) this.readStates.push(read);
+  }
+
+  private handleTransferLeader(to: NodeId): void {
+    if (to === this.id || !this.conf.voters.includes(to) || to === this.leadTransferee) return;
+    this.abortLeaderTransfer();
+    this.electionElapsed = 0; // the transfer must finish within one election timeout
+    this.leadTransferee = to;
+    const pr = this.progress.get(to);
+    if (pr !== undefined && pr.match === this.log.lastIndex()) this.sendTimeoutNow(to);
+    else this.sendAppend(to, true);
+  }
+
+  private sendTimeoutNow(to: NodeId): void {
+    this.send({ type: "timeoutNow", to });
+  }
+
+  private abortLeaderTransfer(): void {
+    this.leadTransferee = "";
+  }
+
+  // ---- elections ------------------------------------------------------------------------------
+
+  private promotable(): boolean {
+    return this.conf.voters.includes(this.id);
+  }
+
+  private campaign(kind: CampaignKind): void {
+    if (!this.promotable() || this.hasUnappliedConfChanges()) return;
+    let voteTerm: number;
+    if (kind === "preElection") {
+      this.becomePreCandidate();
+      voteTerm = this.term + 1;
+    } else {
+      this.becomeCandidate();
+      voteTerm = this.term;
+    }
+    const lastLogIndex = this.log.lastIndex();
+    const lastLogTerm = this.log.lastTerm();
+    for (const id of this.conf.voters) {
+      if (id === this.id) continue;
+      const preVote = kind === "preElection";
+      this.send({ type: "vote", to: id, term: voteTerm, preVote, lastLogIndex, lastLogTerm, transfer: kind === "transfer" });
+    }
+    this.recordVote(this.id, true);
+  }
+
+  private recordVote(from: NodeId, granted: boolean): void {
+    if (!this.votes.has(from)) this.votes.set(from, granted);
+    const result = voteResult(this.conf.voters, this.votes);
+    switch (result) {
+      case "won":
+        if (this.role === "preCandidate") this.campaign("election");
+        else this.becomeLeader();
+        return;
+      case "lost":
+        this.becomeFollower(this.term, "");
+        return;
+      case "pending":
+        return;
+      default:
+        unreachable(result);
+    }
+  }
+
+  private hasUnappliedConfChanges(): boolean {
+    for (let lo = this.log.applied + 1; lo <= this.log.committed; ) {
+      const lowest = Math.max(lo, this.log.firstIndex());
+      const entries = this.log.slice(lowest, this.log.committed + 1, this.config.maxCommittedSizePerReadyBytes);
+      if (entries.some((entry) => entry.type === "conf")) return true;
+      lo = lowest + entries.length;
+    }
+    return false;
+  }
+
+  private reset(term: number): void {
+    assert(term >= this.term, `term must not go back (${this.term} -> ${term})`);
+    if (term !== this.term) {
+      this.term = term;
+      this.vote = "";
+    }
+    this.leader = "";
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.randomizedElectionTimeout = this.config.electionTicks + this.config.random.intBelow(this.config.electionTicks);
+    this.abortLeaderTransfer();
+    this.votes.clear();
+    this.progress.clear();
+    this.snapshotsSending.clear();
+    this.readOnly.clear();
+    this.deferredReads = [];
+    this.pendingConfIndex = 0;
+    this.uncommittedBytes = 0;
+  }
+
+  private becomeFollower(term: number, leader: NodeId): void {
+    this.reset(term);
+    this.leader = leader;
+    this.role = "follower";
+  }
+
+  private becomePreCandidate(): void {
+    assert(this.role !== "leader", "a leader cannot become a pre-candidate");
+    // Pre-vote changes neither term nor vote: a partitioned node cannot disrupt on rejoin.
+    this.votes.clear();
+    this.leader = "";
+    this.role = "preCandidate";
+  }
+
+  private becomeCandidate(): void {
+    assert(this.role !== "leader", "a leader cannot become a candidate");
+    this.reset(this.term + 1);
+    this.vote = this.id;
+    this.role = "candidate";
+  }
+
+  private becomeLeader(): void {
+    assert(this.role === "candidate", "only a candidate becomes leader");
+    this.reset(this.term);
+    this.leader = this.id;
+    this.role = "leader";
+    const next = this.log.lastIndex() + 1;
+    for (const id of this.conf.voters) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, false));
+    for (const id of this.conf.learners) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, true));
+    const self = this.progress.get(this.id);
+    assert(self !== undefined, "a leader is a voter");
+    self.becomeReplicate();
+    self.recentActive = true;
+    // Conf changes wait until everything before this term is applied (single-server change safety).
+    this.pendingConfIndex = this.log.lastIndex();
+    // The no-op commits entries of earlier terms and lets reads proceed (dissertation 6.4).
+    this.appendEntries([{ term: this.term, index: next, type: "normal", data: new Uint8Array(0) }]);
+    this.broadcastAppend();
+  }
+
+  // ---- membership -----------------------------------------------------------------------------
+
+  private applyConfEntry(entry: Entry): void {
+    const change = decodeConfChange(entry.data);
+    this.conf = applyConfChange(this.conf, change);
+    if (this.role !== "leader") return;
+    const next = this.log.lastIndex() + 1;
+    for (const id of [...this.progress.keys()]) {
+      if (!this.conf.voters.includes(id) && !this.conf.learners.includes(id)) {
+        this.progress.delete(id);
+        this.snapshotsSending.delete(id);
+      }
+    }
+    for (const id of this.conf.voters) {
+      const pr = this.progress.get(id);
+      if (pr === undefined) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, false));
+      else pr.learner = false;
+    }
+    for (const id of this.conf.learners) {
+      if (!this.progress.has(id)) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, true));
+    }
+    if (this.leadTransferee !== "" && !this.conf.voters.includes(this.leadTransferee)) this.abortLeaderTransfer();
+    if (!this.conf.voters.includes(this.id)) {
+      // Removed leader: tell everyone the commit index, then step down; the rest elect a new leader.
+      this.broadcastAppend();
+      this.becomeFollower(this.term, "");
+      return;
+    }
+    // Fewer voters can mean a quorum already has later entries; new members need the log.
+    this.maybeCommit();
+    this.broadcastAppend();
+  }
+
+  // ---- ready ----------------------------------------------------------------------------------
+
+  private send(m: Outgoing): void {
+    const message = { ...m, from: this.id, term: m.term ?? this.term } as Message;
+    assert(message.to !== this.id, "a node never messages itself");
+    if (this.messages.length >= messagesPerReadyMax) {
+      this.droppedMessages++;
+      return;
+    }
+    this.messages.push(message);
+  }
+
+  private softState(): SoftState {
+    return { leader: this.leader, role: this.role };
+  }
+
+  private hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+
+  hasReady(): boolean {
+    const soft = this.softState();
+    const hard = this.hardState();
+    return (
+      this.messages.length > 0 ||
+      this.readStates.length > 0 ||
+      soft.leader !== this.prevSoftState.leader ||
+      soft.role !== this.prevSoftState.role ||
+      !hardStateEqual(hard, this.prevHardState) ||
+      this.log.unstable.entries.length > 0 ||
+      this.log.unstable.snapshot !== null ||
+      this.log.hasNextCommittedEntries()
+    );
+  }
+
+  takeReady(): Ready {
+    const soft = this.softState();
+    const hard = this.hardState();
+    const entries = [...this.log.unstable.entries];
+    const hardChanged = !hardStateEqual(hard, this.prevHardState);
+    const ready: Ready = {
+      hardState: hardChanged ? hard : null,
+      entries,
+      snapshot: this.log.unstable.snapshot,
+      committedEntries: this.log.nextCommittedEntries(this.config.maxCommittedSizePerReadyBytes),
+      messages: this.messages,
+      mustSync: entries.length > 0 || hard.term !== this.prevHardState.term || hard.vote !== this.prevHardState.vote,
+      readStates: this.readStates,
+    };
+    if (soft.leader !== this.prevSoftState.leader || soft.role !== this.prevSoftState.role) ready.softState = soft;
+    this.messages = [];
+    this.readStates = [];
+    return ready;
+  }
+
+  advance(ready: Ready): void {
+    if (ready.softState !== undefined) this.prevSoftState = ready.softState;
+    if (ready.hardState !== null) this.prevHardState = ready.hardState;
+    if (ready.snapshot !== null) {
+      this.log.unstable.stableSnapshotTo(ready.snapshot.metadata.index);
+      this.log.appliedTo(ready.snapshot.metadata.index);
+    }
+    const lastEntry = ready.entries[ready.entries.length - 1];
+    if (lastEntry !== undefined) this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+    let appliedBytes = 0;
+    for (const entry of ready.committedEntries) {
+      this.log.appliedTo(entry.index);
+      appliedBytes += entryBytes(entry);
+      if (entry.type === "conf") this.applyConfEntry(entry);
+    }
+    if (this.role === "leader") this.uncommittedBytes = Math.max(0, this.uncommittedBytes - appliedBytes);
+  }
+
+  status(): Status {
+    const progress: Status["progress"] = {};
+    if (this.role === "leader") for (const [id, pr] of this.progress) progress[id] = pr.toStatus();
+    return {
+      id: this.id,
+      role: this.role,
+      term: this.term,
+      vote: this.vote,
+      leader: this.leader,
+      commit: this.log.committed,
+      applied: this.log.applied,
+      lastIndex: this.log.lastIndex(),
+      conf: copyConf(this.conf),
+      leadTransferee: this.leadTransferee,
+      progress,
+    };
+  }
+
+  confState(): ConfState {
+    return copyConf(this.conf);
+  }
+}
+
+function copyConf(conf: ConfState): ConfState {
+  return { voters: [...conf.voters], learners: [...conf.learners] };
+}
+
+function hardStateEqual(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
 }
