@@ -1,0 +1,308 @@
+// createKey, updateKey, deleteKey, updateRemaining, spendCredits, ensureRootKey. Each handler
+// checks every precondition first and mutates only after all passed (atomic commands).
+
+import { spendCredits } from "../credits/ledger.js";
+import type {
+  CreateKeyCommand,
+  DeleteKeyCommand,
+  EnsureRootKeyCommand,
+  IdentityLink,
+  RefillInput,
+  SpendCreditsCommand,
+  UpdateKeyCommand,
+  UpdateRemainingCommand,
+} from "./commands.js";
+import { creditsAt, withRefillApplied } from "./credits-view.js";
+import { identitiesMax, keysMax } from "./limits.js";
+import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
+import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
+import { sortedUnique } from "./state.js";
+import {
+  ROOT_API_ID,
+  ROOT_PERMISSION,
+  type IdentityRecord,
+  type KeyRecord,
+  type KeyState,
+  type RatelimitConfig,
+  type RefillRule,
+} from "./types.js";
+
+function keyNotFound(keyId: string): CommandError {
+  return commandError("NOT_FOUND", `key ${keyId} not found`);
+}
+
+/** The identity a link resolves to, and the record to insert when it does not exist yet. */
+function resolveIdentity(
+  state: KeyState,
+  link: IdentityLink,
+  nowMs: number,
+): { identityId: string; create: IdentityRecord | null } | CommandError {
+  const existing = state.identityIdByExternalId.get(link.externalId);
+  if (existing !== undefined) return { identityId: existing, create: null };
+  if (state.identities.has(link.newIdentityId)) return commandError("CONFLICT", `identity ${link.newIdentityId} already exists`);
+  if (state.identities.size >= identitiesMax) return commandError("PRECONDITION_FAILED", "the identity limit is reached");
+  const create: IdentityRecord = {
+    id: link.newIdentityId,
+    externalId: link.externalId,
+    environment: "default",
+    meta: null,
+    ratelimits: [],
+    createdAtMs: nowMs,
+  };
+  return { identityId: link.newIdentityId, create };
+}
+
+function insertIdentity(state: KeyState, identity: IdentityRecord | null): void {
+  if (identity === null) return;
+  state.identities.set(identity.id, identity);
+  state.identityIdByExternalId.set(identity.externalId, identity.id);
+}
+
+function defaultLimit(ratelimit: { limit: number; durationMs: number } | null): RatelimitConfig[] {
+  return ratelimit === null ? [] : [{ name: "default", limit: ratelimit.limit, durationMs: ratelimit.durationMs, autoApply: true }];
+}
+
+function refillRule(refill: RefillInput, lastRefillAtMs: number): RefillRule {
+  return {
+    interval: refill.interval,
+    amount: refill.amount,
+    refillDay: refill.interval === "daily" ? null : refill.refillDay ?? 1,
+    lastRefillAtMs,
+  };
+}
+
+export function applyCreateKey(state: KeyState, command: CreateKeyCommand): CommandOutcome {
+  if (!state.apis.has(command.apiId)) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
+  if (state.keys.has(command.keyId)) return commandError("CONFLICT", `key ${command.keyId} already exists`);
+  if (state.keyIdByHash.has(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
+  if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
+  if (command.remaining !== null && command.remaining <= 0) {
+    return commandError("BAD_REQUEST", "remaining must be greater than 0.");
+  }
+  if (command.refill !== null && command.remaining === null) {
+    return commandError("BAD_REQUEST", "remaining must be set if you are using refill.");
+  }
+  if (command.refill !== null && command.refill.interval === "daily" && command.refill.refillDay !== null) {
+    return commandError("BAD_REQUEST", "when interval is set to 'daily', 'refillDay' must be null.");
+  }
+  const permissions = resolveRefs(state, "permission", command.permissions, command.allowCreatePermissions, command.nowMs);
+  if (isCommandError(permissions)) return permissions;
+  const roles = resolveRefs(state, "role", command.roles, command.allowCreateRoles, command.nowMs);
+  if (isCommandError(roles)) return roles;
+  const identity = command.identity === null ? null : resolveIdentity(state, command.identity, command.nowMs);
+  if (identity !== null && isCommandError(identity)) return identity;
+
+  insertResolved(state, permissions);
+  insertResolved(state, roles);
+  if (identity !== null) insertIdentity(state, identity.create);
+  const key: KeyRecord = {
+    id: command.keyId,
+    apiId: command.apiId,
+    hash: command.hash,
+    start: command.start,
+    name: command.name,
+    ownerId: command.identity?.externalId ?? command.ownerId,
+    identityId: identity?.identityId ?? null,
+    meta: command.meta,
+    createdAtMs: command.nowMs,
+    updatedAtMs: null,
+    expiresAtMs: command.expiresAtMs,
+    enabled: command.enabled,
+    environment: command.environment,
+    remaining: command.remaining,
+    refill: command.refill === null ? null : refillRule(command.refill, command.nowMs),
+    ratelimits: defaultLimit(command.ratelimit),
+    roleIds: sortedUnique(roles.ids),
+    permissionIds: sortedUnique(permissions.ids),
+  };
+  state.keys.set(key.id, key);
+  state.keyIdByHash.set(key.hash, key.id);
+  state.derived.delete(key.id);
+  return { ok: true, id: key.id };
+}
+
+/** Checks of updateKey that need no lookup beyond the key; null when all pass. */
+function checkUpdate(key: KeyRecord, command: UpdateKeyCommand): CommandError | null {
+  const remaining = command.remaining !== undefined ? command.remaining : key.remaining;
+  const refill = command.refill !== undefined ? command.refill : key.refill;
+  if (remaining === null && refill !== null) {
+    return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
+  }
+  if (command.refill && command.refill.interval === "daily" && command.refill.refillDay !== null) {
+    return commandError("BAD_REQUEST", "Cannot set 'refillDay' if 'interval' is 'daily'");
+  }
+  if (command.remaining !== undefined && command.remaining !== null && command.remaining < 0) {
+    return commandError("BAD_REQUEST", "remaining must not be negative");
+  }
+  return null;
+}
+
+export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): CommandOutcome {
+  const current = state.keys.get(command.keyId);
+  if (current === undefined) return keyNotFound(command.keyId);
+  const key = withRefillApplied(current, command.nowMs);
+  const invalid = checkUpdate(key, command);
+  if (invalid !== null) return invalid;
+  let identity: { identityId: string; create: IdentityRecord | null } | null | undefined;
+  if (command.identity !== undefined) {
+    const resolved = command.identity === null ? null : resolveIdentity(state, command.identity, command.nowMs);
+    if (resolved !== null && isCommandError(resolved)) return resolved;
+    identity = resolved;
+  }
+  let roles: ResolvedRefs | undefined;
+  if (command.roles !== undefined) {
+    const resolved = resolveRefs(state, "role", command.roles.refs, command.roles.allowCreate, command.nowMs);
+    if (isCommandError(resolved)) return resolved;
+    roles = resolved;
+  }
+  let permissions: ResolvedRefs | undefined;
+  if (command.permissions !== undefined) {
+    const resolved = resolveRefs(state, "permission", command.permissions.refs, command.permissions.allowCreate, command.nowMs);
+    if (isCommandError(resolved)) return resolved;
+    permissions = resolved;
+  }
+
+  const next: KeyRecord = { ...key, updatedAtMs: command.nowMs };
+  if (command.name !== undefined) next.name = command.name;
+  if (command.ownerId !== undefined) next.ownerId = command.ownerId;
+  if (identity !== undefined) {
+    insertIdentity(state, identity?.create ?? null);
+    next.identityId = identity?.identityId ?? null;
+    next.ownerId = command.identity?.externalId ?? null;
+  }
+  if (command.meta !== undefined) next.meta = command.meta;
+  if (command.expiresAtMs !== undefined) next.expiresAtMs = command.expiresAtMs;
+  if (command.ratelimit !== undefined) {
+    const others = key.ratelimits.filter((limit) => limit.name !== "default");
+    next.ratelimits = [...others, ...defaultLimit(command.ratelimit)].sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+  if (command.remaining !== undefined) next.remaining = command.remaining;
+  if (command.refill !== undefined) {
+    next.refill = command.refill === null ? null : refillRule(command.refill, key.refill?.lastRefillAtMs ?? command.nowMs);
+  }
+  if (command.enabled !== undefined) next.enabled = command.enabled;
+  if (roles !== undefined) {
+    insertResolved(state, roles);
+    next.roleIds = sortedUnique(roles.ids);
+  }
+  if (permissions !== undefined) {
+    insertResolved(state, permissions);
+    next.permissionIds = sortedUnique(permissions.ids);
+  }
+  state.keys.set(next.id, next);
+  state.derived.delete(next.id);
+  return okEmpty;
+}
+
+export function applyDeleteKey(state: KeyState, command: DeleteKeyCommand): CommandOutcome {
+  const key = state.keys.get(command.keyId);
+  if (key === undefined) return keyNotFound(command.keyId);
+  state.keys.delete(key.id);
+  state.keyIdByHash.delete(key.hash);
+  state.derived.delete(key.id);
+  return okEmpty;
+}
+
+export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCommand): CommandOutcome {
+  const current = state.keys.get(command.keyId);
+  if (current === undefined) return keyNotFound(command.keyId);
+  const key = withRefillApplied(current, command.nowMs);
+  let remaining: number | null;
+  if (command.op === "set") {
+    if (command.value !== null && command.value < 0) return commandError("BAD_REQUEST", "remaining must not be negative");
+    remaining = command.value;
+  } else {
+    if (key.remaining === null) {
+      return commandError(
+        "BAD_REQUEST",
+        `cannot ${command.op} a key with unlimited remaining requests, please 'set' a value instead.`,
+      );
+    }
+    if (command.value === null) return commandError("BAD_REQUEST", `cannot ${command.op} a key by null.`);
+    // keyraft keeps credits non-negative: a decrement floors at 0 (upstream went negative).
+    remaining = Math.max(0, key.remaining + (command.op === "increment" ? command.value : -command.value));
+  }
+  if (remaining === null && key.refill !== null) {
+    return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
+  }
+  state.keys.set(key.id, { ...key, remaining, updatedAtMs: command.nowMs });
+  return { ok: true, remaining };
+}
+
+/**
+ * Deducts the cost of an admitted verification (decision 2). Re-checks the balance at apply time:
+ * under replication a concurrent spend may have been ordered first, and then this one is refused
+ * (USAGE_EXCEEDED, nothing deducted) rather than overspending.
+ */
+export function applySpendCredits(state: KeyState, command: SpendCreditsCommand): CommandOutcome {
+  const current = state.keys.get(command.keyId);
+  if (current === undefined) return keyNotFound(command.keyId);
+  if (current.remaining === null) return { ok: true, remaining: null };
+  const key = withRefillApplied(current, command.nowMs);
+  const balance = key.remaining ?? 0;
+  const spend = spendCredits(balance, command.cost);
+  if (!spend.admitted) {
+    return commandError("USAGE_EXCEEDED", "the key has no credits left for this cost");
+  }
+  state.keys.set(key.id, spend.remaining === key.remaining ? key : { ...key, remaining: spend.remaining });
+  return { ok: true, remaining: spend.remaining };
+}
+
+/** Makes the key with `hash` a root key holding `*`: creates it, or repairs an existing one. */
+export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyCommand): CommandOutcome {
+  const existingId = state.keyIdByHash.get(command.hash);
+  const permissionId = state.permissionIdBySlug.get(ROOT_PERMISSION) ?? command.permissionId;
+  const createPermission = !state.permissions.has(permissionId);
+  if (createPermission && state.permissionIdBySlug.has(ROOT_PERMISSION)) {
+    return commandError("CONFLICT", "the root permission is inconsistent");
+  }
+  let key: KeyRecord;
+  if (existingId !== undefined) {
+    const existing = state.keys.get(existingId);
+    if (existing === undefined) return keyNotFound(existingId);
+    if (existing.apiId !== ROOT_API_ID) return commandError("CONFLICT", "this secret belongs to a key of another api");
+    key = { ...existing, enabled: true, expiresAtMs: null, permissionIds: sortedUnique([...existing.permissionIds, permissionId]) };
+  } else {
+    if (state.keys.has(command.keyId)) return commandError("CONFLICT", `key ${command.keyId} already exists`);
+    if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
+    key = {
+      id: command.keyId,
+      apiId: ROOT_API_ID,
+      hash: command.hash,
+      start: command.start,
+      name: "root",
+      ownerId: null,
+      identityId: null,
+      meta: null,
+      createdAtMs: command.nowMs,
+      updatedAtMs: null,
+      expiresAtMs: null,
+      enabled: true,
+      environment: null,
+      remaining: null,
+      refill: null,
+      ratelimits: [],
+      roleIds: [],
+      permissionIds: [permissionId],
+    };
+  }
+  if (createPermission) {
+    state.permissions.set(permissionId, {
+      id: permissionId,
+      name: ROOT_PERMISSION,
+      slug: ROOT_PERMISSION,
+      description: null,
+      createdAtMs: command.nowMs,
+    });
+    state.permissionIdBySlug.set(ROOT_PERMISSION, permissionId);
+  }
+  state.keys.set(key.id, key);
+  state.keyIdByHash.set(key.hash, key.id);
+  state.derived.delete(key.id);
+  return { ok: true, id: key.id, created: existingId === undefined };
+}
+
+/** Credits shown for a key at `nowMs` (getKey, whoami, verification). */
+export function keyCreditsAt(key: KeyRecord, nowMs: number): number | null {
+  return creditsAt(key, nowMs).remaining;
+}

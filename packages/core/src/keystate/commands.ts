@@ -1,0 +1,249 @@
+// Every admin write is one Command. A command carries every id, hash and timestamp it needs
+// (the shell owns the clock and randomness), so applying it is deterministic on every replica.
+
+import type { JsonObject } from "./types.js";
+
+/** A reference to a role or permission: by id, or by name/slug (created when allowed). */
+export interface RefById {
+  id: string;
+}
+export interface RefByName {
+  name: string;
+  /** Id used if the name does not exist at apply time and creation is allowed. */
+  newId: string;
+  /** From the request's `create` flag (setRoles/setPermissions); createKey always creates. */
+  create: boolean;
+}
+export type Ref = RefById | RefByName;
+
+export interface RatelimitInput {
+  name: string;
+  limit: number;
+  durationMs: number;
+}
+
+export interface RefillInput {
+  interval: "daily" | "monthly";
+  amount: number;
+  refillDay: number | null;
+}
+
+/** Link to an identity by external id; `newIdentityId` is used when it does not exist yet. */
+export interface IdentityLink {
+  externalId: string;
+  newIdentityId: string;
+}
+
+export interface CreateApiCommand {
+  type: "createApi";
+  apiId: string;
+  name: string;
+  nowMs: number;
+}
+export interface DeleteApiCommand {
+  type: "deleteApi";
+  apiId: string;
+}
+export interface CreateKeyCommand {
+  type: "createKey";
+  keyId: string;
+  apiId: string;
+  hash: string;
+  start: string;
+  name: string | null;
+  ownerId: string | null;
+  identity: IdentityLink | null;
+  meta: JsonObject | null;
+  expiresAtMs: number | null;
+  remaining: number | null;
+  refill: RefillInput | null;
+  ratelimit: { limit: number; durationMs: number } | null;
+  enabled: boolean;
+  environment: string | null;
+  /** Permission slugs / role names; missing ones are created with `newId` iff `allowCreate*`. */
+  permissions: RefByName[];
+  roles: RefByName[];
+  allowCreatePermissions: boolean;
+  allowCreateRoles: boolean;
+  nowMs: number;
+}
+/** Field absent = untouched; null = cleared. Roles/permissions given = whole-set replacement. */
+export interface UpdateKeyCommand {
+  type: "updateKey";
+  keyId: string;
+  nowMs: number;
+  name?: string | null;
+  ownerId?: string | null;
+  /** null disconnects the identity (and clears ownerId). */
+  identity?: IdentityLink | null;
+  meta?: JsonObject | null;
+  expiresAtMs?: number | null;
+  ratelimit?: { limit: number; durationMs: number } | null;
+  remaining?: number | null;
+  refill?: RefillInput | null;
+  enabled?: boolean;
+  roles?: { refs: Ref[]; allowCreate: boolean };
+  permissions?: { refs: Ref[]; allowCreate: boolean };
+}
+export interface DeleteKeyCommand {
+  type: "deleteKey";
+  keyId: string;
+}
+export interface SetPermissionsCommand {
+  type: "setPermissions";
+  keyId: string;
+  refs: Ref[];
+  allowCreate: boolean;
+  nowMs: number;
+}
+export interface SetRolesCommand {
+  type: "setRoles";
+  keyId: string;
+  refs: Ref[];
+  allowCreate: boolean;
+  nowMs: number;
+}
+export interface AddPermissionsCommand {
+  type: "addPermissions";
+  keyId: string;
+  refs: Ref[];
+  allowCreate: boolean;
+  nowMs: number;
+}
+export interface RemovePermissionsCommand {
+  type: "removePermissions";
+  keyId: string;
+  /** Ids or slugs; unknown ones are ignored. */
+  refs: Array<RefById | { name: string }>;
+}
+export interface AddRolesCommand {
+  type: "addRoles";
+  keyId: string;
+  refs: Ref[];
+  allowCreate: boolean;
+  nowMs: number;
+}
+export interface RemoveRolesCommand {
+  type: "removeRoles";
+  keyId: string;
+  refs: Array<RefById | { name: string }>;
+}
+export interface UpdateRemainingCommand {
+  type: "updateRemaining";
+  keyId: string;
+  op: "increment" | "decrement" | "set";
+  value: number | null;
+  nowMs: number;
+}
+export interface CreatePermissionCommand {
+  type: "createPermission";
+  permissionId: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  nowMs: number;
+}
+export interface DeletePermissionCommand {
+  type: "deletePermission";
+  permissionId: string;
+}
+export interface CreateRoleCommand {
+  type: "createRole";
+  roleId: string;
+  name: string;
+  description: string | null;
+  /** Ids of existing permissions the role carries. */
+  permissionIds: string[];
+  nowMs: number;
+}
+export interface DeleteRoleCommand {
+  type: "deleteRole";
+  roleId: string;
+}
+export interface CreateIdentityCommand {
+  type: "createIdentity";
+  identityId: string;
+  externalId: string;
+  environment: string;
+  meta: JsonObject | null;
+  ratelimits: RatelimitInput[];
+  nowMs: number;
+}
+export interface UpdateIdentityCommand {
+  type: "updateIdentity";
+  identityId: string;
+  meta?: JsonObject | null;
+  /** Given = whole-set replacement. */
+  ratelimits?: RatelimitInput[];
+}
+export interface DeleteIdentityCommand {
+  type: "deleteIdentity";
+  identityId: string;
+}
+export interface CreateNamespaceCommand {
+  type: "createNamespace";
+  namespaceId: string;
+  name: string;
+  nowMs: number;
+}
+export interface SetOverrideCommand {
+  type: "setOverride";
+  /** Used only when no override exists for (namespace, identifier); an existing one keeps its id. */
+  overrideId: string;
+  namespaceId: string;
+  identifier: string;
+  limit: number;
+  durationMs: number;
+  async: boolean | null;
+  nowMs: number;
+}
+export interface DeleteOverrideCommand {
+  type: "deleteOverride";
+  namespaceId: string;
+  identifier: string;
+}
+/** Appended by the shell right after a VALID verification decision that costs credits. */
+export interface SpendCreditsCommand {
+  type: "spendCredits";
+  keyId: string;
+  cost: number;
+  nowMs: number;
+}
+/** Makes the key with `hash` a root key holding `*` (idempotent). */
+export interface EnsureRootKeyCommand {
+  type: "ensureRootKey";
+  keyId: string;
+  hash: string;
+  start: string;
+  /** Id for the `*` permission if it does not exist yet. */
+  permissionId: string;
+  nowMs: number;
+}
+
+export type KeyCommand =
+  | CreateApiCommand
+  | DeleteApiCommand
+  | CreateKeyCommand
+  | UpdateKeyCommand
+  | DeleteKeyCommand
+  | SetPermissionsCommand
+  | SetRolesCommand
+  | AddPermissionsCommand
+  | RemovePermissionsCommand
+  | AddRolesCommand
+  | RemoveRolesCommand
+  | UpdateRemainingCommand
+  | CreatePermissionCommand
+  | DeletePermissionCommand
+  | CreateRoleCommand
+  | DeleteRoleCommand
+  | CreateIdentityCommand
+  | UpdateIdentityCommand
+  | DeleteIdentityCommand
+  | CreateNamespaceCommand
+  | SetOverrideCommand
+  | DeleteOverrideCommand
+  | SpendCreditsCommand
+  | EnsureRootKeyCommand;
+
+export type KeyCommandType = KeyCommand["type"];

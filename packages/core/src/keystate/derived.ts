@@ -1,0 +1,70 @@
+import { assert } from "../assert.js";
+import type { KeyDerived, KeyRecord, KeyState, RatelimitConfig } from "./types.js";
+
+/**
+ * The cached authorization and limit view of a key, computed on first use after any change that
+ * could affect it (the machine drops cache entries on apply). Verification reads it without
+ * allocating.
+ */
+export function keyDerived(state: KeyState, key: KeyRecord): KeyDerived {
+  const cached = state.derived.get(key.id);
+  if (cached !== undefined) return cached;
+  const derived = computeDerived(state, key);
+  state.derived.set(key.id, derived);
+  return derived;
+}
+
+function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
+  const slugs = new Set<string>();
+  for (const permissionId of key.permissionIds) {
+    const permission = state.permissions.get(permissionId);
+    assert(permission !== undefined, "keyDerived: dangling permission reference");
+    slugs.add(permission.slug);
+  }
+  const roles: string[] = [];
+  for (const roleId of key.roleIds) {
+    const role = state.roles.get(roleId);
+    assert(role !== undefined, "keyDerived: dangling role reference");
+    roles.push(role.name);
+    for (const permissionId of role.permissionIds) {
+      const permission = state.permissions.get(permissionId);
+      assert(permission !== undefined, "keyDerived: dangling role permission reference");
+      slugs.add(permission.slug);
+    }
+  }
+  const configuredLimits = new Map<string, RatelimitConfig>();
+  const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
+  assert(key.identityId === null || identity !== undefined, "keyDerived: dangling identity reference");
+  if (identity !== undefined) {
+    for (const limit of identity.ratelimits) configuredLimits.set(limit.name, limit);
+  }
+  // The key's definition wins over the identity's for the same name (upstream §3.3).
+  for (const limit of key.ratelimits) configuredLimits.set(limit.name, limit);
+  const autoLimits = [...configuredLimits.values()]
+    .filter((limit) => limit.autoApply)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const limitOwnerId = key.identityId ?? key.id;
+  return {
+    slugs,
+    permissions: [...slugs].sort(),
+    roles: roles.sort(),
+    configuredLimits,
+    autoLimits,
+    limitOwnerId,
+    autoChecks: autoLimits.map((limit) => ({
+      key: verifyLimitKey(limitOwnerId, limit.name),
+      limit: limit.limit,
+      durationMs: limit.durationMs,
+      cost: 1,
+    })),
+  };
+}
+
+/**
+ * Limiter key of a verification limit: owner (identity or key id) and limit name, so all keys of
+ * an identity share the counter (upstream §3.3). The `v:` prefix keeps it apart from
+ * ratelimits.limit counters.
+ */
+export function verifyLimitKey(ownerId: string, name: string): string {
+  return `v:${ownerId}:${name}`;
+}

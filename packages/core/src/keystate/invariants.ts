@@ -1,0 +1,46 @@
+// Structural invariants of the key state, checked by the property tests after every command
+// (and usable as a debug assertion). Returns the first violation, or null.
+
+import { ROOT_API_ID, ROOT_PERMISSION, type KeyState } from "./types.js";
+
+export function keyStateViolation(state: KeyState): string | null {
+  if (state.apis.get(ROOT_API_ID)?.deleteProtected !== true) return "the root api is missing";
+  if (state.keyIdByHash.size !== state.keys.size) return "hash index size differs from key count";
+  for (const key of state.keys.values()) {
+    if (state.keyIdByHash.get(key.hash) !== key.id) return `hash index does not point to key ${key.id}`;
+    if (!state.apis.has(key.apiId)) return `key ${key.id} belongs to a missing api`;
+    if (key.identityId !== null && !state.identities.has(key.identityId)) return `key ${key.id} has a dangling identity`;
+    if (key.permissionIds.some((id) => !state.permissions.has(id))) return `key ${key.id} has a dangling permission`;
+    if (key.roleIds.some((id) => !state.roles.has(id))) return `key ${key.id} has a dangling role`;
+    if (key.remaining !== null && (!Number.isSafeInteger(key.remaining) || key.remaining < 0)) {
+      return `key ${key.id} has invalid remaining ${key.remaining}`;
+    }
+    if (key.refill !== null && key.remaining === null) return `key ${key.id} has a refill but unlimited credits`;
+  }
+  for (const role of state.roles.values()) {
+    if (role.permissionIds.some((id) => !state.permissions.has(id))) return `role ${role.id} has a dangling permission`;
+    if (state.roleIdByName.get(role.name) !== role.id) return `role name index wrong for ${role.id}`;
+  }
+  if (state.roleIdByName.size !== state.roles.size) return "role name index size differs";
+  for (const permission of state.permissions.values()) {
+    if (state.permissionIdBySlug.get(permission.slug) !== permission.id) return `slug index wrong for ${permission.id}`;
+  }
+  if (state.permissionIdBySlug.size !== state.permissions.size) return "slug index size differs";
+  for (const identity of state.identities.values()) {
+    if (state.identityIdByExternalId.get(identity.externalId) !== identity.id) return `externalId index wrong for ${identity.id}`;
+  }
+  if (state.identityIdByExternalId.size !== state.identities.size) return "externalId index size differs";
+  let indexed = 0;
+  for (const [namespaceId, byIdentifier] of state.overrideIdsByNamespace) {
+    if (!state.namespaces.has(namespaceId)) return `overrides of missing namespace ${namespaceId}`;
+    for (const [identifier, id] of byIdentifier) {
+      const override = state.overrides.get(id);
+      if (override?.identifier !== identifier || override.namespaceId !== namespaceId) return `override index wrong for ${id}`;
+      indexed++;
+    }
+  }
+  if (indexed !== state.overrides.size) return "override index size differs";
+  const rootPermission = state.permissionIdBySlug.get(ROOT_PERMISSION);
+  if (rootPermission !== undefined && !state.permissions.has(rootPermission)) return "root permission dangling";
+  return null;
+}

@@ -1,0 +1,18 @@
+// Named maxima of the key state. Every map and per-record list is bounded; a command that would
+// exceed a bound is refused with PRECONDITION_FAILED and changes nothing.
+
+export const apisMax = 100_000;
+export const keysMax = 10_000_000;
+export const identitiesMax = 1_000_000;
+export const permissionsMax = 100_000;
+export const rolesMax = 100_000;
+export const namespacesMax = 100_000;
+export const overridesMax = 1_000_000;
+/** Roles or permissions directly connected to one key, or carried by one role. */
+export const connectionsPerRecordMax = 1_000;
+/** Named rate limits on one key or one identity. */
+export const ratelimitsPerRecordMax = 32;
+/** Identifiers, names, slugs, external ids, prefixes: bound on every string a command stores. */
+export const stringLengthMax = 1_024;
+/** JSON text of a `meta` object (upstream's 64k rule for identities, applied everywhere). */
+export const metaJsonLengthMax = 64_000;

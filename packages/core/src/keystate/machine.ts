@@ -1,0 +1,115 @@
+// The one entry point that changes the key state: applyCommand(state, command). Deterministic:
+// the same state and command give the same outcome and the same next state on every replica.
+
+import { assert } from "../assert.js";
+import {
+  applyCreateKey,
+  applyDeleteKey,
+  applyEnsureRootKey,
+  applySpendCredits,
+  applyUpdateKey,
+  applyUpdateRemaining,
+} from "./apply-keys.js";
+import {
+  applyCreateApi,
+  applyCreateIdentity,
+  applyCreateNamespace,
+  applyDeleteApi,
+  applyDeleteIdentity,
+  applyDeleteOverride,
+  applySetOverride,
+  applyUpdateIdentity,
+} from "./apply-misc.js";
+import {
+  applyConnect,
+  applyCreatePermission,
+  applyCreateRole,
+  applyDeletePermission,
+  applyDeleteRole,
+  applyDisconnect,
+} from "./apply-rbac.js";
+import type { KeyCommand } from "./commands.js";
+import type { CommandOutcome } from "./outcome.js";
+import { restoreKeyStateInto, snapshotKeyState, type KeyStateSnapshot } from "./snapshot.js";
+import { createKeyState } from "./state.js";
+import { ROOT_API_ID, type KeyState } from "./types.js";
+
+export function applyCommand(state: KeyState, command: KeyCommand): CommandOutcome {
+  const outcome = dispatch(state, command);
+  assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "applyCommand: the root api always exists");
+  return outcome;
+}
+
+function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
+  switch (command.type) {
+    case "createApi":
+      return applyCreateApi(state, command);
+    case "deleteApi":
+      return applyDeleteApi(state, command);
+    case "createKey":
+      return applyCreateKey(state, command);
+    case "updateKey":
+      return applyUpdateKey(state, command);
+    case "deleteKey":
+      return applyDeleteKey(state, command);
+    case "setPermissions":
+    case "setRoles":
+    case "addPermissions":
+    case "addRoles":
+      return applyConnect(state, command);
+    case "removePermissions":
+    case "removeRoles":
+      return applyDisconnect(state, command);
+    case "updateRemaining":
+      return applyUpdateRemaining(state, command);
+    case "createPermission":
+      return applyCreatePermission(state, command);
+    case "deletePermission":
+      return applyDeletePermission(state, command);
+    case "createRole":
+      return applyCreateRole(state, command);
+    case "deleteRole":
+      return applyDeleteRole(state, command);
+    case "createIdentity":
+      return applyCreateIdentity(state, command);
+    case "updateIdentity":
+      return applyUpdateIdentity(state, command);
+    case "deleteIdentity":
+      return applyDeleteIdentity(state, command);
+    case "createNamespace":
+      return applyCreateNamespace(state, command);
+    case "setOverride":
+      return applySetOverride(state, command);
+    case "deleteOverride":
+      return applyDeleteOverride(state, command);
+    case "spendCredits":
+      return applySpendCredits(state, command);
+    case "ensureRootKey":
+      return applyEnsureRootKey(state, command);
+    default: {
+      const unreachable: never = command;
+      throw new Error(`applyCommand: unknown command ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/**
+ * The key state as a ReplicatedStateMachine (packages/gateway/src/store/types.ts): the command
+ * log (LevelDB now, Raft later) drives it. `state` stays the same object across `restore`, so
+ * readers may hold on to it.
+ */
+export interface KeyStateMachine {
+  readonly state: KeyState;
+  apply(command: KeyCommand): CommandOutcome;
+  snapshot(): KeyStateSnapshot;
+  restore(snapshot: unknown): void;
+}
+
+export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMachine {
+  return {
+    state,
+    apply: (command) => applyCommand(state, command),
+    snapshot: () => snapshotKeyState(state),
+    restore: (snapshot) => restoreKeyStateInto(state, snapshot),
+  };
+}

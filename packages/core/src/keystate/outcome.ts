@@ -1,0 +1,43 @@
+// The typed result of applying a command: ok with its data, or a coded v1 error. A command that
+// fails changes nothing (every command is atomic, keyraft decision 5).
+
+/** v1 error codes a command can produce (status per the v1 code table, see the gateway). */
+export type CommandErrorCode =
+  | "BAD_REQUEST"
+  | "NOT_FOUND"
+  | "CONFLICT"
+  | "DELETE_PROTECTED"
+  | "PRECONDITION_FAILED"
+  | "INSUFFICIENT_PERMISSIONS"
+  | "USAGE_EXCEEDED";
+
+export interface NamedRef {
+  id: string;
+  name: string;
+}
+
+export interface CommandOk {
+  ok: true;
+  /** Id of the created or addressed record (createApi, createKey, setOverride, ...). */
+  id?: string;
+  /** setPermissions/setRoles/addPermissions/addRoles: every requested record. */
+  items?: NamedRef[];
+  /** spendCredits/updateRemaining: credits after the command (null = unlimited). */
+  remaining?: number | null;
+  /** ensureRootKey: whether a key was created. */
+  created?: boolean;
+}
+
+export interface CommandError {
+  ok: false;
+  code: CommandErrorCode;
+  message: string;
+}
+
+export type CommandOutcome = CommandOk | CommandError;
+
+export function commandError(code: CommandErrorCode, message: string): CommandError {
+  return { ok: false, code, message };
+}
+
+export const okEmpty: CommandOk = Object.freeze({ ok: true }) as CommandOk;

@@ -1,0 +1,122 @@
+// The whole key state as plain data (arrays of records sorted by id, so equal states give equal
+// snapshots) and back. Indexes and caches are rebuilt on restore, never stored.
+
+import { assert } from "../assert.js";
+import { clearKeyState, createKeyState } from "./state.js";
+import type {
+  ApiRecord,
+  IdentityRecord,
+  JsonObject,
+  KeyRecord,
+  KeyState,
+  NamespaceRecord,
+  OverrideRecord,
+  PermissionRecord,
+  RoleRecord,
+} from "./types.js";
+
+export const snapshotVersion = 1;
+
+export interface KeyStateSnapshot {
+  version: number;
+  apis: ApiRecord[];
+  keys: KeyRecord[];
+  identities: IdentityRecord[];
+  permissions: PermissionRecord[];
+  roles: RoleRecord[];
+  namespaces: NamespaceRecord[];
+  overrides: OverrideRecord[];
+}
+
+/** Deep copy of JSON-like data (meta objects), so a snapshot shares nothing with the live state. */
+export function cloneJson<T>(value: T): T {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) return value.map((item: unknown) => cloneJson(item)) as T;
+  const copy: JsonObject = {};
+  for (const [name, item] of Object.entries(value as JsonObject)) copy[name] = cloneJson(item);
+  return copy as T;
+}
+
+function byId<T extends { id: string }>(records: Iterable<T>, copy: (record: T) => T): T[] {
+  return [...records].map(copy).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+function copyKey(key: KeyRecord): KeyRecord {
+  return {
+    ...key,
+    meta: cloneJson(key.meta),
+    refill: key.refill === null ? null : { ...key.refill },
+    ratelimits: key.ratelimits.map((limit) => ({ ...limit })),
+    roleIds: [...key.roleIds],
+    permissionIds: [...key.permissionIds],
+  };
+}
+
+function copyIdentity(identity: IdentityRecord): IdentityRecord {
+  return { ...identity, meta: cloneJson(identity.meta), ratelimits: identity.ratelimits.map((limit) => ({ ...limit })) };
+}
+
+export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
+  return {
+    version: snapshotVersion,
+    apis: byId(state.apis.values(), (api) => ({ ...api })),
+    keys: byId(state.keys.values(), copyKey),
+    identities: byId(state.identities.values(), copyIdentity),
+    permissions: byId(state.permissions.values(), (permission) => ({ ...permission })),
+    roles: byId(state.roles.values(), (role) => ({ ...role, permissionIds: [...role.permissionIds] })),
+    namespaces: byId(state.namespaces.values(), (namespace) => ({ ...namespace })),
+    overrides: byId(state.overrides.values(), (override) => ({ ...override })),
+  };
+}
+
+function isSnapshot(data: unknown): data is KeyStateSnapshot {
+  if (typeof data !== "object" || data === null) return false;
+  const snapshot = data as Record<string, unknown>;
+  return (
+    snapshot["version"] === snapshotVersion &&
+    ["apis", "keys", "identities", "permissions", "roles", "namespaces", "overrides"].every((name) =>
+      Array.isArray(snapshot[name]),
+    )
+  );
+}
+
+/** Replaces the content of `state` with the snapshot (in place). Throws on malformed data. */
+export function restoreKeyStateInto(state: KeyState, data: unknown): void {
+  assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of this version");
+  clearKeyState(state);
+  for (const api of data.apis) state.apis.set(api.id, { ...api });
+  for (const permission of data.permissions) {
+    state.permissions.set(permission.id, { ...permission });
+    state.permissionIdBySlug.set(permission.slug, permission.id);
+  }
+  for (const role of data.roles) {
+    state.roles.set(role.id, { ...role, permissionIds: [...role.permissionIds] });
+    state.roleIdByName.set(role.name, role.id);
+  }
+  for (const identity of data.identities) {
+    state.identities.set(identity.id, copyIdentity(identity));
+    state.identityIdByExternalId.set(identity.externalId, identity.id);
+  }
+  for (const key of data.keys) {
+    state.keys.set(key.id, copyKey(key));
+    state.keyIdByHash.set(key.hash, key.id);
+  }
+  for (const namespace of data.namespaces) {
+    state.namespaces.set(namespace.id, { ...namespace });
+    state.namespaceIdByName.set(namespace.name, namespace.id);
+  }
+  for (const override of data.overrides) {
+    state.overrides.set(override.id, { ...override });
+    const index = state.overrideIdsByNamespace.get(override.namespaceId) ?? new Map<string, string>();
+    index.set(override.identifier, override.id);
+    state.overrideIdsByNamespace.set(override.namespaceId, index);
+  }
+  assert(state.keyIdByHash.size === state.keys.size, "restoreKeyState: key hashes are unique");
+}
+
+/** A fresh state from a snapshot. */
+export function restoreKeyState(data: unknown): KeyState {
+  const state = createKeyState();
+  restoreKeyStateInto(state, data);
+  return state;
+}

@@ -1,0 +1,46 @@
+import { ROOT_API_ID, type KeyState } from "./types.js";
+
+/** A fresh state: empty except for the built-in, delete-protected root API. */
+export function createKeyState(): KeyState {
+  const state: KeyState = {
+    apis: new Map(),
+    keys: new Map(),
+    keyIdByHash: new Map(),
+    identities: new Map(),
+    identityIdByExternalId: new Map(),
+    permissions: new Map(),
+    permissionIdBySlug: new Map(),
+    roles: new Map(),
+    roleIdByName: new Map(),
+    namespaces: new Map(),
+    namespaceIdByName: new Map(),
+    overrides: new Map(),
+    overrideIdsByNamespace: new Map(),
+    derived: new Map(),
+  };
+  state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
+  return state;
+}
+
+/** Empties every map of `state` in place (restore keeps the object others hold a reference to). */
+export function clearKeyState(state: KeyState): void {
+  state.apis.clear();
+  state.keys.clear();
+  state.keyIdByHash.clear();
+  state.identities.clear();
+  state.identityIdByExternalId.clear();
+  state.permissions.clear();
+  state.permissionIdBySlug.clear();
+  state.roles.clear();
+  state.roleIdByName.clear();
+  state.namespaces.clear();
+  state.namespaceIdByName.clear();
+  state.overrides.clear();
+  state.overrideIdsByNamespace.clear();
+  state.derived.clear();
+}
+
+/** Sorted copy without duplicates: connection lists are kept in this canonical form. */
+export function sortedUnique(values: Iterable<string>): string[] {
+  return [...new Set(values)].sort();
+}

@@ -1,0 +1,148 @@
+import type { LimitCheck } from "../ratelimit/sliding-window.js";
+
+// The records of the key state. Plain data only (no class instances) so that a snapshot is a
+// structural copy and two replicas can be compared field by field.
+
+/** Id of the built-in API that holds root keys. It always exists and cannot be deleted. */
+export const ROOT_API_ID = "api_root";
+/** The root permission: holding it grants every root-key permission (keyraft decision 6). */
+export const ROOT_PERMISSION = "*";
+
+export type JsonObject = { [key: string]: unknown };
+
+/** A named rate limit configured on a key or an identity. */
+export interface RatelimitConfig {
+  name: string;
+  /** Requests admitted per window; >= 1 (0 is allowed on identities: admits nothing). */
+  limit: number;
+  durationMs: number;
+  /** Applied to every verification without being named in the request. */
+  autoApply: boolean;
+}
+
+/** Refill rule: at 00:00 UTC of a due day, `remaining` becomes `amount` when `amount` is larger. */
+export interface RefillRule {
+  interval: "daily" | "monthly";
+  amount: number;
+  /** Day of month 1..31 for monthly (31 = the month's last day); null for daily. */
+  refillDay: number | null;
+  /** Unix ms of the last applied refill (or of the rule's creation); refills due after it apply lazily. */
+  lastRefillAtMs: number;
+}
+
+export interface ApiRecord {
+  id: string;
+  name: string;
+  createdAtMs: number;
+  deleteProtected: boolean;
+}
+
+export interface KeyRecord {
+  id: string;
+  apiId: string;
+  /** base64(SHA-256(utf8(secret))): the plaintext is never stored. */
+  hash: string;
+  start: string;
+  name: string | null;
+  /** Deprecated alias of the identity's externalId, kept as given. */
+  ownerId: string | null;
+  identityId: string | null;
+  meta: JsonObject | null;
+  createdAtMs: number;
+  updatedAtMs: number | null;
+  expiresAtMs: number | null;
+  enabled: boolean;
+  environment: string | null;
+  /** Credits left; null = unlimited. Never below 0 through spends (decision 2). */
+  remaining: number | null;
+  refill: RefillRule | null;
+  /** Key-level limits; `default` is the one createKey/updateKey manage. Sorted by name. */
+  ratelimits: RatelimitConfig[];
+  /** Sorted ids of directly connected roles and permissions. */
+  roleIds: string[];
+  permissionIds: string[];
+}
+
+export interface IdentityRecord {
+  id: string;
+  externalId: string;
+  environment: string;
+  meta: JsonObject | null;
+  /** Identity-level limits (autoApply false as upstream), sorted by name. */
+  ratelimits: RatelimitConfig[];
+  createdAtMs: number;
+}
+
+export interface PermissionRecord {
+  id: string;
+  name: string;
+  slug: string;
+  description: string | null;
+  createdAtMs: number;
+}
+
+export interface RoleRecord {
+  id: string;
+  name: string;
+  description: string | null;
+  /** Sorted ids of the permissions the role carries. */
+  permissionIds: string[];
+  createdAtMs: number;
+}
+
+export interface NamespaceRecord {
+  id: string;
+  name: string;
+  createdAtMs: number;
+}
+
+export interface OverrideRecord {
+  id: string;
+  namespaceId: string;
+  identifier: string;
+  limit: number;
+  durationMs: number;
+  async: boolean | null;
+  createdAtMs: number;
+}
+
+/**
+ * What verification needs about a key's authorization and limits, computed once per key and
+ * cached (not part of the state: rebuilt on demand, so it never appears in snapshots).
+ */
+export interface KeyDerived {
+  /** Permission slugs, direct and via roles, for query evaluation. */
+  slugs: ReadonlySet<string>;
+  /** The same slugs as a sorted array (the verify response field). */
+  permissions: readonly string[];
+  /** Role names, sorted. */
+  roles: readonly string[];
+  /** Identity limits, then key limits overriding by name (upstream §3.3). */
+  configuredLimits: ReadonlyMap<string, RatelimitConfig>;
+  /** The configured limits with autoApply, in name order. */
+  autoLimits: readonly RatelimitConfig[];
+  /** Rate-limit counters are keyed by the identity id when the key has one, else by the key id. */
+  limitOwnerId: string;
+  /** `autoLimits` as limiter checks of cost 1 (the common request), built once. */
+  autoChecks: readonly LimitCheck[];
+}
+
+/** The whole key state. Mutated only by `applyCommand`. */
+export interface KeyState {
+  apis: Map<string, ApiRecord>;
+  keys: Map<string, KeyRecord>;
+  keyIdByHash: Map<string, string>;
+  identities: Map<string, IdentityRecord>;
+  identityIdByExternalId: Map<string, string>;
+  permissions: Map<string, PermissionRecord>;
+  permissionIdBySlug: Map<string, string>;
+  roles: Map<string, RoleRecord>;
+  roleIdByName: Map<string, string>;
+  namespaces: Map<string, NamespaceRecord>;
+  namespaceIdByName: Map<string, string>;
+  overrides: Map<string, OverrideRecord>;
+  /** namespaceId -> identifier -> overrideId. */
+  overrideIdsByNamespace: Map<string, Map<string, string>>;
+  /** Cache of derived per-key data; see KeyDerived. Cleared on any change that could affect it. */
+  derived: Map<string, KeyDerived>;
+}
