@@ -28,3 +28,61 @@ export type {
   TouchedBucket,
 } from "./ratelimit/sliding-window.js";
 export { SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
+// Key state machine and verification decision.
+export { ROOT_API_ID, ROOT_PERMISSION } from "./keystate/types.js";
+export type {
+  ApiRecord,
+  IdentityRecord,
+  JsonObject,
+  KeyDerived,
+  KeyRecord,
+  KeyState,
+  NamespaceRecord,
+  OverrideRecord,
+  PermissionRecord,
+  RatelimitConfig,
+  RefillRule,
+  RoleRecord,
+} from "./keystate/types.js";
+export type {
+  IdentityLink,
+  KeyCommand,
+  KeyCommandType,
+  RatelimitInput,
+  Ref,
+  RefById,
+  RefByName,
+  RefillInput,
+} from "./keystate/commands.js";
+export type { CommandError, CommandErrorCode, CommandOk, CommandOutcome, NamedRef } from "./keystate/outcome.js";
+export { applyCommand, keyStateMachine } from "./keystate/machine.js";
+export type { KeyStateMachine } from "./keystate/machine.js";
+export { createKeyState } from "./keystate/state.js";
+export { cloneJson, restoreKeyState, restoreKeyStateInto, snapshotKeyState } from "./keystate/snapshot.js";
+export type { KeyStateSnapshot } from "./keystate/snapshot.js";
+export { keyDerived, verifyLimitKey } from "./keystate/derived.js";
+export { keyCreditsAt } from "./keystate/apply-keys.js";
+export { keyStateViolation } from "./keystate/invariants.js";
+export {
+  apisMax,
+  connectionsPerRecordMax,
+  identitiesMax,
+  keysMax,
+  metaJsonLengthMax,
+  namespacesMax,
+  overridesMax,
+  permissionsMax,
+  ratelimitsPerRecordMax,
+  rolesMax,
+  stringLengthMax,
+} from "./keystate/limits.js";
+export { decideVerification } from "./verify/decide.js";
+export type {
+  RateLimitJudge,
+  RatelimitRequest,
+  VerifyBadRequest,
+  VerifyCode,
+  VerifyDecision,
+  VerifyRequest,
+  VerifyResult,
+} from "./verify/types.js";
