@@ -48,7 +48,10 @@ export interface LimitOutcome {
   /** Whether this check alone fits (count + cost <= limit) and, for limit(), was not refused for capacity. */
   success: boolean;
   limit: number;
-  /** max(0, limit - count) after the call: with its cost deducted only when the call consumed. */
+  /**
+   * max(0, limit - count) after the call: with its cost deducted only when the call consumed.
+   * 0 for a check refused because the table is full.
+   */
   remaining: number;
   /**
    * Unix ms. Not fitting: the earliest time at which this cost fits if nothing else is admitted
@@ -148,10 +151,10 @@ export class SlidingWindowLimiter {
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
     const touched: TouchedBucket[] = [];
     if (success) {
-      this.clockMs = judgedAtMs;
       for (let i = 0; i < checks.length; i++) {
         const check = checks[i]!;
-        if (check.cost === 0) continue;
+        if (check.cost === 0) continue; // a pure read: not even the clock moves
+        this.clockMs = judgedAtMs;
         const entry = this.commit(check, judgedAtMs);
         const bucket = Math.floor(judgedAtMs / entry.widthMs);
         touched.push({
@@ -267,13 +270,15 @@ export class SlidingWindowLimiter {
     const fits = this.scratchFits[index]!;
     const count = this.scratchCounts[index]!;
     const used = consumed ? count + check.cost : count;
-    const remaining = Math.max(0, check.limit - used);
+    const refusedForCapacity = !fits && count + check.cost <= check.limit;
+    // A key refused for capacity reports no capacity left: the caller must not read it as room.
+    const remaining = refusedForCapacity ? 0 : Math.max(0, check.limit - used);
     let entry = consumed ? this.entries.get(check.key) : this.scratchEntries[index];
     if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
     let resetAtMs: number;
-    if (fits && used + (consumed ? 0 : check.cost) <= check.limit) {
+    if (fits) {
       resetAtMs = entry === undefined ? judgedAtMs : this.oldestCountedExpiry(entry, judgedAtMs);
-    } else if (count + check.cost <= check.limit) {
+    } else if (refusedForCapacity) {
       // Fits by count but was refused for capacity: no counter to age out; retry a window later.
       resetAtMs = judgedAtMs + check.durationMs;
     } else {
