@@ -1,0 +1,167 @@
+// One WebSocket between two nodes: runs the challenge-response handshake (either role), then
+// hands data frames to the transport. Anything unexpected before authentication closes the
+// socket with a code; the transport decides what to do with authenticated connections.
+
+import type WebSocket from "ws";
+import { assert } from "../core/assert.js";
+import type { NodeId } from "../core/types.js";
+import type { Logger } from "../logger.js";
+import { decodeValue, encodeValue } from "./codec.js";
+import { computeProof, handshakeBytesMax, newNonce, parseHandshake, protocolVersion, verifyProof, type HandshakeInput } from "./handshake.js";
+import { closeCodes } from "./transport.js";
+
+export interface ConnectionHooks {
+  readonly selfId: NodeId;
+  readonly secret: Uint8Array;
+  readonly logger: Logger;
+  readonly handshakeTimeoutMs: number;
+  isKnownPeer(id: NodeId): boolean;
+  onAuthenticated(connection: Connection): void;
+  onData(connection: Connection, frame: Uint8Array): void;
+  onClosed(connection: Connection, code: number): void;
+  onRefused(connection: Connection, code: number, authFailure: boolean): void;
+}
+
+type Step = "awaitHello" | "awaitProof" | "awaitChallenge" | "open" | "closed";
+
+export class Connection {
+  /** The remote node: known up front when dialing, learned from `hello` when accepting. */
+  peerId: NodeId;
+  /** Set by the transport's keepalive: cleared on ping, set again on pong. */
+  alive = true;
+  private step: Step;
+  private readonly ownNonce = newNonce();
+  private peerNonce: Uint8Array = new Uint8Array(0);
+  private handshakeTimer: NodeJS.Timeout | null;
+
+  constructor(
+    readonly socket: WebSocket,
+    readonly role: "dialer" | "acceptor",
+    private readonly hooks: ConnectionHooks,
+    readonly remoteAddress: string,
+    expectedPeer: NodeId = "",
+  ) {
+    assert(role === "acceptor" || expectedPeer !== "", "connection: a dialer must know whom it dials");
+    this.peerId = expectedPeer;
+    this.step = role === "dialer" ? "awaitChallenge" : "awaitHello";
+    this.handshakeTimer = setTimeout(() => this.refuse(closeCodes.handshakeTimeout, "handshake timeout", false), hooks.handshakeTimeoutMs);
+    socket.on("message", (data, isBinary) => this.onFrame(data, isBinary));
+    socket.on("close", (code) => this.onClose(code));
+    socket.on("error", (error) => hooks.logger.debug({ peer: this.peerId, remoteAddress, err: error.message }, "raft transport: socket error"));
+    socket.on("pong", () => void (this.alive = true));
+    if (role === "dialer") socket.on("open", () => this.sendHello());
+  }
+
+  get isOpen(): boolean {
+    return this.step === "open";
+  }
+
+  /** The node that opened this connection; the transport keeps the one dialed by the lower id. */
+  get dialerId(): NodeId {
+    return this.role === "dialer" ? this.hooks.selfId : this.peerId;
+  }
+
+  send(frame: Uint8Array): void {
+    assert(this.step === "open", "connection: send before authentication");
+    this.socket.send(frame, { binary: true });
+  }
+
+  close(code: number, reason: string): void {
+    this.clearHandshakeTimer();
+    if (this.step !== "closed") this.socket.close(code, reason);
+  }
+
+  private sendHello(): void {
+    this.socket.send(encodeValue({ k: "hello", v: protocolVersion, from: this.hooks.selfId, to: this.peerId, nonce: this.ownNonce }));
+  }
+
+  private onFrame(data: WebSocket.RawData, isBinary: boolean): void {
+    if (this.step === "closed") return;
+    const frame = toBytes(data);
+    if (this.step === "open") {
+      if (!isBinary) return this.refuse(closeCodes.protocolError, "text frame", false);
+      this.hooks.onData(this, frame);
+      return;
+    }
+    if (!isBinary || frame.byteLength > handshakeBytesMax) return this.refuse(closeCodes.protocolError, "bad handshake frame", false);
+    let value: unknown;
+    try {
+      value = decodeValue(frame);
+    } catch {
+      return this.refuse(closeCodes.protocolError, "undecodable handshake frame", false);
+    }
+    this.onHandshake(value);
+  }
+
+  private onHandshake(value: unknown): void {
+    const frame = parseHandshake(value);
+    if (frame === null) return this.refuse(closeCodes.protocolError, "malformed handshake frame", false);
+    if (this.step === "awaitHello" && frame.k === "hello") {
+      if (frame.to !== this.hooks.selfId) return this.refuse(closeCodes.unknownNode, `hello addressed to ${frame.to}`, false);
+      this.peerId = frame.from;
+      if (!this.hooks.isKnownPeer(frame.from)) return this.refuse(closeCodes.unknownNode, "unknown node id", false);
+      this.peerNonce = frame.nonce;
+      const proof = computeProof(this.hooks.secret, this.proofInput("acceptor"));
+      this.socket.send(encodeValue({ k: "challenge", from: this.hooks.selfId, nonce: this.ownNonce, proof }));
+      this.step = "awaitProof";
+      return;
+    }
+    if (this.step === "awaitChallenge" && frame.k === "challenge") {
+      if (frame.from !== this.peerId) return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
+      this.peerNonce = frame.nonce;
+      if (!verifyProof(this.hooks.secret, this.proofInput("acceptor"), frame.proof)) {
+        return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
+      }
+      this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.hooks.secret, this.proofInput("dialer")) }));
+      return this.authenticated();
+    }
+    if (this.step === "awaitProof" && frame.k === "proof") {
+      if (!verifyProof(this.hooks.secret, this.proofInput("dialer"), frame.proof)) {
+        return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
+      }
+      return this.authenticated();
+    }
+    this.refuse(closeCodes.protocolError, `unexpected ${frame.k} frame`, false);
+  }
+
+  private proofInput(role: "dialer" | "acceptor"): HandshakeInput {
+    const dialerNonce = this.role === "dialer" ? this.ownNonce : this.peerNonce;
+    const acceptorNonce = this.role === "dialer" ? this.peerNonce : this.ownNonce;
+    const dialer = this.dialerId;
+    const acceptor = this.role === "dialer" ? this.peerId : this.hooks.selfId;
+    return { role, dialer, acceptor, dialerNonce, acceptorNonce };
+  }
+
+  private authenticated(): void {
+    this.clearHandshakeTimer();
+    this.step = "open";
+    this.hooks.onAuthenticated(this);
+  }
+
+  private refuse(code: number, reason: string, authFailure: boolean): void {
+    if (this.step === "closed") return;
+    this.hooks.logger.warn({ peer: this.peerId, remoteAddress: this.remoteAddress, role: this.role, code, reason }, "raft transport: connection refused");
+    this.hooks.onRefused(this, code, authFailure);
+    this.close(code, reason);
+    this.step = "closed";
+  }
+
+  private onClose(code: number): void {
+    this.clearHandshakeTimer();
+    const wasClosed = this.step === "closed";
+    this.step = "closed";
+    this.hooks.onClosed(this, code);
+    if (!wasClosed) this.hooks.logger.debug({ peer: this.peerId, role: this.role, code }, "raft transport: connection closed");
+  }
+
+  private clearHandshakeTimer(): void {
+    if (this.handshakeTimer !== null) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = null;
+  }
+}
+
+function toBytes(data: WebSocket.RawData): Uint8Array {
+  if (Array.isArray(data)) return Buffer.concat(data);
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  return data;
+}

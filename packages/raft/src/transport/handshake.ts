@@ -1,0 +1,104 @@
+// Challenge-response authentication with the shared cluster secret. Each side sends a fresh random
+// nonce; each proves knowledge of the secret with HMAC-SHA256 over (role, dialer, acceptor, both
+// nonces). The secret never crosses the wire, a proof is bound to this connection's nonces (no
+// replay), and the role in the MAC stops a reflected proof being accepted.
+//
+//   dialer   -> acceptor : hello     { from, to, nonce }
+//   acceptor -> dialer   : challenge { from, nonce, proof: mac("acceptor") }
+//   dialer   -> acceptor : proof     { proof: mac("dialer") }        then data frames both ways
+
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { NodeId } from "../core/types.js";
+
+export const nonceBytes = 32;
+export const proofBytes = 32;
+/** Largest handshake frame accepted before authentication (ids are short). */
+export const handshakeBytesMax = 1024;
+/** Longest node id accepted on the wire. */
+export const nodeIdBytesMax = 128;
+export const protocolVersion = 1;
+
+export interface HelloFrame {
+  k: "hello";
+  v: number;
+  from: NodeId;
+  to: NodeId;
+  nonce: Uint8Array;
+}
+
+export interface ChallengeFrame {
+  k: "challenge";
+  from: NodeId;
+  nonce: Uint8Array;
+  proof: Uint8Array;
+}
+
+export interface ProofFrame {
+  k: "proof";
+  proof: Uint8Array;
+}
+
+export type HandshakeFrame = HelloFrame | ChallengeFrame | ProofFrame;
+
+export interface HandshakeInput {
+  role: "dialer" | "acceptor";
+  dialer: NodeId;
+  acceptor: NodeId;
+  dialerNonce: Uint8Array;
+  acceptorNonce: Uint8Array;
+}
+
+export function newNonce(): Uint8Array {
+  return new Uint8Array(randomBytes(nonceBytes));
+}
+
+/** HMAC-SHA256(secret, "keyraft-raft-v1" | role | dialer | acceptor | nonces), fields length-prefixed. */
+export function computeProof(secret: Uint8Array, input: HandshakeInput): Uint8Array {
+  const mac = createHmac("sha256", secret);
+  for (const field of [`keyraft-raft-v${protocolVersion}`, input.role, input.dialer, input.acceptor]) {
+    const bytes = Buffer.from(field, "utf8");
+    mac.update(lengthPrefix(bytes.byteLength)).update(bytes);
+  }
+  mac.update(lengthPrefix(input.dialerNonce.byteLength)).update(input.dialerNonce);
+  mac.update(lengthPrefix(input.acceptorNonce.byteLength)).update(input.acceptorNonce);
+  return new Uint8Array(mac.digest());
+}
+
+export function verifyProof(secret: Uint8Array, input: HandshakeInput, proof: unknown): boolean {
+  if (!(proof instanceof Uint8Array) || proof.byteLength !== proofBytes) return false;
+  return timingSafeEqual(computeProof(secret, input), proof);
+}
+
+/** Narrows an untrusted decoded value to a handshake frame, or null. */
+export function parseHandshake(value: unknown): HandshakeFrame | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  const frame = value as Record<string, unknown>;
+  const kind = frame["k"];
+  if (kind === "hello") {
+    if (frame["v"] !== protocolVersion || !isNodeId(frame["from"]) || !isNodeId(frame["to"]) || !isNonce(frame["nonce"])) return null;
+    return { k: "hello", v: protocolVersion, from: frame["from"], to: frame["to"], nonce: frame["nonce"] };
+  }
+  if (kind === "challenge") {
+    if (!isNodeId(frame["from"]) || !isNonce(frame["nonce"]) || !(frame["proof"] instanceof Uint8Array)) return null;
+    return { k: "challenge", from: frame["from"], nonce: frame["nonce"], proof: frame["proof"] };
+  }
+  if (kind === "proof") {
+    if (!(frame["proof"] instanceof Uint8Array)) return null;
+    return { k: "proof", proof: frame["proof"] };
+  }
+  return null;
+}
+
+function isNodeId(value: unknown): value is NodeId {
+  return typeof value === "string" && value.length > 0 && value.length <= nodeIdBytesMax;
+}
+
+function isNonce(value: unknown): value is Uint8Array {
+  return value instanceof Uint8Array && value.byteLength === nonceBytes;
+}
+
+function lengthPrefix(length: number): Uint8Array {
+  const prefix = new Uint8Array(4);
+  new DataView(prefix.buffer).setUint32(0, length);
+  return prefix;
+}

@@ -1,0 +1,395 @@
+// Raft transport over WebSockets (ws) with msgpackr framing. One authenticated connection per
+// peer pair: both sides may dial, and when two connections end up open the one dialed by the
+// lower node id is kept (both sides apply the same rule, so they agree without talking).
+// Outbound messages go to a bounded per-peer queue and are flushed once per event-loop turn,
+// many messages per frame. Lost peers are redialed with capped exponential backoff + jitter.
+
+import { WebSocket, WebSocketServer } from "ws";
+import { assert } from "../core/assert.js";
+import type { NodeId } from "../core/types.js";
+import { silentLogger, type Logger } from "../logger.js";
+import { backoffDelayMs } from "./backoff.js";
+import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
+import { Connection, type ConnectionHooks } from "./connection.js";
+import { SendQueue } from "./send-queue.js";
+import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
+
+/** Limits and timings of the transport; every field has a default (see resolveLimits). */
+export interface WsTransportLimits {
+  /** Largest encoded message; larger ones are dropped and logged. Default 8 MiB. */
+  messageBytesMax: number;
+  /** Largest frame sent or accepted (ws maxPayload); a peer sending more is disconnected (1009). Default 16 MiB. */
+  frameBytesMax: number;
+  /** Per-peer send queue bound in messages; the oldest is dropped when full. Default 8192. */
+  sendQueueMessagesMax: number;
+  /** Per-peer send queue bound in bytes. Default 64 MiB. */
+  sendQueueBytesMax: number;
+  /** Stop writing to a socket while this many bytes are buffered in it. Default 8 MiB. */
+  socketBufferedBytesMax: number;
+  /** Peers in the address book. Default 64. */
+  peersMax: number;
+  /** Connections allowed to be mid-handshake at once; more are refused (busy). Default 64. */
+  handshakesPendingMax: number;
+  handshakeTimeoutMs: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** Keepalive: a connection that does not answer a ping within this interval is dropped. 0 = off. Default 5000. */
+  pingIntervalMs: number;
+}
+
+export const defaultTransportLimits: WsTransportLimits = {
+  messageBytesMax: 8 << 20,
+  frameBytesMax: 16 << 20,
+  sendQueueMessagesMax: 8192,
+  sendQueueBytesMax: 64 << 20,
+  socketBufferedBytesMax: 8 << 20,
+  peersMax: 64,
+  handshakesPendingMax: 64,
+  handshakeTimeoutMs: 5000,
+  backoffBaseMs: 50,
+  backoffMaxMs: 2000,
+  pingIntervalMs: 5000,
+};
+
+export interface WsTransportOptions<M extends Addressed> {
+  id: NodeId;
+  /** The shared cluster secret (at least 16 bytes). Never sent, never logged. */
+  secret: Uint8Array | string;
+  /** Interface to listen on. Default "127.0.0.1". */
+  host?: string;
+  /** Port to listen on; 0 picks a free one. Default 0. */
+  port?: number;
+  /** Address book: peer id -> "ws://host:port". Only these ids may connect. */
+  peers?: Record<NodeId, string>;
+  onMessage: (message: M) => void;
+  /** Called when the authenticated connection to a peer opens or closes (for reportUnreachable). */
+  onPeerChange?: (id: NodeId, connected: boolean) => void;
+  logger?: Logger;
+  limits?: Partial<WsTransportLimits>;
+}
+
+interface Peer {
+  id: NodeId;
+  url: string;
+  active: Connection | null;
+  dialing: Connection | null;
+  attempt: number;
+  redialTimer: NodeJS.Timeout | null;
+  queue: SendQueue;
+  stats: Omit<PeerStats, "connected" | "queuedMessages" | "droppedQueueFull">;
+}
+
+export class WsTransport<M extends Addressed> implements Transport<M> {
+  private readonly limits: WsTransportLimits;
+  private readonly secret: Uint8Array;
+  private readonly logger: Logger;
+  private readonly peers = new Map<NodeId, Peer>();
+  private readonly hooks: ConnectionHooks;
+  private server: WebSocketServer | null = null;
+  private readonly inbound = new Set<Connection>();
+  private handshakesPending = 0;
+  private flushScheduled = false;
+  private flushRetry: NodeJS.Timeout | null = null;
+  private pingTimer: NodeJS.Timeout | null = null;
+  private closing = false;
+  private readonly counters = { refusedConnections: 0, authFailures: 0, invalidMessages: 0, droppedUnknownPeer: 0 };
+
+  constructor(private readonly options: WsTransportOptions<M>) {
+    this.limits = { ...defaultTransportLimits, ...options.limits };
+    assert(this.limits.frameBytesMax >= this.limits.messageBytesMax + 3, "transport: frameBytesMax must hold one message");
+    assert(this.limits.sendQueueBytesMax >= this.limits.messageBytesMax, "transport: sendQueueBytesMax must hold one message");
+    this.secret = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret;
+    assert(this.secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
+    this.logger = options.logger ?? silentLogger;
+    for (const [id, url] of Object.entries(options.peers ?? {})) this.addPeer(id, url);
+    this.hooks = this.makeHooks();
+  }
+
+  async start(): Promise<{ port: number }> {
+    assert(this.server === null, "transport: already started");
+    const server = new WebSocketServer({
+      host: this.options.host ?? "127.0.0.1",
+      port: this.options.port ?? 0,
+      maxPayload: this.limits.frameBytesMax,
+      perMessageDeflate: false,
+    });
+    this.server = server;
+    server.on("connection", (socket, request) => this.accept(socket, request.socket.remoteAddress ?? "?"));
+    await new Promise<void>((resolve, reject) => {
+      server.once("listening", resolve);
+      server.once("error", reject);
+    });
+    server.on("error", (error) => this.logger.error({ err: error.message }, "raft transport: server error"));
+    if (this.limits.pingIntervalMs > 0) this.pingTimer = setInterval(() => this.keepalive(), this.limits.pingIntervalMs);
+    for (const peer of this.peers.values()) this.maybeDial(peer);
+    const address = server.address();
+    assert(typeof address === "object" && address !== null, "transport: server has no address");
+    this.logger.info({ id: this.options.id, port: address.port }, "raft transport: listening");
+    return { port: address.port };
+  }
+
+  send(messages: readonly M[]): void {
+    if (this.closing) return;
+    for (const message of messages) {
+      assert(message.from === this.options.id, `transport: sending a message from ${message.from}`);
+      const peer = this.peers.get(message.to);
+      if (peer === undefined) {
+        this.counters.droppedUnknownPeer++;
+        continue;
+      }
+      const encoded = encodeValue(message);
+      if (encoded.byteLength > this.limits.messageBytesMax) {
+        peer.stats.droppedOversize++;
+        this.logger.warn({ peer: peer.id, type: message.type, bytes: encoded.byteLength, max: this.limits.messageBytesMax }, "raft transport: message too large, dropped");
+        continue;
+      }
+      peer.queue.push(encoded);
+      if (peer.active === null) this.maybeDial(peer);
+    }
+    this.scheduleFlush();
+  }
+
+  addPeer(id: NodeId, url: string): void {
+    assert(id !== this.options.id, "transport: a node is not its own peer");
+    const existing = this.peers.get(id);
+    if (existing !== undefined) {
+      existing.url = url;
+      return;
+    }
+    assert(this.peers.size < this.limits.peersMax, "transport: peersMax reached");
+    const queue = new SendQueue(this.limits.sendQueueMessagesMax, this.limits.sendQueueBytesMax);
+    const stats = { sentMessages: 0, sentFrames: 0, receivedMessages: 0, droppedOversize: 0, connects: 0, dialFailures: 0 };
+    const peer: Peer = { id, url, active: null, dialing: null, attempt: 0, redialTimer: null, queue, stats };
+    this.peers.set(id, peer);
+    if (this.server !== null) this.maybeDial(peer);
+  }
+
+  removePeer(id: NodeId): void {
+    const peer = this.peers.get(id);
+    if (peer === undefined) return;
+    this.peers.delete(id);
+    if (peer.redialTimer !== null) clearTimeout(peer.redialTimer);
+    peer.active?.close(closeCodes.peerRemoved, "peer removed");
+    peer.dialing?.close(closeCodes.peerRemoved, "peer removed");
+    peer.queue.clear();
+  }
+
+  isConnected(id: NodeId): boolean {
+    return this.peers.get(id)?.active?.isOpen ?? false;
+  }
+
+  stats(): TransportStats {
+    const peers: Record<NodeId, PeerStats> = {};
+    for (const peer of this.peers.values()) {
+      peers[peer.id] = { ...peer.stats, connected: this.isConnected(peer.id), queuedMessages: peer.queue.length, droppedQueueFull: peer.queue.dropped };
+    }
+    return { peers, ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    if (this.pingTimer !== null) clearInterval(this.pingTimer);
+    if (this.flushRetry !== null) clearTimeout(this.flushRetry);
+    const sockets: WebSocket[] = [];
+    for (const peer of this.peers.values()) {
+      if (peer.redialTimer !== null) clearTimeout(peer.redialTimer);
+      peer.queue.clear();
+      for (const connection of [peer.active, peer.dialing]) if (connection !== null) sockets.push(connection.socket);
+    }
+    for (const connection of this.inbound) sockets.push(connection.socket);
+    await Promise.all(sockets.map((socket) => closeSocket(socket)));
+    const server = this.server;
+    if (server !== null) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  private makeHooks(): ConnectionHooks {
+    return {
+      selfId: this.options.id,
+      secret: this.secret,
+      logger: this.logger,
+      handshakeTimeoutMs: this.limits.handshakeTimeoutMs,
+      isKnownPeer: (id) => this.peers.has(id),
+      onAuthenticated: (connection) => this.adopt(connection),
+      onData: (connection, frame) => this.receive(connection, frame),
+      onClosed: (connection, code) => this.onConnectionClosed(connection, code),
+      onRefused: (_connection, _code, authFailure) => {
+        this.counters.refusedConnections++;
+        if (authFailure) this.counters.authFailures++;
+      },
+    };
+  }
+
+  private accept(socket: WebSocket, remoteAddress: string): void {
+    if (this.closing || this.handshakesPending >= this.limits.handshakesPendingMax) {
+      this.counters.refusedConnections++;
+      this.logger.warn({ remoteAddress, pending: this.handshakesPending }, "raft transport: too many pending handshakes, refused");
+      socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
+      return;
+    }
+    this.handshakesPending++;
+    const connection = new Connection(socket, "acceptor", this.hooks, remoteAddress);
+    this.inbound.add(connection);
+  }
+
+  private maybeDial(peer: Peer): void {
+    if (this.closing || this.server === null || peer.active !== null || peer.dialing !== null || peer.redialTimer !== null) return;
+    const socket = new WebSocket(peer.url, { maxPayload: this.limits.frameBytesMax, perMessageDeflate: false, handshakeTimeout: this.limits.handshakeTimeoutMs });
+    peer.dialing = new Connection(socket, "dialer", this.hooks, peer.url, peer.id);
+  }
+
+  private scheduleRedial(peer: Peer): void {
+    if (this.closing || peer.active !== null || peer.dialing !== null || peer.redialTimer !== null || this.peers.get(peer.id) !== peer) return;
+    const delayMs = backoffDelayMs({ baseMs: this.limits.backoffBaseMs, maxMs: this.limits.backoffMaxMs }, peer.attempt, Math.random());
+    peer.attempt++;
+    peer.redialTimer = setTimeout(() => {
+      peer.redialTimer = null;
+      this.maybeDial(peer);
+    }, delayMs);
+  }
+
+  /** Keeps one connection per peer: the one dialed by the lower id; between equals, the newer. */
+  private adopt(connection: Connection): void {
+    if (connection.role === "acceptor") {
+      this.inbound.delete(connection);
+      this.handshakesPending--;
+    }
+    const peer = this.peers.get(connection.peerId);
+    if (peer === undefined || this.closing) return connection.close(closeCodes.peerRemoved, "peer removed");
+    if (peer.dialing === connection) peer.dialing = null;
+    const current = peer.active;
+    if (current !== null && current !== connection) {
+      if (this.rank(connection) < this.rank(current)) return connection.close(closeCodes.duplicate, "duplicate connection");
+      peer.active = null; // so that closing the replaced one does not trigger a redial
+      current.close(closeCodes.duplicate, "duplicate connection");
+    }
+    peer.active = connection;
+    peer.attempt = 0;
+    peer.stats.connects++;
+    if (peer.redialTimer !== null) clearTimeout(peer.redialTimer);
+    peer.redialTimer = null;
+    this.logger.info({ peer: peer.id, role: connection.role }, "raft transport: peer connected");
+    this.options.onPeerChange?.(peer.id, true);
+    this.scheduleFlush();
+  }
+
+  private rank(connection: Connection): number {
+    const lowerId = connection.peerId < this.options.id ? connection.peerId : this.options.id;
+    return connection.dialerId === lowerId ? 1 : 0;
+  }
+
+  private onConnectionClosed(connection: Connection, code: number): void {
+    if (this.inbound.delete(connection)) this.handshakesPending--;
+    const peer = this.peers.get(connection.peerId);
+    if (peer === undefined) return;
+    if (peer.dialing === connection) {
+      peer.dialing = null;
+      peer.stats.dialFailures++;
+      this.scheduleRedial(peer);
+    } else if (peer.active === connection) {
+      peer.active = null;
+      this.logger.info({ peer: peer.id, code }, "raft transport: peer disconnected");
+      this.options.onPeerChange?.(peer.id, false);
+      this.scheduleRedial(peer);
+    }
+  }
+
+  private receive(connection: Connection, frame: Uint8Array): void {
+    const peer = this.peers.get(connection.peerId);
+    // A duplicate being closed may still deliver frames sent before the close: they are authenticated, keep them.
+    if (peer === undefined) return;
+    let decoded: unknown;
+    try {
+      decoded = decodeValue(frame);
+    } catch {
+      this.counters.invalidMessages++;
+      return connection.close(closeCodes.protocolError, "undecodable frame");
+    }
+    if (!Array.isArray(decoded) || decoded.length > frameMessagesMax) {
+      this.counters.invalidMessages++;
+      return connection.close(closeCodes.protocolError, "a data frame must be an array of messages");
+    }
+    for (const item of decoded as unknown[]) {
+      if (!this.isValidMessage(item, peer.id)) {
+        this.counters.invalidMessages++;
+        this.logger.warn({ peer: peer.id }, "raft transport: dropped a malformed or misaddressed message");
+        continue;
+      }
+      peer.stats.receivedMessages++;
+      this.options.onMessage(item);
+      if (this.closing) return;
+    }
+  }
+
+  /** `from` must be the authenticated peer: a peer cannot speak for another node. */
+  private isValidMessage(item: unknown, peerId: NodeId): item is M {
+    if (typeof item !== "object" || item === null || Array.isArray(item)) return false;
+    const message = item as Record<string, unknown>;
+    return typeof message["type"] === "string" && message["from"] === peerId && message["to"] === this.options.id && typeof message["term"] === "number";
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.closing) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    let blocked = false;
+    for (const peer of this.peers.values()) {
+      const connection = peer.active;
+      if (connection === null || !connection.isOpen) continue;
+      while (peer.queue.length > 0) {
+        if (connection.socket.bufferedAmount > this.limits.socketBufferedBytesMax) {
+          blocked = true;
+          break;
+        }
+        const { encoded, bytes } = peer.queue.takeFrame(this.limits.frameBytesMax);
+        connection.send(buildFrame(encoded, bytes));
+        peer.stats.sentFrames++;
+        peer.stats.sentMessages += encoded.length;
+      }
+    }
+    if (blocked && this.flushRetry === null && !this.closing) {
+      this.flushRetry = setTimeout(() => {
+        this.flushRetry = null;
+        this.flush();
+      }, 5);
+    }
+  }
+
+  private keepalive(): void {
+    for (const peer of this.peers.values()) {
+      const connection = peer.active;
+      if (connection === null || !connection.isOpen) continue;
+      if (!connection.alive) {
+        this.logger.warn({ peer: peer.id }, "raft transport: no pong within the ping interval, dropping the connection");
+        connection.socket.terminate();
+        continue;
+      }
+      connection.alive = false;
+      connection.socket.ping();
+    }
+  }
+}
+
+const closeGraceMs = 250;
+
+function closeSocket(socket: WebSocket): Promise<void> {
+  if (socket.readyState === WebSocket.CLOSED) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      socket.terminate();
+      resolve();
+    }, closeGraceMs);
+    socket.once("close", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    if (socket.readyState === WebSocket.CONNECTING) socket.terminate();
+    else socket.close(closeCodes.shuttingDown, "shutting down");
+  });
+}
