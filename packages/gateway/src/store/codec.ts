@@ -40,3 +40,42 @@ export function parseLogIndexKey(key: string): number {
   if (!Number.isSafeInteger(index)) throw new RangeError(`log index key out of range: ${key}`);
   return index;
 }
+
+/** Deepest nesting `replaysEqual` compares; deeper values count as unequal (refused). */
+export const replayCompareDepthMax = 256;
+
+/**
+ * Whether `decoded` (a value after encode/decode) would replay exactly like `original`: deep
+ * equality of plain data where numbers compare with === (msgpack stores -0 as 0, which no
+ * command can tell apart) and a renamed or dropped key (msgpackr renames "__proto__") is a
+ * difference.
+ */
+export function replaysEqual(original: unknown, decoded: unknown, depth = 0): boolean {
+  if (original === decoded) return true;
+  if (typeof original === "number" && typeof decoded === "number") return Number.isNaN(original) && Number.isNaN(decoded);
+  if (typeof original !== "object" || typeof decoded !== "object" || original === null || decoded === null) return false;
+  if (depth >= replayCompareDepthMax) return false;
+  if (original instanceof Uint8Array || decoded instanceof Uint8Array) {
+    return original instanceof Uint8Array && decoded instanceof Uint8Array && Buffer.from(original).equals(decoded);
+  }
+  if (original instanceof Map || decoded instanceof Map) {
+    if (!(original instanceof Map && decoded instanceof Map) || original.size !== decoded.size) return false;
+    for (const [key, value] of original) {
+      if (!decoded.has(key) || !replaysEqual(value, decoded.get(key), depth + 1)) return false;
+    }
+    return true;
+  }
+  if (original instanceof Set || decoded instanceof Set) {
+    if (!(original instanceof Set && decoded instanceof Set) || original.size !== decoded.size) return false;
+    for (const value of original) if (!decoded.has(value)) return false;
+    return true;
+  }
+  if (Array.isArray(original) !== Array.isArray(decoded)) return false;
+  const keys = Object.keys(original);
+  if (keys.length !== Object.keys(decoded).length) return false;
+  for (const key of keys) {
+    if (!Object.prototype.hasOwnProperty.call(decoded, key)) return false;
+    if (!replaysEqual((original as Record<string, unknown>)[key], (decoded as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}

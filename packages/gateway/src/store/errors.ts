@@ -1,12 +1,13 @@
 // Coded errors of the durable store. Operating errors carry a stable `code`; the routes map
 // `KEYRAFT_STORE_OVERLOADED` to 503 with a Retry-After (the write was not applied and may be
-// retried), and the others to 500 (the process is stopping).
+// retried), `KEYRAFT_STORE_UNENCODABLE` to 400, and the others to 500 (the process is stopping).
 
 export type StoreErrorCode =
   | "KEYRAFT_STORE_OVERLOADED"
   | "KEYRAFT_STORE_CLOSED"
   | "KEYRAFT_STORE_FAILED"
-  | "KEYRAFT_STORE_CORRUPT";
+  | "KEYRAFT_STORE_CORRUPT"
+  | "KEYRAFT_STORE_UNENCODABLE";
 
 export class StoreError extends Error {
   override name = "StoreError";
@@ -43,4 +44,9 @@ export function corruptError(what: string, detail: string, cause?: unknown): Sto
 
 export function isStoreError(error: unknown, code?: StoreErrorCode): error is StoreError {
   return error instanceof StoreError && (code === undefined || error.code === code);
+}
+
+/** A command that would not decode to an equal value (so replay would diverge): refused, not applied. */
+export function unencodableError(what: string): StoreError {
+  return new StoreError("KEYRAFT_STORE_UNENCODABLE", `${what}: the command does not survive encoding unchanged (e.g. a "__proto__" key); nothing was changed`);
 }

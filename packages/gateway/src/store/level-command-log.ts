@@ -9,8 +9,8 @@
 // snap.index + 1 .. lastIndex, contiguous. A snapshot and the deletion of the entries it covers
 // are one atomic batch, so a crash at any point leaves either the old or the new pair.
 import type { CommandLog, ReplicatedStateMachine } from "./types.js";
-import { decodeValue, encodeValue, logIndexKey, parseLogIndexKey } from "./codec.js";
-import { closedError, corruptError, overloadedError } from "./errors.js";
+import { decodeValue, encodeValue, logIndexKey, parseLogIndexKey, replaysEqual } from "./codec.js";
+import { closedError, corruptError, overloadedError, unencodableError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
 import { storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp, type StoreSublevel, type SyncedBatchWrite } from "./level-db.js";
 
@@ -104,8 +104,10 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
       return Promise.reject(overloadedError(what, this.options.queueEntriesMax));
     }
     // Encode before applying: apply may keep references into the command, and the bytes must be
-    // what was applied.
+    // what was applied. Write and read back: replay must see exactly this command (msgpackr
+    // renames a "__proto__" key, for one), or the restarted state would differ.
     const value = encodeValue(command);
+    if (!replaysEqual(command, decodeValue(value))) return Promise.reject(unencodableError(what));
     const index = this.lastIndex + 1;
     let outcome: Outcome;
     try {
