@@ -23,9 +23,10 @@ import {
 // is refused only if the admitted cost of those ms plus its own exceeds `limit`: the window is
 // at most one bucket width (about durationMs / k) longer than exact. See docs/core-leaves.md.
 //
-// Time: the limiter keeps a clock, the latest nowMs of an admission (or restored bucket), and
-// judges at max(clock, nowMs): a clock going backwards is judged at the high-water mark, so it
-// never frees capacity, and expired entries may be evicted safely.
+// Time: the limiter keeps a clock, the latest nowMs of an admission, of a restored bucket's start,
+// or of a call that had to sweep a full table, and judges at max(clock, nowMs): a clock going
+// backwards is judged at the high-water mark, so it never frees capacity, and entries expired at
+// the clock may be evicted safely (nothing is ever judged before it again).
 
 /** One limit to judge: `key` names the counter and is the caller's to build (see below). */
 export interface LimitCheck {
@@ -250,6 +251,8 @@ export class SlidingWindowLimiter {
       if (entry === undefined && check.cost > 0 && firstOfKey && !this.entries.has(check.key)) entriesNeeded++;
     }
     if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax) {
+      // Evicting by time t is only safe if no later call is judged before t: move the clock.
+      this.clockMs = judgedAtMs;
       this.sweep(limiterSweepFullMax);
       if (this.entries.size + entriesNeeded > this.entriesMax) this.refuseNewKeys(checks);
     }

@@ -1,0 +1,120 @@
+import { describe, expect, it } from "vitest";
+import { limiterChecksPerCallMax, SlidingWindowLimiter } from "@keyraft/core";
+
+const check = (key: string, cost = 1, limit = 5, durationMs = 1000) => ({ key, limit, durationMs, cost });
+
+describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
+  it("holds entriesMax keys and refuses a new key past it (fail closed), with 0 remaining", () => {
+    const limiter = new SlidingWindowLimiter({ entriesMax: 3 });
+    for (const key of ["a", "b", "c"]) expect(limiter.limit([check(key)], 0).success).toBe(true);
+    expect(limiter.size()).toBe(3);
+    const refused = limiter.limit([check("d")], 10);
+    expect(refused.success).toBe(false);
+    expect(refused.outcomes[0]).toEqual({ success: false, limit: 5, remaining: 0, resetAtMs: 1010 });
+    expect(refused.touched).toEqual([]);
+    expect(limiter.size()).toBe(3);
+    expect(limiter.refusedForCapacity).toBe(1);
+    // Known keys keep working, and a cost-0 read of a new key needs no entry.
+    expect(limiter.limit([check("a")], 10).success).toBe(true);
+    expect(limiter.limit([check("d", 0)], 10).outcomes[0]).toEqual({ success: true, limit: 5, remaining: 5, resetAtMs: 10 });
+  });
+
+  it("refuses the whole call when one of its checks needs a new entry that does not fit", () => {
+    const limiter = new SlidingWindowLimiter({ entriesMax: 2 });
+    expect(limiter.limit([check("a")], 0).success).toBe(true);
+    const result = limiter.limit([check("a"), check("b"), check("c")], 0);
+    expect(result.success).toBe(false);
+    expect(result.outcomes.map((o) => o.success)).toEqual([true, false, false]);
+    expect(limiter.size()).toBe(1);
+    expect(limiter.limit([check("a"), check("b")], 0).success).toBe(true);
+    expect(limiter.size()).toBe(2);
+  });
+
+  it("evicts expired entries, so a full table of old keys makes room once they leave their windows", () => {
+    const limiter = new SlidingWindowLimiter({ entriesMax: 100, bucketsPerWindow: 10 });
+    for (let i = 0; i < 100; i++) expect(limiter.limit([check(`old${i}`)], 0).success).toBe(true);
+    // Bucket [0, 100) is counted until 100 + 1000 - 1 = 1099.
+    expect(limiter.limit([check("new", 1)], 1098).success).toBe(false);
+    expect(limiter.limit([check("new", 1)], 1099).success).toBe(true);
+    // Steady churn through a small table never exceeds it and keeps admitting.
+    let nowMs = 2000;
+    for (let i = 0; i < 5000; i++) {
+      nowMs += 20;
+      expect(limiter.limit([check(`churn${i}`)], nowMs).success).toBe(true);
+      expect(limiter.size()).toBeLessThanOrEqual(100);
+    }
+  });
+
+  it("never evicts a live entry: its counts survive a full sweep", () => {
+    const limiter = new SlidingWindowLimiter({ entriesMax: 1000 });
+    for (let i = 0; i < 5; i++) limiter.limit([check("hot", 1, 5, 1_000_000)], 0);
+    for (let i = 0; i < 3000; i++) limiter.limit([check(`cold${i}`, 1, 5, 10)], 1000 + i * 20);
+    expect(limiter.limit([check("hot", 1, 5, 1_000_000)], 70_000).success).toBe(false);
+  });
+});
+
+describe("SlidingWindowLimiter: keys, limits and restore", () => {
+  it("keeps counts when a key's limit changes with the same duration, and starts fresh on a new duration", () => {
+    const limiter = new SlidingWindowLimiter();
+    for (let i = 0; i < 3; i++) limiter.limit([check("k", 1, 5, 1000)], 0);
+    expect(limiter.limit([check("k", 1, 3, 1000)], 1).outcomes[0]!).toMatchObject({ success: false, remaining: 0 });
+    expect(limiter.limit([check("k", 1, 4, 1000)], 1).outcomes[0]!).toMatchObject({ success: true, remaining: 0 });
+    expect(limiter.limit([check("k", 1, 5, 2000)], 2).outcomes[0]!).toMatchObject({ success: true, remaining: 4 });
+  });
+
+  it("restore raises a bucket to max(current, restored) and never lowers it", () => {
+    const limiter = new SlidingWindowLimiter();
+    limiter.limit([check("k", 2, 10, 1000)], 250);
+    limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 1 });
+    expect(limiter.peek([check("k", 0, 10, 1000)], 250)[0]!.remaining).toBe(8);
+    limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 7 });
+    expect(limiter.peek([check("k", 0, 10, 1000)], 250)[0]!.remaining).toBe(3);
+    expect(limiter.snapshot(250)).toEqual([{ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 7 }]);
+  });
+
+  it("restore moves the clock to the bucket's start, puts an off-grid bucket in the later bucket, ignores expired ones", () => {
+    const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
+    limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 5_000, count: 4 });
+    // Judged at the clock (5000) even when asked earlier: the bucket still counts.
+    expect(limiter.peek([check("k", 0, 10, 1000)], 0)[0]).toEqual({ success: true, limit: 10, remaining: 6, resetAtMs: 6_099 });
+    limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 5_150, count: 1 });
+    expect(limiter.snapshot(5_200).map((b) => [b.bucketStartMs, b.count])).toEqual([[5_000, 4], [5_200, 1]]);
+    limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 1_000, count: 9 });
+    expect(limiter.peek([check("k", 0, 10, 1000)], 5_200)[0]!.remaining).toBe(5);
+  });
+
+  it("judges duplicate keys in one call with the earlier costs added", () => {
+    const limiter = new SlidingWindowLimiter();
+    const result = limiter.limit([check("k", 3, 5), check("k", 3, 5)], 0);
+    expect(result.success).toBe(false);
+    expect(result.outcomes.map((o) => o.success)).toEqual([true, false]);
+    expect(limiter.limit([check("k", 2, 5), check("k", 3, 5)], 0).touched.map((t) => t.count)).toEqual([2, 5]);
+  });
+
+  it("a cost above the limit never fits; its reset is when the counter is empty", () => {
+    const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
+    expect(limiter.limit([check("k", 6, 5)], 0).outcomes[0]).toEqual({ success: false, limit: 5, remaining: 5, resetAtMs: 0 });
+    limiter.limit([check("k", 1, 5)], 0);
+    limiter.limit([check("k", 1, 5)], 450);
+    expect(limiter.limit([check("k", 6, 5)], 500).outcomes[0]).toEqual({ success: false, limit: 5, remaining: 3, resetAtMs: 1_499 });
+  });
+
+  it("limit 0 admits only cost-0 reads", () => {
+    const limiter = new SlidingWindowLimiter();
+    expect(limiter.limit([check("z", 1, 0)], 0).success).toBe(false);
+    expect(limiter.limit([check("z", 0, 0)], 0).outcomes[0]).toEqual({ success: true, limit: 0, remaining: 0, resetAtMs: 0 });
+  });
+
+  it("asserts its inputs: integers, durationMs >= 1, at most limiterChecksPerCallMax checks", () => {
+    const limiter = new SlidingWindowLimiter();
+    expect(() => limiter.limit([check("k", -1)], 0)).toThrow();
+    expect(() => limiter.limit([check("k", 1.5)], 0)).toThrow();
+    expect(() => limiter.limit([check("k", 1, 5, 0)], 0)).toThrow();
+    expect(() => limiter.limit([check("k")], -1)).toThrow();
+    expect(() => limiter.limit([check("k")], Number.NaN)).toThrow();
+    const many = Array.from({ length: limiterChecksPerCallMax }, (_, i) => check(`m${i}`));
+    expect(limiter.limit(many, 0).success).toBe(true);
+    expect(() => limiter.limit([...many, check("one-more")], 0)).toThrow();
+    expect(() => new SlidingWindowLimiter({ bucketsPerWindow: 0 })).toThrow();
+  });
+});
