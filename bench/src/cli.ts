@@ -1,0 +1,116 @@
+#!/usr/bin/env node
+// `npm run bench -- <scenario> [flags]`: prepares the scenario (starts and seeds what it measures),
+// runs the baselines, runs the scenario, writes the reports and prints the JSON summary last.
+import { cpus, loadavg, totalmem } from "node:os";
+import { isAbsolute, join } from "node:path";
+import { ArgsError, parseArgs, usage, type BenchOptions } from "./args.js";
+import { runBaselines, type BaselineResults } from "./baselines/run-baselines.js";
+import { stderrConsole } from "./console.js";
+import { repoRoot } from "./paths.js";
+import { stopAll } from "./procs/child.js";
+import type { MachineInfo, Report } from "./report/model.js";
+import { buildSummary } from "./report/summary.js";
+import { renderTable } from "./report/table.js";
+import { writeReport } from "./report/write.js";
+import { NotAvailableError } from "./scenarios/deployment.js";
+import { scenarios } from "./scenarios/registry.js";
+import type { ScenarioContext } from "./scenarios/types.js";
+
+const exitUsage = 2;
+const exitNotAvailable = 3;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const console = stderrConsole();
+  let options: BenchOptions;
+  try {
+    options = parseArgs(argv, process.env);
+  } catch (error) {
+    if (!(error instanceof ArgsError)) throw error;
+    console.log(`bench: ${error.message}\n\n${usage}`);
+    return exitUsage;
+  }
+  if (options.help) { process.stdout.write(`${usage}\n`); return 0; }
+  const stop = (signal: string): void => {
+    console.log(`bench: ${signal}, stopping what was started`);
+    void stopAll().finally(() => process.exit(130));
+  };
+  process.once("SIGINT", () => stop("SIGINT"));
+  process.once("SIGTERM", () => stop("SIGTERM"));
+
+  const context: ScenarioContext = { options, log: console.log, progress: console.progress };
+  const startedAt = new Date().toISOString();
+  const machine = machineInfo();
+  console.log(`bench ${options.scenario}: ${placement(options)}`);
+  try {
+    const prepared = await scenarios[options.scenario].prepare(context);
+    let baselines: BaselineResults;
+    let outcome;
+    try {
+      baselines = await runBaselines(context);
+      outcome = await prepared.run();
+    } finally {
+      await prepared.close();
+    }
+    const summary = buildSummary(options.scenario, outcome, baselines);
+    const report: Report = {
+      summary, startedAt, finishedAt: new Date().toISOString(), options: publicOptions(options), machine,
+      placement: placement(options),
+      phases: [...[baselines.fastify, baselines.redisLimiter].filter((phase) => phase !== null), ...outcome.phases],
+      notes: [...baselines.notes, ...outcome.notes, ...noisyMachineNotes(machine)],
+    };
+    const dir = isAbsolute(options.reportDir) ? options.reportDir : join(repoRoot, options.reportDir);
+    const { jsonPath, htmlPath } = await writeReport(report, dir);
+    console.log(`\n${renderTable(report)}\n`);
+    console.log(`report: ${jsonPath}`);
+    console.log(`report: ${htmlPath}`);
+    process.stdout.write(`${JSON.stringify(summary)}\n`);
+    return 0;
+  } catch (error) {
+    await stopAll();
+    if (error instanceof NotAvailableError) { console.log(`bench: ${error.message}`); return exitNotAvailable; }
+    throw error;
+  }
+}
+
+/** Where everything runs, said in every report so that figures are read with it in mind. */
+function placement(options: BenchOptions): string {
+  const generator = `load generator: ${options.workers} worker thread(s) of this process, ${options.connections} closed-loop keep-alive connections`;
+  const target = options.targets.length > 0
+    ? `targets: ${options.targets.length} given with --target`
+    : "target: one keyraft node started as a child process on 127.0.0.1";
+  const baselines = options.baselines
+    ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), run one at a time, never beside the target's phases"
+    : "baselines: skipped";
+  return `${generator}; ${target}; ${baselines}; ${cpus().length} CPU(s) shared by all of them, no pinning`;
+}
+
+function publicOptions(options: BenchOptions): Record<string, unknown> {
+  const { rootKey, ...rest } = options;
+  return { ...rest, rootKey: rootKey === null ? null : "(given, not written)" };
+}
+
+function machineInfo(): MachineInfo {
+  const list = cpus();
+  return {
+    cpus: list.length,
+    cpuModel: list[0]?.model.trim() ?? "unknown",
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    platform: `${process.platform} ${process.arch}`,
+    node: process.version,
+    loadAverage1m: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+  };
+}
+
+function noisyMachineNotes(machine: MachineInfo): string[] {
+  return machine.loadAverage1m > machine.cpus * 0.5
+    ? [`the machine was busy when the run started (load average ${machine.loadAverage1m} on ${machine.cpus} CPUs): compare ratios, not absolute figures`]
+    : [];
+}
+
+// Exit explicitly once output is flushed: idle keep-alive sockets of the set-up client would
+// otherwise hold the process open for a few seconds.
+const exitAfterFlush = (code: number): void => { process.stdout.write("", () => process.exit(code)); };
+main(process.argv.slice(2)).then(exitAfterFlush, (error: unknown) => {
+  process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  void stopAll().finally(() => exitAfterFlush(1));
+});

@@ -1,0 +1,45 @@
+// Small JSON-over-HTTP helpers for set-up work (readiness checks, seeding); not used for load.
+import { request } from "undici";
+
+export interface JsonResponse {
+  status: number;
+  body: unknown;
+}
+
+export async function postJson(baseUrl: string, path: string, body: unknown, rootKey: string | null): Promise<JsonResponse> {
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (rootKey !== null) headers["authorization"] = `Bearer ${rootKey}`;
+  const response = await request(`${baseUrl}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+  const text = await response.body.text();
+  return { status: response.statusCode, body: parseOrText(text) };
+}
+
+export async function getStatus(baseUrl: string, path: string): Promise<number> {
+  const response = await request(`${baseUrl}${path}`, { method: "GET", headersTimeout: 2_000, bodyTimeout: 2_000 });
+  await response.body.dump();
+  return response.statusCode;
+}
+
+/** Reads `field` of a JSON object answer as a string, or throws with the answer for diagnosis. */
+export function stringField(response: JsonResponse, field: string, what: string): string {
+  const body = response.body;
+  if (response.status >= 200 && response.status < 300 && typeof body === "object" && body !== null) {
+    const value = (body as Record<string, unknown>)[field];
+    if (typeof value === "string") return value;
+  }
+  throw new Error(`${what} failed: HTTP ${response.status} ${JSON.stringify(body).slice(0, 500)}`);
+}
+
+export function expectOk(response: JsonResponse, what: string): void {
+  if (response.status < 200 || response.status >= 300) {
+    throw new Error(`${what} failed: HTTP ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
+  }
+}
+
+function parseOrText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,175 @@
+// Main-thread side of a load phase: starts the worker threads, merges their histograms, prints a
+// progress line to stderr once per second, and measures how much CPU the generator itself used
+// (a generator near one full core means the numbers are the generator's limit, not the target's).
+import { Worker } from "node:worker_threads";
+import { performance } from "node:perf_hooks";
+import { assert } from "../assert.js";
+import { decodeHistogram, newHistogram, summarize, type Histogram, type LatencySummary } from "../hdr.js";
+import type { DoneMessage, TickMessage, WorkerInput, WorkerMessage } from "./messages.js";
+import { splitEvenly, type LoadPlan } from "./plan.js";
+
+export interface TimelinePoint {
+  /** Seconds since measuring started, at the end of the interval. */
+  atS: number;
+  rps: number;
+  p99Ms: number;
+  errors: number;
+}
+
+export interface RequestResult {
+  completed: number;
+  errors: number;
+  /** Answers that contained the request's okMarker; null when it has none. */
+  marked: number | null;
+  rps: number;
+  latency: LatencySummary;
+}
+
+export interface PhaseResult {
+  label: string;
+  measuredS: number;
+  completed: number;
+  errors: number;
+  rps: number;
+  latency: LatencySummary;
+  perRequest: Record<string, RequestResult>;
+  timeline: TimelinePoint[];
+  statuses: Record<string, number>;
+  errorSamples: string[];
+  /** CPU cores used by the generator's process over the phase (main thread + workers). */
+  generatorCpuCores: number;
+  /** CPU cores used by the processes under test, when they run on this machine; null otherwise. */
+  targetCpuCores: number | null;
+}
+
+export interface LoadHooks {
+  /** Called with a one-line status once per second. */
+  progress: (line: string) => void;
+  /** CPU seconds used so far by the processes under test, if they are local. */
+  targetCpuSeconds?: () => number | null;
+}
+
+const workerUrl = new URL("./worker.js", import.meta.url);
+
+export async function runLoad(plan: LoadPlan, workerCount: number, hooks: LoadHooks): Promise<PhaseResult> {
+  assert(plan.connections >= workerCount, "every worker needs at least one connection");
+  assert(plan.targets.length > 0, "a load phase needs a target");
+  const shares = splitEvenly(plan.connections, workerCount);
+  const seconds = new Map<number, { intervalMs: number; completed: number; errors: number; histogram: Histogram }>();
+  const progress = { completed: 0, errors: 0, measuredMs: 0, histogram: newHistogram(), warmup: true };
+  let cpuStart: { generator: NodeJS.CpuUsage; target: number | null; atMs: number } | null = null;
+
+  const onTick = (tick: TickMessage): void => {
+    const histogram = decodeHistogram(tick.histogram);
+    if (tick.warmup) {
+      // The last warm-up tick marks the start of measuring: CPU is counted from there.
+      if (progress.measuredMs === 0) cpuStart = sampleCpu(hooks);
+      progress.warmup = true;
+      hooks.progress(formatProgress(plan.label, "warm-up", tick.completed / (tick.intervalMs / 1000), histogram, tick.errors));
+      return;
+    }
+    if (cpuStart === null) cpuStart = sampleCpu(hooks);
+    const entry = seconds.get(tick.second) ?? { intervalMs: 0, completed: 0, errors: 0, histogram: newHistogram() };
+    entry.intervalMs = Math.max(entry.intervalMs, tick.intervalMs);
+    entry.completed += tick.completed;
+    entry.errors += tick.errors;
+    entry.histogram.add(histogram);
+    seconds.set(tick.second, entry);
+    progress.warmup = false;
+    progress.completed += tick.completed;
+    progress.errors += tick.errors;
+    progress.histogram.add(histogram);
+    progress.measuredMs = Math.max(progress.measuredMs, (tick.second + 1) * 1000);
+    const elapsedS = Math.min(progress.measuredMs, plan.durationMs) / 1000;
+    hooks.progress(formatProgress(plan.label, `${elapsedS.toFixed(0)}/${(plan.durationMs / 1000).toFixed(0)}s`,
+      progress.completed / elapsedS, progress.histogram, progress.errors));
+  };
+  // Without a warm-up, CPU is measured from the start.
+  if (plan.warmupMs === 0) cpuStart = sampleCpu(hooks);
+
+  const dones = await Promise.all(shares.map((connections, i) => runWorker(
+    { plan, connections, seed: (plan.seed + i * 7919) >>> 0 }, onTick)));
+  const cpuEnd = sampleCpu(hooks);
+  return mergeResults(plan, dones, seconds, cpuStart ?? cpuEnd, cpuEnd);
+}
+
+function runWorker(input: WorkerInput, onTick: (tick: TickMessage) => void): Promise<DoneMessage> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(workerUrl, { workerData: input });
+    let done: DoneMessage | null = null;
+    worker.on("message", (message: WorkerMessage) => {
+      if (message.type === "tick") onTick(message);
+      else done = message;
+    });
+    worker.on("error", reject);
+    worker.on("exit", (code) => {
+      if (done !== null) resolve(done);
+      else reject(new Error(`load worker exited with code ${code} before finishing`));
+    });
+  });
+}
+
+function sampleCpu(hooks: LoadHooks): { generator: NodeJS.CpuUsage; target: number | null; atMs: number } {
+  return { generator: process.cpuUsage(), target: hooks.targetCpuSeconds?.() ?? null, atMs: performance.now() };
+}
+
+function mergeResults(
+  plan: LoadPlan,
+  dones: readonly DoneMessage[],
+  seconds: Map<number, { intervalMs: number; completed: number; errors: number; histogram: Histogram }>,
+  cpuStart: { generator: NodeJS.CpuUsage; target: number | null; atMs: number },
+  cpuEnd: { generator: NodeJS.CpuUsage; target: number | null; atMs: number },
+): PhaseResult {
+  const measuredS = Math.max(...dones.map((done) => done.measuredMs)) / 1000;
+  const total = newHistogram();
+  const perRequest: Record<string, RequestResult> = {};
+  const histograms = new Map<string, { histogram: Histogram; completed: number; errors: number; marked: number }>();
+  const statuses: Record<string, number> = {};
+  const errorSamples: string[] = [];
+  for (const done of dones) {
+    for (const [name, part] of Object.entries(done.perRequest)) {
+      const entry = histograms.get(name) ?? { histogram: newHistogram(), completed: 0, errors: 0, marked: 0 };
+      const histogram = decodeHistogram(part.histogram);
+      entry.histogram.add(histogram);
+      total.add(histogram);
+      entry.completed += part.completed; entry.errors += part.errors; entry.marked += part.marked;
+      histograms.set(name, entry);
+    }
+    for (const [status, count] of Object.entries(done.statuses)) statuses[status] = (statuses[status] ?? 0) + count;
+    for (const sample of done.errorSamples) if (!errorSamples.includes(sample)) errorSamples.push(sample);
+  }
+  for (const [name, entry] of histograms) {
+    const spec = plan.requests.find((request) => request.name === name);
+    perRequest[name] = {
+      completed: entry.completed, errors: entry.errors,
+      marked: spec?.okMarker === null || spec === undefined ? null : entry.marked,
+      rps: round(entry.completed / measuredS), latency: summarize(entry.histogram),
+    };
+  }
+  const completed = dones.reduce((sum, done) => sum + done.completed, 0);
+  const errors = dones.reduce((sum, done) => sum + done.errors, 0);
+  const timeline: TimelinePoint[] = [...seconds.entries()].sort(([a], [b]) => a - b).map(([second, entry]) => ({
+    atS: round(Math.min(second + 1, plan.durationMs / 1000)),
+    rps: round(entry.completed / (entry.intervalMs / 1000)),
+    p99Ms: summarize(entry.histogram).p99Ms,
+    errors: entry.errors,
+  }));
+  const wallS = (cpuEnd.atMs - cpuStart.atMs) / 1000;
+  const generatorCpuS = (cpuEnd.generator.user - cpuStart.generator.user + cpuEnd.generator.system - cpuStart.generator.system) / 1e6;
+  const targetCpuS = cpuEnd.target === null || cpuStart.target === null ? null : cpuEnd.target - cpuStart.target;
+  return {
+    label: plan.label, measuredS: round(measuredS), completed, errors, rps: round(completed / measuredS),
+    latency: summarize(total), perRequest, timeline, statuses, errorSamples,
+    generatorCpuCores: wallS > 0 ? round(generatorCpuS / wallS) : 0,
+    targetCpuCores: targetCpuS === null || wallS <= 0 ? null : round(targetCpuS / wallS),
+  };
+}
+
+function formatProgress(label: string, when: string, rps: number, histogram: Histogram, errors: number): string {
+  const p99Ms = histogram.totalCount === 0 ? 0 : histogram.getValueAtPercentile(99) / 1000;
+  return `[${label}] ${when}  rps ${Math.round(rps)}  p99 ${p99Ms.toFixed(2)} ms  errors ${errors}`;
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}

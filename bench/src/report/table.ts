@@ -1,0 +1,43 @@
+// The terminal table of a report: one row per phase, then the summary figures and ratios.
+import type { PhaseResult } from "../load/run-load.js";
+import type { Report } from "./model.js";
+
+const columns = ["phase", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "ok %", "target cpu", "gen cpu"];
+
+export function phaseRow(phase: PhaseResult): string[] {
+  const marked = Object.values(phase.perRequest).reduce<number | null>((sum, request) =>
+    request.marked === null ? sum : (sum ?? 0) + request.marked, null);
+  return [
+    phase.label,
+    Math.round(phase.rps).toLocaleString("en-US"),
+    phase.latency.p50Ms.toFixed(2),
+    phase.latency.p90Ms.toFixed(2),
+    phase.latency.p99Ms.toFixed(2),
+    phase.latency.p999Ms.toFixed(2),
+    phase.latency.maxMs.toFixed(2),
+    String(phase.errors),
+    marked === null || phase.completed === 0 ? "-" : ((marked / phase.completed) * 100).toFixed(1),
+    phase.targetCpuCores === null ? "-" : phase.targetCpuCores.toFixed(2),
+    phase.generatorCpuCores.toFixed(2),
+  ];
+}
+
+export function renderTable(report: Report): string {
+  const rows = [columns, ...report.phases.map(phaseRow)];
+  const widths = columns.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length)));
+  const line = (row: string[]): string => row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ");
+  const rule = widths.map((width) => "-".repeat(width)).join("  ");
+  const out = [line(columns), rule, ...rows.slice(1).map(line), ""];
+  const { baselines, ratios, ...figures } = report.summary;
+  for (const [name, value] of Object.entries(figures)) out.push(`${name.padEnd(24)} ${formatValue(value)}`);
+  out.push(`${"ratio to fastify".padEnd(24)} ${formatValue(ratios.fastify)}`);
+  out.push(`${"ratio to redis limiter".padEnd(24)} ${formatValue(ratios.redisLimiter)}${baselines.redisLimiter === null ? " (baseline skipped)" : ""}`);
+  for (const note of report.notes) out.push(`note: ${note}`);
+  return out.join("\n");
+}
+
+function formatValue(value: unknown): string {
+  if (value === null || value === undefined) return "-";
+  if (typeof value === "number") return Number.isInteger(value) ? value.toLocaleString("en-US") : String(value);
+  return typeof value === "string" ? value : JSON.stringify(value);
+}

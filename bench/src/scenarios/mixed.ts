@@ -1,0 +1,54 @@
+// mixed: 99% verifications and 1% admin writes (updateKey) over the same keys, the shape of
+// production traffic: reads must stay fast while writes go through the durable command log.
+import { createApi, createKeys, type SeedTarget } from "../seed.js";
+import { updateKeyTemplate } from "./admin.js";
+import { openDeployment } from "./deployment.js";
+import { requestSpec, runPhase } from "./phase.js";
+import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
+
+export const mixedScenario: Scenario = {
+  description: "99% keys.verifyKey, 1% keys.updateKey",
+  prepare: async (context) => prepareMixed(context),
+};
+
+async function prepareMixed(context: ScenarioContext): Promise<PreparedScenario> {
+  const { options } = context;
+  const deployment = await openDeployment(options, context.log);
+  try {
+    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const apiId = await createApi(seedTarget, `bench-mixed-${Date.now()}`);
+    const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({ prefix: "bench", name: `mixed-${i}` }));
+    context.log(`seeded api ${apiId} with ${keys.length} keys`);
+    const verifyTemplate = `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}}`;
+    return {
+      close: () => deployment.stop(),
+      run: async () => {
+        const phase = await runPhase(context, "mixed", deployment.targets, [
+          requestSpec(options, { name: "verifyKey", weight: 99, path: "/v1/keys.verifyKey", bodyTemplate: verifyTemplate,
+            pool: keys.map((seeded) => seeded.key), okMarker: '"valid":true' }),
+          requestSpec(options, { name: "updateKey", weight: 1, path: "/v1/keys.updateKey", bodyTemplate: updateKeyTemplate,
+            pool: keys.map((seeded) => seeded.keyId), rootKey: deployment.rootKey }),
+        ], deployment.cpuSeconds);
+        const verify = phase.perRequest["verifyKey"];
+        const update = phase.perRequest["updateKey"];
+        return {
+          figures: {
+            mixedRps: phase.rps,
+            verifyRps: verify?.rps ?? null,
+            updateKeyRps: update?.rps ?? null,
+            p50Ms: phase.latency.p50Ms,
+            p99Ms: phase.latency.p99Ms,
+            verifyP99Ms: verify?.latency.p99Ms ?? null,
+            updateKeyP99Ms: update?.latency.p99Ms ?? null,
+          },
+          throughputRps: phase.rps,
+          phases: [phase],
+          notes: [],
+        };
+      },
+    };
+  } catch (error) {
+    await deployment.stop();
+    throw error;
+  }
+}

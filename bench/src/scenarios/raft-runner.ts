@@ -1,0 +1,45 @@
+// raft: runs runRaftScenario from ./raft.js (written with the Raft package). It is loaded by a
+// dynamic import so the harness builds and its other scenarios run before that file exists.
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
+import { NotAvailableError } from "./deployment.js";
+
+/** The function ./raft.ts exports. Its figures are numbers keyed by name (e.g. commitsPerSec). */
+export type RunRaftScenario = (options: { durationS?: number; log: (line: string) => void }) => Promise<Record<string, number>>;
+
+const raftModuleUrl = new URL("./raft.js", import.meta.url);
+
+export const raftScenario: Scenario = {
+  description: "Raft replication (runRaftScenario from scenarios/raft.ts)",
+  prepare: async (context) => prepareRaft(context),
+};
+
+async function prepareRaft(context: ScenarioContext): Promise<PreparedScenario> {
+  const run = await loadRunRaftScenario();
+  return {
+    close: async () => {},
+    run: async () => {
+      const figures = await run({ durationS: context.options.durationS, log: context.log });
+      return { figures, throughputRps: throughputOf(figures), phases: [], notes: [] };
+    },
+  };
+}
+
+async function loadRunRaftScenario(): Promise<RunRaftScenario> {
+  if (!existsSync(fileURLToPath(raftModuleUrl))) {
+    throw new NotAvailableError("the raft scenario is not yet available: bench/src/scenarios/raft.ts (runRaftScenario) has not been written yet");
+  }
+  const module = (await import(raftModuleUrl.href)) as { runRaftScenario?: unknown };
+  if (typeof module.runRaftScenario !== "function") {
+    throw new Error("bench/dist/scenarios/raft.js does not export a function runRaftScenario");
+  }
+  return module.runRaftScenario as RunRaftScenario;
+}
+
+/** The figure the baseline ratios use: `rps`, else the first figure named ...Rps or ...PerSec. */
+export function throughputOf(figures: Readonly<Record<string, number>>): number | null {
+  if (typeof figures["rps"] === "number") return figures["rps"];
+  const name = Object.keys(figures).find((key) => /(Rps|PerSec)$/.test(key));
+  return name === undefined ? null : (figures[name] ?? null);
+}

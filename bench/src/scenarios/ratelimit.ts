@@ -1,0 +1,62 @@
+// ratelimit: ratelimits.limit over --keys identifiers in one namespace that holds overrides
+// (exact ones and wildcards), so that every call also resolves its override.
+import { setOverrides, touchNamespace, type SeedTarget } from "../seed.js";
+import { openDeployment } from "./deployment.js";
+import { requestSpec, runPhase } from "./phase.js";
+import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
+
+export const ratelimitRequest = { limit: 1_000, duration: 10_000 };
+/** Exact overrides: every this-many-th identifier gets one. */
+const exactOverrideEvery = 100;
+
+export const ratelimitScenario: Scenario = {
+  description: "ratelimits.limit over many identifiers, with exact and wildcard overrides",
+  prepare: async (context) => prepareRatelimit(context),
+};
+
+async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScenario> {
+  const { options } = context;
+  const deployment = await openDeployment(options, context.log);
+  try {
+    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const namespace = `bench-${Date.now()}`;
+    await touchNamespace(seedTarget, namespace);
+    const identifiers = Array.from({ length: options.keys }, (_, i) => `user_${i}`);
+    const overrides = identifiers.filter((_, i) => i % exactOverrideEvery === 0)
+      .map((identifier) => ({ identifier, limit: 1_000_000, duration: 60_000 }));
+    // Wildcards: every identifier starting with user_1 or user_2 (about a fifth of them) matches one.
+    overrides.push({ identifier: "user_1*", limit: 500, duration: 10_000 }, { identifier: "user_2*", limit: 2_000, duration: 10_000 });
+    await setOverrides(seedTarget, namespace, overrides);
+    context.log(`seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`);
+    const bodyTemplate = `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
+    return {
+      close: () => deployment.stop(),
+      run: async () => {
+        const phase = await runPhase(context, "ratelimit", deployment.targets, [requestSpec(options, {
+          name: "limit", path: "/v1/ratelimits.limit", bodyTemplate, pool: identifiers, rootKey: deployment.rootKey,
+          okMarker: '"success":true',
+        })], deployment.cpuSeconds);
+        const admitted = phase.perRequest["limit"]?.marked ?? null;
+        return {
+          figures: {
+            ratelimitRps: phase.rps,
+            p50Ms: phase.latency.p50Ms,
+            p99Ms: phase.latency.p99Ms,
+            admittedFraction: admitted === null || phase.completed === 0 ? null : round(admitted / phase.completed),
+            overrides: overrides.length,
+          },
+          throughputRps: phase.rps,
+          phases: [phase],
+          notes: [],
+        };
+      },
+    };
+  } catch (error) {
+    await deployment.stop();
+    throw error;
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 10_000) / 10_000;
+}

@@ -1,0 +1,27 @@
+import type { ScenarioName } from "../args.js";
+import { adminScenario } from "./admin.js";
+import { NotAvailableError } from "./deployment.js";
+import { mixedScenario } from "./mixed.js";
+import { raftScenario } from "./raft-runner.js";
+import { ratelimitScenario } from "./ratelimit.js";
+import type { Scenario } from "./types.js";
+import { verifyScenario } from "./verify.js";
+
+function notYetAvailable(name: string, what: string): Scenario {
+  return {
+    description: `${what} (not yet available)`,
+    prepare: async () => {
+      throw new NotAvailableError(`the ${name} scenario is not yet available: it comes with the ${what} issue`);
+    },
+  };
+}
+
+export const scenarios: Record<ScenarioName, Scenario> = {
+  verify: verifyScenario,
+  ratelimit: ratelimitScenario,
+  admin: adminScenario,
+  mixed: mixedScenario,
+  raft: raftScenario,
+  cluster: notYetAvailable("cluster", "multi-node cluster"),
+  counters: notYetAvailable("counters", "replicated counters"),
+};

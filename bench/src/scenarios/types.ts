@@ -1,0 +1,33 @@
+// The contract between the CLI and a scenario: prepare (start and seed what is measured), then
+// run (load phases), then close (tear down), with the baselines measured between prepare and run.
+import type { BenchOptions } from "../args.js";
+import type { PhaseResult } from "../load/run-load.js";
+
+export interface ScenarioContext {
+  options: BenchOptions;
+  /** A line on stderr (never stdout: its last line is the JSON summary). */
+  log: (line: string) => void;
+  /** A status line on stderr, overwritten in place on a terminal. */
+  progress: (line: string) => void;
+}
+
+export interface ScenarioOutcome {
+  /** The scenario's own figures, in the order they appear in the summary line. */
+  figures: Record<string, number | string | null>;
+  /** The throughput the baseline ratios are computed from; null: no ratio. */
+  throughputRps: number | null;
+  phases: PhaseResult[];
+  /** Remarks for the report (skipped parts, unknowns). */
+  notes: string[];
+}
+
+export interface PreparedScenario {
+  run(): Promise<ScenarioOutcome>;
+  close(): Promise<void>;
+}
+
+export interface Scenario {
+  /** One line for --help and the report. */
+  description: string;
+  prepare(context: ScenarioContext): Promise<PreparedScenario>;
+}

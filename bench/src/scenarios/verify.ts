@@ -1,0 +1,76 @@
+// verify: keys.verifyKey against a node holding --keys keys, in four phases: plain, with a rate
+// limit, with credits, and with a permission query. The keys are split into four equal groups,
+// one per phase, so that each phase verifies keys configured for it.
+import { createApi, createKeys, type SeedTarget } from "../seed.js";
+import { measureCoreDecisions } from "./core-decisions.js";
+import { openDeployment } from "./deployment.js";
+import { requestSpec, runPhase } from "./phase.js";
+import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
+
+/** Per-key limit of the rate-limit group: generous, so most verifications are admitted. */
+export const verifyRatelimit = { limit: 1_000, duration: 1_000 };
+/** Credits of the credits group: enough never to run out during a run. */
+export const verifyCredits = 1_000_000_000;
+export const verifyPermissions = ["bench.read", "bench.write"];
+
+export const verifyScenario: Scenario = {
+  description: "keys.verifyKey: plain, with a rate limit, with credits, with a permission query",
+  prepare: async (context) => prepareVerify(context),
+};
+
+async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario> {
+  const { options } = context;
+  const deployment = await openDeployment(options, context.log);
+  try {
+    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const apiId = await createApi(seedTarget, `bench-verify-${Date.now()}`);
+    const groupSize = Math.max(1, Math.floor(options.keys / 4));
+    const plain = await createKeys(seedTarget, apiId, groupSize, "plain", (i) => ({ prefix: "bench", name: `plain-${i}` }));
+    const limited = await createKeys(seedTarget, apiId, groupSize, "rate-limited", (i) => ({
+      prefix: "bench", name: `limited-${i}`, ratelimit: { async: false, ...verifyRatelimit },
+    }));
+    const credited = await createKeys(seedTarget, apiId, groupSize, "credits", (i) => ({
+      prefix: "bench", name: `credits-${i}`, remaining: verifyCredits,
+    }));
+    const permitted = await createKeys(seedTarget, apiId, options.keys - 3 * groupSize, "permissions", (i) => ({
+      prefix: "bench", name: `permissions-${i}`, permissions: verifyPermissions,
+    }));
+    context.log(`seeded api ${apiId} with ${options.keys} keys (4 groups)`);
+    const pool = (keys: ReadonlyArray<{ key: string }>): string[] => keys.map((seeded) => seeded.key);
+    const body = (extra: string): string => `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}${extra}}`;
+    const phase = (label: string, keys: string[], extra: string) => runPhase(context, label, deployment.targets, [
+      requestSpec(options, { name: "verifyKey", path: "/v1/keys.verifyKey", bodyTemplate: body(extra), pool: keys, okMarker: '"valid":true' }),
+    ], deployment.cpuSeconds);
+
+    return {
+      close: () => deployment.stop(),
+      run: async () => {
+        const plainPhase = await phase("verify plain", pool(plain), "");
+        const ratelimitPhase = await phase("verify ratelimit", pool(limited), "");
+        const creditsPhase = await phase("verify credits", pool(credited), `,"remaining":{"cost":1}`);
+        const permissionsPhase = await phase("verify permissions", pool(permitted),
+          `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`);
+        context.progress("measuring core verification decisions in process");
+        const core = await measureCoreDecisions();
+        const notes = core.note === null ? [] : [core.note];
+        return {
+          figures: {
+            verifyRps: plainPhase.rps,
+            verifyRatelimitRps: ratelimitPhase.rps,
+            verifyCreditsRps: creditsPhase.rps,
+            verifyPermissionsRps: permissionsPhase.rps,
+            p50Ms: plainPhase.latency.p50Ms,
+            p99Ms: plainPhase.latency.p99Ms,
+            coreDecisionsPerSec: core.decisionsPerSec,
+          },
+          throughputRps: plainPhase.rps,
+          phases: [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase],
+          notes,
+        };
+      },
+    };
+  } catch (error) {
+    await deployment.stop();
+    throw error;
+  }
+}
