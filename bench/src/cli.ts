@@ -15,6 +15,7 @@ import { writeReport } from "./report/write.js";
 import { NotAvailableError } from "./scenarios/deployment.js";
 import { scenarios } from "./scenarios/registry.js";
 import type { ScenarioContext } from "./scenarios/types.js";
+import { generatorBoundNotes, noisyMachineNotes } from "./report/notes.js";
 
 const exitUsage = 2;
 const exitNotAvailable = 3;
@@ -40,9 +41,9 @@ async function main(argv: readonly string[]): Promise<number> {
   const context: ScenarioContext = { options, log: console.log, progress: console.progress };
   const startedAt = new Date().toISOString();
   const machine = machineInfo();
-  console.log(`bench ${options.scenario}: ${placement(options)}`);
   try {
     const prepared = await scenarios[options.scenario].prepare(context);
+    console.log(`bench ${options.scenario}: ${placement(options)}`);
     let baselines: BaselineResults;
     let outcome;
     try {
@@ -58,6 +59,7 @@ async function main(argv: readonly string[]): Promise<number> {
       phases: [...[baselines.fastify, baselines.redisLimiter].filter((phase) => phase !== null), ...outcome.phases],
       notes: [...baselines.notes, ...outcome.notes, ...noisyMachineNotes(machine)],
     };
+    report.notes.push(...generatorBoundNotes(report.phases, options.workers));
     const dir = isAbsolute(options.reportDir) ? options.reportDir : join(repoRoot, options.reportDir);
     const { jsonPath, htmlPath } = await writeReport(report, dir);
     console.log(`\n${renderTable(report)}\n`);
@@ -99,12 +101,6 @@ function machineInfo(): MachineInfo {
     node: process.version,
     loadAverage1m: Math.round((loadavg()[0] ?? 0) * 100) / 100,
   };
-}
-
-function noisyMachineNotes(machine: MachineInfo): string[] {
-  return machine.loadAverage1m > machine.cpus * 0.5
-    ? [`the machine was busy when the run started (load average ${machine.loadAverage1m} on ${machine.cpus} CPUs): compare ratios, not absolute figures`]
-    : [];
 }
 
 // Exit explicitly once output is flushed: idle keep-alive sockets of the set-up client would

@@ -8,6 +8,7 @@ import { renderHtml } from "../src/report/html.js";
 import type { Report } from "../src/report/model.js";
 import { buildSummary, ratio } from "../src/report/summary.js";
 import { renderTable } from "../src/report/table.js";
+import { generatorBoundNotes, noisyMachineNotes } from "../src/report/notes.js";
 import { writeReport } from "../src/report/write.js";
 
 function phase(label: string, rps: number, latencyUs: number): PhaseResult {
@@ -114,5 +115,22 @@ describe("report writer", () => {
   it("renders an empty phase list without failing", () => {
     const report = { ...sampleReport(), phases: [] };
     expect(renderHtml(report)).toContain("<svg");
+  });
+});
+
+describe("report notes", () => {
+  it("flags phases whose generator was near a full core per worker thread", () => {
+    const busy = { ...phase("verify plain", 1000, 1000), generatorCpuCores: 0.95 };
+    const idle = { ...phase("verify credits", 1000, 1000), generatorCpuCores: 0.5 };
+    const notes = generatorBoundNotes([busy, idle], 1);
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatch(/^verify plain: the load generator used 0.95 cores/);
+    expect(generatorBoundNotes([busy], 2)).toEqual([]);
+  });
+
+  it("flags a busy machine", () => {
+    const machine = sampleReport().machine;
+    expect(noisyMachineNotes({ ...machine, loadAverage1m: 0.2 })).toEqual([]);
+    expect(noisyMachineNotes({ ...machine, loadAverage1m: 3 })[0]).toMatch(/busy/);
   });
 });

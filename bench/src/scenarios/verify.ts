@@ -51,7 +51,7 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
         const permissionsPhase = await phase("verify permissions", pool(permitted),
           `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`);
         context.progress("measuring core verification decisions in process");
-        const core = await measureCoreDecisions();
+        const core = await measureCoreDecisions(options.keys, options.distribution, options.zipfExponent);
         const notes = core.note === null ? [] : [core.note];
         return {
           figures: {
@@ -62,6 +62,7 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
             p50Ms: plainPhase.latency.p50Ms,
             p99Ms: plainPhase.latency.p99Ms,
             coreDecisionsPerSec: core.decisionsPerSec,
+            coreRatelimitDecisionsPerSec: core.ratelimitDecisionsPerSec,
           },
           throughputRps: plainPhase.rps,
           phases: [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase],

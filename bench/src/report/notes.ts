@@ -1,0 +1,17 @@
+// Warnings attached to a report: conditions under which its figures must be read with care.
+import type { PhaseResult } from "../load/run-load.js";
+import type { MachineInfo } from "./model.js";
+
+/** A generator thread near a full core cannot push harder: that phase measured the generator too. */
+export function generatorBoundNotes(phases: readonly PhaseResult[], workers: number): string[] {
+  return phases.filter((phase) => phase.generatorCpuCores >= 0.9 * workers).map((phase) =>
+    `${phase.label}: the load generator used ${phase.generatorCpuCores} cores with ${workers} worker thread(s), so it may have ` +
+    "limited this phase; on a machine with spare cores try --workers 2, or run the generator on another machine with --target");
+}
+
+export function noisyMachineNotes(machine: MachineInfo): string[] {
+  return machine.loadAverage1m > machine.cpus * 0.5
+    ? [`the machine was busy when the run started (load average ${machine.loadAverage1m} on ${machine.cpus} CPUs): compare ratios, not absolute figures`]
+    : [];
+}
+
