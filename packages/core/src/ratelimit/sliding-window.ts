@@ -151,12 +151,14 @@ export class SlidingWindowLimiter {
     let success = true;
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
     const touched: TouchedBucket[] = [];
+    const sizeBefore = this.entries.size;
     if (success) {
       for (let i = 0; i < checks.length; i++) {
         const check = checks[i]!;
         if (check.cost === 0) continue; // a pure read: not even the clock moves
         this.clockMs = judgedAtMs;
-        const entry = this.commit(check, judgedAtMs);
+        const entry = this.commit(check, this.scratchEntries[i], judgedAtMs);
+        this.scratchEntries[i] = entry;
         const bucket = Math.floor(judgedAtMs / entry.widthMs);
         touched.push({
           key: check.key,
@@ -166,6 +168,8 @@ export class SlidingWindowLimiter {
           count: entry.counts[bucket % entry.counts.length]!,
         });
       }
+      // Sweep only after the commits: judge() holds entries that a sweep could otherwise delete.
+      if (this.entries.size > sizeBefore) this.sweep(limiterSweepStepMax * (this.entries.size - sizeBefore));
     }
     const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
     for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, success);
@@ -276,7 +280,9 @@ export class SlidingWindowLimiter {
     const refusedForCapacity = !fits && count + check.cost <= check.limit;
     // A key refused for capacity reports no capacity left: the caller must not read it as room.
     const remaining = refusedForCapacity ? 0 : Math.max(0, check.limit - used);
-    let entry = consumed ? this.entries.get(check.key) : this.scratchEntries[index];
+    // After a commit the scratch holds the committed entry; a cost-0 check keeps what judge found.
+    // (A cost-0 check after a same-key check that created the entry must look it up.)
+    let entry = this.scratchEntries[index] ?? (consumed ? this.entries.get(check.key) : undefined);
     if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
     let resetAtMs: number;
     if (fits) {
@@ -292,10 +298,15 @@ export class SlidingWindowLimiter {
 
   /** Sum of the buckets counted at atMs (atMs >= clock, so >= the head bucket's start). */
   private countAt(entry: Entry, atMs: number): number {
+    const counts = entry.counts;
+    const ringLength = counts.length;
+    const oldest = this.oldestHeldBucket(entry, atMs);
+    // Bucket numbers are large (Unix ms / width): one modulo, then walk the slots.
+    let slot = oldest % ringLength;
     let count = 0;
-    const ringLength = entry.counts.length;
-    for (let bucket = this.oldestHeldBucket(entry, atMs); bucket <= entry.headBucket; bucket++) {
-      count += entry.counts[bucket % ringLength]!;
+    for (let left = entry.headBucket - oldest; left >= 0; left--) {
+      count += counts[slot]!;
+      slot = slot + 1 === ringLength ? 0 : slot + 1;
     }
     return count;
   }
@@ -312,8 +323,13 @@ export class SlidingWindowLimiter {
   }
 
   private oldestCountedExpiry(entry: Entry, atMs: number): number {
-    for (let bucket = this.oldestHeldBucket(entry, atMs); bucket <= entry.headBucket; bucket++) {
-      if (entry.counts[bucket % entry.counts.length]! > 0) return this.expiryMs(entry, bucket);
+    const counts = entry.counts;
+    const ringLength = counts.length;
+    const oldest = this.oldestHeldBucket(entry, atMs);
+    let slot = oldest % ringLength;
+    for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
+      if (counts[slot]! > 0) return this.expiryMs(entry, bucket);
+      slot = slot + 1 === ringLength ? 0 : slot + 1;
     }
     return atMs;
   }
@@ -322,8 +338,12 @@ export class SlidingWindowLimiter {
   private fitTime(entry: Entry, atMs: number, count: number, check: LimitCheck): number {
     let left = count;
     let emptyAtMs = atMs;
-    for (let bucket = this.oldestHeldBucket(entry, atMs); bucket <= entry.headBucket; bucket++) {
-      const bucketCount = entry.counts[bucket % entry.counts.length]!;
+    const ringLength = entry.counts.length;
+    const oldest = this.oldestHeldBucket(entry, atMs);
+    let slot = oldest % ringLength;
+    for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
+      const bucketCount = entry.counts[slot]!;
+      slot = slot + 1 === ringLength ? 0 : slot + 1;
       if (bucketCount === 0) continue;
       left -= bucketCount;
       emptyAtMs = this.expiryMs(entry, bucket);
@@ -347,14 +367,18 @@ export class SlidingWindowLimiter {
   private advance(entry: Entry, bucket: number): void {
     const ringLength = entry.counts.length;
     const steps = Math.min(bucket - entry.headBucket, ringLength);
-    for (let i = 1; i <= steps; i++) entry.counts[(entry.headBucket + i) % ringLength] = 0;
+    let slot = (entry.headBucket + 1) % ringLength;
+    for (let i = 0; i < steps; i++) {
+      entry.counts[slot] = 0;
+      slot = slot + 1 === ringLength ? 0 : slot + 1;
+    }
     entry.headBucket = bucket;
   }
 
-  private commit(check: LimitCheck, atMs: number): Entry {
-    let entry = this.entries.get(check.key);
+  private commit(check: LimitCheck, judged: Entry | undefined, atMs: number): Entry {
+    // judge() found `judged` for this key; a duplicate key's first check may have created one since.
+    let entry = judged ?? this.entries.get(check.key);
     if (entry === undefined || entry.durationMs !== check.durationMs) {
-      if (entry === undefined) this.sweep(limiterSweepStepMax);
       const created = entry === undefined;
       entry = this.newEntry(check.limit, check.durationMs, atMs);
       this.entries.set(check.key, entry);
