@@ -9,25 +9,34 @@ export interface OverrideLike {
 /**
  * Whether `pattern` matches all of `text`: `*` matches any sequence (including empty), every
  * other character matches itself, anchored at both ends (upstream's `pkg/util/wildcard.ts`
- * without its regex). Splits the pattern at `*` and places each literal segment at its leftmost
- * occurrence, which is correct for `*`-only globs and costs O(|pattern| + |text|) `indexOf`
- * work: no backtracking, so no catastrophic inputs.
+ * without its regex). The literal prefix and suffix are compared in place; each middle segment
+ * is placed at its leftmost occurrence after the previous one, which is correct for `*`-only
+ * globs. No backtracking: the work is at most one `indexOf` scan of the text per segment, so no
+ * input is catastrophic, and the common shapes (`user_*`, `*_admin`) allocate nothing.
  */
 export function globMatches(pattern: string, text: string): boolean {
-  const segments = pattern.split("*");
-  if (segments.length === 1) return pattern === text;
-  const first = segments[0]!;
-  const last = segments[segments.length - 1]!;
-  if (first.length + last.length > text.length) return false;
-  if (!text.startsWith(first) || !text.endsWith(last)) return false;
-  let at = first.length;
-  const end = text.length - last.length;
-  for (let i = 1; i < segments.length - 1; i++) {
-    const segment = segments[i]!;
-    if (segment.length === 0) continue;
-    const found = text.indexOf(segment, at);
-    if (found < 0 || found + segment.length > end) return false;
-    at = found + segment.length;
+  const firstStar = pattern.indexOf("*");
+  if (firstStar < 0) return pattern === text;
+  const lastStar = pattern.lastIndexOf("*");
+  const suffixLength = pattern.length - lastStar - 1;
+  if (firstStar + suffixLength > text.length) return false;
+  for (let i = 0; i < firstStar; i++) {
+    if (pattern.charCodeAt(i) !== text.charCodeAt(i)) return false;
+  }
+  for (let i = 1; i <= suffixLength; i++) {
+    if (pattern.charCodeAt(pattern.length - i) !== text.charCodeAt(text.length - i)) return false;
+  }
+  const end = text.length - suffixLength;
+  let at = firstStar;
+  let segmentStart = firstStar + 1;
+  while (segmentStart < lastStar) {
+    const segmentEnd = pattern.indexOf("*", segmentStart);
+    if (segmentEnd > segmentStart) {
+      const found = text.indexOf(pattern.slice(segmentStart, segmentEnd), at);
+      if (found < 0 || found + (segmentEnd - segmentStart) > end) return false;
+      at = found + (segmentEnd - segmentStart);
+    }
+    segmentStart = segmentEnd + 1;
   }
   assert(at <= end, "globMatches: middle segments end before the suffix");
   return true;
@@ -62,15 +71,28 @@ export function compareOverridePrecedence(a: OverrideLike, b: OverrideLike, iden
  */
 export function matchOverride<T extends OverrideLike>(overrides: Iterable<T>, identifier: string): T | undefined {
   let best: T | undefined;
+  let bestExact = false;
+  let bestLiterals = -1;
   for (const candidate of overrides) {
-    if (candidate.identifier !== identifier) {
-      if (!candidate.identifier.includes("*")) continue;
-      if (best !== undefined && compareOverridePrecedence(candidate, best, identifier) >= 0) continue;
-      if (!globMatches(candidate.identifier, identifier)) continue;
-    } else if (best !== undefined && compareOverridePrecedence(candidate, best, identifier) >= 0) {
+    const pattern = candidate.identifier;
+    if (pattern === identifier) {
+      if (bestExact && candidate.id >= best!.id) continue;
+      best = candidate;
+      bestExact = true;
       continue;
     }
+    if (bestExact) continue;
+    // Cheap rank checks before the glob match: most candidates lose on rank or have no `*`.
+    const literals = literalLength(pattern);
+    if (literals === pattern.length) continue;
+    if (literals < bestLiterals || (literals === bestLiterals && candidate.id >= best!.id)) continue;
+    if (!globMatches(pattern, identifier)) continue;
     best = candidate;
+    bestLiterals = literals;
   }
+  assert(
+    best === undefined || best.identifier === identifier || globMatches(best.identifier, identifier),
+    "matchOverride: the winner matches",
+  );
   return best;
 }
