@@ -30,7 +30,7 @@ function sampleReport(): Report {
   const summary = buildSummary("verify", {
     figures: { verifyRps: 16_000, verifyRatelimitRps: 15_000, verifyCreditsRps: 14_000, verifyPermissionsRps: 13_000,
       p50Ms: 3, p99Ms: 4, coreDecisionsPerSec: 2_000_000 },
-    throughputRps: 16_000, phases: [plain], notes: [],
+    throughputRps: 16_000, throughputCpuCores: 0.8, phases: [plain], notes: [],
   }, { fastify, redisLimiter: null, notes: ["redis <skipped> & \"quoted\""] });
   return {
     summary, startedAt: "2026-11-22T03:00:00.000Z", finishedAt: "2026-11-22T03:01:00.000Z",
@@ -61,6 +61,8 @@ describe("summary", () => {
     expect(summary["baselineRps"]).toBe(20_000);
     expect(summary["ratio"]).toBe(0.8);
     expect(summary.ratios).toEqual({ fastify: 0.8, redisLimiter: null });
+    // Per target core: (16,000 / 0.8) / (20,000 / 0.9) = 0.9.
+    expect(summary.perCoreRatios).toEqual({ fastify: 0.9, redisLimiter: null });
     expect(summary.baselines.redisLimiter).toBeNull();
     expect(summary.baselines.fastify?.rps).toBe(20_000);
     expect(Object.keys(summary).slice(-2)).toEqual(["baselines", "ratios"]);

@@ -10,6 +10,12 @@ export interface BaselineFigure {
 }
 
 export type Summary = { scenario: ScenarioName } & Record<string, unknown> & {
+  /**
+   * Ratios of requests per CPU-second of the process under test. On a small machine the load
+   * generator shares the CPUs, which pulls plain throughput ratios toward 1; these do not.
+   * Null when CPU use is unknown (remote targets).
+   */
+  perCoreRatios: { fastify: number | null; redisLimiter: number | null };
   baselines: { fastify: BaselineFigure | null; redisLimiter: BaselineFigure | null };
   ratios: { fastify: number | null; redisLimiter: number | null };
 };
@@ -24,7 +30,10 @@ export function buildSummary(scenario: ScenarioName, outcome: ScenarioOutcome, b
     fastify: ratio(outcome.throughputRps, fastify?.rps ?? null),
     redisLimiter: ratio(outcome.throughputRps, redisLimiter?.rps ?? null),
   };
-  const tail = { baselines: { fastify, redisLimiter }, ratios };
+  const perCore = (phase: PhaseResult | null): number | null =>
+    ratio(perCoreRps(outcome.throughputRps, outcome.throughputCpuCores), phase === null ? null : perCoreRps(phase.rps, phase.targetCpuCores));
+  const perCoreRatios = { fastify: perCore(baselines.fastify), redisLimiter: perCore(baselines.redisLimiter) };
+  const tail = { perCoreRatios, baselines: { fastify, redisLimiter }, ratios };
   if (scenario !== "verify") return { scenario, ...outcome.figures, ...tail };
   const figures: Record<string, unknown> = { ...outcome.figures };
   const head: Record<string, unknown> = { scenario, baselineRps: fastify?.rps ?? null };
@@ -36,6 +45,10 @@ export function buildSummary(scenario: ScenarioName, outcome: ScenarioOutcome, b
 
 function baselineFigure(phase: PhaseResult | null): BaselineFigure | null {
   return phase === null ? null : { rps: phase.rps, p99Ms: phase.latency.p99Ms };
+}
+
+function perCoreRps(rps: number | null, cores: number | null): number | null {
+  return rps === null || cores === null || cores <= 0 ? null : rps / cores;
 }
 
 /** numerator / denominator to 3 decimals; null when either is unknown or the denominator is 0. */

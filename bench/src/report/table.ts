@@ -28,10 +28,12 @@ export function renderTable(report: Report): string {
   const line = (row: string[]): string => row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ");
   const rule = widths.map((width) => "-".repeat(width)).join("  ");
   const out = [line(columns), rule, ...rows.slice(1).map(line), ""];
-  const { baselines, ratios, ...figures } = report.summary;
+  const { baselines, ratios, perCoreRatios, ...figures } = report.summary;
   for (const [name, value] of Object.entries(figures)) out.push(`${name.padEnd(24)} ${formatValue(value)}`);
   out.push(`${"ratio to fastify".padEnd(24)} ${formatValue(ratios.fastify)}`);
   out.push(`${"ratio to redis limiter".padEnd(24)} ${formatValue(ratios.redisLimiter)}${baselines.redisLimiter === null ? " (baseline skipped)" : ""}`);
+  out.push(`${"per-core ratio to fastify".padEnd(24)} ${formatValue(perCoreRatios.fastify)}`);
+  out.push(`${"per-core ratio to redis".padEnd(24)} ${formatValue(perCoreRatios.redisLimiter)}`);
   for (const note of report.notes) out.push(`note: ${note}`);
   return out.join("\n");
 }

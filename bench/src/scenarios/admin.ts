@@ -44,6 +44,7 @@ async function prepareAdmin(context: ScenarioContext): Promise<PreparedScenario>
             setPermissionsP99Ms: permissions?.latency.p99Ms ?? null,
           },
           throughputRps: phase.rps,
+          throughputCpuCores: phase.targetCpuCores,
           phases: [phase],
           notes: [],
         };

@@ -42,6 +42,7 @@ async function prepareMixed(context: ScenarioContext): Promise<PreparedScenario>
             updateKeyP99Ms: update?.latency.p99Ms ?? null,
           },
           throughputRps: phase.rps,
+          throughputCpuCores: phase.targetCpuCores,
           phases: [phase],
           notes: [],
         };

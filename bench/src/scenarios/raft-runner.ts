@@ -21,7 +21,7 @@ async function prepareRaft(context: ScenarioContext): Promise<PreparedScenario> 
     close: async () => {},
     run: async () => {
       const figures = await run({ durationS: context.options.durationS, log: context.log });
-      return { figures, throughputRps: throughputOf(figures), phases: [], notes: [] };
+      return { figures, throughputRps: throughputOf(figures), throughputCpuCores: null, phases: [], notes: [] };
     },
   };
 }

@@ -46,6 +46,7 @@ async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScena
             overrides: overrides.length,
           },
           throughputRps: phase.rps,
+          throughputCpuCores: phase.targetCpuCores,
           phases: [phase],
           notes: [],
         };

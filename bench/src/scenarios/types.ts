@@ -16,6 +16,8 @@ export interface ScenarioOutcome {
   figures: Record<string, number | string | null>;
   /** The throughput the baseline ratios are computed from; null: no ratio. */
   throughputRps: number | null;
+  /** CPU cores the processes under test used while producing throughputRps; null when unknown. */
+  throughputCpuCores: number | null;
   phases: PhaseResult[];
   /** Remarks for the report (skipped parts, unknowns). */
   notes: string[];

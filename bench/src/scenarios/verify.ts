@@ -65,6 +65,7 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
             coreRatelimitDecisionsPerSec: core.ratelimitDecisionsPerSec,
           },
           throughputRps: plainPhase.rps,
+          throughputCpuCores: plainPhase.targetCpuCores,
           phases: [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase],
           notes,
         };
