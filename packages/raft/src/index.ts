@@ -40,3 +40,21 @@ export type { RaftErrorCode, RaftStorageErrorReason } from "./core/errors.js";
 export { RaftAssertionError } from "./core/assert.js";
 export { Xoshiro128, seedFromString } from "./core/prng.js";
 export type { Random } from "./core/prng.js";
+
+// I/O side: storage, transport, the RaftNode driver (docs/raft-io.md).
+export { MemoryStorage } from "./storage/memory-storage.js";
+export type { MemoryStorageOptions } from "./storage/memory-storage.js";
+export { LevelStorage } from "./storage/level-storage.js";
+export type { LevelStorageOptions } from "./storage/level-storage.js";
+export { WsTransport, defaultTransportLimits } from "./transport/ws-transport.js";
+export type { WsTransportOptions, WsTransportLimits } from "./transport/ws-transport.js";
+export type { Transport, TransportStats, PeerStats as TransportPeerStats, Addressed } from "./transport/transport.js";
+export { closeCodes } from "./transport/transport.js";
+export { RaftNode } from "./node.js";
+export type { RaftNodeOptions } from "./driver/options.js";
+export type { StateMachine } from "./driver/state-machine.js";
+export type { NodeStatus, PeerStatus } from "./driver/status.js";
+export { RaftNodeError, NotLeaderError, TimeoutError, ShuttingDownError, StorageError, RAFT_IO_ERROR_CODES, RAFT_ERRORS } from "./errors.js";
+export type { RaftIoErrorCode, RaftNodeErrorCode } from "./errors.js";
+export type { Logger } from "./logger.js";
+export { silentLogger } from "./logger.js";

@@ -1,0 +1,82 @@
+import type { RaftConfig } from "../core/config.js";
+import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
+import type { Logger } from "../logger.js";
+import type { WsTransportLimits } from "../transport/ws-transport.js";
+import type { StateMachine } from "./state-machine.js";
+
+/** Bounds of the driver's queues (limits on everything). */
+export const driverLimits = {
+  /** Ticks buffered while a Ready is being persisted; more are dropped (as etcd's tick channel does). */
+  ticksPendingMax: 128,
+  /** Inputs (received messages, proposals, ...) buffered while a Ready is in flight. */
+  inboxMax: 65_536,
+} as const;
+
+export interface RaftNodeOptions {
+  id: NodeId;
+  /** Stable storage, already opened (LevelStorage in production, MemoryStorage in tests). Closed by stop(). */
+  storage: RaftStorage & RaftStorageWriter;
+  stateMachine: StateMachine;
+  /** Voters of a brand-new cluster (ignored once storage holds a configuration). Default [id]. */
+  voters?: NodeId[];
+  /** Learners of a brand-new cluster. Default []. A joining node starts with voters [] and waits for the leader. */
+  learners?: NodeId[];
+  /** Network. */
+  transport: {
+    /** Shared cluster secret, at least 16 bytes; never sent, never logged. */
+    secret: Uint8Array | string;
+    /** Listen address. Default "127.0.0.1", port 0 (a free port; see RaftNode.port). */
+    host?: string;
+    port?: number;
+    /** Address book: every other node's "ws://host:port". Only these ids may connect. */
+    peers: Record<NodeId, string>;
+    limits?: Partial<WsTransportLimits>;
+  };
+  /** Wall-clock length of one tick, in ms. Default 20. */
+  tickMs?: number;
+  /** Election timeout in ticks (randomized in [electionTicks, 2*electionTicks)). Default 10. */
+  electionTicks?: number;
+  /** Heartbeat interval in ticks; must be < electionTicks. Default 2. */
+  heartbeatTicks?: number;
+  /** Take an application snapshot (and compact the log) every this many applied entries. 0 = never. Default 10_000. */
+  snapshotEntries?: number;
+  /** Deadline of propose(), readIndex(), membership changes and transfers, in ms. Default 5000. */
+  requestTimeoutMs?: number;
+  /** Proposals (and membership changes) waiting to be applied on this node. Default 65_536. */
+  pendingProposalsMax?: number;
+  /** readIndex() calls waiting at once. Default 4096. */
+  pendingReadsMax?: number;
+  /** Further core options (pre-vote, check-quorum, inflight window, message sizes); see RaftConfig. */
+  raft?: Omit<RaftConfig, "id" | "voters" | "learners" | "electionTicks" | "heartbeatTicks" | "applied">;
+  logger?: Logger;
+  /** Called once if the node stops on an unrecoverable error (storage failure, a failed invariant). */
+  onFatal?: (error: unknown) => void;
+}
+
+export interface ResolvedNodeOptions {
+  tickMs: number;
+  electionTicks: number;
+  heartbeatTicks: number;
+  snapshotEntries: number;
+  requestTimeoutMs: number;
+  pendingProposalsMax: number;
+  pendingReadsMax: number;
+}
+
+export function resolveNodeOptions(options: RaftNodeOptions): ResolvedNodeOptions {
+  const resolved = {
+    tickMs: options.tickMs ?? 20,
+    electionTicks: options.electionTicks ?? 10,
+    heartbeatTicks: options.heartbeatTicks ?? 2,
+    snapshotEntries: options.snapshotEntries ?? 10_000,
+    requestTimeoutMs: options.requestTimeoutMs ?? 5000,
+    pendingProposalsMax: options.pendingProposalsMax ?? 65_536,
+    pendingReadsMax: options.pendingReadsMax ?? 4096,
+  };
+  for (const [name, value] of Object.entries(resolved)) {
+    if (!Number.isInteger(value) || value < 0 || (value === 0 && name !== "snapshotEntries")) {
+      throw new RangeError(`RaftNode option ${name} must be a positive integer, got ${value}`);
+    }
+  }
+  return resolved;
+}

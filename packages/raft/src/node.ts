@@ -1,0 +1,396 @@
+// RaftNode: the one driver of the Ready contract, and the only code that touches the clock, the
+// sockets and the disk. Inputs (ticks, received messages, proposals, reads, membership changes)
+// are buffered in a bounded inbox and fed to the core between Readies; each Ready is handled
+// exactly as docs/raft-core.md says:
+//   1. persist snapshot, then entries + hard state in one batch (fsynced when mustSync);
+//   2. send messages;  3. install the snapshot / apply committed entries;  4. advance.
+// Proposals that arrive while a Ready is being persisted are appended together in the next one:
+// that is the group commit that makes many concurrent proposers cheap.
+
+import { randomBytes } from "node:crypto";
+import { RaftAssertionError, unreachable } from "./core/assert.js";
+import type { Message } from "./core/messages.js";
+import { RaftError } from "./core/errors.js";
+import { RawNode } from "./core/raw-node.js";
+import { Xoshiro128, seedFromString } from "./core/prng.js";
+import type { Ready, Role } from "./core/ready.js";
+import type { ConfChange, Entry, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "./core/types.js";
+import { driverLimits, resolveNodeOptions, type RaftNodeOptions, type ResolvedNodeOptions } from "./driver/options.js";
+import type { StateMachine } from "./driver/state-machine.js";
+import { buildNodeStatus, type NodeStatus } from "./driver/status.js";
+import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
+import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
+import { silentLogger, type Logger } from "./logger.js";
+import { WsTransport } from "./transport/ws-transport.js";
+
+type Input =
+  | { kind: "message"; message: Message }
+  | { kind: "propose"; data: Uint8Array; waiter: Waiter<{ index: number }> }
+  | { kind: "confChange"; change: ConfChange; waiter: Waiter<{ index: number }> }
+  | { kind: "read"; context: Uint8Array; waiter: Waiter<void> }
+  | { kind: "transfer"; to: NodeId; waiter: Waiter<void> }
+  | { kind: "unreachable"; id: NodeId };
+
+type State = "new" | "running" | "stopping" | "stopped";
+
+export class RaftNode {
+  readonly id: NodeId;
+  private readonly config: ResolvedNodeOptions;
+  private readonly logger: Logger;
+  private readonly storage: RaftStorage & RaftStorageWriter;
+  private readonly stateMachine: StateMachine;
+  private readonly transport: WsTransport<Message>;
+  private rawNode: RawNode | null = null;
+  private state: State = "new";
+  private inbox: Input[] = [];
+  private ticksPending = 0;
+  private droppedInputs = 0;
+  private wakeLoop: (() => void) | null = null;
+  private loopDone: Promise<void> = Promise.resolve();
+  private tickTimer: NodeJS.Timeout | null = null;
+  private readonly proposals: ProposalWaiters<{ index: number }>;
+  private readonly confChanges: ProposalWaiters<{ index: number }>;
+  private readonly reads: ReadWaiters;
+  private readonly transfers = new Map<NodeId, Waiter<void>[]>();
+  private readContextCounter = 0n;
+  private applied = 0;
+  private role: Role = "follower";
+  private leader: NodeId = "";
+  private boundPort = 0;
+
+  constructor(private readonly options: RaftNodeOptions) {
+    this.id = options.id;
+    this.config = resolveNodeOptions(options);
+    this.logger = options.logger ?? silentLogger;
+    this.storage = options.storage;
+    this.stateMachine = options.stateMachine;
+    this.proposals = new ProposalWaiters(this.config.pendingProposalsMax);
+    this.confChanges = new ProposalWaiters(64);
+    this.reads = new ReadWaiters(this.config.pendingReadsMax);
+    this.transport = new WsTransport<Message>({
+      id: options.id,
+      secret: options.transport.secret,
+      ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
+      port: options.transport.port ?? 0,
+      peers: options.transport.peers,
+      onMessage: (message) => this.push({ kind: "message", message }),
+      onPeerChange: (id, connected) => {
+        if (!connected) this.push({ kind: "unreachable", id });
+      },
+      logger: this.logger,
+      ...(options.transport.limits === undefined ? {} : { limits: options.transport.limits }),
+    });
+  }
+
+  /** The port the transport listens on (after start). */
+  get port(): number {
+    return this.boundPort;
+  }
+
+  /** Restores the application from the stored snapshot, starts the transport, the ticker and the loop. */
+  async start(): Promise<void> {
+    if (this.state !== "new") throw new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "a RaftNode starts once");
+    const snapshot = this.storage.snapshot();
+    if (snapshot.metadata.index > 0) await this.stateMachine.installSnapshot(snapshot);
+    this.applied = snapshot.metadata.index;
+    const { raft, voters, learners } = this.options;
+    this.rawNode = new RawNode(
+      {
+        random: new Xoshiro128(seedFromString(`${this.id}/${randomBytes(8).toString("hex")}`)),
+        ...raft,
+        id: this.id,
+        ...(voters === undefined ? {} : { voters }),
+        ...(learners === undefined ? {} : { learners }),
+        electionTicks: this.config.electionTicks,
+        heartbeatTicks: this.config.heartbeatTicks,
+        applied: this.applied,
+      },
+      this.storage,
+    );
+    this.boundPort = (await this.transport.start()).port;
+    this.state = "running";
+    this.tickTimer = setInterval(() => this.onTick(), this.config.tickMs);
+    this.loopDone = this.loop().catch((error: unknown) => this.fatal(error));
+    this.logger.info({ id: this.id, port: this.boundPort, applied: this.applied }, "raft node started");
+  }
+
+  /** Replicates `data`; resolves once it is committed and applied on this node. Only the leader accepts proposals. */
+  propose(data: Uint8Array): Promise<{ index: number }> {
+    return this.request("propose", (waiter) => ({ kind: "propose", data, waiter }), this.proposals.full);
+  }
+
+  /** Linearizable read barrier: resolves once this node has applied everything committed before the call. */
+  readIndex(): Promise<void> {
+    this.readContextCounter++;
+    const context = new Uint8Array(8);
+    new DataView(context.buffer).setBigUint64(0, this.readContextCounter);
+    return this.request("readIndex", (waiter) => ({ kind: "read", context, waiter }), this.reads.full);
+  }
+
+  /** Adds or updates a peer's address in the transport's address book (only known ids may connect). */
+  setPeerAddress(id: NodeId, url: string): void {
+    this.transport.addPeer(id, url);
+  }
+
+  /** Adds `id` as a learner (it receives the log but does not vote). `url` registers its address here. */
+  addLearner(id: NodeId, url?: string): Promise<{ index: number }> {
+    if (url !== undefined) this.transport.addPeer(id, url);
+    return this.changeMembership({ type: "addLearner", node: id });
+  }
+
+  /** Makes learner `id` a voter; do it once it has caught up (see status().peers[id].lag). */
+  promote(id: NodeId): Promise<{ index: number }> {
+    return this.changeMembership({ type: "promote", node: id });
+  }
+
+  /** Removes `id` (the leader may remove itself; it steps down once the change applies). */
+  remove(id: NodeId): Promise<{ index: number }> {
+    return this.changeMembership({ type: "remove", node: id });
+  }
+
+  /** Hands leadership to `to`; resolves when this node sees `to` as the leader. */
+  transferLeadership(to: NodeId): Promise<void> {
+    return this.request("transferLeadership", (waiter) => ({ kind: "transfer", to, waiter }), false);
+  }
+
+  status(): NodeStatus {
+    if (this.rawNode === null) throw new RaftNodeError("RAFT_ERR_NOT_STARTED", "status() before start()");
+    return buildNodeStatus(this.rawNode.status(), this.applied, this.storage.snapshot().metadata.index, (id) => this.transport.isConnected(id));
+  }
+
+  transportStats(): ReturnType<WsTransport<Message>["stats"]> & { droppedInputs: number } {
+    return { ...this.transport.stats(), droppedInputs: this.droppedInputs };
+  }
+
+  /** Stops cleanly: pending requests are rejected (ShuttingDown), the loop finishes its Ready, then transport and storage close. */
+  async stop(): Promise<void> {
+    if (this.state === "stopped" || this.state === "stopping") return this.loopDone;
+    const wasRunning = this.state === "running";
+    this.state = "stopping";
+    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    this.rejectEverything(() => new ShuttingDownError("request"));
+    this.wakeLoop?.();
+    if (wasRunning) await this.loopDone;
+    await this.transport.close();
+    await this.storage.close();
+    this.state = "stopped";
+    this.logger.info({ id: this.id }, "raft node stopped");
+  }
+
+  private changeMembership(change: ConfChange): Promise<{ index: number }> {
+    return this.request(change.type, (waiter) => ({ kind: "confChange", change, waiter }), this.confChanges.full);
+  }
+
+  private request<T>(what: string, input: (waiter: Waiter<T>) => Input, full: boolean): Promise<T> {
+    if (this.state !== "running") return Promise.reject(new ShuttingDownError(what));
+    if (full || this.inbox.length >= driverLimits.inboxMax) {
+      return Promise.reject(new RaftNodeError("RAFT_ERR_PENDING_FULL", `${what}: too many pending requests`, { leader: this.leader }));
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.push(input({ resolve, reject, deadlineMs: Date.now() + this.config.requestTimeoutMs }));
+    });
+  }
+
+  private push(input: Input): void {
+    if (this.state !== "running") return;
+    if (this.inbox.length >= driverLimits.inboxMax) {
+      this.droppedInputs++; // only messages get here when full (requests are refused above); raft resends
+      return;
+    }
+    this.inbox.push(input);
+    this.wakeLoop?.();
+  }
+
+  private onTick(): void {
+    if (this.ticksPending < driverLimits.ticksPendingMax) this.ticksPending++;
+    const nowMs = Date.now();
+    const timeout = (what: string) => () => new TimeoutError(what, this.config.requestTimeoutMs, this.leader);
+    this.proposals.expire(nowMs, timeout("propose"));
+    this.confChanges.expire(nowMs, timeout("membership change"));
+    this.reads.expire(nowMs, timeout("readIndex"));
+    for (const [to, waiters] of this.transfers) {
+      const alive = waiters.filter((waiter) => waiter.deadlineMs > nowMs || (waiter.reject(timeout(`transfer to ${to}`)()), false));
+      if (alive.length === 0) this.transfers.delete(to);
+      else this.transfers.set(to, alive);
+    }
+    this.wakeLoop?.();
+  }
+
+  private async loop(): Promise<void> {
+    const rawNode = this.rawNode;
+    if (rawNode === null) throw new RaftAssertionError("loop without a RawNode");
+    while (this.state === "running") {
+      this.drain(rawNode);
+      if (!rawNode.hasReady()) {
+        await new Promise<void>((resolve) => (this.wakeLoop = resolve));
+        this.wakeLoop = null;
+        continue;
+      }
+      const ready = rawNode.ready();
+      const settled = await this.handleReady(ready);
+      rawNode.advance(ready);
+      for (const settle of settled) settle();
+      await this.maybeSnapshot(rawNode);
+    }
+  }
+
+  /** Feeds buffered inputs to the core. Only called while no Ready is outstanding. */
+  private drain(rawNode: RawNode): void {
+    for (; this.ticksPending > 0; this.ticksPending--) rawNode.tick();
+    const inputs = this.inbox;
+    this.inbox = [];
+    for (const input of inputs) this.feed(rawNode, input);
+  }
+
+  private feed(rawNode: RawNode, input: Input): void {
+    switch (input.kind) {
+      case "message":
+        return this.step(rawNode, input.message);
+      case "unreachable":
+        return rawNode.reportUnreachable(input.id);
+      case "propose":
+        return this.attempt(input.waiter, () => {
+          if (this.proposals.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals pending", { leader: this.leader });
+          const id = rawNode.propose(input.data);
+          this.proposals.add(id.index, id.term, input.waiter);
+        });
+      case "confChange":
+        return this.attempt(input.waiter, () => {
+          if (this.confChanges.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many membership changes pending", { leader: this.leader });
+          const id = rawNode.proposeConfChange(input.change);
+          this.confChanges.add(id.index, id.term, input.waiter);
+        });
+      case "read":
+        return this.attempt(input.waiter, () => {
+          if (this.reads.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many reads pending", { leader: this.leader });
+          rawNode.readIndex(input.context);
+          this.reads.add(contextKey(input.context), input.waiter);
+        });
+      case "transfer":
+        return this.attempt(input.waiter, () => {
+          if (this.leader === input.to) return input.waiter.resolve();
+          rawNode.transferLeadership(input.to);
+          this.transfers.set(input.to, [...(this.transfers.get(input.to) ?? []), input.waiter]);
+        });
+      default:
+        return unreachable(input);
+    }
+  }
+
+  /** A message the core refuses with an operating error (not a bug) is dropped: raft tolerates loss. */
+  private step(rawNode: RawNode, message: Message): void {
+    try {
+      rawNode.step(message);
+    } catch (error) {
+      if (!(error instanceof RaftError)) throw error;
+      this.logger.debug({ id: this.id, from: message.from, type: message.type, code: error.code }, "raft node: message refused by the core");
+    }
+  }
+
+  /** Runs one core call for a waiter: an operating error (not leader, dropped, ...) rejects it; a bug propagates. */
+  private attempt<T>(waiter: Waiter<T>, call: () => void): void {
+    if (waiter.deadlineMs <= Date.now()) return waiter.reject(new TimeoutError("request", this.config.requestTimeoutMs, this.leader));
+    try {
+      call();
+    } catch (error) {
+      waiter.reject(fromCoreError(error, this.leader));
+    }
+  }
+
+  /** Steps 1-3 of the Ready contract. Returns settlements to run after advance() (membership is applied there). */
+  private async handleReady(ready: Ready): Promise<(() => void)[]> {
+    if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader);
+    if (ready.snapshot !== null) await this.storage.applySnapshot(ready.snapshot);
+    if (ready.entries.length > 0 || ready.hardState !== null) await this.storage.append(ready.entries, ready.hardState, ready.mustSync);
+    this.send(ready.messages);
+    if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
+    const settled: (() => void)[] = [];
+    for (const entry of ready.committedEntries) await this.applyEntry(entry, settled);
+    for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);
+    this.reads.resolveUpTo(this.applied);
+    return settled;
+  }
+
+  private send(messages: readonly Message[]): void {
+    if (messages.length === 0) return;
+    this.transport.send(messages);
+    const unreachable = new Set<NodeId>();
+    for (const message of messages) {
+      // etcd's ReportUnreachable: the leader stops pipelining to a peer it cannot reach.
+      if (message.type === "app" && !this.transport.isConnected(message.to)) unreachable.add(message.to);
+    }
+    for (const id of unreachable) this.push({ kind: "unreachable", id });
+  }
+
+  private async installSnapshot(snapshot: Snapshot): Promise<void> {
+    await this.stateMachine.installSnapshot(snapshot);
+    this.applied = snapshot.metadata.index;
+    const lost = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "a snapshot replaced the log; the outcome is unknown", { leader: this.leader });
+    this.proposals.rejectUpTo(this.applied, lost);
+    this.confChanges.rejectUpTo(this.applied, lost);
+    this.logger.info({ id: this.id, index: this.applied }, "raft node: installed a snapshot from the leader");
+  }
+
+  private async applyEntry(entry: Entry, settled: (() => void)[]): Promise<void> {
+    if (entry.index <= this.applied) return; // already covered by an installed snapshot
+    if (entry.index !== this.applied + 1) throw new RaftAssertionError(`apply: entry ${entry.index} after applied ${this.applied}`);
+    if (entry.type === "normal" && entry.data.byteLength > 0) {
+      const applying = this.stateMachine.apply(entry);
+      if (applying instanceof Promise) await applying;
+    }
+    this.applied = entry.index;
+    const overwritten = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${entry.index} was overwritten by a new leader`, { leader: this.leader });
+    if (entry.type === "normal") {
+      const done = this.proposals.take(entry.index, entry.term);
+      if (done !== null) done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten());
+      return;
+    }
+    const done = this.confChanges.take(entry.index, entry.term);
+    if (done !== null) settled.push(() => (done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten())));
+  }
+
+  private onSoftState(role: Role, leader: NodeId): void {
+    if (leader !== this.leader) {
+      this.logger.info({ id: this.id, role, leader }, "raft node: leader changed");
+      this.reads.rejectUnconfirmed(() => new NotLeaderError(leader));
+      for (const waiter of this.transfers.get(leader) ?? []) waiter.resolve();
+      this.transfers.delete(leader);
+    }
+    this.role = role;
+    this.leader = leader;
+  }
+
+  /** Snapshot policy: every snapshotEntries applied entries, the application snapshots and storage compacts. */
+  private async maybeSnapshot(rawNode: RawNode): Promise<void> {
+    const every = this.config.snapshotEntries;
+    if (every === 0 || this.applied - this.storage.snapshot().metadata.index < every) return;
+    const data = await this.stateMachine.takeSnapshot();
+    await this.storage.createSnapshot(this.applied, rawNode.confState(), data);
+    this.logger.debug({ id: this.id, index: this.applied, bytes: data.byteLength }, "raft node: snapshot taken, log compacted");
+  }
+
+  private rejectEverything(error: () => RaftNodeError): void {
+    for (const input of this.inbox) {
+      if (input.kind !== "message" && input.kind !== "unreachable") input.waiter.reject(error());
+    }
+    this.inbox = [];
+    this.proposals.rejectAll(error);
+    this.confChanges.rejectAll(error);
+    this.reads.rejectAll(error);
+    for (const waiters of this.transfers.values()) for (const waiter of waiters) waiter.reject(error());
+    this.transfers.clear();
+  }
+
+  private fatal(error: unknown): void {
+    this.logger.error({ id: this.id, err: error instanceof Error ? error.message : String(error) }, "raft node: fatal error, stopping");
+    this.rejectEverything(() => new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "the node stopped on a fatal error", { cause: error }));
+    this.state = "stopping";
+    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    void this.transport.close().then(() => this.storage.close()).catch(() => undefined).finally(() => (this.state = "stopped"));
+    this.options.onFatal?.(error);
+  }
+}
+
+function contextKey(context: Uint8Array): string {
+  return Buffer.from(context.buffer, context.byteOffset, context.byteLength).toString("hex");
+}

@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { NotLeaderError, RaftNodeError } from "../src/errors.js";
+import { bytes, connect, leaderOf, startCluster, startMember, until, type Member } from "./fixtures/in-process-cluster.js";
+
+let running: Member[] = [];
+
+afterEach(async () => {
+  await Promise.all(running.map((m) => m.node.stop()));
+  running = [];
+});
+
+async function cluster(ids: string[], options: Parameters<typeof startCluster>[1] = {}): Promise<Member[]> {
+  const members = await startCluster(ids, options);
+  running.push(...members);
+  return members;
+}
+
+function followers(members: Member[], leader: Member): Member[] {
+  return members.filter((m) => m !== leader);
+}
+
+describe("RaftNode: three nodes in one process over loopback WebSockets", () => {
+  it("elects one leader, replicates proposals, applies them in the same order everywhere", async () => {
+    const members = await cluster(["n1", "n2", "n3"]);
+    const leader = await leaderOf(members);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => leader.node.propose(bytes(`cmd-${i}`))));
+    const indexes = results.map((r) => r.index);
+    expect(new Set(indexes).size).toBe(20);
+    expect(leader.machine.commands).toHaveLength(20); // resolved means applied locally
+    await until(() => members.every((m) => m.machine.commands.length === 20));
+    for (const m of members) expect(m.machine.commands).toEqual(leader.machine.commands);
+    expect([...leader.machine.commands].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `cmd-${i}`).sort());
+    const status = leader.node.status();
+    expect(status).toMatchObject({ role: "leader", leader: leader.id, applied: status.commit });
+    expect(Object.keys(status.peers).sort()).toEqual(followers(members, leader).map((m) => m.id).sort());
+    await until(() => Object.values(leader.node.status().peers).every((p) => p.lag === 0 && p.connected));
+  });
+
+  it("a follower refuses proposals with NotLeaderError naming the leader", async () => {
+    const members = await cluster(["n1", "n2", "n3"]);
+    const leader = await leaderOf(members);
+    const follower = followers(members, leader)[0];
+    const error = await follower?.node.propose(bytes("x")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(NotLeaderError);
+    expect(error).toMatchObject({ code: "RAFT_ERR_NOT_LEADER", leader: leader.id });
+  });
+
+  it("readIndex on a follower observes every write acknowledged before it", async () => {
+    const members = await cluster(["n1", "n2", "n3"]);
+    const leader = await leaderOf(members);
+    const follower = followers(members, leader)[0];
+    if (follower === undefined) throw new Error("no follower");
+    for (let i = 0; i < 5; i++) {
+      await leader.node.propose(bytes(`w${i}`));
+      await follower.node.readIndex();
+      expect(follower.machine.commands).toContain(`w${i}`);
+    }
+    await leader.node.readIndex();
+  });
+
+  it("snapshots every snapshotEntries applied entries and compacts storage", async () => {
+    const members = await cluster(["n1", "n2", "n3"], { snapshotEntries: 20 });
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 50; i++) await leader.node.propose(bytes(`s${i}`));
+    await until(() => members.every((m) => m.node.status().snapshotIndex >= 40));
+    for (const m of members) {
+      expect(m.storage.firstIndex()).toBeGreaterThan(30); // compacted (keepEntries 5)
+      const snapshotted = JSON.parse(new TextDecoder().decode(m.storage.snapshot().data)) as string[];
+      // The machine's state as of the snapshot index: a prefix of what it applied (bootstrap conf entries and no-ops carry no command).
+      expect(snapshotted.length).toBeGreaterThanOrEqual(25);
+      expect(m.machine.commands.slice(0, snapshotted.length)).toEqual(snapshotted);
+    }
+  });
+
+  it("hands leadership over with transferLeadership", async () => {
+    const members = await cluster(["n1", "n2", "n3"]);
+    const leader = await leaderOf(members);
+    const target = followers(members, leader)[0];
+    if (target === undefined) throw new Error("no follower");
+    await leader.node.propose(bytes("before"));
+    await until(() => target.machine.commands.length === 1);
+    await leader.node.transferLeadership(target.id);
+    const next = await leaderOf(members);
+    expect(next.id).toBe(target.id);
+    await next.node.propose(bytes("after"));
+  });
+
+  it("adds a learner that catches up, promotes it, then removes a voter", async () => {
+    const members = await cluster(["n1", "n2", "n3"], { snapshotEntries: 10 });
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 25; i++) await leader.node.propose(bytes(`m${i}`)); // compacted: n4 needs the snapshot
+    const joiner = await startMember("n4", [], { snapshotEntries: 10 });
+    running.push(joiner);
+    connect([...members, joiner]);
+    await leader.node.addLearner("n4");
+    await until(() => joiner.machine.commands.length === 25, 10_000, "learner catch-up");
+    expect(joiner.machine.commands).toEqual(leader.machine.commands);
+    expect(leader.node.status().conf.learners).toEqual(["n4"]);
+    await leader.node.promote("n4");
+    expect(leader.node.status().conf.voters.sort()).toEqual(["n1", "n2", "n3", "n4"]);
+    const removed = followers(members, leader)[0];
+    if (removed === undefined) throw new Error("no follower");
+    await leader.node.remove(removed.id);
+    expect(leader.node.status().conf.voters).not.toContain(removed.id);
+    await leader.node.propose(bytes("after-remove"));
+    await until(() => joiner.machine.commands.includes("after-remove"));
+  });
+
+  it("rejects a proposal that cannot commit with TimeoutError; stop() rejects with ShuttingDown", async () => {
+    const members = await cluster(["n1", "n2", "n3"], { requestTimeoutMs: 400 });
+    const leader = await leaderOf(members);
+    await Promise.all(followers(members, leader).map((m) => m.node.stop()));
+    const lost = await leader.node.propose(bytes("lost")).catch((e: unknown) => e);
+    expect(lost).toBeInstanceOf(RaftNodeError);
+    expect((lost as RaftNodeError).code).toBeOneOf(["RAFT_ERR_TIMEOUT", "RAFT_ERR_NOT_LEADER"]);
+    const pending = leader.node.readIndex().catch((e: unknown) => e);
+    await leader.node.stop();
+    expect(await pending).toMatchObject({ code: expect.stringMatching(/SHUTTING_DOWN|NOT_LEADER|TIMEOUT/) });
+    expect(await leader.node.propose(bytes("late")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
+  });
+});
