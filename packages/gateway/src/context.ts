@@ -1,0 +1,27 @@
+// What every route needs: the dependencies plus the derived helpers (ids, hashing, the command
+// append that maps outcomes to v1 errors). Built once by buildApp.
+
+import type { CommandOutcome, KeyCommand } from "@keyraft/core";
+import { V1Error } from "./errors.js";
+import type { AppDeps } from "./app.js";
+import { IdSource } from "./state/ids.js";
+
+export interface GatewayContext {
+  deps: AppDeps;
+  ids: IdSource;
+  /** Appends a command and waits for its durability; a refused command becomes its v1 error. */
+  submit(command: KeyCommand): Promise<Extract<CommandOutcome, { ok: true }>>;
+}
+
+export function createContext(deps: AppDeps): GatewayContext {
+  const ids = new IdSource(deps.randomBytes, deps.nowMs);
+  return {
+    deps,
+    ids,
+    async submit(command) {
+      const outcome = await deps.commandLog.append(command);
+      if (!outcome.ok) throw new V1Error(outcome.code, outcome.message);
+      return outcome;
+    },
+  };
+}

@@ -1,0 +1,86 @@
+// keys.getKey and keys.whoami: the key is looked up before authentication (404 beats 403, as
+// upstream).
+
+import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
+import type { FastifyInstance } from "fastify";
+import { requestIdHeader } from "../app.js";
+import { hashKey } from "../auth/hash.js";
+import { anyOf, authenticate, holdsAny } from "../auth/root-key.js";
+import type { GatewayContext } from "../context.js";
+import { notFound, unauthorized } from "../errors.js";
+import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import { workspaceId } from "./guards.js";
+
+/** The v1 `Key` object (getKey): permissions are the DIRECT permission names, as upstream. */
+export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
+  const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
+  const limit = key.ratelimits.find((ratelimit) => ratelimit.name === "default");
+  const remaining = keyCreditsAt(key, nowMs);
+  return {
+    id: key.id,
+    start: key.start,
+    workspaceId,
+    apiId: key.apiId,
+    name: key.name ?? undefined,
+    ownerId: identity?.externalId ?? key.ownerId ?? undefined,
+    meta: key.meta ?? undefined,
+    createdAt: key.createdAtMs,
+    updatedAt: key.updatedAtMs ?? undefined,
+    expires: key.expiresAtMs ?? undefined,
+    remaining: remaining ?? undefined,
+    refill:
+      key.refill === null
+        ? undefined
+        : {
+            interval: key.refill.interval,
+            amount: key.refill.amount,
+            refillDay: key.refill.refillDay,
+            lastRefillAt: key.refill.lastRefillAtMs,
+          },
+    ratelimit:
+      limit === undefined
+        ? undefined
+        : { async: false, limit: limit.limit, duration: limit.durationMs, refillRate: limit.limit, refillInterval: limit.durationMs },
+    roles: key.roleIds.map((id) => state.roles.get(id)?.name ?? id).sort(),
+    permissions: key.permissionIds.map((id) => state.permissions.get(id)?.name ?? id).sort(),
+    enabled: key.enabled,
+    identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? {} },
+  };
+}
+
+export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  const { deps } = ctx;
+
+  app.get("/v1/keys.getKey", { schema: { querystring: getKeyQuery, response: keyResponse } }, async (request, reply) => {
+    const query = request.query as { keyId: string; decrypt?: boolean };
+    const key = deps.state.keys.get(query.keyId);
+    if (key === undefined) throw notFound(`key ${query.keyId} not found`);
+    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
+    // keyraft stores no recoverable copies (decision 10): decrypt returns no plaintext, but the
+    // permission rule still applies.
+    if (query.decrypt === true && !holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
+      throw unauthorized("you're not allowed to decrypt this key");
+    }
+    return reply.header(requestIdHeader, request.id).send(keyView(deps.state, key, deps.nowMs()));
+  });
+
+  app.post("/v1/keys.whoami", { schema: { body: whoamiBody, response: whoamiResponse } }, async (request, reply) => {
+    const body = request.body as { key: string };
+    const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
+    const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
+    if (key === undefined) throw notFound("Key not found");
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
+    const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
+    const remaining = keyCreditsAt(key, deps.nowMs());
+    return reply.header(requestIdHeader, request.id).send({
+      id: key.id,
+      name: key.name ?? undefined,
+      remaining: remaining ?? undefined,
+      identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId },
+      meta: key.meta === null || Object.keys(key.meta).length === 0 ? undefined : key.meta,
+      createdAt: key.createdAtMs,
+      enabled: key.enabled,
+      environment: key.environment ?? undefined,
+    });
+  });
+}

@@ -1,0 +1,66 @@
+// ratelimits.limit: one sliding-window limit (decision 3), with the namespace's override applied
+// (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
+
+import { matchOverride, ROOT_PERMISSION, type KeyState, type OverrideRecord } from "@keyraft/core";
+import type { FastifyInstance } from "fastify";
+import { requestIdHeader } from "../app.js";
+import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
+import type { GatewayContext } from "../context.js";
+import { notFound } from "../errors.js";
+import { limitBody, limitResponse } from "../schemas/ratelimits.js";
+
+interface LimitBody {
+  namespace: string;
+  identifier: string;
+  limit: number;
+  duration: number;
+  cost?: number;
+  async?: boolean;
+}
+
+function* liveOverrides(state: KeyState, byIdentifier: ReadonlyMap<string, string>): Generator<OverrideRecord> {
+  for (const id of byIdentifier.values()) {
+    const override = state.overrides.get(id);
+    if (override !== undefined) yield override;
+  }
+}
+
+export function resolveOverride(state: KeyState, namespaceId: string, identifier: string): OverrideRecord | undefined {
+  const byIdentifier = state.overrideIdsByNamespace.get(namespaceId);
+  if (byIdentifier === undefined) return undefined;
+  const exactId = byIdentifier.get(identifier);
+  if (exactId !== undefined) return state.overrides.get(exactId);
+  return matchOverride(liveOverrides(state, byIdentifier), identifier);
+}
+
+/** Limiter key: namespace, identifier and the effective window, so a changed limit starts afresh. */
+export function namespaceLimitKey(namespaceId: string, identifier: string, limit: number, durationMs: number): string {
+  return `r:${namespaceId}:${limit}:${durationMs}:${identifier}`;
+}
+
+export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext): void {
+  const { deps } = ctx;
+  app.post("/v1/ratelimits.limit", { schema: { body: limitBody, response: limitResponse } }, async (request, reply) => {
+    const body = request.body as LimitBody;
+    const auth = await authenticate(ctx, request);
+    let namespaceId = deps.state.namespaceIdByName.get(body.namespace);
+    if (namespaceId === undefined) {
+      if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace")) throw notFound(`namespace ${body.namespace} not found`);
+      const created = await ctx.submit({ type: "createNamespace", namespaceId: ctx.ids.next("rlns"), name: body.namespace, nowMs: deps.nowMs() });
+      namespaceId = created.id ?? "";
+    }
+    requirePermission(auth, anyOf(ROOT_PERMISSION, "ratelimit.*.limit", `ratelimit.${namespaceId}.limit`));
+    const override = resolveOverride(deps.state, namespaceId, body.identifier);
+    const limit = override?.limit ?? body.limit;
+    const durationMs = override?.durationMs ?? body.duration;
+    const judged = deps.limiter.limit(
+      [{ key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs), limit, durationMs, cost: body.cost ?? 1 }],
+      deps.nowMs(),
+    );
+    if (judged.touched.length > 0) await deps.counterDurability.cover(judged.touched);
+    const outcome = judged.outcomes[0]!;
+    return reply
+      .header(requestIdHeader, request.id)
+      .send({ success: judged.success, limit: outcome.limit, remaining: outcome.remaining, reset: outcome.resetAtMs });
+  });
+}

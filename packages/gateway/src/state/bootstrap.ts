@@ -1,0 +1,63 @@
+// The first root key. `KEYRAFT_ROOT_KEY` makes that exact string a root key holding `*`; without
+// it, a node whose state has no root key generates one and returns its plaintext once (main
+// prints it). Idempotent: a restart with the same state appends nothing.
+
+import { keyDerived, keyStart, newKeySecret, ROOT_API_ID, ROOT_PERMISSION, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
+import { hashKey } from "../auth/hash.js";
+import type { CommandLog } from "../store/types.js";
+import { IdSource } from "./ids.js";
+
+export interface BootstrapRootKeyOptions {
+  state: KeyState;
+  commandLog: CommandLog<KeyCommand, CommandOutcome>;
+  nowMs(): number;
+  randomBytes(length: number): Uint8Array;
+  /** KEYRAFT_ROOT_KEY, or null. */
+  rootKey: string | null;
+}
+
+export interface BootstrapRootKeyResult {
+  keyId: string;
+  /** Whether a command was appended (a key created or repaired). */
+  changed: boolean;
+  /** The plaintext of a key generated now: print it once, it is never stored. */
+  generatedKey: string | null;
+}
+
+/** Random bytes of a generated root key. */
+export const generatedRootKeyBytes = 24;
+
+function isHealthyRootKey(state: KeyState, hash: string, nowMs: number): string | undefined {
+  const keyId = state.keyIdByHash.get(hash);
+  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  if (key === undefined || key.apiId !== ROOT_API_ID || !key.enabled) return undefined;
+  if (key.expiresAtMs !== null && key.expiresAtMs < nowMs) return undefined;
+  return keyDerived(state, key).slugs.has(ROOT_PERMISSION) ? key.id : undefined;
+}
+
+export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promise<BootstrapRootKeyResult> {
+  const { state } = options;
+  const ids = new IdSource(options.randomBytes, options.nowMs);
+  let secret = options.rootKey;
+  let generatedKey: string | null = null;
+  if (secret === null) {
+    for (const key of state.keys.values()) {
+      if (key.apiId === ROOT_API_ID) return { keyId: key.id, changed: false, generatedKey: null };
+    }
+    secret = newKeySecret("unkey", options.randomBytes(generatedRootKeyBytes));
+    generatedKey = secret;
+  }
+  const hash = hashKey(secret);
+  const healthy = isHealthyRootKey(state, hash, options.nowMs());
+  if (healthy !== undefined) return { keyId: healthy, changed: false, generatedKey: null };
+  const outcome = await options.commandLog.append({
+    type: "ensureRootKey",
+    keyId: ids.next("key"),
+    hash,
+    start: keyStart(secret, undefined),
+    permissionId: ids.next("perm"),
+    nowMs: options.nowMs(),
+  });
+  if (!outcome.ok) throw new Error(`bootstrapRootKey: ${outcome.code}: ${outcome.message}`);
+  return { keyId: outcome.id ?? "", changed: true, generatedKey };
+}
