@@ -14,8 +14,9 @@ export interface RaftConfig {
   /** This node's id; must be non-empty. */
   id: NodeId;
   /**
-   * Voters of a brand-new cluster. Used only when storage holds no configuration (first boot);
-   * afterwards membership comes from the snapshot and the committed conf entries. Default []: a node
+   * Voters of a brand-new cluster, used only on first boot (empty storage): they become conf
+   * entries 1..k of term 1, committed at once, so every founding member must be given the SAME
+   * list in the SAME order. Afterwards membership comes from the snapshot and the log. Default []: a node
    * joining an existing cluster starts with no configuration and waits for the leader to contact it
    * (it never campaigns until it is a voter).
    */

@@ -18,8 +18,10 @@ export class Progress {
   recentActive = false;
   /** snapshot state: the index of the snapshot being sent. */
   pendingSnapshot = 0;
-  /** snapshot state: next byte offset to send and the last time (tick count) we sent. */
-  snapshotOffset = 0;
+  /** snapshot state: bytes the follower has acknowledged (its next expected offset). */
+  snapshotAckedOffset = 0;
+  /** snapshot state: bytes sent so far; chunks in [acked, sent) are in flight (at most the inflight window). */
+  snapshotSentOffset = 0;
   learner: boolean;
   readonly inflights: Inflights;
 
@@ -33,7 +35,8 @@ export class Progress {
   private resetState(state: ProgressState): void {
     this.probeSent = false;
     this.pendingSnapshot = 0;
-    this.snapshotOffset = 0;
+    this.snapshotAckedOffset = 0;
+    this.snapshotSentOffset = 0;
     this.state = state;
     this.inflights.reset();
   }

@@ -66,8 +66,7 @@ export class Raft {
     this.config = config;
     this.log = new RaftLog(storage);
     const { hardState, conf } = storage.initialState();
-    const bootstrap = conf.voters.length === 0 && conf.learners.length === 0;
-    this.conf = bootstrap ? { voters: [...config.voters], learners: [...config.learners] } : copyConf(conf);
+    this.conf = copyConf(conf);
     assert(hardState.commit >= this.log.committed || hardState.commit === 0, "hard state commit below snapshot");
     assert(hardState.commit <= this.log.lastIndex(), `hard state commit ${hardState.commit} beyond last index`);
     this.log.committed = Math.max(this.log.committed, hardState.commit);
@@ -78,8 +77,27 @@ export class Raft {
     this.replayConfChanges(this.log.applied, applied);
     this.log.applied = applied;
     this.becomeFollower(this.term, "");
+    const fresh = hardState.term === 0 && this.log.lastIndex() === 0 && this.log.firstIndex() === 1;
+    if (fresh && config.voters.length > 0) this.bootstrap(config.voters, config.learners);
     this.prevSoftState = { leader: "", role: "follower" };
     this.prevHardState = { term: hardState.term, vote: hardState.vote, commit: hardState.commit };
+  }
+
+  /**
+   * First boot of a founding member: the initial membership becomes conf entries 1..k of term 1,
+   * committed by fiat. Every founding member writes the same entries (same voter order), so their
+   * logs match, and a node that joins later learns the membership by replaying the log.
+   */
+  private bootstrap(voters: readonly NodeId[], learners: readonly NodeId[]): void {
+    const changes: ConfChange[] = [
+      ...voters.flatMap((node): ConfChange[] => [{ type: "addLearner", node }, { type: "promote", node }]),
+      ...learners.map((node): ConfChange => ({ type: "addLearner", node })),
+    ];
+    const entries = changes.map((change, i): Entry => ({ term: 1, index: i + 1, type: "conf", data: encodeConfChange(change) }));
+    this.becomeFollower(1, "");
+    this.log.append(entries);
+    this.log.commitTo(entries.length);
+    assert(this.conf.voters.length === 0, "bootstrap over an existing configuration");
   }
 
   /** Conf entries in (from, to] were applied before a restart: the membership must include them. */
@@ -459,7 +477,7 @@ export class Raft {
     pr.recentActive = true;
     pr.probeSent = false;
     if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
-    if (pr.state === "snapshot") this.sendSnapshotChunk(m.from); // retransmit a lost chunk
+    if (pr.state === "snapshot") this.retransmitSnapshot(m.from); // a chunk may have been lost
     else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
     if (m.context === null) return;
     for (const read of this.readOnly.ack(m.context, m.from, this.conf.voters)) {
@@ -472,9 +490,12 @@ export class Raft {
     if (pr === undefined) return;
     pr.recentActive = true;
     if (pr.state !== "snapshot" || pr.pendingSnapshot !== m.snapshotIndex) return;
-    if (m.nextOffset === pr.snapshotOffset) return; // duplicate acknowledgement
-    pr.snapshotOffset = m.nextOffset;
-    this.sendSnapshotChunk(m.from);
+    if (m.nextOffset === pr.snapshotAckedOffset) return; // duplicate, or a gap: the heartbeat retransmits
+    if (m.nextOffset < pr.snapshotAckedOffset || m.nextOffset > pr.snapshotSentOffset) {
+      pr.snapshotSentOffset = m.nextOffset; // the follower lost its buffer (restart) or we lost track: resend from there
+    }
+    pr.snapshotAckedOffset = m.nextOffset;
+    this.sendSnapshotChunks(m.from);
   }
 
   /** Commits the highest index on a quorum, but only an entry of the current term (Figure 8). */
@@ -522,18 +543,36 @@ export class Raft {
     assert(snapshot.metadata.index > 0, "a compacted log needs a snapshot");
     pr.becomeSnapshot(snapshot.metadata.index);
     this.snapshotsSending.set(to, snapshot);
-    this.sendSnapshotChunk(to);
+    this.sendSnapshotChunks(to);
   }
 
-  private sendSnapshotChunk(to: NodeId): void {
+  /**
+   * Streams chunks [acked, ...) of the snapshot, keeping at most maxInflightMsgs chunks unacknowledged.
+   * Chunks travel in order on a healthy link; a lost chunk is resent on the next heartbeat response.
+   */
+  private sendSnapshotChunks(to: NodeId): void {
     const pr = this.progress.get(to);
     const snapshot = this.snapshotsSending.get(to);
     if (pr === undefined || snapshot === undefined) return;
     const total = snapshot.data.byteLength;
-    const offset = Math.min(pr.snapshotOffset, total);
-    const end = Math.min(offset + this.config.maxSnapshotChunkBytes, total);
-    const data = snapshot.data.subarray(offset, end);
-    this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
+    const chunkBytes = this.config.maxSnapshotChunkBytes;
+    const windowBytes = chunkBytes * this.config.maxInflightMsgs;
+    let offset = Math.min(pr.snapshotSentOffset, total);
+    do {
+      const end = Math.min(offset + chunkBytes, total);
+      const data = snapshot.data.subarray(offset, end);
+      this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
+      offset = end;
+    } while (offset < total && offset - pr.snapshotAckedOffset < windowBytes);
+    pr.snapshotSentOffset = offset;
+  }
+
+  /** Starts the window over from the last acknowledged byte (a chunk was probably lost). */
+  private retransmitSnapshot(to: NodeId): void {
+    const pr = this.progress.get(to);
+    if (pr === undefined) return;
+    pr.snapshotSentOffset = pr.snapshotAckedOffset;
+    this.sendSnapshotChunks(to);
   }
 
   private broadcastAppend(): void {

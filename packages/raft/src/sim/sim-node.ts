@@ -1,0 +1,128 @@
+import { assert } from "../core/assert.js";
+import type { RaftConfig } from "../core/config.js";
+import type { Message } from "../core/messages.js";
+import type { Xoshiro128 } from "../core/prng.js";
+import { RawNode } from "../core/raw-node.js";
+import type { Ready } from "../core/ready.js";
+import type { NodeId } from "../core/types.js";
+import { SimApp } from "./app.js";
+import type { SafetyChecker } from "./checker.js";
+import type { SimNetwork } from "./network.js";
+import { SimStorage } from "./sim-storage.js";
+
+/** Messages a busy node buffers; past it they are dropped (as a full socket buffer would). */
+export const inboxMax = 1_024;
+/** Ticks a busy node remembers; it catches up on them after its write completes. */
+export const pendingTicksMax = 8;
+/** Readies processed back to back in one step. */
+const readiesPerStepMax = 16;
+
+export interface PendingRead {
+  context: Uint8Array;
+  appliedMaxAtStart: number;
+}
+
+/** One simulated server: the real RawNode, simulated storage, the digest app, and a Ready loop with write latency. */
+export class SimNode {
+  readonly id: NodeId;
+  readonly storage: SimStorage;
+  raw: RawNode | null = null;
+  app = new SimApp();
+  private inbox: Message[] = [];
+  private pendingTicks = 0;
+  private pending: { ready: Ready; completeAtStep: number } | null = null;
+  readonly reads = new Map<string, PendingRead>();
+
+  constructor(
+    id: NodeId,
+    private readonly makeConfig: () => RaftConfig,
+    private readonly random: Xoshiro128,
+    private readonly writeLatencyMax: number,
+  ) {
+    this.id = id;
+    this.storage = new SimStorage();
+    this.start();
+  }
+
+  alive(): boolean {
+    return this.raw !== null;
+  }
+
+  busy(): boolean {
+    return this.pending !== null;
+  }
+
+  /** Boots (or reboots) from whatever storage holds durably; the app is rebuilt from the snapshot. */
+  start(): void {
+    assert(this.raw === null, "start: already running");
+    this.app = new SimApp();
+    const snapshot = this.storage.snapshot();
+    if (snapshot.metadata.index > 0) this.app.restore(snapshot.data, snapshot.metadata.index);
+    this.raw = new RawNode(this.makeConfig(), this.storage);
+  }
+
+  /** Power loss: the in-flight write, the inbox, the app's memory and unsynced storage are lost. */
+  crash(): void {
+    this.raw = null;
+    this.pending = null;
+    this.inbox = [];
+    this.pendingTicks = 0;
+    this.reads.clear();
+    this.storage.crash();
+  }
+
+  receive(message: Message): void {
+    if (this.raw !== null && this.inbox.length < inboxMax) this.inbox.push(message);
+  }
+
+  /** One step of this server: finish a due write, then tick, feed messages and start the next Ready. */
+  run(nowStep: number, doTick: boolean, network: SimNetwork, checker: SafetyChecker): void {
+    const raw = this.raw;
+    if (raw === null) return;
+    if (doTick) this.pendingTicks = Math.min(this.pendingTicks + 1, pendingTicksMax);
+    for (let i = 0; i < readiesPerStepMax; i++) {
+      if (this.pending !== null) {
+        if (this.pending.completeAtStep > nowStep) return;
+        this.complete(this.pending.ready, nowStep, network, checker);
+        this.pending = null;
+      }
+      for (; this.pendingTicks > 0; this.pendingTicks--) raw.tick();
+      const inbox = this.inbox;
+      this.inbox = [];
+      for (const message of inbox) raw.step(message);
+      if (!raw.hasReady()) return;
+      const ready = raw.ready();
+      this.pending = { ready, completeAtStep: nowStep + this.random.intBelow(this.writeLatencyMax + 1) };
+    }
+  }
+
+  /** The Ready contract: persist, then send, then apply, then advance. */
+  private complete(ready: Ready, nowStep: number, network: SimNetwork, checker: SafetyChecker): void {
+    const raw = this.raw;
+    assert(raw !== null, "complete on a crashed node");
+    if (ready.snapshot !== null) this.storage.applySnapshotSync(ready.snapshot);
+    this.storage.appendSync(ready.entries, ready.hardState, ready.mustSync);
+    checker.observePersisted(this.id, ready.entries, this.storage);
+    for (const message of ready.messages) network.send(message, nowStep);
+    if (ready.snapshot !== null) {
+      this.app.restore(ready.snapshot.data, ready.snapshot.metadata.index);
+      checker.observeSnapshotInstalled(this.id, ready.snapshot.metadata.index, this.app.digest);
+    }
+    for (const entry of ready.committedEntries) {
+      this.app.apply(entry);
+      checker.observeApplied(this.id, entry, this.app.digest);
+    }
+    for (const read of ready.readStates) {
+      const key = contextKey(read.context);
+      const pending = this.reads.get(key);
+      if (pending === undefined) continue;
+      this.reads.delete(key);
+      checker.observeRead(this.id, read.index, pending.appliedMaxAtStart);
+    }
+    raw.advance(ready);
+  }
+}
+
+export function contextKey(context: Uint8Array): string {
+  return Array.from(context, (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,295 @@
+import { RaftError } from "../core/errors.js";
+import { Xoshiro128 } from "../core/prng.js";
+import type { RaftConfig } from "../core/config.js";
+import type { ConfChange, NodeId } from "../core/types.js";
+import { SafetyChecker, SafetyViolation } from "./checker.js";
+import { SimNetwork } from "./network.js";
+import { contextKey, SimNode } from "./sim-node.js";
+
+export interface SimOptions {
+  seed: number;
+  /** Steps (ticks) of the fault phase. */
+  steps: number;
+  /** Steps allowed after healing for a leader to commit a new proposal. Default 60 election timeouts. */
+  livenessSteps?: number;
+  /** Receives a line per notable event (crash, partition, leader, conf change ...). */
+  trace?: (line: string) => void;
+}
+
+export interface SimStats {
+  nodes: number;
+  terms: number;
+  appliedMax: number;
+  crashes: number;
+  partitions: number;
+  confChanges: number;
+  snapshotsTaken: number;
+  readsChecked: number;
+  messagesSent: number;
+  messagesDropped: number;
+  livenessSteps: number;
+}
+
+export interface SimResult {
+  seed: number;
+  ok: boolean;
+  failure?: string;
+  stats: SimStats;
+}
+
+const electionTicks = 10;
+
+/** Per-seed knobs, all drawn from the seed so a run is fully described by (seed, steps). */
+function drawParameters(random: Xoshiro128) {
+  return {
+    voters: 3 + random.intBelow(3),
+    spares: random.intBelow(3),
+    heartbeatTicks: 1 + random.intBelow(2),
+    preVote: random.chance(0.8),
+    checkQuorum: random.chance(0.8),
+    maxInflightMsgs: 1 + random.intBelow(8),
+    maxSizePerMsgBytes: 8 + random.intBelow(128),
+    maxSnapshotChunkBytes: 64 + random.intBelow(512),
+    snapshotPaddingBytes: random.intBelow(2048),
+    writeLatencyMax: random.intBelow(3),
+    faults: { dropRate: random.nextFloat() * 0.15, duplicateRate: random.nextFloat() * 0.05, delayMax: random.intBelow(5) },
+    proposeRate: 0.1 + random.nextFloat() * 0.4,
+    crashRate: random.nextFloat() * 0.02,
+    partitionRate: random.nextFloat() * 0.02,
+    confChangeRate: random.nextFloat() * 0.03,
+    snapshotRate: random.nextFloat() * 0.05,
+  };
+}
+
+/** One run of the deterministic simulator: a fault phase checked after every step, then a liveness phase. */
+export class Simulation {
+  private readonly random: Xoshiro128;
+  private readonly params: ReturnType<typeof drawParameters>;
+  private readonly nodes = new Map<NodeId, SimNode>();
+  private readonly network: SimNetwork;
+  private readonly checker = new SafetyChecker();
+  private readonly trace: (line: string) => void;
+  private step = 0;
+  private proposalCounter = 0;
+  private readonly stats: SimStats;
+  private readonly leaderSeen = new Map<NodeId, number>();
+
+  constructor(private readonly options: SimOptions) {
+    this.random = new Xoshiro128(options.seed);
+    this.params = drawParameters(this.random);
+    this.trace = options.trace ?? (() => {});
+    this.network = new SimNetwork(new Xoshiro128(this.random.nextUint32()), this.params.faults);
+    const voterIds = Array.from({ length: this.params.voters }, (_, i) => `n${i + 1}`);
+    const spareIds = Array.from({ length: this.params.spares }, (_, i) => `n${this.params.voters + i + 1}`);
+    for (const id of [...voterIds, ...spareIds]) {
+      const nodeRandom = new Xoshiro128(this.random.nextUint32());
+      const makeConfig = (): RaftConfig => this.nodeConfig(id, voterIds.includes(id) ? voterIds : []);
+      this.nodes.set(id, new SimNode(id, makeConfig, nodeRandom, this.params.writeLatencyMax));
+    }
+    this.stats = {
+      nodes: this.nodes.size, terms: 0, appliedMax: 0, crashes: 0, partitions: 0, confChanges: 0,
+      snapshotsTaken: 0, readsChecked: 0, messagesSent: 0, messagesDropped: 0, livenessSteps: 0,
+    };
+    this.trace(`seed ${options.seed} params ${JSON.stringify(this.params)}`);
+  }
+
+  private nodeConfig(id: NodeId, voters: NodeId[]): RaftConfig {
+    const p = this.params;
+    return {
+      id, voters, electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
+      maxInflightMsgs: p.maxInflightMsgs, maxSizePerMsgBytes: p.maxSizePerMsgBytes, maxSnapshotChunkBytes: p.maxSnapshotChunkBytes,
+      random: new Xoshiro128(this.random.nextUint32()),
+    };
+  }
+
+  run(): SimResult {
+    try {
+      for (let i = 0; i < this.options.steps; i++) {
+        this.injectFaults();
+        this.advanceOneStep(true);
+      }
+      this.checkLiveness();
+      return this.result(true);
+    } catch (error) {
+      const failure = error instanceof SafetyViolation ? error.message : `${error instanceof Error ? error.stack ?? error.message : String(error)}`;
+      return this.result(false, `step ${this.step}: ${failure}`);
+    }
+  }
+
+  private result(ok: boolean, failure?: string): SimResult {
+    this.stats.appliedMax = this.checker.appliedMax;
+    this.stats.messagesSent = this.network.sent;
+    this.stats.messagesDropped = this.network.dropped;
+    return failure === undefined ? { seed: this.options.seed, ok, stats: this.stats } : { seed: this.options.seed, ok, failure, stats: this.stats };
+  }
+
+  private advanceOneStep(randomTicks: boolean): void {
+    this.step++;
+    for (const message of this.network.deliverDue(this.step)) this.nodes.get(message.to)?.receive(message);
+    for (const node of this.nodes.values()) {
+      node.run(this.step, randomTicks ? this.random.chance(0.95) : true, this.network, this.checker);
+    }
+    this.observeLeaders();
+  }
+
+  private observeLeaders(): void {
+    for (const node of this.nodes.values()) {
+      if (node.raw === null) continue;
+      const status = node.raw.status();
+      if (status.role !== "leader") continue;
+      this.checker.observeLeader(node.id, status.term, node.storage);
+      if (this.leaderSeen.get(node.id) !== status.term) {
+        this.leaderSeen.set(node.id, status.term);
+        this.stats.terms++;
+        this.trace(`step ${this.step}: ${node.id} leader of term ${status.term} conf ${JSON.stringify(status.conf)}`);
+      }
+    }
+  }
+
+  private leader(): SimNode | null {
+    let best: SimNode | null = null;
+    let bestTerm = -1;
+    for (const node of this.nodes.values()) {
+      if (node.raw === null || node.busy()) continue;
+      const status = node.raw.status();
+      if (status.role === "leader" && status.term > bestTerm) {
+        best = node;
+        bestTerm = status.term;
+      }
+    }
+    return best;
+  }
+
+  private pick<T>(items: readonly T[]): T | undefined {
+    return items.length === 0 ? undefined : items[this.random.intBelow(items.length)];
+  }
+
+  private injectFaults(): void {
+    const p = this.params;
+    const all = [...this.nodes.values()];
+    if (this.random.chance(p.proposeRate)) this.propose();
+    if (this.random.chance(p.crashRate)) {
+      const victim = this.pick(all.filter((n) => n.alive()));
+      if (victim !== undefined) {
+        victim.crash();
+        this.stats.crashes++;
+        this.trace(`step ${this.step}: crash ${victim.id}`);
+      }
+    }
+    if (this.random.chance(0.05)) {
+      const dead = this.pick(all.filter((n) => !n.alive()));
+      if (dead !== undefined) {
+        dead.start();
+        this.trace(`step ${this.step}: restart ${dead.id}`);
+      }
+    }
+    if (this.random.chance(p.partitionRate)) {
+      const groups = new Map(all.map((n) => [n.id, this.random.intBelow(2)] as const));
+      this.network.partition(groups);
+      this.stats.partitions++;
+      this.trace(`step ${this.step}: partition ${JSON.stringify([...groups])}`);
+    }
+    if (this.network.isPartitioned() && this.random.chance(0.02)) {
+      this.network.heal();
+      this.trace(`step ${this.step}: heal`);
+    }
+    if (this.random.chance(p.confChangeRate)) this.changeMembership();
+    if (this.random.chance(p.snapshotRate)) this.takeSnapshot(this.pick(all));
+    if (this.random.chance(0.005)) this.transferLeadership();
+    if (this.random.chance(0.03)) this.startRead(this.pick(all));
+  }
+
+  private propose(): { index: number; term: number } | null {
+    const leader = this.leader();
+    if (leader?.raw == null) return null;
+    const counter = ++this.proposalCounter;
+    const data = new Uint8Array([counter & 0xff, (counter >> 8) & 0xff, (counter >> 16) & 0xff, this.random.intBelow(256)]);
+    try {
+      return leader.raw.propose(data);
+    } catch (error) {
+      if (error instanceof RaftError) return null;
+      throw error;
+    }
+  }
+
+  private changeMembership(): void {
+    const leader = this.leader();
+    if (leader?.raw == null) return;
+    const conf = leader.raw.confState();
+    const outsiders = [...this.nodes.keys()].filter((id) => !conf.voters.includes(id) && !conf.learners.includes(id));
+    const choices: ConfChange[] = [
+      ...outsiders.map((node): ConfChange => ({ type: "addLearner", node })),
+      ...conf.learners.map((node): ConfChange => ({ type: "promote", node })),
+      ...conf.learners.map((node): ConfChange => ({ type: "remove", node })),
+      ...(conf.voters.length > 2 ? conf.voters.map((node): ConfChange => ({ type: "remove", node })) : []),
+    ];
+    const change = this.pick(choices);
+    if (change === undefined) return;
+    try {
+      leader.raw.proposeConfChange(change);
+      this.stats.confChanges++;
+      this.trace(`step ${this.step}: ${leader.id} proposes ${change.type} ${change.node}`);
+    } catch (error) {
+      if (!(error instanceof RaftError)) throw error;
+    }
+  }
+
+  private takeSnapshot(node: SimNode | undefined): void {
+    if (node?.raw == null || node.busy()) return;
+    const index = node.app.appliedIndex;
+    if (index < node.storage.firstIndex()) return;
+    node.storage.createSnapshotSync(index, node.raw.confState(), node.app.encode(this.params.snapshotPaddingBytes));
+    this.stats.snapshotsTaken++;
+  }
+
+  private transferLeadership(): void {
+    const leader = this.leader();
+    if (leader?.raw == null) return;
+    const target = this.pick(leader.raw.confState().voters.filter((id) => id !== leader.id));
+    if (target === undefined) return;
+    leader.raw.transferLeadership(target);
+    this.trace(`step ${this.step}: transfer ${leader.id} -> ${target}`);
+  }
+
+  private startRead(node: SimNode | undefined): void {
+    if (node?.raw == null || node.busy()) return;
+    const context = new Uint8Array([1, this.step & 0xff, (this.step >> 8) & 0xff, this.random.intBelow(256)]);
+    try {
+      node.raw.readIndex(context);
+      node.reads.set(contextKey(context), { context, appliedMaxAtStart: this.checker.appliedMax });
+      this.stats.readsChecked++;
+    } catch (error) {
+      if (!(error instanceof RaftError)) throw error;
+    }
+  }
+
+  /** After the faults heal, a leader must be elected and commit a new proposal within a bound. */
+  private checkLiveness(): void {
+    this.network.heal();
+    this.network.faults = { dropRate: 0, duplicateRate: 0, delayMax: 1 };
+    for (const node of this.nodes.values()) if (!node.alive()) node.start();
+    this.trace(`step ${this.step}: healed; liveness phase`);
+    const bound = this.options.livenessSteps ?? 60 * electionTicks;
+    let proposal: { index: number; term: number; leader: NodeId } | null = null;
+    for (let i = 0; i < bound; i++) {
+      this.advanceOneStep(false);
+      this.stats.livenessSteps = i + 1;
+      const leader = this.leader();
+      if (leader?.raw == null) continue;
+      const term = leader.raw.status().term;
+      if (proposal === null || proposal.term !== term || proposal.leader !== leader.id) {
+        const id = this.propose();
+        if (id !== null) proposal = { ...id, leader: leader.id };
+        continue;
+      }
+      const applied = this.checker.appliedEntry(proposal.index);
+      if (applied !== undefined && applied.term === proposal.term && leader.app.appliedIndex >= proposal.index) return;
+      if (applied !== undefined && applied.term !== proposal.term) proposal = null; // lost; propose again
+    }
+    throw new SafetyViolation(`liveness: no leader committed a new proposal within ${bound} steps after healing`);
+  }
+}
+
+export function runSimulation(options: SimOptions): SimResult {
+  return new Simulation(options).run();
+}
