@@ -8,11 +8,11 @@ import { runBaselines, type BaselineResults } from "./baselines/run-baselines.js
 import { stderrConsole } from "./console.js";
 import { repoRoot } from "./paths.js";
 import { stopAll } from "./procs/child.js";
+import { BenchError, NotAvailableError } from "./errors.js";
 import type { MachineInfo, Report } from "./report/model.js";
 import { buildSummary } from "./report/summary.js";
 import { renderTable } from "./report/table.js";
 import { writeReport } from "./report/write.js";
-import { NotAvailableError } from "./scenarios/deployment.js";
 import { scenarios } from "./scenarios/registry.js";
 import type { ScenarioContext } from "./scenarios/types.js";
 import { generatorBoundNotes, noisyMachineNotes } from "./report/notes.js";
@@ -70,6 +70,7 @@ async function main(argv: readonly string[]): Promise<number> {
   } catch (error) {
     await stopAll();
     if (error instanceof NotAvailableError) { console.log(`bench: ${error.message}`); return exitNotAvailable; }
+    if (error instanceof BenchError) { console.log(`bench: ${error.message}`); return 1; }
     throw error;
   }
 }

@@ -1,5 +1,6 @@
 // Small JSON-over-HTTP helpers for set-up work (readiness checks, seeding); not used for load.
 import { request } from "undici";
+import { SetupRequestError } from "./errors.js";
 
 export interface JsonResponse {
   status: number;
@@ -9,9 +10,15 @@ export interface JsonResponse {
 export async function postJson(baseUrl: string, path: string, body: unknown, rootKey: string | null): Promise<JsonResponse> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (rootKey !== null) headers["authorization"] = `Bearer ${rootKey}`;
-  const response = await request(`${baseUrl}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
-  const text = await response.body.text();
-  return { status: response.statusCode, body: parseOrText(text) };
+  let status: number, text: string;
+  try {
+    const response = await request(`${baseUrl}${path}`, { method: "POST", headers, body: JSON.stringify(body) });
+    status = response.statusCode;
+    text = await response.body.text();
+  } catch (error) {
+    throw new SetupRequestError(`POST ${baseUrl}${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return { status, body: parseOrText(text) };
 }
 
 export async function getStatus(baseUrl: string, path: string): Promise<number> {
@@ -27,12 +34,12 @@ export function stringField(response: JsonResponse, field: string, what: string)
     const value = (body as Record<string, unknown>)[field];
     if (typeof value === "string") return value;
   }
-  throw new Error(`${what} failed: HTTP ${response.status} ${JSON.stringify(body).slice(0, 500)}`);
+  throw new SetupRequestError(`${what} failed: HTTP ${response.status} ${JSON.stringify(body).slice(0, 500)}`);
 }
 
 export function expectOk(response: JsonResponse, what: string): void {
   if (response.status < 200 || response.status >= 300) {
-    throw new Error(`${what} failed: HTTP ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
+    throw new SetupRequestError(`${what} failed: HTTP ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
   }
 }
 

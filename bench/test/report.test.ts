@@ -10,6 +10,7 @@ import { buildSummary, ratio } from "../src/report/summary.js";
 import { renderTable } from "../src/report/table.js";
 import { generatorBoundNotes, noisyMachineNotes } from "../src/report/notes.js";
 import { writeReport } from "../src/report/write.js";
+import { niceCeiling } from "../src/report/svg.js";
 
 function phase(label: string, rps: number, latencyUs: number): PhaseResult {
   const histogram = newHistogram();
@@ -111,7 +112,7 @@ describe("report writer", () => {
     expect(lines.some((line) => /^baseline fastify\s+20,000\s/.test(line))).toBe(true);
     expect(lines.some((line) => /^verify plain\s+16,000\s/.test(line))).toBe(true);
     expect(table).toMatch(/ratio to fastify\s+0\.8/);
-    expect(table).toMatch(/ratio to redis limiter\s+- \(baseline skipped\)/);
+    expect(table).toMatch(/ratio to redis limiter\s+- \(no baseline\)/);
   });
 
   it("renders an empty phase list without failing", () => {
@@ -134,5 +135,15 @@ describe("report notes", () => {
     const machine = sampleReport().machine;
     expect(noisyMachineNotes({ ...machine, loadAverage1m: 0.2 })).toEqual([]);
     expect(noisyMachineNotes({ ...machine, loadAverage1m: 3 })[0]).toMatch(/busy/);
+  });
+});
+
+describe("chart axis", () => {
+  it("rounds the axis maximum up to a readable number", () => {
+    expect(niceCeiling(23_000)).toBe(25_000);
+    expect(niceCeiling(9.1)).toBe(10);
+    expect(niceCeiling(0.7)).toBe(0.8);
+    expect(niceCeiling(100)).toBe(100);
+    expect(niceCeiling(0)).toBe(1);
   });
 });

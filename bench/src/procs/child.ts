@@ -1,6 +1,7 @@
 // A child process the harness started and must stop: spawn, wait until ready, stop with
 // SIGTERM and then SIGKILL after a timeout. Its output is kept (last lines only) for error messages.
 import { spawn, type ChildProcess } from "node:child_process";
+import { ProcessStartError } from "../errors.js";
 import { limits } from "../limits.js";
 
 export interface StartedProcess {
@@ -68,12 +69,12 @@ export async function startProcess(options: StartOptions): Promise<StartedProces
     ]);
     if (failure !== null) {
       await started.stop();
-      throw new Error(`${options.name} ${failure}\n${started.recentOutput()}`);
+      throw new ProcessStartError(`${options.name} ${failure}; its last output:\n${started.recentOutput()}`);
     }
     if (await options.ready().catch(() => false)) return started;
     if (Date.now() > deadline) {
       await started.stop();
-      throw new Error(`${options.name} was not ready after ${limits.startTimeoutMs} ms\n${started.recentOutput()}`);
+      throw new ProcessStartError(`${options.name} was not ready after ${limits.startTimeoutMs} ms; its last output:\n${started.recentOutput()}`);
     }
   }
 }

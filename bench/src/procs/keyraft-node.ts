@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { isAbsolute, join } from "node:path";
+import { ProcessStartError } from "../errors.js";
 import { getStatus } from "../http.js";
 import { repoRoot } from "../paths.js";
 import { processCpuSeconds } from "./cpu.js";
@@ -22,7 +23,7 @@ export interface LocalNode {
 export async function startLocalNode(entry: string): Promise<LocalNode> {
   const script = isAbsolute(entry) ? entry : join(repoRoot, entry);
   if (!existsSync(script)) {
-    throw new Error(`${entry} does not exist: build the gateway first (npx tsc -b), or pass --target URL`);
+    throw new ProcessStartError(`${entry} does not exist: build the gateway first (npx tsc -b), or pass --target URL`);
   }
   const port = await freePort();
   const dataDir = await mkdtemp(join(tmpdir(), "keyraft-bench-"));

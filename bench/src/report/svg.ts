@@ -19,7 +19,7 @@ const palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b
 
 export function lineChart(series: readonly Series[], options: ChartOptions): string {
   const width = options.width ?? 760, height = options.height ?? 360;
-  const margin = { left: 70, right: 20, top: 36, bottom: 80 };
+  const margin = { left: 70, right: 40, top: 36, bottom: 80 };
   const plotW = width - margin.left - margin.right, plotH = height - margin.top - margin.bottom;
   const all = series.flatMap((s) => s.points);
   const xs = all.map(([x]) => x), ys = all.map(([, y]) => y);
@@ -60,11 +60,11 @@ export function lineChart(series: readonly Series[], options: ChartOptions): str
   return parts.join("");
 }
 
-/** A round number at or above value (1, 2, 5 × 10^k), so axis labels are readable. */
+/** A round number at or above value (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k), so axis labels are readable. */
 export function niceCeiling(value: number): number {
   if (!(value > 0)) return 1;
   const power = Math.pow(10, Math.floor(Math.log10(value)));
-  for (const step of [1, 2, 5, 10]) if (step * power >= value) return step * power;
+  for (const step of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (step * power >= value) return step * power;
   return 10 * power;
 }
 

@@ -29,11 +29,13 @@ export function renderTable(report: Report): string {
   const rule = widths.map((width) => "-".repeat(width)).join("  ");
   const out = [line(columns), rule, ...rows.slice(1).map(line), ""];
   const { baselines, ratios, perCoreRatios, ...figures } = report.summary;
-  for (const [name, value] of Object.entries(figures)) out.push(`${name.padEnd(24)} ${formatValue(value)}`);
-  out.push(`${"ratio to fastify".padEnd(24)} ${formatValue(ratios.fastify)}`);
-  out.push(`${"ratio to redis limiter".padEnd(24)} ${formatValue(ratios.redisLimiter)}${baselines.redisLimiter === null ? " (baseline skipped)" : ""}`);
-  out.push(`${"per-core ratio to fastify".padEnd(24)} ${formatValue(perCoreRatios.fastify)}`);
-  out.push(`${"per-core ratio to redis".padEnd(24)} ${formatValue(perCoreRatios.redisLimiter)}`);
+  const pairs: Array<[string, string]> = Object.entries(figures).map(([name, value]) => [name, formatValue(value)]);
+  pairs.push(["ratio to fastify", formatValue(ratios.fastify)]);
+  pairs.push(["ratio to redis limiter", `${formatValue(ratios.redisLimiter)}${baselines.redisLimiter === null ? " (no baseline)" : ""}`]);
+  pairs.push(["per-core ratio to fastify", formatValue(perCoreRatios.fastify)]);
+  pairs.push(["per-core ratio to redis", formatValue(perCoreRatios.redisLimiter)]);
+  const labelWidth = Math.max(...pairs.map(([name]) => name.length));
+  for (const [name, value] of pairs) out.push(`${name.padEnd(labelWidth)}  ${value}`);
   for (const note of report.notes) out.push(`note: ${note}`);
   return out.join("\n");
 }

@@ -1,5 +1,7 @@
 // What a scenario loads: the --target deployments, or a node the harness starts itself.
 import type { BenchOptions } from "../args.js";
+import { BenchError, NotAvailableError } from "../errors.js";
+import { getStatus } from "../http.js";
 import { defaultNodeEntry } from "../paths.js";
 import { startLocalNode } from "../procs/keyraft-node.js";
 
@@ -13,15 +15,12 @@ export interface Deployment {
   stop: () => Promise<void>;
 }
 
-export class NotAvailableError extends Error {
-  override name = "NotAvailableError";
-}
-
 export async function openDeployment(options: BenchOptions, log: (line: string) => void): Promise<Deployment> {
   if (options.targets.length > 0) {
     if (options.rootKey === null) {
       throw new NotAvailableError("--target needs a root key holding `*` to seed the deployment: pass --root-key KEY or set KEYRAFT_ROOT_KEY");
     }
+    for (const target of options.targets) await expectLive(target);
     log(`loading ${options.targets.length} target(s): ${options.targets.join(", ")}`);
     return { targets: options.targets, rootKey: options.rootKey, local: false, cpuSeconds: () => null, stop: async () => {} };
   }
@@ -34,4 +33,14 @@ export async function openDeployment(options: BenchOptions, log: (line: string) 
   const node = await startLocalNode(entry);
   log(`node ready at ${node.url} (pid ${node.process.pid})`);
   return { targets: [node.url], rootKey: node.rootKey, local: true, cpuSeconds: node.cpuSeconds, stop: node.stop };
+}
+
+async function expectLive(target: string): Promise<void> {
+  let status: number;
+  try {
+    status = await getStatus(target, "/v1/liveness");
+  } catch (error) {
+    throw new BenchError(`--target ${target} is not reachable: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (status !== 200) throw new BenchError(`--target ${target}: GET /v1/liveness answered HTTP ${status}, expected 200`);
 }

@@ -3,7 +3,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
-import { NotAvailableError } from "./deployment.js";
+import { NotAvailableError } from "../errors.js";
 
 /** The function ./raft.ts exports. Its figures are numbers keyed by name (e.g. commitsPerSec). */
 export type RunRaftScenario = (options: { durationS?: number; log: (line: string) => void }) => Promise<Record<string, number>>;

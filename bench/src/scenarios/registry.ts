@@ -1,6 +1,6 @@
 import type { ScenarioName } from "../args.js";
 import { adminScenario } from "./admin.js";
-import { NotAvailableError } from "./deployment.js";
+import { NotAvailableError } from "../errors.js";
 import { mixedScenario } from "./mixed.js";
 import { raftScenario } from "./raft-runner.js";
 import { ratelimitScenario } from "./ratelimit.js";
