@@ -22,6 +22,8 @@ export interface StartOptions {
   cwd: string;
   /** Resolves true once the process serves; polled until startTimeoutMs. */
   ready: () => Promise<boolean>;
+  /** Clean-up after the process has exited (e.g. remove its data dir); also runs on Ctrl-C. */
+  afterStop?: () => Promise<void>;
 }
 
 const running = new Set<StartedProcess>();
@@ -52,12 +54,18 @@ export async function startProcess(options: StartOptions): Promise<StartedProces
   void exit.then(() => { exited = true; });
   const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
 
+  let stopping: Promise<void> | undefined;
   const started: StartedProcess = {
     name: options.name,
     pid: child.pid ?? -1,
     recentOutput: () => lines.join("\n"),
     exited: () => exited,
-    stop: () => stopChild(child, exit, () => exited).finally(() => running.delete(started)),
+    stop: () => {
+      stopping ??= stopChild(child, exit, () => exited)
+        .then(() => options.afterStop?.())
+        .finally(() => running.delete(started));
+      return stopping;
+    },
   };
   running.add(started);
   const deadline = Date.now() + limits.startTimeoutMs;

@@ -38,6 +38,7 @@ export async function startLocalNode(entry: string): Promise<LocalNode> {
       cwd: repoRoot,
       env: { PORT: String(port), HOST: "127.0.0.1", KEYRAFT_DATA_DIR: dataDir, KEYRAFT_ROOT_KEY: rootKey, KEYRAFT_LOG_LEVEL: "warn" },
       ready: async () => (await getStatus(url, "/v1/liveness")) === 200,
+      afterStop: () => rm(dataDir, { recursive: true, force: true }),
     });
   } catch (error) {
     await rm(dataDir, { recursive: true, force: true });
@@ -48,9 +49,6 @@ export async function startLocalNode(entry: string): Promise<LocalNode> {
     rootKey,
     process: started,
     cpuSeconds: () => processCpuSeconds(started.pid),
-    stop: async () => {
-      await started.stop();
-      await rm(dataDir, { recursive: true, force: true });
-    },
+    stop: () => started.stop(),
   };
 }
