@@ -129,7 +129,7 @@ export class RaftNode {
 
   /** Adds or updates a peer's address in the transport's address book (only known ids may connect). */
   setPeerAddress(id: NodeId, url: string): void {
-    this.transport.addPeer(id, url);
+    if (id !== this.id) this.transport.addPeer(id, url);
   }
 
   /** Adds `id` as a learner (it receives the log but does not vote). `url` registers its address here. */

@@ -59,7 +59,7 @@ export interface WsTransportOptions<M extends Addressed> {
   host?: string;
   /** Port to listen on; 0 picks a free one. Default 0. */
   port?: number;
-  /** Address book: peer id -> "ws://host:port". Only these ids may connect. */
+  /** Address book: peer id -> "ws://host:port" (an entry for this node itself is ignored). Only these ids may connect. */
   peers?: Record<NodeId, string>;
   onMessage: (message: M) => void;
   /** Called when the authenticated connection to a peer opens or closes (for reportUnreachable). */
@@ -101,7 +101,8 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     this.secret = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret;
     assert(this.secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
     this.logger = options.logger ?? silentLogger;
-    for (const [id, url] of Object.entries(options.peers ?? {})) this.addPeer(id, url);
+    // The address book may list every member, this node included (one config for the whole cluster).
+    for (const [id, url] of Object.entries(options.peers ?? {})) if (id !== options.id) this.addPeer(id, url);
     this.hooks = this.makeHooks();
   }
 
