@@ -15,7 +15,7 @@ import { renderTable } from "./report/table.js";
 import { writeReport } from "./report/write.js";
 import { scenarios } from "./scenarios/registry.js";
 import type { ScenarioContext } from "./scenarios/types.js";
-import { generatorBoundNotes, noisyMachineNotes } from "./report/notes.js";
+import { errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes } from "./report/notes.js";
 
 const exitUsage = 2;
 const exitNotAvailable = 3;
@@ -59,7 +59,7 @@ async function main(argv: readonly string[]): Promise<number> {
       phases: [...[baselines.fastify, baselines.redisLimiter].filter((phase) => phase !== null), ...outcome.phases],
       notes: [...baselines.notes, ...outcome.notes, ...noisyMachineNotes(machine)],
     };
-    report.notes.push(...generatorBoundNotes(report.phases, options.workers));
+    report.notes.push(...errorNotes(report.phases), ...lowOkNotes(report.phases), ...generatorBoundNotes(report.phases, options.workers));
     const dir = isAbsolute(options.reportDir) ? options.reportDir : join(repoRoot, options.reportDir);
     const { jsonPath, htmlPath } = await writeReport(report, dir);
     console.log(`\n${renderTable(report)}\n`);

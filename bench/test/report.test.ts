@@ -8,7 +8,7 @@ import { renderHtml } from "../src/report/html.js";
 import type { Report } from "../src/report/model.js";
 import { buildSummary, ratio } from "../src/report/summary.js";
 import { renderTable } from "../src/report/table.js";
-import { generatorBoundNotes, noisyMachineNotes } from "../src/report/notes.js";
+import { errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes } from "../src/report/notes.js";
 import { writeReport } from "../src/report/write.js";
 import { niceCeiling } from "../src/report/svg.js";
 
@@ -129,6 +129,15 @@ describe("report notes", () => {
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatch(/^verify plain: the load generator used 0.95 cores/);
     expect(generatorBoundNotes([busy], 2)).toEqual([]);
+  });
+
+  it("flags phases whose answers were mostly not ok, and phases with errors", () => {
+    const good = phase("verify plain", 1000, 1000);
+    const bad = phase("verify credits", 1000, 1000);
+    bad.perRequest = { verifyKey: { ...(bad.perRequest["verifyKey"] as NonNullable<(typeof bad.perRequest)[string]>), marked: 1500 } };
+    expect(lowOkNotes([good, bad])).toEqual(["verify credits: only 50.0% of verifyKey answers were ok (\"valid\":true / \"success\":true)"]);
+    expect(errorNotes([good])[0]).toBe("verify plain: 1 errors of 3000 requests, e.g. HTTP 500 from verifyKey");
+    expect(errorNotes([{ ...good, errors: 0 }])).toEqual([]);
   });
 
   it("flags a busy machine", () => {

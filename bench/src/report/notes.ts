@@ -15,3 +15,24 @@ export function noisyMachineNotes(machine: MachineInfo): string[] {
     : [];
 }
 
+
+/** Answers without the expected marker (e.g. not VALID) mean a phase may have timed an error path. */
+export function lowOkNotes(phases: readonly PhaseResult[]): string[] {
+  const notes: string[] = [];
+  for (const phase of phases) {
+    for (const [name, request] of Object.entries(phase.perRequest)) {
+      if (request.marked === null || request.completed === 0) continue;
+      const okFraction = request.marked / request.completed;
+      if (okFraction < 0.99) {
+        notes.push(`${phase.label}: only ${(okFraction * 100).toFixed(1)}% of ${name} answers were ok ("valid":true / "success":true)`);
+      }
+    }
+  }
+  return notes;
+}
+
+/** Transport errors and non-2xx answers, with a few samples of what they were. */
+export function errorNotes(phases: readonly PhaseResult[]): string[] {
+  return phases.filter((phase) => phase.errors > 0).map((phase) =>
+    `${phase.label}: ${phase.errors} errors of ${phase.completed} requests, e.g. ${phase.errorSamples.slice(0, 3).join("; ")}`);
+}
