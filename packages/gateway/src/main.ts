@@ -1,0 +1,141 @@
+// The keyraft node process: configuration, storage, the app, signals. Everything here is wiring;
+// the behaviour lives in the store (store/), the key state (@keyraft/core) and the routes (app.ts).
+//
+// Exit codes: 0 clean shutdown; 1 fatal error (a failed disk write, an uncaught error, a failed
+// start, a second signal or a shutdown that timed out); 2 invalid configuration.
+import { randomBytes } from "node:crypto";
+import { keyStateMachine, SlidingWindowLimiter, type CommandOutcome, type KeyCommand } from "@keyraft/core";
+import type { Logger } from "pino";
+import { bootstrapRootKey, buildApp } from "./app.js";
+import { parseConfig, type Config } from "./config.js";
+import { createLogger } from "./logger.js";
+import { LevelCounterDurability } from "./store/counter-durability.js";
+import { LevelCommandLog } from "./store/level-command-log.js";
+import { openStoreDb, type StoreDb } from "./store/level-db.js";
+
+export const exitCodeFatal = 1;
+export const exitCodeConfig = 2;
+
+interface Node {
+  close(): Promise<void>;
+}
+
+async function main(): Promise<void> {
+  const parsed = parseConfig(process.env);
+  if (!parsed.ok) {
+    for (const error of parsed.errors) process.stderr.write(`keyraft: invalid configuration: ${error}\n`);
+    process.exit(exitCodeConfig);
+  }
+  const config = parsed.config;
+  const logger = createLogger({ level: config.logLevel });
+  const die = (message: string, error: unknown): never => {
+    logger.fatal({ err: error }, message);
+    process.exit(exitCodeFatal);
+  };
+  process.on("uncaughtException", (error) => die("uncaught exception; stopping", error));
+  process.on("unhandledRejection", (reason) => die("unhandled rejection; stopping", reason));
+
+  let node: Node;
+  try {
+    node = await startNode(config, logger, (error) => die("a write to disk failed; stopping so nothing unacknowledged is served", error));
+  } catch (error) {
+    process.stderr.write(`keyraft: could not start: ${describeStartError(error, config)}\n`);
+    die("could not start", error);
+    return;
+  }
+  handleSignals(node, config, logger);
+}
+
+/** Opens the store, restores state, bootstraps the root key, and listens. */
+async function startNode(config: Config, logger: Logger, onFatal: (error: Error) => void): Promise<Node> {
+  const nowMs = () => Date.now();
+  const db = await openStoreDb(config.dataDir);
+  try {
+    const machine = keyStateMachine();
+    const log = await LevelCommandLog.open<KeyCommand, CommandOutcome>(db, machine, {
+      snapshotEveryEntries: config.snapshotEveryEntries,
+      queueEntriesMax: config.writeQueueEntriesMax,
+      onFatal,
+    });
+    const counters = await LevelCounterDurability.open(db, { nowMs, onFatal });
+    const limiter = new SlidingWindowLimiter();
+    const restoredBuckets = counters.restore(limiter, nowMs());
+    logger.info({ dataDir: config.dataDir, appliedIndex: log.appliedIndex(), restoredBuckets }, "state restored");
+
+    const root = await bootstrapRootKey({ state: machine.state, commandLog: log, rootKey: config.rootKey, nowMs, randomBytes });
+    logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: config.rootKey !== null }, "root key ready");
+    // Printed once, straight to stdout and never through the logger (which would keep it in log files).
+    if (root.generatedKey !== null) process.stdout.write(`\nroot key (shown once, store it now): ${root.generatedKey}\n\n`);
+
+    const app = buildApp({
+      logger,
+      state: machine.state,
+      commandLog: log,
+      limiter,
+      counterDurability: counters,
+      nowMs,
+      randomBytes,
+      bodyLimitBytes: config.bodyLimitBytes,
+    });
+    const address = await app.listen({ host: config.host, port: config.port });
+    logger.info({ address }, "keyraft listening");
+    return {
+      async close() {
+        await app.close(); // stop accepting; in-flight requests finish
+        await log.close(); // every acknowledged command is already durable; wait for the rest
+        await counters.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    await closeQuietly(db);
+    throw error;
+  }
+}
+
+/** SIGTERM/SIGINT: graceful stop then exit 0; a second signal, or the timeout, exits at once with 1. */
+function handleSignals(node: Node, config: Config, logger: Logger): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting without finishing the shutdown");
+      process.exit(exitCodeFatal);
+    }
+    stopping = true;
+    logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "shutting down: finishing in-flight requests");
+    const timer = setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, "shutdown timed out; exiting");
+      process.exit(exitCodeFatal);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    node.close().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.fatal({ err: error }, "shutdown failed");
+        process.exit(exitCodeFatal);
+      },
+    );
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+}
+
+function describeStartError(error: unknown, config: Config): string {
+  const text = error instanceof Error ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ""}` : String(error);
+  if (/lock/i.test(text)) return `the data directory ${config.dataDir} is in use by another process (${text})`;
+  if (/EADDRINUSE/.test(text)) return `${config.host}:${config.port} is already in use`;
+  return text;
+}
+
+async function closeQuietly(db: StoreDb): Promise<void> {
+  try {
+    await db.close();
+  } catch {
+    // Already failing to start; the original error is the one to report.
+  }
+}
+
+await main();

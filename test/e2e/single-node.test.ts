@@ -1,0 +1,238 @@
+// One keyraft node as a real process (what `npm start` runs), driven by the official v1 client
+// @unkey/api@0.38.0: the v1 surface end to end, then a clean restart (SIGTERM) and a crash
+// (SIGKILL during verification traffic) on the same data dir.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Unkey } from "@unkey/api";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killAll, startNode, type NodeProcess } from "./node-process.js";
+
+const rootKey = "e2e_root_0123456789abcdefghij";
+let dataDir: string;
+let node: NodeProcess | null = null;
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "keyraft-e2e-"));
+});
+afterAll(async () => {
+  killAll();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+function client(baseUrl: string, key = rootKey): Unkey {
+  return new Unkey({ rootKey: key, baseUrl, retry: { attempts: 0 }, disableTelemetry: true });
+}
+
+/** Unwraps a client Result, failing the test with the v1 error body when there is none. */
+function ok<R>(res: { result: R; error?: never } | { result?: never; error: { code: string; message: string } }): R {
+  if (res.error !== undefined) throw new Error(`v1 error ${res.error.code}: ${res.error.message}`);
+  return res.result as R;
+}
+
+async function whoami(baseUrl: string, key: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const response = await fetch(`${baseUrl}/v1/keys.whoami`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+    body: JSON.stringify({ key }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function stop(running: NodeProcess): Promise<number | NodeJS.Signals> {
+  running.child.kill("SIGTERM");
+  return running.exited;
+}
+
+// State created in the first phase and checked after each restart.
+const made = {
+  apiId: "",
+  disabledKey: { keyId: "", key: "" },
+  creditKey: { keyId: "", key: "" },
+  deletedKeyId: "",
+  creditsAfterFirstRun: 0,
+};
+
+describe("single node end to end", () => {
+  it("serves the v1 API through the official client", async () => {
+    node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
+    const unkey = client(node.baseUrl);
+
+    const api = ok(await unkey.apis.create({ name: "e2e-api" }));
+    made.apiId = api.apiId;
+    expect(ok(await unkey.apis.get({ apiId: api.apiId }))).toMatchObject({ id: api.apiId, name: "e2e-api" });
+
+    // A key with meta, credits, a rate limit, roles and permissions.
+    const created = ok(
+      await unkey.keys.create({
+        apiId: api.apiId,
+        prefix: "e2e",
+        name: "first",
+        meta: { plan: "pro", seats: 3 },
+        remaining: 3,
+        ratelimit: { type: "fast", limit: 100, duration: 60_000 },
+        roles: ["admin"],
+        permissions: ["docs.read", "docs.write"],
+      }),
+    );
+    expect(created.key.startsWith("e2e_")).toBe(true);
+    made.disabledKey = created;
+
+    const first = ok(await unkey.keys.verify({ key: created.key, authorization: { permissions: "docs.read" } }));
+    expect(first).toMatchObject({ valid: true, code: "VALID", keyId: created.keyId, name: "first", meta: { plan: "pro", seats: 3 }, remaining: 2 });
+    expect(first.permissions).toEqual(expect.arrayContaining(["docs.read", "docs.write"]));
+    expect(first.ratelimit).toMatchObject({ limit: 100 });
+    expect(ok(await unkey.keys.verify({ key: created.key, authorization: { permissions: "billing.read" } }))).toMatchObject({
+      valid: false,
+      code: "INSUFFICIENT_PERMISSIONS",
+    });
+    expect(ok(await unkey.keys.verify({ key: created.key, remaining: { cost: 2 } }))).toMatchObject({ valid: true, remaining: 0 });
+    expect(ok(await unkey.keys.verify({ key: created.key }))).toMatchObject({ valid: false, code: "USAGE_EXCEEDED", remaining: 0 });
+
+    // Disable it.
+    ok(await unkey.keys.update({ keyId: created.keyId, enabled: false, remaining: 10 }));
+    expect(ok(await unkey.keys.verify({ key: created.key }))).toMatchObject({ valid: false, code: "DISABLED" });
+
+    // A second key: credits spent partly, permissions and roles replaced.
+    const credit = ok(await unkey.keys.create({ apiId: api.apiId, name: "credits", remaining: 50, externalId: "user_e2e" }));
+    made.creditKey = credit;
+    for (let i = 0; i < 3; i++) expect(ok(await unkey.keys.verify({ key: credit.key }))).toMatchObject({ valid: true });
+    const setPermissions = ok(await unkey.keys.setPermissions({ keyId: credit.keyId, permissions: [{ name: "files.read", create: true }] }));
+    expect(setPermissions).toEqual([expect.objectContaining({ name: "files.read" })]);
+    const setRoles = ok(await unkey.keys.setRoles({ keyId: credit.keyId, roles: [{ name: "reader", create: true }] }));
+    expect(setRoles).toEqual([expect.objectContaining({ name: "reader" })]);
+    const verified = ok(await unkey.keys.verify({ key: credit.key, authorization: { permissions: "files.read" } }));
+    expect(verified).toMatchObject({ valid: true, remaining: 46, ownerId: "user_e2e" });
+    made.creditsAfterFirstRun = 46;
+
+    const me = await whoami(node.baseUrl, credit.key);
+    expect(me.status).toBe(200);
+    expect(me.body).toMatchObject({ id: credit.keyId, name: "credits", remaining: 46, enabled: true });
+
+    const got = ok(await unkey.keys.get({ keyId: credit.keyId }));
+    expect(got).toMatchObject({ id: credit.keyId, apiId: api.apiId, name: "credits", remaining: 46, enabled: true });
+    expect(got.permissions).toEqual(["files.read"]);
+    expect(got.roles).toEqual(["reader"]);
+
+    // Delete a key.
+    const doomed = ok(await unkey.keys.create({ apiId: api.apiId, name: "doomed" }));
+    made.deletedKeyId = doomed.keyId;
+    ok(await unkey.keys.delete({ keyId: doomed.keyId }));
+    expect(ok(await unkey.keys.verify({ key: doomed.key }))).toMatchObject({ valid: false, code: "NOT_FOUND" });
+    expect((await unkey.keys.get({ keyId: doomed.keyId })).error?.code).toBe("NOT_FOUND");
+
+    // Rate limits and overrides.
+    const limit = (identifier: string) => unkey.ratelimits.limit({ namespace: "e2e", identifier, limit: 2, duration: 60_000 });
+    expect(ok(await limit("user_1")).success).toBe(true);
+    expect(ok(await limit("user_1"))).toMatchObject({ success: true, limit: 2, remaining: 0 });
+    expect(ok(await limit("user_1"))).toMatchObject({ success: false, remaining: 0 });
+    const override = ok(await unkey.ratelimits.setOverride({ namespaceName: "e2e", identifier: "vip_*", limit: 5, duration: 60_000 }));
+    expect(override.overrideId).toMatch(/^rlor_/);
+    ok(await unkey.ratelimits.setOverride({ namespaceName: "e2e", identifier: "gold", limit: 7, duration: 60_000 }));
+    const listed = ok(await unkey.ratelimits.listOverrides({ namespaceName: "e2e" }));
+    expect(listed.total).toBe(2);
+    expect(listed.overrides.map((o) => o.identifier).sort()).toEqual(["gold", "vip_*"]);
+    expect(ok(await unkey.ratelimits.getOverride({ namespaceName: "e2e", identifier: "vip_*" }))).toMatchObject({
+      id: override.overrideId,
+      identifier: "vip_*",
+      limit: 5,
+      duration: 60_000,
+    });
+    expect(ok(await limit("vip_anna"))).toMatchObject({ success: true, limit: 5, remaining: 4 });
+    ok(await unkey.ratelimits.deleteOverride({ namespaceName: "e2e", identifier: "gold" }));
+    expect((await unkey.ratelimits.getOverride({ namespaceName: "e2e", identifier: "gold" })).error?.code).toBe("NOT_FOUND");
+
+    // The root key never reaches the logs.
+    expect(node.stdout()).not.toContain(rootKey);
+    expect(node.stdout()).not.toContain(created.key);
+  });
+
+  it("exits 0 on SIGTERM and restarts on the same data dir with all state back", async () => {
+    expect(await stop(node!)).toBe(0);
+    node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
+    const unkey = client(node.baseUrl);
+    expect(ok(await unkey.apis.get({ apiId: made.apiId }))).toMatchObject({ name: "e2e-api" });
+    expect(ok(await unkey.keys.verify({ key: made.disabledKey.key }))).toMatchObject({ valid: false, code: "DISABLED" });
+    expect(ok(await unkey.keys.verify({ key: "e2e_not_a_key" }))).toMatchObject({ valid: false, code: "NOT_FOUND" });
+    expect((await unkey.keys.get({ keyId: made.deletedKeyId })).error?.code).toBe("NOT_FOUND");
+    // Spent credits are exactly as before.
+    const got = ok(await unkey.keys.get({ keyId: made.creditKey.keyId }));
+    expect(got).toMatchObject({ remaining: made.creditsAfterFirstRun, permissions: ["files.read"], roles: ["reader"] });
+    // A used-up rate limit stays used up across the restart (never admits more).
+    expect(ok(await unkey.ratelimits.limit({ namespace: "e2e", identifier: "user_1", limit: 2, duration: 60_000 }))).toMatchObject({ success: false });
+    const listed = ok(await unkey.ratelimits.listOverrides({ namespaceName: "e2e" }));
+    expect(listed.overrides.map((o) => o.identifier)).toEqual(["vip_*"]);
+  });
+
+  it("keeps every acknowledged credit spend across kill -9 during verification traffic", async () => {
+    const unkey = client(node!.baseUrl);
+    const creditsGranted = 2000;
+    const key = ok(await unkey.keys.create({ apiId: made.apiId, name: "crash", remaining: creditsGranted }));
+    const workers = 8;
+    let acknowledgedSpends = 0;
+    let lowestReported = creditsGranted;
+    let halted = false;
+    const worker = async () => {
+      while (!halted) {
+        const res = await unkey.keys.verify({ key: key.key }).catch(() => null);
+        if (res === null || res.error !== undefined) return; // the node is gone
+        if (res.result.valid) {
+          acknowledgedSpends += 1;
+          lowestReported = Math.min(lowestReported, res.result.remaining ?? creditsGranted);
+        }
+      }
+    };
+    const running = Array.from({ length: workers }, worker);
+    while (acknowledgedSpends < 200) await new Promise((resolve) => setTimeout(resolve, 5));
+    node!.child.kill("SIGKILL");
+    halted = true;
+    await Promise.all(running);
+    expect(await node!.exited).toBe("SIGKILL");
+
+    node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
+    const after = ok(await client(node.baseUrl).keys.get({ keyId: key.keyId })).remaining!;
+    // Nothing acknowledged was lost ...
+    expect(after).toBeLessThanOrEqual(creditsGranted - acknowledgedSpends);
+    expect(after).toBeLessThanOrEqual(lowestReported);
+    // ... and at most the requests in flight at the kill were spent without an answer.
+    expect(after).toBeGreaterThanOrEqual(creditsGranted - acknowledgedSpends - workers);
+    expect(await stop(node)).toBe(0);
+    node = null;
+  });
+});
+
+describe("root key bootstrap", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "keyraft-e2e-boot-"));
+  });
+  afterAll(async () => {
+    killAll();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("prints a generated root key once on the first start, and it works", async () => {
+    const first = await startNode(dir);
+    const match = /root key \(shown once, store it now\): (\S+)/.exec(first.stdout());
+    expect(match).not.toBeNull();
+    const generated = match![1]!;
+    expect(ok(await client(first.baseUrl, generated).apis.create({ name: "boot-api" })).apiId).toMatch(/^api_/);
+    // Only that one line carries it: never the structured logs.
+    expect(first.stdout().split(generated).length - 1).toBe(1);
+    expect(await stop(first)).toBe(0);
+
+    const second = await startNode(dir);
+    expect(second.stdout()).not.toMatch(/root key \(shown once/);
+    expect(ok(await client(second.baseUrl, generated).apis.create({ name: "boot-api-2" })).apiId).toMatch(/^api_/);
+    expect(await stop(second)).toBe(0);
+  });
+
+  it("refuses an invalid configuration with exit code 2 and a message naming the variable", async () => {
+    const { spawnNode } = await import("./node-process.js");
+    const bad = spawnNode({ PORT: "not-a-port", KEYRAFT_DATA_DIR: dir, KEYRAFT_ROOT_KEY: "tinysecret" });
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toMatch(/PORT="not-a-port" is invalid: expected an integer from 0 to 65535/);
+    expect(bad.stderr()).toMatch(/KEYRAFT_ROOT_KEY is invalid/);
+    expect(bad.stderr()).not.toContain("tinysecret");
+  });
+});
