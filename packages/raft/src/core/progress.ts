@@ -22,6 +22,8 @@ export class Progress {
   snapshotAckedOffset = 0;
   /** snapshot state: bytes sent so far; chunks in [acked, sent) are in flight (at most the inflight window). */
   snapshotSentOffset = 0;
+  /** snapshot state: the last chunk has been sent (needed because an empty snapshot has one empty chunk). */
+  snapshotAllSent = false;
   learner: boolean;
   readonly inflights: Inflights;
 
@@ -37,6 +39,7 @@ export class Progress {
     this.pendingSnapshot = 0;
     this.snapshotAckedOffset = 0;
     this.snapshotSentOffset = 0;
+    this.snapshotAllSent = false;
     this.state = state;
     this.inflights.reset();
   }

@@ -493,6 +493,7 @@ export class Raft {
     if (m.nextOffset === pr.snapshotAckedOffset) return; // duplicate, or a gap: the heartbeat retransmits
     if (m.nextOffset < pr.snapshotAckedOffset || m.nextOffset > pr.snapshotSentOffset) {
       pr.snapshotSentOffset = m.nextOffset; // the follower lost its buffer (restart) or we lost track: resend from there
+      pr.snapshotAllSent = false;
     }
     pr.snapshotAckedOffset = m.nextOffset;
     this.sendSnapshotChunks(m.from);
@@ -558,6 +559,7 @@ export class Raft {
     const chunkBytes = this.config.maxSnapshotChunkBytes;
     const windowBytes = chunkBytes * this.config.maxInflightMsgs;
     let offset = Math.min(pr.snapshotSentOffset, total);
+    if (pr.snapshotAllSent && offset === total) return; // everything is in flight; wait for acks or a retransmit
     do {
       const end = Math.min(offset + chunkBytes, total);
       const data = snapshot.data.subarray(offset, end);
@@ -565,6 +567,7 @@ export class Raft {
       offset = end;
     } while (offset < total && offset - pr.snapshotAckedOffset < windowBytes);
     pr.snapshotSentOffset = offset;
+    pr.snapshotAllSent = offset === total;
   }
 
   /** Starts the window over from the last acknowledged byte (a chunk was probably lost). */
@@ -572,6 +575,7 @@ export class Raft {
     const pr = this.progress.get(to);
     if (pr === undefined) return;
     pr.snapshotSentOffset = pr.snapshotAckedOffset;
+    pr.snapshotAllSent = false;
     this.sendSnapshotChunks(to);
   }
 
@@ -774,13 +778,19 @@ export class Raft {
         this.snapshotsSending.delete(id);
       }
     }
+    const added: NodeId[] = [];
     for (const id of this.conf.voters) {
       const pr = this.progress.get(id);
-      if (pr === undefined) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, false));
-      else pr.learner = false;
+      if (pr !== undefined) pr.learner = false;
+      else {
+        this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, false));
+        added.push(id);
+      }
     }
     for (const id of this.conf.learners) {
-      if (!this.progress.has(id)) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, true));
+      if (this.progress.has(id)) continue;
+      this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, true));
+      added.push(id);
     }
     if (this.leadTransferee !== "" && !this.conf.voters.includes(this.leadTransferee)) this.abortLeaderTransfer();
     if (!this.conf.voters.includes(this.id)) {
@@ -789,9 +799,9 @@ export class Raft {
       this.becomeFollower(this.term, "");
       return;
     }
-    // Fewer voters can mean a quorum already has later entries; new members need the log.
-    this.maybeCommit();
-    this.broadcastAppend();
+    // Fewer voters can mean a quorum already has later entries; a new member needs the log.
+    if (this.maybeCommit()) this.broadcastAppend();
+    else for (const id of added) this.sendAppend(id, true);
   }
 
   // ---- ready ----------------------------------------------------------------------------------

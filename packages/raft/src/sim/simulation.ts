@@ -48,13 +48,15 @@ function drawParameters(random: Xoshiro128) {
     preVote: random.chance(0.8),
     checkQuorum: random.chance(0.8),
     maxInflightMsgs: 1 + random.intBelow(8),
-    maxSizePerMsgBytes: 8 + random.intBelow(128),
+    maxSizePerMsgBytes: random.chance(0.3) ? 1 : 8 + random.intBelow(128),
     maxSnapshotChunkBytes: 64 + random.intBelow(512),
     snapshotPaddingBytes: random.intBelow(2048),
     writeLatencyMax: random.intBelow(3),
     faults: { dropRate: random.nextFloat() * 0.15, duplicateRate: random.nextFloat() * 0.05, delayMax: random.intBelow(5) },
     proposeRate: 0.1 + random.nextFloat() * 0.4,
     crashRate: random.nextFloat() * 0.02,
+    /** Leader churn: crashing or cutting off the leader is what exposes commitment bugs (Figure 8). */
+    leaderFaultRate: random.nextFloat() * 0.03,
     partitionRate: random.nextFloat() * 0.02,
     confChangeRate: random.nextFloat() * 0.03,
     snapshotRate: random.nextFloat() * 0.05,
@@ -183,6 +185,7 @@ export class Simulation {
         this.trace(`step ${this.step}: restart ${dead.id}`);
       }
     }
+    if (this.random.chance(p.leaderFaultRate)) this.faultLeader();
     if (this.random.chance(p.partitionRate)) {
       const groups = new Map(all.map((n) => [n.id, this.random.intBelow(2)] as const));
       this.network.partition(groups);
@@ -197,6 +200,23 @@ export class Simulation {
     if (this.random.chance(p.snapshotRate)) this.takeSnapshot(this.pick(all));
     if (this.random.chance(0.005)) this.transferLeadership();
     if (this.random.chance(0.03)) this.startRead(this.pick(all));
+  }
+
+  /** Crashes the leader, or cuts it off with at most one follower. */
+  private faultLeader(): void {
+    const leader = this.leader();
+    if (leader === null) return;
+    if (this.random.chance(0.5)) {
+      leader.crash();
+      this.stats.crashes++;
+      this.trace(`step ${this.step}: crash leader ${leader.id}`);
+      return;
+    }
+    const buddy = this.pick([...this.nodes.keys()].filter((id) => id !== leader.id));
+    const groups = new Map([...this.nodes.keys()].map((id) => [id, id === leader.id || (id === buddy && this.random.chance(0.5)) ? 1 : 0] as const));
+    this.network.partition(groups);
+    this.stats.partitions++;
+    this.trace(`step ${this.step}: cut off leader ${JSON.stringify([...groups])}`);
   }
 
   private propose(): { index: number; term: number } | null {
