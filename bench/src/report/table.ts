@@ -5,8 +5,10 @@ import type { Report } from "./model.js";
 const columns = ["phase", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "ok %", "target cpu", "gen cpu"];
 
 export function phaseRow(phase: PhaseResult): string[] {
-  const marked = Object.values(phase.perRequest).reduce<number | null>((sum, request) =>
-    request.marked === null ? sum : (sum ?? 0) + request.marked, null);
+  // ok %: among the request kinds that have an ok marker only (e.g. verifications in "mixed").
+  const withMarker = Object.values(phase.perRequest).filter((request) => request.marked !== null);
+  const marked = withMarker.reduce((sum, request) => sum + (request.marked ?? 0), 0);
+  const markedOf = withMarker.reduce((sum, request) => sum + request.completed, 0);
   return [
     phase.label,
     Math.round(phase.rps).toLocaleString("en-US"),
@@ -16,7 +18,7 @@ export function phaseRow(phase: PhaseResult): string[] {
     phase.latency.p999Ms.toFixed(2),
     phase.latency.maxMs.toFixed(2),
     String(phase.errors),
-    marked === null || phase.completed === 0 ? "-" : ((marked / phase.completed) * 100).toFixed(1),
+    markedOf === 0 ? "-" : ((marked / markedOf) * 100).toFixed(1),
     phase.targetCpuCores === null ? "-" : phase.targetCpuCores.toFixed(2),
     phase.generatorCpuCores.toFixed(2),
   ];
