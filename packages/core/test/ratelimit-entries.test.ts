@@ -70,6 +70,10 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 7 });
     expect(limiter.peek([check("k", 0, 10, 1000)], 250)[0]!.remaining).toBe(3);
     expect(limiter.snapshot(250)).toEqual([{ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 7 }]);
+    // A reservation above the limit is clamped to it: every cost > 0 is refused, cost-0 reads pass.
+    limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 500 });
+    expect(limiter.peek([check("k", 1, 10, 1000)], 250)[0]).toMatchObject({ success: false, remaining: 0, resetAtMs: 1299 });
+    expect(limiter.limit([check("k", 0, 10, 1000)], 250).outcomes[0]).toMatchObject({ success: true, remaining: 0 });
   });
 
   it("restore moves the clock to the bucket's start, puts an off-grid bucket in the later bucket, ignores expired ones", () => {

@@ -185,8 +185,9 @@ export class SlidingWindowLimiter {
   }
 
   /**
-   * Restores a persisted bucket: its count becomes max(current, b.count), so restoring never
-   * lowers a count (a restart never admits more). The limiter's clock moves to at least the
+   * Restores a persisted bucket: its count becomes max(current, min(b.count, b.limit)), so
+   * restoring never lowers a count (a restart never admits more; a count above the limit, e.g. a
+   * reservation, is clamped to the limit, which already refuses every cost > 0). The limiter's clock moves to at least the
    * bucket's start. Restore with the same bucketsPerWindow the buckets were written with; a
    * bucket start that is not on this limiter's grid is put in the later bucket it overlaps.
    */
@@ -203,7 +204,9 @@ export class SlidingWindowLimiter {
     if (bucket > entry.headBucket) this.advance(entry, bucket);
     if (bucket <= entry.headBucket - entry.counts.length) return; // older than the ring: long expired
     const slot = bucket % entry.counts.length;
-    entry.counts[slot] = Math.max(entry.counts[slot]!, b.count);
+    // A persisted reservation may exceed the limit; `limit` in one bucket already refuses every
+    // cost > 0 while the bucket counts, so clamping admits nothing more and keeps cost-0 reads true.
+    entry.counts[slot] = Math.max(entry.counts[slot]!, Math.min(b.count, b.limit));
     this.clockMs = Math.max(this.clockMs, b.bucketStartMs);
   }
 
