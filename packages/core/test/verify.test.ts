@@ -66,8 +66,8 @@ function result(decision: ReturnType<typeof verify>): VerifyDecision {
 }
 
 /** The result as the client sees it after JSON serialization (undefined fields dropped). */
-function body(decision: ReturnType<typeof verify>): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(result(decision).result)) as Record<string, unknown>;
+function body(decision: ReturnType<typeof verify>): { code: string } & Record<string, unknown> {
+  return JSON.parse(JSON.stringify(result(decision).result)) as { code: string } & Record<string, unknown>;
 }
 
 describe("verification order of checks (spec §3.1)", () => {
