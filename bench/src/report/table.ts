@@ -44,6 +44,6 @@ export function renderTable(report: Report): string {
 
 function formatValue(value: unknown): string {
   if (value === null || value === undefined) return "-";
-  if (typeof value === "number") return Number.isInteger(value) ? value.toLocaleString("en-US") : String(value);
+  if (typeof value === "number") return value.toLocaleString("en-US", { maximumFractionDigits: 3 });
   return typeof value === "string" ? value : JSON.stringify(value);
 }
