@@ -1,6 +1,7 @@
 // createKey, updateKey, deleteKey, updateRemaining, spendCredits, ensureRootKey. Each handler
 // checks every precondition first and mutates only after all passed (atomic commands).
 
+import { assert } from "../assert.js";
 import { spendCredits } from "../credits/ledger.js";
 import type {
   CreateKeyCommand,
@@ -118,6 +119,7 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   state.keys.set(key.id, key);
   state.keyIdByHash.set(key.hash, key.id);
   state.derived.delete(key.id);
+  assert(state.keyIdByHash.size === state.keys.size, "createKey: one hash per key");
   return { ok: true, id: key.id };
 }
 
@@ -244,6 +246,7 @@ export function applySpendCredits(state: KeyState, command: SpendCreditsCommand)
   if (!spend.admitted) {
     return commandError("USAGE_EXCEEDED", "the key has no credits left for this cost");
   }
+  assert(spend.remaining >= 0 && spend.remaining <= balance, "spendCredits: the balance only shrinks and stays >= 0");
   state.keys.set(key.id, spend.remaining === key.remaining ? key : { ...key, remaining: spend.remaining });
   return { ok: true, remaining: spend.remaining };
 }

@@ -2,6 +2,7 @@
 // deletion. Deleting a permission or role disconnects it everywhere in the same command, so no
 // reference ever dangles.
 
+import { assert } from "../assert.js";
 import type {
   AddPermissionsCommand,
   AddRolesCommand,
@@ -44,6 +45,7 @@ export function applyConnect(
     return commandError("BAD_REQUEST", `at most ${connectionsPerRecordMax} ${kind}s may be connected to a key`);
   }
   insertResolved(state, resolved);
+  assert(resolved.ids.every((id) => (kind === "permission" ? state.permissions : state.roles).has(id)), "connect: every id exists");
   state.keys.set(key.id, withConnections(key, kind, ids));
   state.derived.delete(key.id);
   return { ok: true, items: resolved.items };
