@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { limiterChecksPerCallMax, SlidingWindowLimiter } from "@keyraft/core";
 
@@ -43,6 +44,47 @@ describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
       expect(limiter.limit([check(`churn${i}`)], nowMs).success).toBe(true);
       expect(limiter.size()).toBeLessThanOrEqual(100);
     }
+  });
+
+  it("eviction never admits more: with a tiny table and a clock that goes back, every window stays within its limit", () => {
+    const call = fc.record({
+      deltaMs: fc.integer({ min: -150, max: 200 }),
+      keyIndex: fc.integer({ min: 0, max: 5 }),
+      cost: fc.integer({ min: 0, max: 3 }),
+    });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.array(call, { maxLength: 150, size: "max" }),
+        (entriesMax, bucketsPerWindow, limit, durationMs, calls) => {
+          const limiter = new SlidingWindowLimiter({ entriesMax, bucketsPerWindow });
+          const admitted = new Map<string, { atMs: number; cost: number }[]>();
+          let nowMs = 1000;
+          let lastJudgedMs = 0;
+          for (const { deltaMs, keyIndex, cost } of calls) {
+            nowMs = Math.max(0, nowMs + deltaMs);
+            const key = `key${keyIndex}`;
+            const result = limiter.limit([{ key, limit, durationMs, cost }], nowMs);
+            // Judged at or after every earlier admission (cost-0 reads do not move the clock).
+            expect(result.judgedAtMs).toBeGreaterThanOrEqual(lastJudgedMs);
+            expect(result.judgedAtMs).toBeGreaterThanOrEqual(nowMs);
+            if (result.success && cost > 0) lastJudgedMs = result.judgedAtMs;
+            expect(limiter.size()).toBeLessThanOrEqual(entriesMax);
+            if (result.success && cost > 0) admitted.set(key, [...(admitted.get(key) ?? []), { atMs: result.judgedAtMs, cost }]);
+          }
+          for (const hits of admitted.values()) {
+            for (const end of hits) {
+              const inWindow = hits.filter((h) => h.atMs > end.atMs - durationMs && h.atMs <= end.atMs);
+              expect(inWindow.reduce((sum, h) => sum + h.cost, 0)).toBeLessThanOrEqual(limit);
+            }
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it("never evicts a live entry: its counts survive a full sweep", () => {

@@ -73,7 +73,7 @@ class ReferenceLimiter {
       }
     }
     const outcomes = checks.map((check, i) => this.outcome(check, counts[i]!, fits[i]!, success, atMs));
-    return { success, outcomes, touched };
+    return { success, outcomes, touched, judgedAtMs: atMs };
   }
 
   peek(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {

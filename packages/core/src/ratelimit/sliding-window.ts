@@ -82,6 +82,8 @@ export interface LimitResult {
   outcomes: LimitOutcome[];
   /** The buckets the call changed (empty unless success and some cost > 0). */
   touched: TouchedBucket[];
+  /** The time the call was judged at, Unix ms: max(the limiter's clock, nowMs). */
+  judgedAtMs: number;
 }
 
 interface Entry {
@@ -173,7 +175,7 @@ export class SlidingWindowLimiter {
     }
     const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
     for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, success);
-    return { success, outcomes, touched };
+    return { success, outcomes, touched, judgedAtMs };
   }
 
   /** The outcomes limit() would report if nothing were consumed; never changes state. */
