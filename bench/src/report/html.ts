@@ -11,10 +11,14 @@ export function ninesOf(percentile: number): number {
 }
 
 export function renderHtml(report: Report): string {
-  const latencySeries: Series[] = report.phases.map((phase) => ({
-    name: phase.label,
-    points: phase.latency.percentilesMs.map(([p, ms]) => [ninesOf(p), ms] as const),
-  }));
+  // A phase mixing request kinds (mixed, admin) also gets one latency line per kind.
+  const latencySeries: Series[] = report.phases.flatMap((phase) => {
+    const kinds = Object.entries(phase.perRequest);
+    const parts = kinds.length > 1 ? kinds.map(([name, request]) => ({ name: `${phase.label} / ${name}`, latency: request.latency })) : [];
+    return [{ name: phase.label, latency: phase.latency }, ...parts].map(({ name, latency }) => ({
+      name, points: latency.percentilesMs.map(([p, ms]) => [ninesOf(p), ms] as const),
+    }));
+  });
   const throughputSeries: Series[] = report.phases.map((phase) => ({
     name: phase.label,
     points: phase.timeline.map((point) => [point.atS, point.rps] as const),
