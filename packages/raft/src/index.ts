@@ -51,6 +51,7 @@ export type { WsTransportOptions, WsTransportLimits } from "./transport/ws-trans
 export type { Transport, TransportStats, PeerStats as TransportPeerStats, Addressed } from "./transport/transport.js";
 export { closeCodes } from "./transport/transport.js";
 export { RaftNode } from "./node.js";
+export type { NodeMetrics } from "./node.js";
 export type { RaftNodeOptions } from "./driver/options.js";
 export type { StateMachine } from "./driver/state-machine.js";
 export type { NodeStatus, PeerStatus } from "./driver/status.js";
@@ -58,3 +59,7 @@ export { RaftNodeError, NotLeaderError, TimeoutError, ShuttingDownError, Storage
 export type { RaftIoErrorCode, RaftNodeErrorCode } from "./errors.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
+// A RaftNode as a child process with a JSON-lines control channel (real-process tests, the raft benchmark).
+export { NodeProcess, defaultNodeProcessEntry } from "./driver/process-client.js";
+export type { NodeProcessSpawnOptions } from "./driver/process-client.js";
+export type { NodeProcessConfig, ControlRequest, MachineState, LoadResult } from "./driver/process-protocol.js";

@@ -14,9 +14,10 @@ import { RaftError } from "./core/errors.js";
 import { RawNode } from "./core/raw-node.js";
 import { Xoshiro128, seedFromString } from "./core/prng.js";
 import type { Ready, Role } from "./core/ready.js";
-import type { ConfChange, Entry, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "./core/types.js";
+import type { ConfChange, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "./core/types.js";
 import { driverLimits, resolveNodeOptions, type RaftNodeOptions, type ResolvedNodeOptions } from "./driver/options.js";
 import type { StateMachine } from "./driver/state-machine.js";
+import { coalesceAppends } from "./driver/coalesce.js";
 import { buildNodeStatus, type NodeStatus } from "./driver/status.js";
 import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
 import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
@@ -32,6 +33,20 @@ type Input =
   | { kind: "unreachable"; id: NodeId };
 
 type State = "new" | "running" | "stopping" | "stopped";
+
+/** Cumulative counters of the Ready loop. */
+export interface NodeMetrics {
+  readies: number;
+  entriesPersisted: number;
+  /** Appends fsynced (mustSync) and not. */
+  syncedWrites: number;
+  unsyncedWrites: number;
+  messagesSent: number;
+  entriesApplied: number;
+  /** Wall time spent waiting for storage appends, and handling Readies overall (ms). */
+  persistMs: number;
+  loopMs: number;
+}
 
 export class RaftNode {
   readonly id: NodeId;
@@ -57,6 +72,9 @@ export class RaftNode {
   private role: Role = "follower";
   private leader: NodeId = "";
   private boundPort = 0;
+  /** A commit-only hard state not yet written (see persist). */
+  private deferredHardState: HardState | null = null;
+  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
@@ -158,6 +176,11 @@ export class RaftNode {
     return buildNodeStatus(this.rawNode.status(), this.applied, this.storage.snapshot().metadata.index, (id) => this.transport.isConnected(id));
   }
 
+  /** Cumulative counters of the Ready loop (for benchmarks and dashboards). */
+  metrics(): NodeMetrics {
+    return { ...this.counters };
+  }
+
   transportStats(): ReturnType<WsTransport<Message>["stats"]> & { droppedInputs: number } {
     return { ...this.transport.stats(), droppedInputs: this.droppedInputs };
   }
@@ -172,6 +195,7 @@ export class RaftNode {
     this.wakeLoop?.();
     if (wasRunning) await this.loopDone;
     await this.transport.close();
+    if (this.deferredHardState !== null) await this.storage.append([], this.deferredHardState, true);
     await this.storage.close();
     this.state = "stopped";
     this.logger.info({ id: this.id }, "raft node stopped");
@@ -227,10 +251,13 @@ export class RaftNode {
         continue;
       }
       const ready = rawNode.ready();
+      const startMs = performance.now();
       const settled = await this.handleReady(ready);
       rawNode.advance(ready);
       for (const settle of settled) settle();
       await this.maybeSnapshot(rawNode);
+      this.counters.readies++;
+      this.counters.loopMs += performance.now() - startMs;
     }
   }
 
@@ -301,14 +328,38 @@ export class RaftNode {
   private async handleReady(ready: Ready): Promise<(() => void)[]> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader);
     if (ready.snapshot !== null) await this.storage.applySnapshot(ready.snapshot);
-    if (ready.entries.length > 0 || ready.hardState !== null) await this.storage.append(ready.entries, ready.hardState, ready.mustSync);
-    this.send(ready.messages);
+    await this.persist(ready);
+    const messages = coalesceAppends(ready.messages);
+    this.send(messages);
+    this.counters.messagesSent += messages.length;
     if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
     const settled: (() => void)[] = [];
     for (const entry of ready.committedEntries) await this.applyEntry(entry, settled);
     for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);
     this.reads.resolveUpTo(this.applied);
     return settled;
+  }
+
+  /**
+   * Entries and hard state in one append, fsynced when mustSync. A commit-only hard state (no
+   * entries, no term/vote change) is not written on its own: it rides along with the next write.
+   * That is safe because commit needs no durability (a restarted node re-learns it from the
+   * leader) and it saves one LevelDB write per commit advance; stop() writes what is left.
+   */
+  private async persist(ready: Ready): Promise<void> {
+    if (ready.entries.length === 0 && !ready.mustSync && ready.hardState !== null) {
+      this.deferredHardState = ready.hardState;
+      return;
+    }
+    if (ready.entries.length === 0 && ready.hardState === null) return;
+    const hardState = ready.hardState ?? this.deferredHardState;
+    this.deferredHardState = null;
+    const startMs = performance.now();
+    await this.storage.append(ready.entries, hardState, ready.mustSync);
+    this.counters.persistMs += performance.now() - startMs;
+    this.counters.entriesPersisted += ready.entries.length;
+    if (ready.mustSync) this.counters.syncedWrites++;
+    else this.counters.unsyncedWrites++;
   }
 
   private send(messages: readonly Message[]): void {
@@ -339,6 +390,7 @@ export class RaftNode {
       if (applying instanceof Promise) await applying;
     }
     this.applied = entry.index;
+    this.counters.entriesApplied++;
     const overwritten = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${entry.index} was overwritten by a new leader`, { leader: this.leader });
     if (entry.type === "normal") {
       const done = this.proposals.take(entry.index, entry.term);

@@ -123,6 +123,7 @@ export function storageConformance(name: string, makeHarness: () => Promise<Stor
       await s.append(range(1, 10, 3), null, true);
       await s.createSnapshot(6, conf, new Uint8Array());
       expect(s.firstIndex()).toBe(1); // keepEntries 100 kept everything
+      expect(s.initialState().hardState.commit).toBe(6); // a snapshot covers committed entries only
       await s.compact(4);
       expect(s.firstIndex()).toBe(5);
       expect(s.term(4)).toBe(3);

@@ -29,10 +29,13 @@ export async function runLoad(node: RaftNode, options: { concurrency: number; du
       }
     }
   };
+  const before = node.metrics();
   await Promise.all(Array.from({ length: options.concurrency }, (_, worker) => proposer(worker)));
   const durationMs = performance.now() - startMs;
+  const after = node.metrics();
+  const leader = Object.fromEntries(Object.entries(after).map(([key, value]) => [key, Math.round((value - before[key as keyof typeof before]) * 10) / 10]));
   latenciesMs.sort((a, b) => a - b);
-  return { commits, errors, durationMs, p50Ms: quantile(latenciesMs, 0.5), p99Ms: quantile(latenciesMs, 0.99) };
+  return { commits, errors, durationMs, p50Ms: quantile(latenciesMs, 0.5), p99Ms: quantile(latenciesMs, 0.99), leader };
 }
 
 function record(samples: number[], valueMs: number, seen: number): void {

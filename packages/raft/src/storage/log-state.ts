@@ -123,7 +123,8 @@ export class LogState implements RaftStorage {
       deleteFrom: this.firstIndex(),
       deleteTo: compacts ? compactTo : 0,
       mark: compacts ? { index: compactTo, term: this.term(compactTo) } : this.mark,
-      hardState: null,
+      // The application only snapshots applied (so committed) entries: commit is at least `index`.
+      hardState: this.hardState.commit >= index ? null : { ...this.hardState, commit: index },
       snapshot,
     };
   }

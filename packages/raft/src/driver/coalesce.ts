@@ -1,0 +1,55 @@
+// Append coalescing. The core emits one append per proposal per follower (and an empty one per
+// commit advance); with many concurrent proposers one Ready can hold dozens of appends to the same
+// follower, each of which the follower would answer separately. Consecutive appends to one peer
+// that chain exactly (the second starts where the first ends) are merged into one: the follower
+// does the same work as for the sequence, answers once, and the leader's in-flight window is freed
+// by that one answer (responses free every in-flight index <= the acknowledged one).
+
+import type { AppendMessage, Message } from "../core/messages.js";
+import type { Entry } from "../core/types.js";
+
+/** Largest entry data merged into one append (a merged message must stay far below the transport's messageBytesMax). */
+export const coalescedAppendBytesMax = 1 << 20;
+
+export function coalesceAppends(messages: readonly Message[]): Message[] {
+  const result: Message[] = [];
+  /** Per destination: position in `result` of its last message, if that is an append we may extend. */
+  const lastAppend = new Map<string, { at: number; bytes: number } | null>();
+  for (const message of messages) {
+    const previous = lastAppend.get(message.to);
+    if (message.type !== "app") {
+      result.push(message);
+      lastAppend.set(message.to, null);
+      continue;
+    }
+    const bytes = dataBytes(message.entries);
+    const head = previous === undefined || previous === null ? undefined : result[previous.at];
+    if (previous && head?.type === "app" && chains(head, message) && previous.bytes + bytes <= coalescedAppendBytesMax) {
+      result[previous.at] = merge(head, message);
+      previous.bytes += bytes;
+      continue;
+    }
+    result.push(message);
+    lastAppend.set(message.to, { at: result.length - 1, bytes });
+  }
+  return result;
+}
+
+/** `next` continues `first`: same term, and its previous entry is `first`'s last one. */
+function chains(first: AppendMessage, next: AppendMessage): boolean {
+  if (first.term !== next.term || first.from !== next.from) return false;
+  const last = first.entries[first.entries.length - 1];
+  const lastIndex = last?.index ?? first.index;
+  const lastTerm = last?.term ?? first.logTerm;
+  return next.index === lastIndex && next.logTerm === lastTerm;
+}
+
+function merge(first: AppendMessage, next: AppendMessage): AppendMessage {
+  return { ...first, entries: [...first.entries, ...next.entries], commit: Math.max(first.commit, next.commit) };
+}
+
+function dataBytes(entries: readonly Entry[]): number {
+  let bytes = 0;
+  for (const entry of entries) bytes += entry.data.byteLength;
+  return bytes;
+}
