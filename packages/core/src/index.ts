@@ -66,6 +66,7 @@ export { keyStateViolation } from "./keystate/invariants.js";
 export {
   apisMax,
   connectionsPerRecordMax,
+  creditsMax,
   identitiesMax,
   keysMax,
   metaJsonLengthMax,

@@ -20,6 +20,8 @@ const routes: RouteSpec[] = [
   { method: "POST", url: "/v1/keys.setPermissions", fields: ["keyId", "permissions"] },
   { method: "POST", url: "/v1/keys.setRoles", fields: ["keyId", "roles"] },
   { method: "POST", url: "/v1/keys.whoami", fields: ["key"] },
+  { method: "POST", url: "/v1/keys.updateRemaining", fields: ["keyId", "op", "value"] },
+  { method: "POST", url: "/v1/apis.deleteApi", fields: ["apiId"] },
   { method: "GET", url: "/v1/keys.getKey", fields: ["keyId", "decrypt"] },
   { method: "POST", url: "/v1/apis.createApi", fields: ["name"] },
   { method: "GET", url: "/v1/apis.getApi", fields: ["apiId"] },
@@ -66,7 +68,7 @@ function expectWellFormed(response: LightMyRequestResponse): void {
 /** Values that are plausible for some field somewhere, plus anything JSON. */
 const fieldValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
-  fc.constantFrom("", "ab", "abc", "*", "api_root", "default", "daily", "monthly", "fast", -1, 0, 1, 1.5, 1000, 2 ** 53, 1e308, null, true, [], {}),
+  fc.constantFrom("", "ab", "abc", "*", "api_root", "default", "daily", "monthly", "fast", "increment", "decrement", "set", -1, 0, 1, 1.5, 1000, 1e12, 2 ** 53, 1e308, null, true, [], {}),
   fc.constant(null).map(() => realKey),
   fc.constant(null).map(() => realKeyId),
   fc.constant(null).map(() => apiId),

@@ -114,6 +114,33 @@ describe("keys", () => {
   });
 });
 
+describe("updateRemaining and deleteApi", () => {
+  it("updateRemaining sets, increments and floors decrements at 0", async () => {
+    h = await harness();
+    const { keyId, key } = await h.createKey({ remaining: 2 });
+    expect((await h.post("/v1/keys.updateRemaining", { keyId, op: "increment", value: 3 })).json()).toEqual({ remaining: 5 });
+    expect((await h.post("/v1/keys.updateRemaining", { keyId, op: "decrement", value: 9 })).json()).toEqual({ remaining: 0 });
+    expect((await h.post("/v1/keys.verifyKey", { key }, null)).json()).toMatchObject({ code: "USAGE_EXCEEDED" });
+    expect((await h.post("/v1/keys.updateRemaining", { keyId, op: "set", value: null })).json()).toEqual({ remaining: null });
+    expect(errorOf(await h.post("/v1/keys.updateRemaining", { keyId, op: "increment", value: 1 })).message)
+      .toBe("cannot increment a key with unlimited remaining requests, please 'set' a value instead.");
+    expect(errorOf(await h.post("/v1/keys.updateRemaining", { keyId, op: "add", value: 1 })).message)
+      .toBe("op: Invalid enum value. Expected 'increment' | 'decrement' | 'set', received 'add'");
+    expect((await h.post("/v1/keys.updateRemaining", { keyId: "key_nope", op: "set", value: 1 }, null)).statusCode).toBe(404);
+  });
+
+  it("deleteApi removes the api and its keys; api_root is delete protected", async () => {
+    h = await harness();
+    const { apiId, key } = await h.createKey({});
+    expect((await h.post("/v1/apis.deleteApi", { apiId })).json()).toEqual({});
+    expect((await h.post("/v1/keys.verifyKey", { key }, null)).json()).toMatchObject({ code: "NOT_FOUND" });
+    const protectedApi = await h.post("/v1/apis.deleteApi", { apiId: "api_root" });
+    expect(protectedApi.statusCode).toBe(412);
+    expect(errorOf(protectedApi)).toMatchObject({ code: "DELETE_PROTECTED", message: "api api_root is protected from deletions" });
+    expect(errorOf(await h.post("/v1/apis.deleteApi", { apiId })).code).toBe("NOT_FOUND");
+  });
+});
+
 describe("ratelimits", () => {
   it("limit auto-creates the namespace and applies overrides with deterministic precedence", async () => {
     h = await harness();

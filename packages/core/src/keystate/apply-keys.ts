@@ -14,7 +14,7 @@ import type {
   UpdateRemainingCommand,
 } from "./commands.js";
 import { creditsAt, withRefillApplied } from "./credits-view.js";
-import { identitiesMax, keysMax } from "./limits.js";
+import { creditsMax, identitiesMax, keysMax } from "./limits.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
 import { sortedUnique } from "./state.js";
@@ -227,6 +227,7 @@ export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCo
   if (remaining === null && key.refill !== null) {
     return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
   }
+  if (remaining !== null && remaining > creditsMax) return commandError("BAD_REQUEST", `remaining must be at most ${creditsMax}`);
   state.keys.set(key.id, { ...key, remaining, updatedAtMs: command.nowMs });
   return { ok: true, remaining };
 }

@@ -16,3 +16,5 @@ export const ratelimitsPerRecordMax = 32;
 export const stringLengthMax = 1_024;
 /** JSON text of a `meta` object (upstream's 64k rule for identities, applied everywhere). */
 export const metaJsonLengthMax = 64_000;
+/** Largest credit balance a key may hold, so every ledger sum stays an exact (safe) integer. */
+export const creditsMax = 2 ** 50;

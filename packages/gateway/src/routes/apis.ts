@@ -6,7 +6,8 @@ import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { notFound } from "../errors.js";
-import { createApiBody, createApiResponse, getApiQuery, getApiResponse } from "../schemas/apis.js";
+import { createApiBody, createApiResponse, deleteApiBody, getApiQuery, getApiResponse } from "../schemas/apis.js";
+import { emptyResponse } from "../schemas/keys.js";
 import { workspaceId } from "./guards.js";
 
 export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): void {
@@ -25,5 +26,13 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     const api = deps.state.apis.get(query.apiId);
     if (api === undefined) throw notFound(`api ${query.apiId} not found`);
     return reply.header(requestIdHeader, request.id).send({ id: api.id, workspaceId, name: api.name });
+  });
+
+  // Deletes the api and all its keys; api_root is protected (412 DELETE_PROTECTED).
+  app.post("/v1/apis.deleteApi", { schema: { body: deleteApiBody, response: emptyResponse } }, async (request, reply) => {
+    const body = request.body as { apiId: string };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
+    await ctx.submit({ type: "deleteApi", apiId: body.apiId });
+    return reply.header(requestIdHeader, request.id).send({});
   });
 }

@@ -17,6 +17,8 @@ import {
   setPermissionsBody,
   setRolesBody,
   updateKeyBody,
+  updateRemainingBody,
+  updateRemainingResponse,
 } from "../schemas/keys.js";
 import { checkMeta } from "./guards.js";
 
@@ -165,6 +167,16 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     requireRootAdmin(auth, key.apiId);
     await ctx.submit({ type: "deleteKey", keyId: key.id });
     return sendWithId(request, reply, {});
+  });
+
+  app.post("/v1/keys.updateRemaining", { schema: { body: updateRemainingBody, response: updateRemainingResponse } }, async (request, reply) => {
+    const body = request.body as { keyId: string; op: "increment" | "decrement" | "set"; value: number | null };
+    const key = deps.state.keys.get(body.keyId);
+    if (key === undefined) throw notFound(`key ${body.keyId} not found`);
+    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`));
+    requireRootAdmin(auth, key.apiId);
+    const outcome = await ctx.submit({ type: "updateRemaining", keyId: key.id, op: body.op, value: body.value, nowMs: deps.nowMs() });
+    return sendWithId(request, reply, { remaining: outcome.remaining ?? null });
   });
 
   const replaceRoute = (kind: "permission" | "role") => {

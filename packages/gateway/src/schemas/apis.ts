@@ -33,3 +33,5 @@ export const livenessResponse = responses({
   },
   required: ["status", "services"],
 });
+
+export const deleteApiBody = { type: "object", properties: { apiId: text(1) }, required: ["apiId"] } as const;

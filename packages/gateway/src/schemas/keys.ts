@@ -247,3 +247,19 @@ export const keyResponse = responses({
   },
   required: ["id", "start", "workspaceId", "createdAt"],
 });
+
+export const updateRemainingBody = {
+  type: "object",
+  properties: {
+    keyId: text(1),
+    op: { type: "string", enum: ["increment", "decrement", "set"] },
+    value: nullable(int(0)),
+  },
+  required: ["keyId", "op", "value"],
+} as const;
+
+export const updateRemainingResponse = responses({
+  type: "object",
+  properties: { remaining: { type: ["integer", "null"] } },
+  required: ["remaining"],
+});
