@@ -39,9 +39,30 @@ async function whoami(baseUrl: string, key: string): Promise<{ status: number; b
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
-async function stop(running: NodeProcess): Promise<number | NodeJS.Signals> {
-  running.child.kill("SIGTERM");
+async function stop(running: NodeProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<number | NodeJS.Signals> {
+  running.child.kill(signal);
   return running.exited;
+}
+
+/** Verifies `key` from `workers` loops until told to halt or the node stops answering; counts the VALID answers. */
+function verificationTraffic(unkey: Unkey, key: string, creditsGranted: number, workers: number) {
+  const counts = { valid: 0, lowestReported: creditsGranted, halted: false };
+  const worker = async () => {
+    while (!counts.halted) {
+      const res = await unkey.keys.verify({ key }).catch(() => null);
+      if (res === null || res.error !== undefined) return; // the node is gone or closing (503)
+      if (res.result.valid) {
+        counts.valid += 1;
+        counts.lowestReported = Math.min(counts.lowestReported, res.result.remaining ?? creditsGranted);
+      }
+    }
+  };
+  const done = Promise.all(Array.from({ length: workers }, worker));
+  return { counts, done };
+}
+
+async function untilValid(counts: { valid: number }, wanted: number): Promise<void> {
+  while (counts.valid < wanted) await new Promise((resolve) => setTimeout(resolve, 5));
 }
 
 // State created in the first phase and checked after each restart.
@@ -167,35 +188,38 @@ describe("single node end to end", () => {
   it("keeps every acknowledged credit spend across kill -9 during verification traffic", async () => {
     const unkey = client(node!.baseUrl);
     const creditsGranted = 2000;
-    const key = ok(await unkey.keys.create({ apiId: made.apiId, name: "crash", remaining: creditsGranted }));
     const workers = 8;
-    let acknowledgedSpends = 0;
-    let lowestReported = creditsGranted;
-    let halted = false;
-    const worker = async () => {
-      while (!halted) {
-        const res = await unkey.keys.verify({ key: key.key }).catch(() => null);
-        if (res === null || res.error !== undefined) return; // the node is gone
-        if (res.result.valid) {
-          acknowledgedSpends += 1;
-          lowestReported = Math.min(lowestReported, res.result.remaining ?? creditsGranted);
-        }
-      }
-    };
-    const running = Array.from({ length: workers }, worker);
-    while (acknowledgedSpends < 200) await new Promise((resolve) => setTimeout(resolve, 5));
+    const key = ok(await unkey.keys.create({ apiId: made.apiId, name: "crash", remaining: creditsGranted }));
+    const traffic = verificationTraffic(unkey, key.key, creditsGranted, workers);
+    await untilValid(traffic.counts, 200);
     node!.child.kill("SIGKILL");
-    halted = true;
-    await Promise.all(running);
+    traffic.counts.halted = true;
+    await traffic.done;
     expect(await node!.exited).toBe("SIGKILL");
 
     node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
     const after = ok(await client(node.baseUrl).keys.get({ keyId: key.keyId })).remaining!;
     // Nothing acknowledged was lost ...
-    expect(after).toBeLessThanOrEqual(creditsGranted - acknowledgedSpends);
-    expect(after).toBeLessThanOrEqual(lowestReported);
+    expect(after).toBeLessThanOrEqual(creditsGranted - traffic.counts.valid);
+    expect(after).toBeLessThanOrEqual(traffic.counts.lowestReported);
     // ... and at most the requests in flight at the kill were spent without an answer.
-    expect(after).toBeGreaterThanOrEqual(creditsGranted - acknowledgedSpends - workers);
+    expect(after).toBeGreaterThanOrEqual(creditsGranted - traffic.counts.valid - workers);
+  });
+
+  it("on SIGTERM under traffic answers what it accepted, exits 0, and keeps exactly the answered spends", async () => {
+    const unkey = client(node!.baseUrl);
+    const creditsGranted = 2000;
+    const key = ok(await unkey.keys.create({ apiId: made.apiId, name: "graceful", remaining: creditsGranted }));
+    const traffic = verificationTraffic(unkey, key.key, creditsGranted, 8);
+    await untilValid(traffic.counts, 100);
+    expect(await stop(node!)).toBe(0);
+    traffic.counts.halted = true;
+    await traffic.done;
+
+    node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
+    const after = ok(await client(node.baseUrl).keys.get({ keyId: key.keyId })).remaining!;
+    // In-flight requests were finished and answered before the exit: no spend went unanswered.
+    expect(after).toBe(creditsGranted - traffic.counts.valid);
     expect(await stop(node)).toBe(0);
     node = null;
   });
@@ -224,7 +248,7 @@ describe("root key bootstrap", () => {
     const second = await startNode(dir);
     expect(second.stdout()).not.toMatch(/root key \(shown once/);
     expect(ok(await client(second.baseUrl, generated).apis.create({ name: "boot-api-2" })).apiId).toMatch(/^api_/);
-    expect(await stop(second)).toBe(0);
+    expect(await stop(second, "SIGINT")).toBe(0);
   });
 
   it("refuses an invalid configuration with exit code 2 and a message naming the variable", async () => {

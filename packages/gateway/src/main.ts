@@ -15,6 +15,8 @@ import { openStoreDb, type StoreDb } from "./store/level-db.js";
 
 export const exitCodeFatal = 1;
 export const exitCodeConfig = 2;
+/** How often a shutting-down server closes connections that went idle after their last response. */
+const idleReapIntervalMs = 50;
 
 interface Node {
   close(): Promise<void>;
@@ -81,7 +83,15 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: Error)
     logger.info({ address }, "keyraft listening");
     return {
       async close() {
-        await app.close(); // stop accepting; in-flight requests finish
+        // fastify closes the idle keep-alive connections once, when close starts; a connection
+        // busy then goes idle after its response and would hold the server open until the
+        // keep-alive timeout. Reap those as they appear.
+        const reaper = setInterval(() => app.server.closeIdleConnections(), idleReapIntervalMs);
+        try {
+          await app.close(); // stop accepting; in-flight requests finish
+        } finally {
+          clearInterval(reaper);
+        }
         await log.close(); // every acknowledged command is already durable; wait for the rest
         await counters.close();
         await db.close();

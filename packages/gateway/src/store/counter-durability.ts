@@ -7,6 +7,7 @@
 //
 // Layout: sublevel `rl`, key = limiter key + "\0" + bucketStartMs as 16 hex digits (fixed width,
 // so the split is unambiguous), value = msgpack TouchedBucket with `count` = the reservation.
+import { assert } from "@keyraft/core";
 import type { CounterDurability, TouchedBucket } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey } from "./codec.js";
 import { closedError, corruptError, overloadedError } from "./errors.js";
@@ -126,7 +127,9 @@ export class LevelCounterDurability implements CounterDurability {
         waits.add(reservation.queuedDone);
         continue;
       }
-      grown.push({ reservation: reservation ?? this.newReservation(id, bucket), count: reservationFor(bucket) });
+      const count = reservationFor(bucket);
+      assert(count >= bucket.count, "reservations: a reservation covers the count it was taken for");
+      grown.push({ reservation: reservation ?? this.newReservation(id, bucket), count });
     }
     if (grown.length > 0) {
       const written = this.writeReservations(grown);

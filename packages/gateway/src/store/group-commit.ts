@@ -2,6 +2,7 @@
 // written, new items queue; the next batch takes every queued item up to the batch bounds.
 // Writes never overlap (abstract-level defines no order between concurrent writes), so batches
 // reach the disk in the order their items were queued.
+import { assert } from "@keyraft/core";
 import type { StoreOp, SyncedBatchWrite } from "./level-db.js";
 import { failedError } from "./errors.js";
 
@@ -110,6 +111,7 @@ export class GroupCommitWriter {
       this.stats.batchesWritten += 1;
       this.stats.itemsWritten += batch.length;
       this.pending -= batch.length;
+      assert(this.pending >= this.queued(), "group commit: pending counts every queued item");
       for (const item of batch) item.resolve();
     }
     this.writing = false;
@@ -133,7 +135,7 @@ export class GroupCommitWriter {
       this.queue.splice(0, this.queueHead);
       this.queueHead = 0;
     }
-    if (batch.length === 0) throw new Error(`${this.what}: empty batch taken from a non-empty queue`);
+    assert(batch.length >= 1 && batch.length <= this.limits.batchEntriesMax, "group commit: a batch holds 1..batchEntriesMax items");
     return batch;
   }
 

@@ -8,6 +8,7 @@
 // Invariant on disk, after every batch: the log holds exactly the indexes
 // snap.index + 1 .. lastIndex, contiguous. A snapshot and the deletion of the entries it covers
 // are one atomic batch, so a crash at any point leaves either the old or the new pair.
+import { assert } from "@keyraft/core";
 import type { CommandLog, ReplicatedStateMachine } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey, parseLogIndexKey, replaysEqual } from "./codec.js";
 import { closedError, corruptError, overloadedError, unencodableError } from "./errors.js";
@@ -66,6 +67,7 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
     private readonly options: Required<CommandLogOptions>,
     recovered: { lastIndex: number; snapshotIndex: number },
   ) {
+    assert(recovered.lastIndex >= recovered.snapshotIndex, "command log: the log ends at or after the snapshot");
     this.lastIndex = recovered.lastIndex;
     this.snapshotIndex = recovered.snapshotIndex;
     this.writer = new GroupCommitWriter(what, options.write, options, options.onFatal);
@@ -139,6 +141,7 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
   // The machine is at exactly `index` here (apply is synchronous), so its snapshot is the state
   // after `index`. Queued behind entry `index`, it reaches the disk with or after that entry.
   private takeSnapshot(index: number): void {
+    assert(index === this.lastIndex && index > this.snapshotIndex, "command log: a snapshot covers new entries up to the last one");
     const stored: StoredSnapshot = { index, state: this.machine.snapshot() };
     const value = encodeValue(stored);
     const ops: StoreOp[] = [{ type: "put", sublevel: this.snapLevel, key: snapshotKey, value }];
