@@ -66,6 +66,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     if (first !== undefined) {
       const offset = this.live.snapshot.metadata.index + 1;
       assert(first.index >= offset && first.index <= this.lastIndex() + 1, `append at ${first.index} leaves a gap`);
+      entries.forEach((entry, i) => assert(entry.index === first.index + i, "appended entries must be contiguous"));
       this.live.entries = this.live.entries.slice(0, first.index - offset).concat(entries);
     }
     if (hardState !== null) this.live.hardState = { ...hardState };

@@ -35,10 +35,10 @@ export class InteractionEnv {
   readonly cutLinks = new Set<string>();
   output: string[] = [];
 
-  addNode(config: RaftConfig): EnvNode {
+  /** Adds a node; `storage` may come preloaded (hand-built logs for scenario tests). */
+  addNode(config: RaftConfig, storage: SimStorage = new SimStorage()): EnvNode {
     assert(!this.nodes.has(config.id), `node ${config.id} exists`);
     const full: RaftConfig = { random: new Xoshiro128(seedFromString(config.id)), ...config };
-    const storage = new SimStorage();
     const node: EnvNode = { id: config.id, config: full, storage, raw: new RawNode(full, storage), app: new SimApp(), applied: [] };
     this.nodes.set(config.id, node);
     return node;
