@@ -129,6 +129,17 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     expect(limiter.peek([check("k", 0, 10, 1000)], 5_200)[0]!.remaining).toBe(5);
   });
 
+  it("restores, for a key with buckets of two durations, the newer bucket's duration, in any order", () => {
+    const older = { key: "k", limit: 5, durationMs: 1000, bucketStartMs: 1_000, count: 5 };
+    const newer = { key: "k", limit: 5, durationMs: 2000, bucketStartMs: 1_400, count: 2 };
+    for (const order of [[older, newer], [newer, older]]) {
+      const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
+      for (const bucket of order) limiter.restoreBucket(bucket);
+      expect(limiter.snapshot(1_500)).toEqual([newer]);
+      expect(limiter.peek([check("k", 3, 5, 2000)], 1_500)[0]).toMatchObject({ success: true, remaining: 3 });
+    }
+  });
+
   it("judges duplicate keys in one call with the earlier costs added", () => {
     const limiter = new SlidingWindowLimiter();
     const result = limiter.limit([check("k", 3, 5), check("k", 3, 5)], 0);

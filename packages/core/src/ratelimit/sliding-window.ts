@@ -189,16 +189,23 @@ export class SlidingWindowLimiter {
   /**
    * Restores a persisted bucket: its count becomes max(current, min(b.count, b.limit)), so
    * restoring never lowers a count (a restart never admits more; a count above the limit, e.g. a
-   * reservation, is clamped to the limit, which already refuses every cost > 0). The limiter's clock moves to at least the
-   * bucket's start. Restore with the same bucketsPerWindow the buckets were written with; a
-   * bucket start that is not on this limiter's grid is put in the later bucket it overlaps.
+   * reservation, is clamped to the limit, which already refuses every cost > 0). The limiter's
+   * clock moves to at least the bucket's start. Restore with the same bucketsPerWindow the
+   * buckets were written with; a bucket start off this limiter's grid is put in the later bucket
+   * it overlaps. When a key has buckets of two durations, the newer bucket's duration wins, as
+   * live: an admission with a new duration starts the key afresh. Restore does not evict, and
+   * is bounded by what was persisted.
    */
   restoreBucket(b: TouchedBucket): void {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
     let entry = this.entries.get(b.key);
-    if (entry === undefined || entry.durationMs !== b.durationMs) {
+    if (entry !== undefined && entry.durationMs !== b.durationMs) {
+      if (b.bucketStartMs < entry.headBucket * entry.widthMs) return; // an older duration: dead live too
+      entry = undefined;
+    }
+    if (entry === undefined) {
       entry = this.newEntry(b.limit, b.durationMs, 0);
       this.entries.set(b.key, entry);
     }
