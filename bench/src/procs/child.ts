@@ -24,6 +24,8 @@ export interface StartOptions {
   ready: () => Promise<boolean>;
   /** Clean-up after the process has exited (e.g. remove its data dir); also runs on Ctrl-C. */
   afterStop?: () => Promise<void>;
+  /** Time between SIGTERM and SIGKILL (default limits.stopTimeoutMs). */
+  stopTimeoutMs?: number;
 }
 
 const running = new Set<StartedProcess>();
@@ -61,7 +63,7 @@ export async function startProcess(options: StartOptions): Promise<StartedProces
     recentOutput: () => lines.join("\n"),
     exited: () => exited,
     stop: () => {
-      stopping ??= stopChild(child, exit, () => exited)
+      stopping ??= stopChild(child, exit, () => exited, options.stopTimeoutMs ?? limits.stopTimeoutMs)
         .then(() => options.afterStop?.())
         .finally(() => running.delete(started));
       return stopping;
@@ -87,10 +89,10 @@ export async function startProcess(options: StartOptions): Promise<StartedProces
   }
 }
 
-async function stopChild(child: ChildProcess, exit: Promise<void>, exited: () => boolean): Promise<void> {
+async function stopChild(child: ChildProcess, exit: Promise<void>, exited: () => boolean, timeoutMs: number): Promise<void> {
   if (exited() || child.exitCode !== null || child.signalCode !== null) return;
   child.kill("SIGTERM");
-  const timer = setTimeout(() => { if (!exited()) child.kill("SIGKILL"); }, limits.stopTimeoutMs);
+  const timer = setTimeout(() => { if (!exited()) child.kill("SIGKILL"); }, timeoutMs);
   await exit;
   clearTimeout(timer);
 }
