@@ -251,6 +251,14 @@ describe("root key bootstrap", () => {
     expect(await stop(second, "SIGINT")).toBe(0);
   });
 
+  it("exits at once with code 1 on a second signal during shutdown", async () => {
+    const running = await startNode(dir);
+    running.child.kill("SIGTERM");
+    running.child.kill("SIGINT"); // arrives while the first shutdown is still closing
+    expect(await running.exited).toBe(1);
+    expect(running.stdout()).toMatch(/second signal/);
+  });
+
   it("refuses an invalid configuration with exit code 2 and a message naming the variable", async () => {
     const { spawnNode } = await import("./node-process.js");
     const bad = spawnNode({ PORT: "not-a-port", KEYRAFT_DATA_DIR: dir, KEYRAFT_ROOT_KEY: "tinysecret" });

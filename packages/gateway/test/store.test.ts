@@ -179,6 +179,26 @@ describe("LevelCommandLog", () => {
     await log.close();
   });
 
+  it("stops filling a batch at batchBytesMax (a lone larger entry is still written)", async () => {
+    const db = await openDb(await freshDir());
+    const batchSizes: number[] = [];
+    const real = syncedBatchWrite(db);
+    const entryBytes = encodeValue(add("n0")).byteLength;
+    const log = await openLog(db, newMachine(), {
+      batchBytesMax: 3 * entryBytes, // exactly three entries fit
+      write: (ops) => {
+        batchSizes.push(ops.length);
+        return real(ops);
+      },
+    });
+    await Promise.all(Array.from({ length: 7 }, (_, i) => log.append(add(`n${i}`))));
+    expect(batchSizes).toEqual([3, 3, 1]);
+    const big: Command = { type: "blob", name: "big", data: new Uint8Array(10 * entryBytes), tags: new Map() };
+    await Promise.all([log.append(big), log.append(add("n1"))]);
+    expect(batchSizes.slice(3)).toEqual([1, 1]);
+    await log.close();
+  });
+
   it("rejects appends past queueEntriesMax without applying them, and accepts again once drained", async () => {
     const db = await openDb(await freshDir());
     const machine = newMachine();
