@@ -75,7 +75,6 @@ export {
   permissionsMax,
   ratelimitsPerRecordMax,
   rolesMax,
-  stringLengthMax,
 } from "./keystate/limits.js";
 export { decideVerification } from "./verify/decide.js";
 export type {

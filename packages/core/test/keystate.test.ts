@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyCommand, createKeyState, ROOT_API_ID, snapshotKeyState, type KeyCommand, type KeyState } from "@keyraft/core";
+import { applyCommand, connectionsPerRecordMax, createKeyState, ratelimitsPerRecordMax, ROOT_API_ID, snapshotKeyState, type KeyCommand, type KeyState } from "@keyraft/core";
 
 const nowMs = Date.UTC(2026, 0, 10);
 
@@ -98,5 +98,20 @@ describe("key state commands", () => {
     expect(applyCommand(s, { type: "spendCredits", keyId: "key_1", cost: 5, nowMs })).toEqual({ ok: true, remaining: 0 });
     expect(applyCommand(s, { type: "spendCredits", keyId: "key_1", cost: 1, nowMs })).toMatchObject({ ok: false, code: "USAGE_EXCEEDED" });
     expect(s.keys.get("key_1")!.remaining).toBe(0);
+  });
+
+  it("bounds connections per key and limits per identity: at the limit and one past it", () => {
+    const s = state();
+    const refs = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `p_${i}`, newId: `perm_n${i}`, create: true }));
+    const before = snapshotKeyState(s);
+    expect(applyCommand(s, { type: "setPermissions", keyId: "key_1", allowCreate: true, nowMs, refs: refs(connectionsPerRecordMax + 1) }))
+      .toMatchObject({ ok: false, code: "BAD_REQUEST" });
+    expect(snapshotKeyState(s)).toEqual(before);
+    expect(applyCommand(s, { type: "setPermissions", keyId: "key_1", allowCreate: true, nowMs, refs: refs(connectionsPerRecordMax) }).ok).toBe(true);
+    expect(s.keys.get("key_1")!.permissionIds).toHaveLength(connectionsPerRecordMax);
+    const limits = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `l_${i}`, limit: 1, durationMs: 1000 }));
+    const create = { type: "createIdentity", environment: "default", meta: null, nowMs } as const;
+    expect(applyCommand(s, { ...create, identityId: "id_a", externalId: "a", ratelimits: limits(ratelimitsPerRecordMax + 1) })).toMatchObject({ ok: false });
+    expect(applyCommand(s, { ...create, identityId: "id_a", externalId: "a", ratelimits: limits(ratelimitsPerRecordMax) }).ok).toBe(true);
   });
 });

@@ -12,8 +12,6 @@ export const overridesMax = 1_000_000;
 export const connectionsPerRecordMax = 1_000;
 /** Named rate limits on one key or one identity. */
 export const ratelimitsPerRecordMax = 32;
-/** Identifiers, names, slugs, external ids, prefixes: bound on every string a command stores. */
-export const stringLengthMax = 1_024;
 /** JSON text of a `meta` object (upstream's 64k rule for identities, applied everywhere). */
 export const metaJsonLengthMax = 64_000;
 /** Largest credit balance a key may hold, so every ledger sum stays an exact (safe) integer. */
