@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { keyStateMachine, snapshotKeyState } from "@keyraft/core";
 import { errorStatusByCode } from "@keyraft/gateway";
 import { afterEach, describe, expect, it } from "vitest";
@@ -17,6 +18,14 @@ describe("error registry", () => {
       BAD_REQUEST: 400, UNAUTHORIZED: 403, FORBIDDEN: 403, INSUFFICIENT_PERMISSIONS: 403, NOT_FOUND: 404, CONFLICT: 409,
       PRECONDITION_FAILED: 412, DELETE_PROTECTED: 412, RATE_LIMITED: 429, INTERNAL_SERVER_ERROR: 500,
     });
+  });
+
+  it("documents every code in docs/api.md", () => {
+    const docs = readFileSync(new URL("../../../docs/api.md", import.meta.url), "utf8");
+    for (const code of Object.keys(errorStatusByCode)) {
+      if (code === "METHOD_NOT_ALLOWED") continue; // never produced: unknown methods are 404
+      expect(docs, code).toContain(code);
+    }
   });
 });
 
