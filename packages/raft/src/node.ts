@@ -206,6 +206,7 @@ export class RaftNode {
   }
 
   private request<T>(what: string, input: (waiter: Waiter<T>) => Input, full: boolean): Promise<T> {
+    if (this.state === "new") return Promise.reject(new RaftNodeError("RAFT_ERR_NOT_STARTED", `${what} before start()`));
     if (this.state !== "running") return Promise.reject(new ShuttingDownError(what));
     if (full || this.inbox.length >= driverLimits.inboxMax) {
       return Promise.reject(new RaftNodeError("RAFT_ERR_PENDING_FULL", `${what}: too many pending requests`, { leader: this.leader }));
