@@ -31,7 +31,7 @@ export type {
 } from "./core/messages.js";
 export type { Ready, ReadState, SoftState, Role } from "./core/ready.js";
 export { isReadyEmpty } from "./core/ready.js";
-export type { RaftConfig } from "./core/config.js";
+export type { RaftConfig, RaftLogger } from "./core/config.js";
 export type { Status, ProgressStatus, ProgressState } from "./core/status.js";
 export type { ProposalId } from "./core/raft.js";
 export { RawNode } from "./core/raw-node.js";

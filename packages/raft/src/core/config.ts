@@ -2,6 +2,16 @@ import { assert } from "./assert.js";
 import { Xoshiro128, seedFromString, type Random } from "./prng.js";
 import type { NodeId } from "./types.js";
 
+/** The logger the core accepts: object-first, a subset of pino's API (etcd's tiny Logger). Default: silent. */
+export interface RaftLogger {
+  debug(fields: object, message: string): void;
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+const ignore = (): void => undefined;
+export const silentRaftLogger: RaftLogger = { debug: ignore, info: ignore, warn: ignore };
+
 /** Hard upper bounds; a config above them is rejected (limits on everything). */
 export const electionTicksMax = 10_000;
 export const maxInflightMsgsMax = 4_096;
@@ -47,6 +57,8 @@ export interface RaftConfig {
   applied?: number;
   /** Randomness for election jitter. Default: xoshiro128** seeded from a hash of `id` (deterministic). */
   random?: Random;
+  /** Role changes, step-downs, membership and snapshot events. Never receives entry data. Default: silent. */
+  logger?: RaftLogger;
 }
 
 /** The config with every default filled in and every bound checked. */
@@ -66,6 +78,7 @@ export interface ResolvedConfig {
   maxEntryBytes: number;
   applied: number | null;
   random: Random;
+  logger: RaftLogger;
 }
 
 export function resolveConfig(config: RaftConfig): ResolvedConfig {
@@ -85,6 +98,7 @@ export function resolveConfig(config: RaftConfig): ResolvedConfig {
     maxEntryBytes: config.maxEntryBytes ?? 4 << 20,
     applied: config.applied ?? null,
     random: config.random ?? new Xoshiro128(seedFromString(config.id)),
+    logger: config.logger ?? silentRaftLogger,
   };
   validateConfig(resolved);
   return resolved;

@@ -74,7 +74,8 @@ export class Raft {
     this.vote = hardState.vote;
     const applied = config.applied ?? this.log.applied;
     assert(applied >= this.log.applied && applied <= this.log.committed, `applied ${applied} outside [snapshot, commit]`);
-    this.replayConfChanges(this.log.applied, applied);
+    // initialState().conf is the membership as of the snapshot; later applied conf entries are replayed.
+    this.replayConfChanges(Math.max(this.log.applied, storage.snapshot().metadata.index), applied);
     this.log.applied = applied;
     this.becomeFollower(this.term, "");
     const fresh = hardState.term === 0 && this.log.lastIndex() === 0 && this.log.firstIndex() === 1;
@@ -140,6 +141,7 @@ export class Raft {
     if (this.electionElapsed >= this.config.electionTicks) {
       this.electionElapsed = 0;
       if (this.config.checkQuorum && !this.quorumActive()) {
+        this.config.logger.warn({ id: this.id, term: this.term }, "raft: leader lost contact with a quorum; stepping down");
         this.becomeFollower(this.term, "");
         return;
       }
@@ -393,6 +395,7 @@ export class Raft {
     } else {
       this.log.restore(result);
       this.conf = copyConf(result.metadata.conf);
+      this.config.logger.info({ id: this.id, term: this.term, index, bytes: result.data.byteLength }, "raft: restored a snapshot from the leader");
       this.send({ type: "appResp", to: m.from, index: this.log.lastIndex(), reject: false, rejectHint: 0, logTerm: 0 });
       return;
     }
@@ -726,6 +729,7 @@ export class Raft {
   }
 
   private becomeFollower(term: number, leader: NodeId): void {
+    if (this.role === "leader") this.config.logger.info({ id: this.id, term, leader }, "raft: leader stepping down");
     this.reset(term);
     this.leader = leader;
     this.role = "follower";
@@ -751,6 +755,7 @@ export class Raft {
     this.reset(this.term);
     this.leader = this.id;
     this.role = "leader";
+    this.config.logger.info({ id: this.id, term: this.term, lastIndex: this.log.lastIndex() }, "raft: became leader");
     const next = this.log.lastIndex() + 1;
     for (const id of this.conf.voters) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, false));
     for (const id of this.conf.learners) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, true));
@@ -770,6 +775,7 @@ export class Raft {
   private applyConfEntry(entry: Entry): void {
     const change = decodeConfChange(entry.data);
     this.conf = applyConfChange(this.conf, change);
+    this.config.logger.info({ id: this.id, term: this.term, index: entry.index, change, conf: this.conf }, "raft: applied a membership change");
     if (this.role !== "leader") return;
     const next = this.log.lastIndex() + 1;
     for (const id of [...this.progress.keys()]) {
