@@ -3,16 +3,17 @@
 
 import { assert } from "../assert.js";
 import { clearKeyState, createKeyState } from "./state.js";
-import type {
-  ApiRecord,
-  IdentityRecord,
-  JsonObject,
-  KeyRecord,
-  KeyState,
-  NamespaceRecord,
-  OverrideRecord,
-  PermissionRecord,
-  RoleRecord,
+import {
+  ROOT_API_ID,
+  type ApiRecord,
+  type IdentityRecord,
+  type JsonObject,
+  type KeyRecord,
+  type KeyState,
+  type NamespaceRecord,
+  type OverrideRecord,
+  type PermissionRecord,
+  type RoleRecord,
 } from "./types.js";
 
 export const snapshotVersion = 1;
@@ -112,6 +113,7 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
     state.overrideIdsByNamespace.set(override.namespaceId, index);
   }
   assert(state.keyIdByHash.size === state.keys.size, "restoreKeyState: key hashes are unique");
+  assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "restoreKeyState: the root api exists");
 }
 
 /** A fresh state from a snapshot. */
