@@ -190,6 +190,8 @@ describe("single node end to end", () => {
     const creditsGranted = 2000;
     const workers = 8;
     const key = ok(await unkey.keys.create({ apiId: made.apiId, name: "crash", remaining: creditsGranted }));
+    const limitCrash = (u: Unkey) => u.ratelimits.limit({ namespace: "e2e", identifier: "user_crash", limit: 3, duration: 60_000 });
+    for (let i = 0; i < 3; i++) expect(ok(await limitCrash(unkey)).success).toBe(true);
     const traffic = verificationTraffic(unkey, key.key, creditsGranted, workers);
     await untilValid(traffic.counts, 200);
     node!.child.kill("SIGKILL");
@@ -204,6 +206,8 @@ describe("single node end to end", () => {
     expect(after).toBeLessThanOrEqual(traffic.counts.lowestReported);
     // ... and at most the requests in flight at the kill were spent without an answer.
     expect(after).toBeGreaterThanOrEqual(creditsGranted - traffic.counts.valid - workers);
+    // The exhausted rate limit is still exhausted: a crash never lets a limit admit more.
+    expect(ok(await limitCrash(client(node.baseUrl))).success).toBe(false);
   });
 
   it("on SIGTERM under traffic answers what it accepted, exits 0, and keeps exactly the answered spends", async () => {
