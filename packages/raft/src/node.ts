@@ -74,6 +74,7 @@ export class RaftNode {
   private boundPort = 0;
   /** A commit-only hard state not yet written (see persist). */
   private deferredHardState: HardState | null = null;
+  private stopped: Promise<void> | null = null;
   private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
@@ -185,20 +186,27 @@ export class RaftNode {
     return { ...this.transport.stats(), droppedInputs: this.droppedInputs };
   }
 
-  /** Stops cleanly: pending requests are rejected (ShuttingDown), the loop finishes its Ready, then transport and storage close. */
-  async stop(): Promise<void> {
-    if (this.state === "stopped" || this.state === "stopping") return this.loopDone;
+  /** Stops cleanly: pending requests are rejected (ShuttingDown), the loop finishes its Ready, then transport and storage close. Idempotent. */
+  stop(): Promise<void> {
+    this.stopped ??= this.shutdown(() => new ShuttingDownError("request"));
+    return this.stopped;
+  }
+
+  private async shutdown(error: () => RaftNodeError): Promise<void> {
     const wasRunning = this.state === "running";
     this.state = "stopping";
     if (this.tickTimer !== null) clearInterval(this.tickTimer);
-    this.rejectEverything(() => new ShuttingDownError("request"));
+    this.rejectEverything(error);
     this.wakeLoop?.();
     if (wasRunning) await this.loopDone;
-    await this.transport.close();
-    if (this.deferredHardState !== null) await this.storage.append([], this.deferredHardState, true);
-    await this.storage.close();
-    this.state = "stopped";
-    this.logger.info({ id: this.id }, "raft node stopped");
+    try {
+      await this.transport.close();
+      if (this.deferredHardState !== null) await this.storage.append([], this.deferredHardState, true);
+    } finally {
+      await this.storage.close();
+      this.state = "stopped";
+      this.logger.info({ id: this.id }, "raft node stopped");
+    }
   }
 
   private changeMembership(change: ConfChange): Promise<{ index: number }> {
@@ -234,7 +242,8 @@ export class RaftNode {
     this.confChanges.expire(nowMs, timeout("membership change"));
     this.reads.expire(nowMs, timeout("readIndex"));
     for (const [to, waiters] of this.transfers) {
-      const alive = waiters.filter((waiter) => waiter.deadlineMs > nowMs || (waiter.reject(timeout(`transfer to ${to}`)()), false));
+      const alive = waiters.filter((waiter) => waiter.deadlineMs > nowMs);
+      for (const waiter of waiters) if (waiter.deadlineMs <= nowMs) waiter.reject(timeout(`transfer to ${to}`)());
       if (alive.length === 0) this.transfers.delete(to);
       else this.transfers.set(to, alive);
     }
@@ -436,10 +445,9 @@ export class RaftNode {
 
   private fatal(error: unknown): void {
     this.logger.error({ id: this.id, err: error instanceof Error ? error.message : String(error) }, "raft node: fatal error, stopping");
-    this.rejectEverything(() => new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "the node stopped on a fatal error", { cause: error }));
-    this.state = "stopping";
-    if (this.tickTimer !== null) clearInterval(this.tickTimer);
-    void this.transport.close().then(() => this.storage.close()).catch(() => undefined).finally(() => (this.state = "stopped"));
+    this.deferredHardState = null; // the storage may be what failed: write nothing more
+    this.loopDone = Promise.resolve();
+    this.stopped ??= this.shutdown(() => new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "the node stopped on a fatal error", { cause: error })).catch(() => undefined);
     this.options.onFatal?.(error);
   }
 }

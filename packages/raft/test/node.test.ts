@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { NotLeaderError, RaftNodeError } from "../src/errors.js";
+import { RaftNode } from "../src/node.js";
+import { MemoryStorage } from "../src/storage/memory-storage.js";
+import { RecordingMachine } from "./fixtures/in-process-cluster.js";
 import { bytes, connect, leaderOf, startCluster, startMember, until, type Member } from "./fixtures/in-process-cluster.js";
 
 let running: Member[] = [];
@@ -117,5 +120,41 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     await leader.node.stop();
     expect(await pending).toMatchObject({ code: expect.stringMatching(/SHUTTING_DOWN|NOT_LEADER|TIMEOUT/) });
     expect(await leader.node.propose(bytes("late")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
+  });
+});
+
+describe("RaftNode lifecycle", () => {
+  it("refuses requests before start() with RAFT_ERR_NOT_STARTED", async () => {
+    const node = new RaftNode({ id: "n1", storage: new MemoryStorage(), stateMachine: new RecordingMachine(), transport: { secret: "x".repeat(16), peers: {} } });
+    expect(await node.propose(bytes("early")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_NOT_STARTED" });
+    expect(() => node.status()).toThrow(/NOT_STARTED/);
+    await node.stop();
+  });
+
+  it("stops on a failing state machine: onFatal is called, pending proposals are rejected", async () => {
+    class Exploding extends RecordingMachine {
+      override apply(entry: Parameters<RecordingMachine["apply"]>[0]): void {
+        if (new TextDecoder().decode(entry.data) === "boom") throw new Error("the application failed");
+        super.apply(entry);
+      }
+    }
+    const fatal: unknown[] = [];
+    const node = new RaftNode({
+      id: "solo",
+      voters: ["solo"],
+      storage: new MemoryStorage(),
+      stateMachine: new Exploding(),
+      transport: { secret: "x".repeat(16), peers: {} },
+      tickMs: 5,
+      onFatal: (error) => fatal.push(error),
+    });
+    await node.start();
+    await until(() => node.status().role === "leader");
+    await node.propose(bytes("fine"));
+    const outcome = await node.propose(bytes("boom")).catch((e: unknown) => e);
+    expect(outcome).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
+    expect(fatal).toHaveLength(1);
+    expect(await node.propose(bytes("after")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
+    await node.stop();
   });
 });

@@ -17,9 +17,9 @@ export interface RaftNodeOptions {
   /** Stable storage, already opened (LevelStorage in production, MemoryStorage in tests). Closed by stop(). */
   storage: RaftStorage & RaftStorageWriter;
   stateMachine: StateMachine;
-  /** Voters of a brand-new cluster (ignored once storage holds a configuration). Default [id]. */
+  /** Voters of a brand-new cluster (ignored once storage holds a configuration). Default []: a node that joins an existing cluster and waits for its leader. */
   voters?: NodeId[];
-  /** Learners of a brand-new cluster. Default []. A joining node starts with voters [] and waits for the leader. */
+  /** Learners of a brand-new cluster. Default []. */
   learners?: NodeId[];
   /** Network. */
   transport: {
