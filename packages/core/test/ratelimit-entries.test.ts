@@ -18,6 +18,10 @@ describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
     // Known keys keep working, and a cost-0 read of a new key needs no entry.
     expect(limiter.limit([check("a")], 10).success).toBe(true);
     expect(limiter.limit([check("d", 0)], 10).outcomes[0]).toEqual({ success: true, limit: 5, remaining: 5, resetAtMs: 10 });
+    // peek never sweeps (it changes nothing): a new key on a full table reads as refused.
+    expect(limiter.peek([check("d")], 5_000)[0]).toMatchObject({ success: false, remaining: 0 });
+    expect(limiter.size()).toBe(3);
+    expect(limiter.limit([check("d")], 5_000).success).toBe(true);
   });
 
   it("refuses the whole call when one of its checks needs a new entry that does not fit", () => {
@@ -127,6 +131,9 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     expect(limiter.snapshot(5_200).map((b) => [b.bucketStartMs, b.count])).toEqual([[5_000, 4], [5_200, 1]]);
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 1_000, count: 9 });
     expect(limiter.peek([check("k", 0, 10, 1000)], 5_200)[0]!.remaining).toBe(5);
+    // The clock moved to the start of the bucket used (5200), so an admission asked for at the
+    // persisted start (5150) is judged there and lands in the head bucket.
+    expect(limiter.limit([check("k", 1, 10, 1000)], 5_150)).toMatchObject({ success: true, judgedAtMs: 5_200 });
   });
 
   it("restores, for a key with buckets of two durations, the newer bucket's duration, in any order", () => {
@@ -138,6 +145,49 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
       expect(limiter.snapshot(1_500)).toEqual([newer]);
       expect(limiter.peek([check("k", 3, 5, 2000)], 1_500)[0]).toMatchObject({ success: true, remaining: 3 });
     }
+  });
+
+  it("restores interleaved with calls (off-grid starts, old buckets, clock going back) never crash or pass the bound", () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant("limit" as const), deltaMs: fc.integer({ min: -200, max: 300 }), cost: fc.integer({ min: 0, max: 3 }) }),
+      fc.record({ kind: fc.constant("restore" as const), startMs: fc.integer({ min: 0, max: 6_000 }), count: fc.integer({ min: 0, max: 6 }) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 1, max: 5 }),
+        fc.integer({ min: 1, max: 700 }),
+        fc.array(op, { maxLength: 60, size: "max" }),
+        (bucketsPerWindow, limit, durationMs, ops) => {
+          const limiter = new SlidingWindowLimiter({ bucketsPerWindow });
+          const widthMs = Math.ceil(durationMs / bucketsPerWindow);
+          // A plain map of bucket counts (no ring): restore raises a bucket to the clamped count,
+          // an admission adds to its bucket. At each admission, every bucket that may hold a hit of
+          // the window (its last ms after t - duration) adds up to at most `limit`.
+          const buckets = new Map<number, number>();
+          const windowSum = (endMs: number) =>
+            [...buckets].filter(([startMs]) => startMs + widthMs - 1 > endMs - durationMs && startMs <= endMs).reduce((sum, [, count]) => sum + count, 0);
+          let nowMs = 3_000;
+          for (const o of ops) {
+            if (o.kind === "restore") {
+              limiter.restoreBucket({ key: "k", limit, durationMs, bucketStartMs: o.startMs, count: o.count });
+              const startMs = Math.ceil(o.startMs / widthMs) * widthMs;
+              buckets.set(startMs, Math.max(buckets.get(startMs) ?? 0, Math.min(o.count, limit)));
+              continue;
+            }
+            nowMs = Math.max(0, nowMs + o.deltaMs);
+            const result = limiter.limit([{ key: "k", limit, durationMs, cost: o.cost }], nowMs);
+            if (result.success && o.cost > 0) {
+              const startMs = Math.floor(result.judgedAtMs / widthMs) * widthMs;
+              buckets.set(startMs, (buckets.get(startMs) ?? 0) + o.cost);
+              expect(windowSum(result.judgedAtMs)).toBeLessThanOrEqual(limit);
+            }
+          }
+          expect(limiter.size()).toBeLessThanOrEqual(1);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it("judges duplicate keys in one call with the earlier costs added", () => {

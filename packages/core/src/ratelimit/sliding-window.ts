@@ -149,7 +149,7 @@ export class SlidingWindowLimiter {
    * key without an entry when the table is full of live entries does not fit (fail closed).
    */
   limit(checks: readonly LimitCheck[], nowMs: number): LimitResult {
-    const judgedAtMs = this.judge(checks, nowMs);
+    const judgedAtMs = this.judge(checks, nowMs, true);
     let success = true;
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
     const touched: TouchedBucket[] = [];
@@ -178,9 +178,12 @@ export class SlidingWindowLimiter {
     return { success, outcomes, touched, judgedAtMs };
   }
 
-  /** The outcomes limit() would report if nothing were consumed; never changes state. */
+  /**
+   * The outcomes limit() would report if nothing were consumed; never changes state (it does not
+   * sweep, so on a full table it reports a new key as refused even if a sweep would make room).
+   */
   peek(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
-    const judgedAtMs = this.judge(checks, nowMs);
+    const judgedAtMs = this.judge(checks, nowMs, false);
     const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
     for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, false);
     return outcomes;
@@ -190,7 +193,7 @@ export class SlidingWindowLimiter {
    * Restores a persisted bucket: its count becomes max(current, min(b.count, b.limit)), so
    * restoring never lowers a count (a restart never admits more; a count above the limit, e.g. a
    * reservation, is clamped to the limit, which already refuses every cost > 0). The limiter's
-   * clock moves to at least the bucket's start. Restore with the same bucketsPerWindow the
+   * clock moves to at least the start of the bucket used. Restore with the same bucketsPerWindow the
    * buckets were written with; a bucket start off this limiter's grid is put in the later bucket
    * it overlaps. When a key has buckets of two durations, the newer bucket's duration wins, as
    * live: an admission with a new duration starts the key afresh. Restore does not evict, and
@@ -216,7 +219,9 @@ export class SlidingWindowLimiter {
     // A persisted reservation may exceed the limit; `limit` in one bucket already refuses every
     // cost > 0 while the bucket counts, so clamping admits nothing more and keeps cost-0 reads true.
     entry.counts[slot] = Math.max(entry.counts[slot]!, Math.min(b.count, b.limit));
-    this.clockMs = Math.max(this.clockMs, b.bucketStartMs);
+    // The start of the bucket used (later than b.bucketStartMs when off-grid): admissions must
+    // never be judged before the head bucket of any entry.
+    this.clockMs = Math.max(this.clockMs, bucket * entry.widthMs);
   }
 
   /** Every bucket with a count that is still inside its window at max(clock, nowMs). */
@@ -242,8 +247,11 @@ export class SlidingWindowLimiter {
     assert(isCount(cost), "limiter: cost is a non-negative integer");
   }
 
-  /** Fills the scratch arrays (entry, count, fits per check); returns the judging time. */
-  private judge(checks: readonly LimitCheck[], nowMs: number): number {
+  /**
+   * Fills the scratch arrays (entry, count, fits per check); returns the judging time. With
+   * `maySweep`, a call that needs new entries on a full table first sweeps for expired ones.
+   */
+  private judge(checks: readonly LimitCheck[], nowMs: number, maySweep: boolean): number {
     assert(checks.length <= limiterChecksPerCallMax, "limiter: at most limiterChecksPerCallMax checks per call");
     assert(isCount(nowMs), "limiter: nowMs is a non-negative integer");
     const judgedAtMs = Math.max(this.clockMs, nowMs);
@@ -266,12 +274,12 @@ export class SlidingWindowLimiter {
       this.scratchFits[i] = count + check.cost <= check.limit;
       if (entry === undefined && check.cost > 0 && firstOfKey && !this.entries.has(check.key)) entriesNeeded++;
     }
-    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax) {
+    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax && maySweep) {
       // Evicting by time t is only safe if no later call is judged before t: move the clock.
       this.clockMs = judgedAtMs;
       this.sweep(limiterSweepFullMax);
-      if (this.entries.size + entriesNeeded > this.entriesMax) this.refuseNewKeys(checks);
     }
+    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax) this.refuseNewKeys(checks);
     return judgedAtMs;
   }
 
