@@ -213,18 +213,23 @@ describe("LevelCommandLog", () => {
     await log.close();
   });
 
-  it("does not log a command the machine refuses", async () => {
+  it("treats a throwing apply as fatal: the command is not logged and nothing more is accepted", async () => {
     const dir = await freshDir();
     let db = await openDb(dir);
-    const log = await openLog(db, newMachine());
-    await log.append(add("a"));
-    await expect(log.append({ type: "fail" })).rejects.toThrow("refuses");
+    const fatal: Error[] = [];
+    const log = await openLog(db, newMachine(), { onFatal: (error) => fatal.push(error) });
+    const first = log.append(add("a"));
+    await expect(log.append({ type: "fail" })).rejects.toSatisfy(
+      (error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED") && /refuses/.test(String((error as Error).cause)),
+    );
+    expect(fatal).toHaveLength(1);
+    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
     expect(log.appliedIndex()).toBe(1);
-    expect((await log.append(add("a"))).index).toBe(2);
+    await first; // what was applied before is still made durable
     await log.close();
     await db.close();
     db = await openDb(dir);
-    expect((await openLog(db, newMachine())).appliedIndex()).toBe(2);
+    expect((await openLog(db, newMachine())).appliedIndex()).toBe(1);
   });
 
   it("a failed write rejects every pending append, calls onFatal once, and loses nothing acknowledged", async () => {

@@ -35,6 +35,11 @@ export function failedError(what: string, cause: unknown): StoreError {
   return new StoreError("KEYRAFT_STORE_FAILED", `${what}: a write to disk failed; the node must stop`, { cause });
 }
 
+/** The state machine threw while applying: memory may be half-changed and is not in the log. */
+export function applyFailedError(what: string, cause: unknown): StoreError {
+  return new StoreError("KEYRAFT_STORE_FAILED", `${what}: the state machine threw while applying a command; the node must stop`, { cause });
+}
+
 export function corruptError(what: string, detail: string, cause?: unknown): StoreError {
   const message = `${what}: data on disk is corrupt: ${detail}`;
   return cause === undefined

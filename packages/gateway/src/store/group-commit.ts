@@ -131,7 +131,10 @@ export class GroupCommitWriter {
       this.queueHead += 1;
     }
     // Compact the array once the consumed prefix dominates, so the queue never grows unbounded.
-    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+    if (this.queued() === 0) {
+      this.queue.length = 0;
+      this.queueHead = 0;
+    } else if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
       this.queue.splice(0, this.queueHead);
       this.queueHead = 0;
     }

@@ -11,7 +11,7 @@
 import { assert } from "@keyraft/core";
 import type { CommandLog, ReplicatedStateMachine } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey, parseLogIndexKey, replaysEqual } from "./codec.js";
-import { closedError, corruptError, overloadedError, unencodableError } from "./errors.js";
+import { applyFailedError, closedError, corruptError, overloadedError, unencodableError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
 import { storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp, type StoreSublevel, type SyncedBatchWrite } from "./level-db.js";
 
@@ -58,6 +58,8 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
   private snapshotIndex: number;
   private snapshotsTaken = 0;
   private closed = false;
+  /** Set when apply threw: the machine may be half-changed, so nothing more is accepted. */
+  private applyFailure: Error | null = null;
   private readonly writer: GroupCommitWriter;
 
   private constructor(
@@ -96,11 +98,12 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
 
   /**
    * Applies `command` now (so what follows sees it) and resolves with its outcome once it is
-   * fsynced. Rejects without applying it when the log is closed, failed, or overloaded.
+   * fsynced. Rejects without applying it when the log is closed, failed, or overloaded, or the
+   * command would not replay unchanged. A throw from `apply` is fatal (onFatal) and not logged.
    */
   append(command: Command): Promise<Outcome> {
     if (this.closed) return Promise.reject(closedError(what));
-    const failure = this.writer.failed();
+    const failure = this.applyFailure ?? this.writer.failed();
     if (failure !== null) return Promise.reject(failure);
     if (this.writer.pendingItems() >= this.options.queueEntriesMax) {
       return Promise.reject(overloadedError(what, this.options.queueEntriesMax));
@@ -115,8 +118,12 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
     try {
       outcome = this.machine.apply(command);
     } catch (error) {
-      // Not logged: the machine rejected the command before changing state (its contract).
-      return Promise.reject(error);
+      // A machine reports refusals as outcomes; a throw is a broken invariant (an assert) and
+      // may have left the state half-changed. Not logged, so a restart rebuilds a consistent
+      // state; until then this process must not serve from memory.
+      this.applyFailure = applyFailedError(what, error);
+      this.options.onFatal(this.applyFailure);
+      return Promise.reject(this.applyFailure);
     }
     this.lastIndex = index;
     const durable = this.writer.enqueue([{ type: "put", sublevel: this.logLevel, key: logIndexKey(index), value }], value.byteLength);
