@@ -318,6 +318,7 @@ export class SlidingWindowLimiter {
 
   /** Sum of the buckets counted at atMs (atMs >= clock, so >= the head bucket's start). */
   private countAt(entry: Entry, atMs: number): number {
+    assert(entry.headBucket * entry.widthMs <= atMs, "countAt: no entry's head bucket is after the clock");
     const counts = entry.counts;
     const ringLength = counts.length;
     const oldest = this.oldestHeldBucket(entry, atMs);
