@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// `npm run bench -- <scenario> [flags]`: prepares the scenario (starts and seeds what it measures),
-// runs the baselines, runs the scenario, writes the reports and prints the JSON summary last.
+// `npm run bench -- <scenario> [flags]`: checks the scenario can run, runs the baselines, prepares
+// the scenario (starts and seeds what it measures), runs it, writes the reports and prints the
+// JSON summary last.
 import { cpus, loadavg, totalmem } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { ArgsError, parseArgs, usage, type BenchOptions } from "./args.js";
@@ -42,12 +43,13 @@ async function main(argv: readonly string[]): Promise<number> {
   const startedAt = new Date().toISOString();
   const machine = machineInfo();
   try {
-    const prepared = await scenarios[options.scenario].prepare(context);
+    const scenario = scenarios[options.scenario];
+    await scenario.check(context);
     console.log(`bench ${options.scenario}: ${placement(options)}`);
-    let baselines: BaselineResults;
+    const baselines: BaselineResults = await runBaselines(context);
+    const prepared = await scenario.prepare(context);
     let outcome;
     try {
-      baselines = await runBaselines(context);
       outcome = await prepared.run();
     } finally {
       await prepared.close();
@@ -82,7 +84,7 @@ function placement(options: BenchOptions): string {
     ? `targets: ${options.targets.length} given with --target`
     : "target: one keyraft node started as a child process on 127.0.0.1";
   const baselines = options.baselines
-    ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), run one at a time, never beside the target's phases"
+    ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), run one at a time before the target starts"
     : "baselines: skipped";
   return `${generator}; ${target}; ${baselines}; ${cpus().length} CPU(s) shared by all of them, no pinning`;
 }

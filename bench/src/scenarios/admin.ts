@@ -1,12 +1,13 @@
 // admin: admin writes (keys.updateKey and keys.setPermissions, half each) over --keys keys. Every
 // write is a durable command, so this measures the command log (fsync, group commit) through HTTP.
 import { createApi, createKeys, type SeedTarget } from "../seed.js";
-import { openDeployment } from "./deployment.js";
+import { checkDeployment, openDeployment } from "./deployment.js";
 import { requestSpec, runPhase } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 export const adminScenario: Scenario = {
   description: "admin writes: keys.updateKey and keys.setPermissions",
+  check: (context) => checkDeployment(context.options),
   prepare: async (context) => prepareAdmin(context),
 };
 

@@ -1,8 +1,10 @@
 // What a scenario loads: the --target deployments, or a node the harness starts itself.
 import type { BenchOptions } from "../args.js";
-import { BenchError, NotAvailableError } from "../errors.js";
+import { existsSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { BenchError, NotAvailableError, ProcessStartError } from "../errors.js";
 import { getStatus } from "../http.js";
-import { defaultNodeEntry } from "../paths.js";
+import { defaultNodeEntry, repoRoot } from "../paths.js";
 import { startLocalNode } from "../procs/keyraft-node.js";
 
 export interface Deployment {
@@ -15,18 +17,30 @@ export interface Deployment {
   stop: () => Promise<void>;
 }
 
-export async function openDeployment(options: BenchOptions, log: (line: string) => void): Promise<Deployment> {
+/** Fails fast, before any baseline runs, when the deployment cannot be opened. */
+export async function checkDeployment(options: BenchOptions): Promise<void> {
   if (options.targets.length > 0) {
     if (options.rootKey === null) {
       throw new NotAvailableError("--target needs a root key holding `*` to seed the deployment: pass --root-key KEY or set KEYRAFT_ROOT_KEY");
     }
     for (const target of options.targets) await expectLive(target);
-    log(`loading ${options.targets.length} target(s): ${options.targets.join(", ")}`);
-    return { targets: options.targets, rootKey: options.rootKey, local: false, cpuSeconds: () => null, stop: async () => {} };
+    return;
   }
   if (options.cluster !== null) {
     throw new NotAvailableError(`--cluster ${options.cluster}: starting a local cluster is not yet available (it comes with the cluster issue); ` +
       "start the nodes yourself and pass them with --target URL,URL,...");
+  }
+  const entry = options.nodeEntry ?? defaultNodeEntry;
+  if (!existsSync(isAbsolute(entry) ? entry : join(repoRoot, entry))) {
+    throw new ProcessStartError(`${entry} does not exist: build first (npx tsc -b), or pass --target URL`);
+  }
+}
+
+export async function openDeployment(options: BenchOptions, log: (line: string) => void): Promise<Deployment> {
+  await checkDeployment(options);
+  if (options.targets.length > 0 && options.rootKey !== null) {
+    log(`loading ${options.targets.length} target(s): ${options.targets.join(", ")}`);
+    return { targets: options.targets, rootKey: options.rootKey, local: false, cpuSeconds: () => null, stop: async () => {} };
   }
   const entry = options.nodeEntry ?? defaultNodeEntry;
   log(`starting a keyraft node (${entry}) on a free port with a temporary data dir`);

@@ -2,12 +2,13 @@
 // production traffic: reads must stay fast while writes go through the durable command log.
 import { createApi, createKeys, type SeedTarget } from "../seed.js";
 import { updateKeyTemplate } from "./admin.js";
-import { openDeployment } from "./deployment.js";
+import { checkDeployment, openDeployment } from "./deployment.js";
 import { requestSpec, runPhase } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 export const mixedScenario: Scenario = {
   description: "99% keys.verifyKey, 1% keys.updateKey",
+  check: (context) => checkDeployment(context.options),
   prepare: async (context) => prepareMixed(context),
 };
 

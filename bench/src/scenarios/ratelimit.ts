@@ -1,7 +1,7 @@
 // ratelimit: ratelimits.limit over --keys identifiers in one namespace that holds overrides
 // (exact ones and wildcards), so that every call also resolves its override.
 import { setOverrides, touchNamespace, type SeedTarget } from "../seed.js";
-import { openDeployment } from "./deployment.js";
+import { checkDeployment, openDeployment } from "./deployment.js";
 import { requestSpec, runPhase } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
@@ -11,6 +11,7 @@ const exactOverrideEvery = 100;
 
 export const ratelimitScenario: Scenario = {
   description: "ratelimits.limit over many identifiers, with exact and wildcard overrides",
+  check: (context) => checkDeployment(context.options),
   prepare: async (context) => prepareRatelimit(context),
 };
 

@@ -10,6 +10,9 @@ import { verifyScenario } from "./verify.js";
 function notYetAvailable(name: string, what: string): Scenario {
   return {
     description: `${what} (not yet available)`,
+    check: async () => {
+      throw new NotAvailableError(`the ${name} scenario is not yet available: it comes with the ${what} issue`);
+    },
     prepare: async () => {
       throw new NotAvailableError(`the ${name} scenario is not yet available: it comes with the ${what} issue`);
     },

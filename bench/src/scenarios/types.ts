@@ -1,5 +1,6 @@
-// The contract between the CLI and a scenario: prepare (start and seed what is measured), then
-// run (load phases), then close (tear down), with the baselines measured between prepare and run.
+// The contract between the CLI and a scenario: check (fail fast), then the baselines run, then
+// prepare (start and seed what is measured), run (load phases) and close (tear down). Baselines
+// run before the node exists, so nothing of it (e.g. storage compaction after seeding) competes with them.
 import type { BenchOptions } from "../args.js";
 import type { PhaseResult } from "../load/run-load.js";
 
@@ -31,5 +32,7 @@ export interface PreparedScenario {
 export interface Scenario {
   /** One line for --help and the report. */
   description: string;
+  /** Cheap checks run before anything starts (so a run that cannot work fails before the baselines). */
+  check(context: ScenarioContext): Promise<void>;
   prepare(context: ScenarioContext): Promise<PreparedScenario>;
 }

@@ -3,7 +3,7 @@
 // one per phase, so that each phase verifies keys configured for it.
 import { createApi, createKeys, type SeedTarget } from "../seed.js";
 import { measureCoreDecisions } from "./core-decisions.js";
-import { openDeployment } from "./deployment.js";
+import { checkDeployment, openDeployment } from "./deployment.js";
 import { requestSpec, runPhase } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
@@ -15,6 +15,7 @@ export const verifyPermissions = ["bench.read", "bench.write"];
 
 export const verifyScenario: Scenario = {
   description: "keys.verifyKey: plain, with a rate limit, with credits, with a permission query",
+  check: (context) => checkDeployment(context.options),
   prepare: async (context) => prepareVerify(context),
 };
 
