@@ -59,8 +59,8 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: Error)
       queueEntriesMax: config.writeQueueEntriesMax,
       onFatal,
     });
-    const counters = await LevelCounterDurability.open(db, { nowMs, onFatal });
     const limiter = new SlidingWindowLimiter();
+    const counters = await LevelCounterDurability.open(db, { nowMs, onFatal, bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs) });
     const restoredBuckets = counters.restore(limiter, nowMs());
     logger.info({ dataDir: config.dataDir, appliedIndex: log.appliedIndex(), restoredBuckets }, "state restored");
 

@@ -57,9 +57,11 @@ describe("reservationFor", () => {
     );
   });
 
-  it("treats a bucket as expired from 2 * durationMs after its start", () => {
+  it("treats a bucket as expired one width plus one window after its start (width defaults to the window)", () => {
     expect(reservationExpired(bucket(1), 1_000_000 + 120_000 - 1)).toBe(false);
     expect(reservationExpired(bucket(1), 1_000_000 + 120_000)).toBe(true);
+    expect(reservationExpired(bucket(1), 1_000_000 + 66_000 - 1, 6_000)).toBe(false);
+    expect(reservationExpired(bucket(1), 1_000_000 + 66_000, 6_000)).toBe(true);
   });
 });
 
@@ -164,16 +166,17 @@ describe("LevelCounterDurability", () => {
           const dir = await freshDir();
           let db = await openDb(dir);
           const clock = { nowMs: 5_000_000 };
-          let durability = await open(db, clock);
           let limiter = new SlidingWindowLimiter();
+          const widthOptions = { bucketWidthMs: (d: number) => limiter.bucketWidthMs(d), pruneIntervalMs: 1 };
+          let durability = await open(db, clock, widthOptions);
           const admittedAtMs: number[] = [];
           for (const step of steps) {
             clock.nowMs += step.gapMs;
             if (step.crash) {
               await db.close();
               db = await openDb(dir);
-              durability = await open(db, clock);
               limiter = new SlidingWindowLimiter();
+              durability = await open(db, clock, widthOptions);
               durability.restore(limiter, clock.nowMs);
             }
             const result = limiter.limit([{ key: "id", limit, durationMs, cost: 1 }], clock.nowMs);

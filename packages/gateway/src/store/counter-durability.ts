@@ -30,6 +30,12 @@ export interface CounterDurabilityOptions {
   queueEntriesMax?: number;
   /** Least time between two pruning sweeps over the reservations. */
   pruneIntervalMs?: number;
+  /**
+   * The limiter's bucket width for a window (SlidingWindowLimiter.bucketWidthMs): reservations
+   * expire one width plus one window after their bucket starts. Must not be smaller than the
+   * limiter's real width. Defaults to durationMs (safe for any limiter, keeps ~2x longer).
+   */
+  bucketWidthMs?: (durationMs: number) => number;
   write?: SyncedBatchWrite;
 }
 
@@ -57,11 +63,16 @@ export function reservationFor(bucket: TouchedBucket): number {
 }
 
 /**
- * A bucket can matter to a sliding window until one full duration after it ends; a bucket is
- * never longer than its window, so 2 * durationMs after its start it is dead for sure.
+ * A bucket counts in a sliding window until one full duration after it ends, so from
+ * bucketStartMs + bucketWidthMs + durationMs on it is dead for sure. A bucket is never wider than
+ * its window, so the width defaults to durationMs (2 * durationMs in all).
  */
-export function reservationExpired(bucket: Pick<TouchedBucket, "bucketStartMs" | "durationMs">, nowMs: number): boolean {
-  return bucket.bucketStartMs + 2 * bucket.durationMs <= nowMs;
+export function reservationExpired(
+  bucket: Pick<TouchedBucket, "bucketStartMs" | "durationMs">,
+  nowMs: number,
+  bucketWidthMs: number = bucket.durationMs,
+): boolean {
+  return bucket.bucketStartMs + bucketWidthMs + bucket.durationMs <= nowMs;
 }
 
 interface Reservation {
@@ -81,6 +92,7 @@ export class LevelCounterDurability implements CounterDurability {
   private readonly writer: GroupCommitWriter;
   private readonly limits: { reservationsMax: number; queueEntriesMax: number; pruneIntervalMs: number };
   private lastPruneMs = Number.NEGATIVE_INFINITY;
+  private readonly bucketWidthMs: (durationMs: number) => number;
   private closed = false;
   private writes = 0;
 
@@ -94,7 +106,14 @@ export class LevelCounterDurability implements CounterDurability {
       queueEntriesMax: options.queueEntriesMax ?? counterDurabilityDefaults.queueEntriesMax,
       pruneIntervalMs: options.pruneIntervalMs ?? counterDurabilityDefaults.pruneIntervalMs,
     };
+    this.bucketWidthMs = options.bucketWidthMs ?? ((durationMs) => durationMs);
     this.writer = new GroupCommitWriter(what, write, counterDurabilityDefaults, options.onFatal);
+  }
+
+  private expired(bucket: TouchedBucket, nowMs: number): boolean {
+    const widthMs = this.bucketWidthMs(bucket.durationMs);
+    assert(widthMs >= 1 && widthMs <= bucket.durationMs, "reservations: a bucket is 1 ms to one window wide");
+    return reservationExpired(bucket, nowMs, widthMs);
   }
 
   /** Loads the live reservations from disk (expired ones are deleted). */
@@ -109,7 +128,7 @@ export class LevelCounterDurability implements CounterDurability {
   restore(limiter: RestorableLimiter, nowMs: number): number {
     let restored = 0;
     for (const reservation of this.reservations.values()) {
-      if (reservationExpired(reservation.bucket, nowMs)) continue;
+      if (this.expired(reservation.bucket, nowMs)) continue;
       limiter.restoreBucket({ ...reservation.bucket, count: reservation.durable });
       restored += 1;
     }
@@ -207,7 +226,7 @@ export class LevelCounterDurability implements CounterDurability {
     this.lastPruneMs = nowMs;
     let deletes: StoreOp[] = [];
     for (const [id, reservation] of this.reservations) {
-      if (reservation.queuedDone !== null || !reservationExpired(reservation.bucket, nowMs)) continue;
+      if (reservation.queuedDone !== null || !this.expired(reservation.bucket, nowMs)) continue;
       this.reservations.delete(id);
       deletes.push({ type: "del", sublevel: this.level, key: id });
       if (deletes.length >= counterDurabilityDefaults.pruneDeletesPerItemMax) {
@@ -223,7 +242,7 @@ export class LevelCounterDurability implements CounterDurability {
     const expired: StoreOp[] = [];
     for await (const [id, value] of this.level.iterator()) {
       const bucket = decodeBucket(value, id);
-      if (reservationExpired(bucket, nowMs)) {
+      if (this.expired(bucket, nowMs)) {
         expired.push({ type: "del", sublevel: this.level, key: id });
         continue;
       }
