@@ -33,4 +33,11 @@ describe("coalesceAppends", () => {
     const past = coalesceAppends([app("n2", 0, 0, [entry(1, 2, half)], 0), app("n2", 1, 2, [entry(2, 2, half + 1)], 0)]);
     expect(past).toHaveLength(2);
   });
+
+  it("keeps only the last of consecutive successful append responses to a peer; never drops a rejection", () => {
+    const resp = (index: number, reject = false): Message => ({ type: "appResp", from: "n2", to: "n1", term: 2, index, reject, rejectHint: 0, logTerm: 0 });
+    expect(coalesceAppends([resp(8), resp(9), resp(9), resp(12)])).toEqual([resp(12)]);
+    expect(coalesceAppends([resp(8), resp(7, true), resp(9)])).toEqual([resp(8), resp(7, true), resp(9)]);
+    expect(coalesceAppends([resp(9), resp(8)])).toEqual([resp(9), resp(8)]); // not monotonic: keep both
+  });
 });

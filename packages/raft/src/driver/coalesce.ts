@@ -4,8 +4,10 @@
 // that chain exactly (the second starts where the first ends) are merged into one: the follower
 // does the same work as for the sequence, answers once, and the leader's in-flight window is freed
 // by that one answer (responses free every in-flight index <= the acknowledged one).
+// Likewise a follower's consecutive successful append responses to the leader collapse into the
+// last one: acknowledging index i acknowledges everything below it.
 
-import type { AppendMessage, Message } from "../core/messages.js";
+import type { AppendMessage, AppendResponseMessage, Message } from "../core/messages.js";
 import type { Entry } from "../core/types.js";
 
 /** Largest entry data merged into one append (a merged message must stay far below the transport's messageBytesMax). */
@@ -13,17 +15,26 @@ export const coalescedAppendBytesMax = 1 << 20;
 
 export function coalesceAppends(messages: readonly Message[]): Message[] {
   const result: Message[] = [];
-  /** Per destination: position in `result` of its last message, if that is an append we may extend. */
+  /** Per destination: position in `result` of its last message, if that is an append (or a successful append response) we may extend. */
   const lastAppend = new Map<string, { at: number; bytes: number } | null>();
   for (const message of messages) {
     const previous = lastAppend.get(message.to);
+    const head = previous === undefined || previous === null ? undefined : result[previous.at];
+    if (message.type === "appResp" && previous && head?.type === "appResp" && supersedes(message, head)) {
+      result[previous.at] = message;
+      continue;
+    }
+    if (message.type === "appResp" && !message.reject) {
+      result.push(message);
+      lastAppend.set(message.to, { at: result.length - 1, bytes: 0 });
+      continue;
+    }
     if (message.type !== "app") {
       result.push(message);
       lastAppend.set(message.to, null);
       continue;
     }
     const bytes = dataBytes(message.entries);
-    const head = previous === undefined || previous === null ? undefined : result[previous.at];
     if (previous && head?.type === "app" && chains(head, message) && previous.bytes + bytes <= coalescedAppendBytesMax) {
       result[previous.at] = merge(head, message);
       previous.bytes += bytes;
@@ -42,6 +53,11 @@ function chains(first: AppendMessage, next: AppendMessage): boolean {
   const lastIndex = last?.index ?? first.index;
   const lastTerm = last?.term ?? first.logTerm;
   return next.index === lastIndex && next.logTerm === lastTerm;
+}
+
+/** A successful response at a higher (or equal) index, same term, makes an earlier successful one redundant. */
+function supersedes(next: AppendResponseMessage, earlier: AppendResponseMessage): boolean {
+  return !next.reject && !earlier.reject && next.term === earlier.term && next.from === earlier.from && next.index >= earlier.index;
 }
 
 function merge(first: AppendMessage, next: AppendMessage): AppendMessage {
