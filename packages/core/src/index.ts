@@ -18,6 +18,7 @@ export type { PermissionQuery, PermissionQueryParse, PermissionQueryResult } fro
 export { evaluatePermissionQuery, parsePermissionQuery } from "./rbac/query.js";
 export type { OverrideLike } from "./overrides/match.js";
 export { compareOverridePrecedence, globMatches, literalLength, matchOverride } from "./overrides/match.js";
+export { WildcardOverrideIndex } from "./overrides/wildcard-index.js";
 export type { CreditSpend, Refill } from "./credits/ledger.js";
 export { applyRefill, latestRefillAtOrBefore, refillDueBetween, spendCredits } from "./credits/ledger.js";
 export type {
