@@ -263,6 +263,15 @@ describe("root key bootstrap", () => {
     expect(running.stdout()).toMatch(/second signal/);
   });
 
+  it("refuses to start on a data dir another node holds, with exit code 1 and a clear message", async () => {
+    const { spawnNode, freePort } = await import("./node-process.js");
+    const holder = await startNode(dir);
+    const second = spawnNode({ PORT: String(await freePort()), KEYRAFT_DATA_DIR: dir });
+    expect(await second.exited).toBe(1);
+    expect(second.stderr()).toMatch(/could not start: the data directory .* is in use by another process/);
+    expect(await stop(holder)).toBe(0);
+  });
+
   it("refuses an invalid configuration with exit code 2 and a message naming the variable", async () => {
     const { spawnNode } = await import("./node-process.js");
     const bad = spawnNode({ PORT: "not-a-port", KEYRAFT_DATA_DIR: dir, KEYRAFT_ROOT_KEY: "tinysecret" });

@@ -39,7 +39,7 @@ async function main(): Promise<void> {
 
   let node: Node;
   try {
-    node = await startNode(config, logger, (error) => die("a write to disk failed; stopping so nothing unacknowledged is served", error));
+    node = await startNode(config, logger, (error) => die("the store failed (a disk write, or apply threw); stopping so nothing unacknowledged is served", error));
   } catch (error) {
     process.stderr.write(`keyraft: could not start: ${describeStartError(error, config)}\n`);
     die("could not start", error);
