@@ -23,6 +23,8 @@ export const limits = {
   startTimeoutMs: 30_000,
   /** Time a process gets between SIGTERM and SIGKILL. */
   stopTimeoutMs: 5_000,
+  /** A request without a complete answer after this long counts as an error (a hung target cannot stall a phase). */
+  requestTimeoutMs: 10_000,
   /** Latencies above this are clamped (the histogram auto-resizes, this bounds its memory). */
   latencyUsMax: 60_000_000,
 } as const;

@@ -138,6 +138,9 @@ describe("report notes", () => {
     expect(lowOkNotes([good, bad])).toEqual(["verify credits: only 50.0% of verifyKey answers were ok (\"valid\":true / \"success\":true)"]);
     expect(errorNotes([good])[0]).toBe("verify plain: 1 errors of 3000 requests, e.g. HTTP 500 from verifyKey");
     expect(errorNotes([{ ...good, errors: 0 }])).toEqual([]);
+    expect(errorNotes([{ ...good, errors: 0, completed: 0, errorSamples: ["Headers Timeout Error"] }])).toEqual([
+      "verify plain: no request completed within the measured time (e.g. Headers Timeout Error)",
+    ]);
   });
 
   it("flags a busy machine", () => {

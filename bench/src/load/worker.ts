@@ -58,6 +58,8 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
     pipelining: 1,
     keepAliveTimeout: 60_000,
     keepAliveMaxTimeout: 600_000,
+    headersTimeout: limits.requestTimeoutMs,
+    bodyTimeout: limits.requestTimeoutMs,
   }));
 
   const statuses: Record<string, number> = {};

@@ -33,6 +33,10 @@ export function lowOkNotes(phases: readonly PhaseResult[]): string[] {
 
 /** Transport errors and non-2xx answers, with a few samples of what they were. */
 export function errorNotes(phases: readonly PhaseResult[]): string[] {
-  return phases.filter((phase) => phase.errors > 0).map((phase) =>
-    `${phase.label}: ${phase.errors} errors of ${phase.completed} requests, e.g. ${phase.errorSamples.slice(0, 3).join("; ")}`);
+  return phases.filter((phase) => phase.errors > 0 || phase.completed === 0).map((phase) => {
+    const samples = phase.errorSamples.length === 0 ? "no error recorded" : `e.g. ${phase.errorSamples.slice(0, 3).join("; ")}`;
+    return phase.completed === 0
+      ? `${phase.label}: no request completed within the measured time (${samples})`
+      : `${phase.label}: ${phase.errors} errors of ${phase.completed} requests, ${samples}`;
+  });
 }
