@@ -13,8 +13,11 @@ const heartbeat = (to: string): Message => ({ type: "heartbeat", from: "n1", to,
 
 describe("coalesceAppends", () => {
   it("merges chained appends per follower, keeps the highest commit", () => {
-    const out = coalesceAppends([app("n2", 4, 1, [entry(5)], 3), app("n3", 4, 1, [entry(5)], 3), app("n2", 5, 2, [entry(6)], 4), app("n3", 5, 2, [entry(6)], 4), app("n2", 6, 2, [], 6)]);
+    const input = [app("n2", 4, 1, [entry(5)], 3), app("n3", 4, 1, [entry(5)], 3), app("n2", 5, 2, [entry(6)], 4), app("n3", 5, 2, [entry(6)], 4), app("n2", 6, 2, [], 6)];
+    const copy = structuredClone(input);
+    const out = coalesceAppends(input);
     expect(out).toEqual([app("n2", 4, 1, [entry(5), entry(6)], 6), app("n3", 4, 1, [entry(5), entry(6)], 4)]);
+    expect(input).toEqual(copy); // the core's messages are not modified
   });
 
   it("does not merge across another message to the same peer, nor appends that do not chain", () => {

@@ -16,7 +16,7 @@ export const coalescedAppendBytesMax = 1 << 20;
 export function coalesceAppends(messages: readonly Message[]): Message[] {
   const result: Message[] = [];
   /** Per destination: position in `result` of its last message, if that is an append (or a successful append response) we may extend. */
-  const lastAppend = new Map<string, { at: number; bytes: number } | null>();
+  const lastAppend = new Map<string, { at: number; bytes: number; owned: boolean } | null>();
   for (const message of messages) {
     const previous = lastAppend.get(message.to);
     const head = previous === undefined || previous === null ? undefined : result[previous.at];
@@ -26,7 +26,7 @@ export function coalesceAppends(messages: readonly Message[]): Message[] {
     }
     if (message.type === "appResp" && !message.reject) {
       result.push(message);
-      lastAppend.set(message.to, { at: result.length - 1, bytes: 0 });
+      lastAppend.set(message.to, { at: result.length - 1, bytes: 0, owned: false });
       continue;
     }
     if (message.type !== "app") {
@@ -36,12 +36,17 @@ export function coalesceAppends(messages: readonly Message[]): Message[] {
     }
     const bytes = dataBytes(message.entries);
     if (previous && head?.type === "app" && chains(head, message) && previous.bytes + bytes <= coalescedAppendBytesMax) {
-      result[previous.at] = merge(head, message);
+      // The first merge copies the head (the core's message is not ours to change); later merges extend that copy in place.
+      const merged = previous.owned ? head : { ...head, entries: [...head.entries] };
+      for (const entry of message.entries) merged.entries.push(entry);
+      merged.commit = Math.max(merged.commit, message.commit);
+      result[previous.at] = merged;
       previous.bytes += bytes;
+      previous.owned = true;
       continue;
     }
     result.push(message);
-    lastAppend.set(message.to, { at: result.length - 1, bytes });
+    lastAppend.set(message.to, { at: result.length - 1, bytes, owned: false });
   }
   return result;
 }
@@ -58,10 +63,6 @@ function chains(first: AppendMessage, next: AppendMessage): boolean {
 /** A successful response at a higher (or equal) index, same term, makes an earlier successful one redundant. */
 function supersedes(next: AppendResponseMessage, earlier: AppendResponseMessage): boolean {
   return !next.reject && !earlier.reject && next.term === earlier.term && next.from === earlier.from && next.index >= earlier.index;
-}
-
-function merge(first: AppendMessage, next: AppendMessage): AppendMessage {
-  return { ...first, entries: [...first.entries, ...next.entries], commit: Math.max(first.commit, next.commit) };
 }
 
 function dataBytes(entries: readonly Entry[]): number {
