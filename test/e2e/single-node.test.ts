@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Unkey } from "@unkey/api";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { killAll, startNode, type NodeProcess } from "./node-process.js";
 
 const rootKey = "e2e_root_0123456789abcdefghij";
@@ -14,6 +14,8 @@ let node: NodeProcess | null = null;
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), "keyraft-e2e-"));
+  // The client logs every failed fetch with console.debug; the crash tests cause them on purpose.
+  vi.spyOn(console, "debug").mockImplementation(() => undefined);
 });
 afterAll(async () => {
   killAll();
