@@ -8,8 +8,10 @@ import { encodeHistogram, newHistogram, recordUs, type Histogram } from "../hdr.
 import { limits } from "../limits.js";
 import { seededRandom, type Random } from "../prng.js";
 import { indexSampler, type IndexSampler } from "../zipf.js";
-import type { DoneMessage, TickMessage, WorkerInput } from "./messages.js";
-import { compileTemplate, splitEvenly, type BodyBuilder, type RequestSpec } from "./plan.js";
+import type { DoneMessage, WorkerInput } from "./messages.js";
+import { compileTemplate, splitEvenly, type BodyBuilder, type LoadPlan, type RequestSpec } from "./plan.js";
+import { Tally } from "./tally.js";
+import { IntervalCounts, tickSchedule } from "./ticks.js";
 
 interface SpecState {
   spec: RequestSpec;
@@ -21,6 +23,12 @@ interface SpecState {
   marked: number;
 }
 
+/** The phase's clock: measuring is [measureStartMs, endMs) in performance.now() time. */
+interface Window {
+  measureStartMs: number;
+  endMs: number;
+}
+
 /** undici's classic dispatch handler: lower overhead than request() (no body stream per request). */
 interface ClassicHandler {
   onConnect(abort: (err?: Error) => void): void;
@@ -30,14 +38,13 @@ interface ClassicHandler {
   onError(error: Error): void;
 }
 
-const input = workerData as WorkerInput;
 const port = parentPort ?? failOutsideWorker();
 
 function failOutsideWorker(): never {
   throw new Error("load worker must run in a worker thread");
 }
 
-run(input).then(
+run(workerData as WorkerInput).then(
   (done) => port.postMessage(done),
   (error: unknown) => { throw error; },
 );
@@ -51,9 +58,30 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
     histogram: newHistogram(),
     completed: 0, errors: 0, marked: 0,
   }));
-  const chooseState = weightedChooser(states, random);
+  const pools = openPools(plan, connections);
+  const startMs = performance.now();
+  const window: Window = { measureStartMs: startMs + plan.warmupMs, endMs: startMs + plan.warmupMs + plan.durationMs };
+  const interval = new IntervalCounts(startMs);
+  const tally = new Tally();
+  const schedule = tickSchedule(plan.warmupMs, plan.durationMs);
+  const timers = schedule.map(({ atMs, warmup }) => setTimeout(
+    () => port.postMessage(interval.take(warmup, performance.now())), Math.max(0, startMs + atMs - performance.now())));
+
+  const next = requestSource(states, random);
+  await Promise.all(Array.from({ length: connections }, (_, i) =>
+    closedLoop(pools[i % pools.length] as Pool, next, window, interval, tally)));
+  const measuredMs = Math.min(performance.now(), window.endMs) - window.measureStartMs;
+  for (const timer of timers) clearTimeout(timer);
+  // Timers due at the very end may not have run yet: send the missing last interval(s) now.
+  const measuredTicks = schedule.filter((tick) => !tick.warmup).length;
+  while (interval.measuredTaken < measuredTicks) port.postMessage(interval.take(false, performance.now()));
+  await Promise.all(pools.map((pool) => pool.close()));
+  return doneMessage(states, measuredMs, tally);
+}
+
+function openPools(plan: LoadPlan, connections: number): Pool[] {
   const perTarget = splitEvenly(connections, plan.targets.length);
-  const pools = plan.targets.map((target, i) => new Pool(target, {
+  return plan.targets.map((target, i) => new Pool(target, {
     connections: Math.max(1, perTarget[i] as number),
     pipelining: 1,
     keepAliveTimeout: 60_000,
@@ -61,81 +89,49 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
     headersTimeout: limits.requestTimeoutMs,
     bodyTimeout: limits.requestTimeoutMs,
   }));
+}
 
-  const statuses: Record<string, number> = {};
-  const errorSamples: string[] = [];
-  let interval = newHistogram();
-  let intervalCompleted = 0, intervalErrors = 0;
+interface NextRequest {
+  state: SpecState;
+  body: string | null;
+}
+
+/** Draws the next request: its kind by weight, its pool item by the kind's distribution. */
+function requestSource(states: readonly SpecState[], random: Random): () => NextRequest {
+  const choose = weightedChooser(states, random);
   let seq = 0;
-  const startMs = performance.now();
-  const measureStartMs = startMs + plan.warmupMs;
-  const endMs = measureStartMs + plan.durationMs;
-  let lastTickMs = startMs;
-  let second = 0;
-  let measuredTicksSent = 0;
+  return () => {
+    const state = choose();
+    const spec = state.spec;
+    const body = spec.method === "GET" ? null : state.build(spec.pool[state.sample()] as string, seq++);
+    return { state, body };
+  };
+}
 
-  const tick = (warmup: boolean): void => {
-    const nowMs = performance.now();
-    const message: TickMessage = {
-      type: "tick", warmup, second: warmup ? -1 : second, intervalMs: nowMs - lastTickMs,
-      completed: intervalCompleted, errors: intervalErrors, histogram: encodeHistogram(interval),
-    };
-    port.postMessage(message);
-    if (!warmup) second++;
-    if (!warmup) measuredTicksSent++;
-    lastTickMs = nowMs;
-    interval = newHistogram();
-    intervalCompleted = 0; intervalErrors = 0;
-  };
-  // Ticks every second of warm-up, then every second of measuring, aligned to the measure start.
-  const timers: NodeJS.Timeout[] = [];
-  const warmupTicks = Math.floor(plan.warmupMs / 1000);
-  const schedule = (atMs: number, warmup: boolean): void => {
-    timers.push(setTimeout(() => tick(warmup), Math.max(0, atMs - performance.now())));
-  };
-  for (let i = 1; i <= warmupTicks; i++) schedule(startMs + i * 1000, true);
-  // The last warm-up interval ends exactly at the measure start, even for a fractional warm-up.
-  if (plan.warmupMs % 1000 !== 0) schedule(measureStartMs, true);
-  const measuredTicks = Math.ceil(plan.durationMs / 1000);
-  for (let i = 1; i <= measuredTicks; i++) schedule(Math.min(endMs, measureStartMs + i * 1000), false);
-
-  const noteError = (message: string): void => {
-    if (errorSamples.length < limits.errorSamplesMax && !errorSamples.includes(message)) errorSamples.push(message);
-  };
-  const noteStatus = (status: number): void => {
-    const key = String(status);
-    const count = statuses[key];
-    if (count !== undefined) statuses[key] = count + 1;
-    else if (Object.keys(statuses).length < limits.statusesMax) statuses[key] = 1;
-  };
-
-  const slot = (pool: Pool): Promise<void> => new Promise((resolve) => {
+/** One connection's loop: send, wait for the whole answer, record, repeat until the window ends. */
+function closedLoop(pool: Pool, next: () => NextRequest, window: Window, interval: IntervalCounts, tally: Tally): Promise<void> {
+  return new Promise((resolve) => {
     const issue = (): void => {
       const sentMs = performance.now();
-      if (sentMs >= endMs) { resolve(); return; }
-      const state = chooseState();
+      if (sentMs >= window.endMs) { resolve(); return; }
+      const { state, body } = next();
       const spec = state.spec;
-      const body = spec.method === "GET" ? null : state.build(spec.pool[state.sample()] as string, seq++);
       let status = 0;
       let marked = spec.okMarker === null;
       const finish = (error: Error | null): void => {
         const doneMs = performance.now();
-        const measured = sentMs >= measureStartMs && doneMs <= endMs;
         const failed = error !== null || status < 200 || status >= 300;
-        if (error !== null) noteError(error.message);
-        else { noteStatus(status); if (failed) noteError(`HTTP ${status} from ${spec.name}`); }
-        if (measured || doneMs < measureStartMs) {
-          // Warm-up answers go to the interval histogram only (for the progress line).
-          const latencyUs = (doneMs - sentMs) * 1000;
-          if (error === null) recordUs(interval, latencyUs);
-          intervalCompleted++;
-          if (failed) intervalErrors++;
-          if (measured) {
-            if (error === null) recordUs(state.histogram, latencyUs);
-            state.completed++;
-            if (failed) state.errors++;
-            else if (marked && spec.okMarker !== null) state.marked++;
-          }
+        if (error !== null) tally.error(error.message);
+        else { tally.status(status); if (failed) tally.error(`HTTP ${status} from ${spec.name}`); }
+        const measured = sentMs >= window.measureStartMs && doneMs <= window.endMs;
+        const latencyUs = error === null ? (doneMs - sentMs) * 1000 : null;
+        // Warm-up answers go to the interval counts only (for the progress line).
+        if (measured || doneMs < window.measureStartMs) interval.record(latencyUs, failed);
+        if (measured) {
+          if (latencyUs !== null) recordUs(state.histogram, latencyUs);
+          state.completed++;
+          if (failed) state.errors++;
+          else if (marked && spec.okMarker !== null) state.marked++;
         }
         // After a transport error, pause briefly instead of spinning against a dead target.
         if (error !== null) setTimeout(issue, 10); else issue();
@@ -157,27 +153,19 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
     };
     issue();
   });
+}
 
-  const slots: Array<Promise<void>> = [];
-  for (let i = 0; i < connections; i++) slots.push(slot(pools[i % pools.length] as Pool));
-  await Promise.all(slots);
-  const measuredMs = Math.min(performance.now(), endMs) - measureStartMs;
-  for (const timer of timers) clearTimeout(timer);
-  // Timers due at the very end may not have run yet: send the missing last interval(s) now.
-  while (measuredTicksSent < measuredTicks) tick(false);
-  await Promise.all(pools.map((pool) => pool.close()));
-
+function doneMessage(states: readonly SpecState[], measuredMs: number, tally: Tally): DoneMessage {
   const perRequest: DoneMessage["perRequest"] = {};
   let completed = 0, errors = 0, marked = 0;
   for (const state of states) {
-    const previous = perRequest[state.spec.name];
-    if (previous !== undefined) throw new Error(`request name ${state.spec.name} used twice in one plan`);
+    if (perRequest[state.spec.name] !== undefined) throw new Error(`request name ${state.spec.name} used twice in one plan`);
     perRequest[state.spec.name] = {
       histogram: encodeHistogram(state.histogram), completed: state.completed, errors: state.errors, marked: state.marked,
     };
     completed += state.completed; errors += state.errors; marked += state.marked;
   }
-  return { type: "done", measuredMs, completed, errors, marked, perRequest, statuses, errorSamples };
+  return { type: "done", measuredMs, completed, errors, marked, perRequest, statuses: tally.statuses, errorSamples: tally.errorSamples };
 }
 
 function weightedChooser(states: readonly SpecState[], random: Random): () => SpecState {
