@@ -33,5 +33,5 @@ export type SyncedBatchWrite = (ops: readonly StoreOp[]) => Promise<void>;
  * LevelDB fsync its write-ahead log before the promise resolves.
  */
 export function syncedBatchWrite(db: StoreDb): SyncedBatchWrite {
-  return (ops) => db.batch(ops.map((op) => ({ ...op })), { sync: true });
+  return (ops) => db.batch([...ops], { sync: true });
 }
