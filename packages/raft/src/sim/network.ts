@@ -55,6 +55,10 @@ export class SimNetwork {
 
   send(message: Message, nowStep: number): void {
     this.sent++;
+    freezeMessage(message); // nodes share message objects: any mutation by the core throws here
+    if (!this.connected(message.from, message.to) && this.unreachable.length < inFlightMax) {
+      this.unreachable.push({ from: message.from, to: message.to, snapshot: message.type === "snap" });
+    }
     if (!this.connected(message.from, message.to) || this.random.chance(this.faults.dropRate) || this.queue.length >= inFlightMax) {
       this.dropped++;
       return;
@@ -76,7 +80,19 @@ export class SimNetwork {
     return due.map((item) => item.message).filter((m) => this.connected(m.from, m.to));
   }
 
+  /** Sends that hit a partition, for the senders' reportUnreachable (drained by the simulation). */
+  unreachable: { from: NodeId; to: NodeId; snapshot: boolean }[] = [];
+
   inFlight(): number {
     return this.queue.length;
   }
+}
+
+function freezeMessage(message: Message): void {
+  if (Object.isFrozen(message)) return;
+  if (message.type === "app") {
+    for (const entry of message.entries) Object.freeze(entry);
+    Object.freeze(message.entries);
+  }
+  Object.freeze(message);
 }

@@ -29,6 +29,8 @@ export class SimNode {
   raw: RawNode | null = null;
   app = new SimApp();
   private inbox: Message[] = [];
+  /** Peers the transport failed to reach, reported to the core on the next run (bounded like the inbox). */
+  private unreachable: { peer: NodeId; snapshot: boolean }[] = [];
   private pendingTicks = 0;
   private pending: { ready: Ready; completeAtStep: number } | null = null;
   readonly reads = new Map<string, PendingRead>();
@@ -66,9 +68,15 @@ export class SimNode {
     this.raw = null;
     this.pending = null;
     this.inbox = [];
+    this.unreachable = [];
     this.pendingTicks = 0;
     this.reads.clear();
     this.storage.crash();
+  }
+
+  /** The transport could not deliver to `peer` (a snapshot chunk when `snapshot`). */
+  reportUnreachable(peer: NodeId, snapshot: boolean): void {
+    if (this.raw !== null && this.unreachable.length < inboxMax) this.unreachable.push({ peer, snapshot });
   }
 
   receive(message: Message): void {
@@ -90,6 +98,11 @@ export class SimNode {
       const inbox = this.inbox;
       this.inbox = [];
       for (const message of inbox) raw.step(message);
+      for (const { peer, snapshot } of this.unreachable) {
+        if (snapshot) raw.reportSnapshot(peer, false);
+        else raw.reportUnreachable(peer);
+      }
+      this.unreachable = [];
       if (!raw.hasReady()) return;
       const ready = raw.ready();
       this.pending = { ready, completeAtStep: nowStep + this.random.intBelow(this.writeLatencyMax + 1) };

@@ -56,7 +56,7 @@ function drawParameters(random: Xoshiro128) {
     proposeRate: 0.1 + random.nextFloat() * 0.4,
     crashRate: random.nextFloat() * 0.02,
     /** Leader churn: crashing or cutting off the leader is what exposes commitment bugs (Figure 8). */
-    leaderFaultRate: random.nextFloat() * 0.03,
+    leaderFaultRate: random.nextFloat() * 0.1,
     partitionRate: random.nextFloat() * 0.02,
     confChangeRate: random.nextFloat() * 0.03,
     snapshotRate: random.nextFloat() * 0.05,
@@ -128,6 +128,10 @@ export class Simulation {
   private advanceOneStep(randomTicks: boolean): void {
     this.step++;
     for (const message of this.network.deliverDue(this.step)) this.nodes.get(message.to)?.receive(message);
+    for (const { from, to, snapshot } of this.network.unreachable) {
+      if (this.random.chance(0.2)) this.nodes.get(from)?.reportUnreachable(to, snapshot);
+    }
+    this.network.unreachable = [];
     for (const node of this.nodes.values()) {
       node.run(this.step, randomTicks ? this.random.chance(0.95) : true, this.network, this.checker);
     }
