@@ -2,7 +2,7 @@
 // `npm run bench -- <scenario> [flags]`: checks the scenario can run, runs the baselines, prepares
 // the scenario (starts and seeds what it measures), runs it, writes the reports and prints the
 // JSON summary last.
-import { cpus, loadavg, totalmem } from "node:os";
+import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { ArgsError, parseArgs, usage, type BenchOptions } from "./args.js";
 import { runBaselines, type BaselineResults } from "./baselines/run-baselines.js";
@@ -16,7 +16,8 @@ import { renderTable } from "./report/table.js";
 import { writeReport } from "./report/write.js";
 import { scenarios } from "./scenarios/registry.js";
 import type { ScenarioContext } from "./scenarios/types.js";
-import { errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes } from "./report/notes.js";
+import { dataDirNotes, errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes } from "./report/notes.js";
+import { filesystemTypeOf } from "./procs/filesystem.js";
 
 const exitUsage = 2;
 const exitNotAvailable = 3;
@@ -61,6 +62,7 @@ async function main(argv: readonly string[]): Promise<number> {
       phases: [...[baselines.fastify, baselines.redisLimiter].filter((phase) => phase !== null), ...outcome.phases],
       notes: [...baselines.notes, ...outcome.notes, ...noisyMachineNotes(machine)],
     };
+    if (options.targets.length === 0) report.notes.push(...dataDirNotes(tmpdir(), filesystemTypeOf(tmpdir())));
     report.notes.push(...errorNotes(report.phases), ...lowOkNotes(report.phases), ...generatorBoundNotes(report.phases, options.workers));
     const dir = isAbsolute(options.reportDir) ? options.reportDir : join(repoRoot, options.reportDir);
     const { jsonPath, htmlPath } = await writeReport(report, dir);

@@ -159,3 +159,24 @@ describe("chart axis", () => {
     expect(niceCeiling(0)).toBe(1);
   });
 });
+
+import { filesystemTypeOf } from "../src/procs/filesystem.js";
+import { dataDirNotes } from "../src/report/notes.js";
+
+describe("data dir filesystem", () => {
+  const mounts = ["/dev/vda / ext4 rw 0 0", "tmpfs /tmp tmpfs rw 0 0", "tmpfs /tmpx/y tmpfs rw 0 0", "/dev/vdb /data xfs rw 0 0"].join("\n");
+
+  it("finds the filesystem of the longest mount point containing the path", () => {
+    expect(filesystemTypeOf("/tmp", mounts)).toBe("tmpfs");
+    expect(filesystemTypeOf("/tmp/keyraft-bench-1", mounts)).toBe("tmpfs");
+    expect(filesystemTypeOf("/tmpx", mounts)).toBe("ext4");
+    expect(filesystemTypeOf("/data/a", mounts)).toBe("xfs");
+    expect(filesystemTypeOf("/home", "")).toBeNull();
+  });
+
+  it("warns only for RAM filesystems", () => {
+    expect(dataDirNotes("/tmp", "tmpfs")[0]).toMatch(/fsync is free/);
+    expect(dataDirNotes("/tmp", "ext4")).toEqual([]);
+    expect(dataDirNotes("/tmp", null)).toEqual([]);
+  });
+});

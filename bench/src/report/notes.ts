@@ -40,3 +40,10 @@ export function errorNotes(phases: readonly PhaseResult[]): string[] {
       : `${phase.label}: ${phase.errors} errors of ${phase.completed} requests, ${samples}`;
   });
 }
+
+/** Durable writes on a RAM filesystem cost nothing: say so, since admin-write figures would flatter. */
+export function dataDirNotes(dataDirParent: string, filesystemType: string | null): string[] {
+  return filesystemType === "tmpfs" || filesystemType === "ramfs"
+    ? [`the node's data dir is under ${dataDirParent}, a ${filesystemType} (RAM): fsync is free there, so durable-write figures flatter; set TMPDIR to a directory on a real disk`]
+    : [];
+}
