@@ -27,9 +27,9 @@ export async function runRaftScenario(opts: { durationS?: number; log: (line: st
     opts.log(`raft: starting ${ids.length} node processes (tick ${tickMs} ms, election ${electionTicks} ticks)`);
     await cluster.start();
     const one = await cluster.load(1, durationMs);
-    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms`);
+    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms; ${describeLeader(one)}`);
     const many = await cluster.load(64, durationMs);
-    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s (errors ${many.errors})`);
+    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}); ${describeLeader(many)}`);
     const failoversMs: number[] = [];
     for (let trial = 0; trial < failoverTrials; trial++) {
       failoversMs.push(await cluster.failover());
@@ -154,6 +154,15 @@ class BenchCluster {
   private peerUrls(): Record<string, string> {
     return Object.fromEntries([...this.ports].map(([id, port]) => [id, `ws://127.0.0.1:${port}`]));
   }
+}
+
+/** The leader's Ready-loop counters: how many entries each fsync carried and how long fsyncs took. */
+function describeLeader(result: LoadResult): string {
+  const synced = result.leader["syncedWrites"] ?? 0;
+  const entries = result.leader["entriesPersisted"] ?? 0;
+  const persistMs = result.leader["persistMs"] ?? 0;
+  if (synced === 0) return "no synced writes";
+  return `leader: ${synced} synced appends, ${(entries / synced).toFixed(1)} entries each, ${(persistMs / synced).toFixed(2)} ms per append`;
 }
 
 function median(values: readonly number[]): number {
