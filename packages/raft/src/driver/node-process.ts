@@ -105,7 +105,13 @@ async function main(): Promise<void> {
   reply({ event: "started", id: config.id, port: node.port, pid: process.pid });
   const lines = createInterface({ input: process.stdin });
   lines.on("line", (line) => {
-    const request = JSON.parse(line) as ControlRequest & { id: number };
+    let request: ControlRequest & { id: number };
+    try {
+      request = JSON.parse(line) as ControlRequest & { id: number };
+    } catch {
+      logger.warn({ bytes: line.length }, "control channel: not a JSON line, ignored");
+      return;
+    }
     handle(node, machine, request).then(
       (result) => reply({ id: request.id, ok: true, result: result ?? null }),
       (error: unknown) => {

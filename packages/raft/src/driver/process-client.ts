@@ -77,8 +77,8 @@ export class NodeProcess {
     const started = await new Promise<StartedEvent>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`node process ${options.config.id} did not start`)), options.startTimeoutMs ?? 20_000);
       const onLine = (line: string) => {
-        const event = JSON.parse(line) as Partial<StartedEvent>;
-        if (event.event !== "started") return;
+        const event = parseLine(line) as Partial<StartedEvent> | null;
+        if (event?.event !== "started") return;
         clearTimeout(timer);
         lines.off("line", onLine);
         resolve(event as StartedEvent);
@@ -124,7 +124,8 @@ export class NodeProcess {
   }
 
   private onLine(line: string): void {
-    const response = JSON.parse(line) as ControlResponse;
+    const response = parseLine(line) as ControlResponse | null;
+    if (response === null || typeof response.id !== "number") return; // not a response (stray output)
     const waiter = this.pending.get(response.id);
     if (waiter === undefined) return;
     this.pending.delete(response.id);
@@ -134,5 +135,13 @@ export class NodeProcess {
       const { code, message, leader } = response.error;
       waiter.reject(new RaftNodeError(code as RaftNodeErrorCode, message.replace(/^\w*Error: /, "").replace(`${code}: `, ""), { leader }));
     }
+  }
+}
+
+function parseLine(line: string): unknown {
+  try {
+    return JSON.parse(line) as unknown;
+  } catch {
+    return null;
   }
 }
