@@ -16,7 +16,7 @@ import { renderTable } from "./report/table.js";
 import { writeReport } from "./report/write.js";
 import { scenarios } from "./scenarios/registry.js";
 import type { ScenarioContext } from "./scenarios/types.js";
-import { dataDirNotes, errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes } from "./report/notes.js";
+import { dataDirNotes, errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes, variationNotes } from "./report/notes.js";
 import { filesystemTypeOf } from "./procs/filesystem.js";
 
 const exitUsage = 2;
@@ -63,7 +63,7 @@ async function main(argv: readonly string[]): Promise<number> {
       notes: [...baselines.notes, ...outcome.notes, ...noisyMachineNotes(machine)],
     };
     if (options.targets.length === 0) report.notes.push(...dataDirNotes(tmpdir(), filesystemTypeOf(tmpdir())));
-    report.notes.push(...errorNotes(report.phases), ...lowOkNotes(report.phases), ...generatorBoundNotes(report.phases, options.workers));
+    report.notes.push(...errorNotes(report.phases), ...lowOkNotes(report.phases), ...generatorBoundNotes(report.phases, options.workers), ...variationNotes(report.phases));
     const dir = isAbsolute(options.reportDir) ? options.reportDir : join(repoRoot, options.reportDir);
     const { jsonPath, htmlPath } = await writeReport(report, dir);
     console.log(`\n${renderTable(report)}\n`);

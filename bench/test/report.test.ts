@@ -8,7 +8,8 @@ import { renderHtml } from "../src/report/html.js";
 import type { Report } from "../src/report/model.js";
 import { buildSummary, ratio } from "../src/report/summary.js";
 import { renderTable } from "../src/report/table.js";
-import { errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes } from "../src/report/notes.js";
+import { errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes, variationNotes } from "../src/report/notes.js";
+import { variationPct } from "../src/load/run-load.js";
 import { writeReport } from "../src/report/write.js";
 import { niceCeiling } from "../src/report/svg.js";
 
@@ -19,7 +20,7 @@ function phase(label: string, rps: number, latencyUs: number): PhaseResult {
   return {
     label, measuredS: 3, completed: rps * 3, errors: 1, rps, latency,
     perRequest: { verifyKey: { completed: rps * 3, errors: 1, marked: rps * 3 - 1, rps, latency } },
-    timeline: [1, 2, 3].map((atS) => ({ atS, rps: rps + atS, p99Ms: latency.p99Ms, errors: 0 })),
+    timeline: [1, 2, 3].map((atS) => ({ atS, rps: rps + atS, p99Ms: latency.p99Ms, errors: 0 })), rpsVariationPct: 3,
     statuses: { "200": rps * 3 - 1, "500": 1 }, errorSamples: ["HTTP 500 from verifyKey"],
     generatorCpuCores: 0.8, targetCpuCores: 0.9,
   };
@@ -108,7 +109,7 @@ describe("report writer", () => {
   it("renders a terminal table with one row per phase and the ratios", () => {
     const table = renderTable(sampleReport());
     const lines = table.split("\n");
-    expect(lines[0]).toMatch(/^phase\s+rps\s+p50 ms/);
+    expect(lines[0]).toMatch(/^phase\s+rps\s+± %\s+p50 ms/);
     expect(lines.some((line) => /^baseline fastify\s+20,000\s/.test(line))).toBe(true);
     expect(lines.some((line) => /^verify plain\s+16,000\s/.test(line))).toBe(true);
     expect(table).toMatch(/ratio to fastify\s+0\.8/);
@@ -141,6 +142,20 @@ describe("report notes", () => {
     expect(errorNotes([{ ...good, errors: 0, completed: 0, errorSamples: ["Headers Timeout Error"] }])).toEqual([
       "verify plain: no request completed within the measured time (e.g. Headers Timeout Error)",
     ]);
+  });
+
+  it("flags phases whose throughput swung from second to second", () => {
+    const steady = phase("verify plain", 1000, 1000);
+    const noisy = { ...phase("verify credits", 1000, 1000), rpsVariationPct: 40 };
+    expect(variationNotes([steady, noisy])).toEqual([
+      "verify credits: throughput varied 40% (standard deviation of per-second rps over their mean): the machine was noisy",
+    ]);
+  });
+
+  it("computes the variation of per-second throughput", () => {
+    expect(variationPct([100, 100, 100])).toBe(0);
+    expect(variationPct([5])).toBe(0);
+    expect(variationPct([90, 110])).toBe(14.14);
   });
 
   it("flags a busy machine", () => {

@@ -34,6 +34,11 @@ export interface PhaseResult {
   latency: LatencySummary;
   perRequest: Record<string, RequestResult>;
   timeline: TimelinePoint[];
+  /**
+   * Second-to-second variation of throughput: standard deviation of the per-second rps as a
+   * percentage of their mean. High values mean the machine was noisy during the phase.
+   */
+  rpsVariationPct: number;
   statuses: Record<string, number>;
   errorSamples: string[];
   /** CPU cores used by the generator's process over the phase (main thread + workers). */
@@ -159,10 +164,19 @@ function mergeResults(
   const targetCpuS = cpuEnd.target === null || cpuStart.target === null ? null : cpuEnd.target - cpuStart.target;
   return {
     label: plan.label, measuredS: round(measuredS), completed, errors, rps: round(completed / measuredS),
-    latency: summarize(total), perRequest, timeline, statuses, errorSamples,
+    latency: summarize(total), perRequest, timeline, rpsVariationPct: variationPct(timeline.map((point) => point.rps)), statuses, errorSamples,
     generatorCpuCores: wallS > 0 ? round(generatorCpuS / wallS) : 0,
     targetCpuCores: targetCpuS === null || wallS <= 0 ? null : round(targetCpuS / wallS),
   };
+}
+
+/** Standard deviation as a percentage of the mean (0 for fewer than two values or a zero mean). */
+export function variationPct(values: readonly number[]): number {
+  if (values.length < 2) return 0;
+  const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
+  if (mean === 0) return 0;
+  const variance = values.reduce((sum, value) => sum + (value - mean) ** 2, 0) / (values.length - 1);
+  return round((Math.sqrt(variance) / mean) * 100);
 }
 
 function formatProgress(label: string, when: string, rps: number, histogram: Histogram, errors: number): string {

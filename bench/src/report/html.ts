@@ -1,7 +1,7 @@
 // The self-contained HTML report: summary, table, latency-percentile and throughput-over-time charts
 // as inline SVG. No script, no external resource.
 import { escapeXml, lineChart, type Series } from "./svg.js";
-import { phaseRow } from "./table.js";
+import { phaseRow, tableColumns } from "./table.js";
 import type { Report } from "./model.js";
 
 /** x position of a percentile on a "nines" scale: 90 → 1, 99 → 2, 99.9 → 3, capped at 5 nines. */
@@ -24,7 +24,7 @@ export function renderHtml(report: Report): string {
     points: phase.timeline.map((point) => [point.atS, point.rps] as const),
   }));
   const ninesTicks = [[ninesOf(50), "50%"], [1, "90%"], [2, "99%"], [3, "99.9%"], [4, "99.99%"], [5, "99.999%"]] as const;
-  const header = ["phase", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "ok %", "target cpu", "gen cpu"];
+  const header = tableColumns;
   const tableRows = report.phases.map((phase) => `<tr>${phaseRow(phase).map((cell) => `<td>${escapeXml(cell)}</td>`).join("")}</tr>`);
   const title = `keyraft bench: ${report.summary.scenario}, ${report.startedAt}`;
   return `<!doctype html>

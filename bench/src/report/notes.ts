@@ -47,3 +47,9 @@ export function dataDirNotes(dataDirParent: string, filesystemType: string | nul
     ? [`the node's data dir is under ${dataDirParent}, a ${filesystemType} (RAM): fsync is free there, so durable-write figures flatter; set TMPDIR to a directory on a real disk`]
     : [];
 }
+
+/** Throughput that swung a lot from second to second: the machine was noisy, figures are rough. */
+export function variationNotes(phases: readonly PhaseResult[], thresholdPct = 15): string[] {
+  return phases.filter((phase) => phase.rpsVariationPct > thresholdPct).map((phase) =>
+    `${phase.label}: throughput varied ${phase.rpsVariationPct}% (standard deviation of per-second rps over their mean): the machine was noisy`);
+}

@@ -2,7 +2,7 @@
 import type { PhaseResult } from "../load/run-load.js";
 import type { Report } from "./model.js";
 
-const columns = ["phase", "rps", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "ok %", "target cpu", "gen cpu"];
+const columns = ["phase", "rps", "± %", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "ok %", "target cpu", "gen cpu"];
 
 export function phaseRow(phase: PhaseResult): string[] {
   // ok %: among the request kinds that have an ok marker only (e.g. verifications in "mixed").
@@ -12,6 +12,7 @@ export function phaseRow(phase: PhaseResult): string[] {
   return [
     phase.label,
     Math.round(phase.rps).toLocaleString("en-US"),
+    phase.rpsVariationPct.toFixed(0),
     phase.latency.p50Ms.toFixed(2),
     phase.latency.p90Ms.toFixed(2),
     phase.latency.p99Ms.toFixed(2),
@@ -23,6 +24,8 @@ export function phaseRow(phase: PhaseResult): string[] {
     phase.generatorCpuCores.toFixed(2),
   ];
 }
+
+export { columns as tableColumns };
 
 export function renderTable(report: Report): string {
   const rows = [columns, ...report.phases.map(phaseRow)];
