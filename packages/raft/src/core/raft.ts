@@ -47,8 +47,8 @@ export class Raft {
 
   private messages: Message[] = [];
   private readStates: ReadState[] = [];
-  /** Messages dropped because a Ready's outbox was full (Raft tolerates loss; counted for status). */
-  droppedMessages = 0;
+  /** Messages dropped because a Ready's outbox was full (Raft tolerates loss; reported in status). */
+  private droppedMessages = 0;
 
   private electionElapsed = 0;
   private heartbeatElapsed = 0;
@@ -72,10 +72,12 @@ export class Raft {
     this.log.committed = Math.max(this.log.committed, hardState.commit);
     this.term = hardState.term;
     this.vote = hardState.vote;
-    const applied = config.applied ?? this.log.applied;
-    assert(applied >= this.log.applied && applied <= this.log.committed, `applied ${applied} outside [snapshot, commit]`);
+    // The application restarts from the storage's snapshot unless it says it has applied more.
+    const snapshotIndex = Math.max(this.log.applied, storage.snapshot().metadata.index);
+    const applied = config.applied ?? snapshotIndex;
+    assert(applied >= snapshotIndex && applied <= this.log.committed, `applied ${applied} outside [snapshot, commit]`);
     // initialState().conf is the membership as of the snapshot; later applied conf entries are replayed.
-    this.replayConfChanges(Math.max(this.log.applied, storage.snapshot().metadata.index), applied);
+    this.replayConfChanges(snapshotIndex, applied);
     this.log.applied = applied;
     this.becomeFollower(this.term, "");
     const fresh = hardState.term === 0 && this.log.lastIndex() === 0 && this.log.firstIndex() === 1;
@@ -897,6 +899,7 @@ export class Raft {
       lastIndex: this.log.lastIndex(),
       conf: copyConf(this.conf),
       leadTransferee: this.leadTransferee,
+      droppedMessages: this.droppedMessages,
       progress,
     };
   }

@@ -32,6 +32,8 @@ export interface Status {
   conf: ConfState;
   /** The node a leadership transfer is going to, "" if none. */
   leadTransferee: NodeId;
+  /** Outgoing messages dropped because one Ready held messagesPerReadyMax already (Raft tolerates loss). */
+  droppedMessages: number;
   /** Per peer (including self), only on the leader; empty otherwise. */
   progress: Record<NodeId, ProgressStatus>;
 }

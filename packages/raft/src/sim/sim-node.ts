@@ -40,9 +40,10 @@ export class SimNode {
     private readonly makeConfig: () => RaftConfig,
     private readonly random: Xoshiro128,
     private readonly writeLatencyMax: number,
+    keepEntries: number,
   ) {
     this.id = id;
-    this.storage = new SimStorage();
+    this.storage = new SimStorage(undefined, keepEntries);
     this.start();
   }
 

@@ -6,26 +6,30 @@ import type { ConfState, Entry, HardState, RaftStorage, RaftStorageWriter, Snaps
 interface StorageState {
   hardState: HardState;
   snapshot: Snapshot;
-  /** Entries after snapshot.metadata.index, contiguous. */
+  /** The entry just before firstIndex (its term stays known); at or before the snapshot index. */
+  markIndex: number;
+  markTerm: number;
+  /** Entries after markIndex, contiguous. */
   entries: Entry[];
 }
 
 function cloneState(state: StorageState): StorageState {
-  return { hardState: { ...state.hardState }, snapshot: state.snapshot, entries: [...state.entries] };
+  return { ...state, hardState: { ...state.hardState }, entries: [...state.entries] };
 }
 
 /**
  * Simulated stable storage. Reads see every write (the live state); only synced writes reach the
  * durable state, and `crash()` throws away everything else, as a power loss would. An fsync makes
  * every earlier write durable too (one file, in order). Entries and snapshots are immutable objects.
+ * A snapshot keeps the `keepEntries` entries before it, like the LevelDB storage.
  */
 export class SimStorage implements RaftStorage, RaftStorageWriter {
   private live: StorageState;
   private durable: StorageState;
 
-  constructor(conf: ConfState = { voters: [], learners: [] }) {
+  constructor(conf: ConfState = { voters: [], learners: [] }, private readonly keepEntries = 0) {
     const snapshot: Snapshot = { metadata: { index: 0, term: 0, conf }, data: new Uint8Array(0) };
-    this.live = { hardState: { term: 0, vote: "", commit: 0 }, snapshot, entries: [] };
+    this.live = { hardState: { term: 0, vote: "", commit: 0 }, snapshot, markIndex: 0, markTerm: 0, entries: [] };
     this.durable = cloneState(this.live);
   }
 
@@ -34,18 +38,18 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   }
 
   firstIndex(): number {
-    return this.live.snapshot.metadata.index + 1;
+    return this.live.markIndex + 1;
   }
 
   lastIndex(): number {
-    return this.live.snapshot.metadata.index + this.live.entries.length;
+    return this.live.markIndex + this.live.entries.length;
   }
 
   term(index: number): number {
-    const snapshotIndex = this.live.snapshot.metadata.index;
-    if (index === snapshotIndex) return this.live.snapshot.metadata.term;
-    if (index < snapshotIndex) throw new RaftStorageError("compacted", `term(${index}) below ${snapshotIndex}`);
-    const entry = this.live.entries[index - snapshotIndex - 1];
+    const mark = this.live.markIndex;
+    if (index === mark) return this.live.markTerm;
+    if (index < mark) throw new RaftStorageError("compacted", `term(${index}) below ${mark}`);
+    const entry = this.live.entries[index - mark - 1];
     if (entry === undefined) throw new RaftStorageError("unavailable", `term(${index}) past ${this.lastIndex()}`);
     return entry.term;
   }
@@ -53,7 +57,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   entries(lo: number, hi: number, maxBytes: number): Entry[] {
     if (lo < this.firstIndex()) throw new RaftStorageError("compacted", `entries(${lo}) below ${this.firstIndex()}`);
     if (hi > this.lastIndex() + 1) throw new RaftStorageError("unavailable", `entries(.., ${hi}) past ${this.lastIndex()}`);
-    const offset = this.live.snapshot.metadata.index + 1;
+    const offset = this.firstIndex();
     return limitSize(this.live.entries.slice(lo - offset, hi - offset), maxBytes);
   }
 
@@ -64,7 +68,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   appendSync(entries: readonly Entry[], hardState: HardState | null, sync: boolean): void {
     const first = entries[0];
     if (first !== undefined) {
-      const offset = this.live.snapshot.metadata.index + 1;
+      const offset = this.firstIndex();
       assert(first.index >= offset && first.index <= this.lastIndex() + 1, `append at ${first.index} leaves a gap`);
       entries.forEach((entry, i) => assert(entry.index === first.index + i, "appended entries must be contiguous"));
       this.live.entries = this.live.entries.slice(0, first.index - offset).concat(entries);
@@ -75,23 +79,26 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
 
   applySnapshotSync(snapshot: Snapshot): void {
     const { index, term } = snapshot.metadata;
-    const kept = index <= this.lastIndex() && index >= this.firstIndex() && this.term(index) === term
-      ? this.live.entries.slice(index - this.live.snapshot.metadata.index)
-      : [];
+    const matches = index >= this.firstIndex() && index <= this.lastIndex() && this.term(index) === term;
+    this.live.entries = matches ? this.live.entries.slice(index - this.live.markIndex) : [];
     this.live.snapshot = snapshot;
-    this.live.entries = kept;
+    this.live.markIndex = index;
+    this.live.markTerm = term;
     this.live.hardState = { ...this.live.hardState, commit: Math.max(this.live.hardState.commit, index) };
     this.durable = cloneState(this.live);
   }
 
-  /** Records the application's snapshot at `index` (<= last index) and makes it durable. */
+  /** Records the application's snapshot at `index` (<= last index), compacts up to index - keepEntries, durably. */
   createSnapshotSync(index: number, conf: ConfState, data: Uint8Array): void {
-    const snapshotIndex = this.live.snapshot.metadata.index;
-    if (index <= snapshotIndex) return;
+    if (index <= this.live.snapshot.metadata.index) return;
     assert(index <= this.lastIndex(), "snapshot beyond the log");
-    const term = this.term(index);
-    this.live.snapshot = { metadata: { index, term, conf }, data };
-    this.live.entries = this.live.entries.slice(index - snapshotIndex);
+    this.live.snapshot = { metadata: { index, term: this.term(index), conf }, data };
+    const compactTo = index - this.keepEntries;
+    if (compactTo > this.live.markIndex) {
+      this.live.markTerm = this.term(compactTo);
+      this.live.entries = this.live.entries.slice(compactTo - this.live.markIndex);
+      this.live.markIndex = compactTo;
+    }
     this.durable = cloneState(this.live);
   }
 
@@ -110,7 +117,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     return Promise.resolve();
   }
 
-  /** Compaction happens with createSnapshot here (the log starts right after the snapshot). */
+  /** Compaction happens with createSnapshot here (up to index - keepEntries). */
   compact(_index: number): Promise<void> {
     return Promise.resolve();
   }
@@ -122,10 +129,5 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   /** Power loss: every write not yet synced is gone. */
   crash(): void {
     this.live = cloneState(this.durable);
-  }
-
-  /** Durable hard state (for checks). */
-  durableHardState(): HardState {
-    return { ...this.durable.hardState };
   }
 }

@@ -51,6 +51,8 @@ function drawParameters(random: Xoshiro128) {
     maxSizePerMsgBytes: random.chance(0.3) ? 1 : 8 + random.intBelow(128),
     maxSnapshotChunkBytes: 64 + random.intBelow(512),
     snapshotPaddingBytes: random.intBelow(2048),
+    /** Entries a snapshot keeps before its index (0: compact everything it covers). */
+    keepEntries: random.chance(0.5) ? 0 : random.intBelow(20),
     writeLatencyMax: random.intBelow(3),
     faults: { dropRate: random.nextFloat() * 0.15, duplicateRate: random.nextFloat() * 0.05, delayMax: random.intBelow(5) },
     proposeRate: 0.1 + random.nextFloat() * 0.4,
@@ -86,7 +88,7 @@ export class Simulation {
     for (const id of [...voterIds, ...spareIds]) {
       const nodeRandom = new Xoshiro128(this.random.nextUint32());
       const makeConfig = (): RaftConfig => this.nodeConfig(id, voterIds.includes(id) ? voterIds : []);
-      this.nodes.set(id, new SimNode(id, makeConfig, nodeRandom, this.params.writeLatencyMax));
+      this.nodes.set(id, new SimNode(id, makeConfig, nodeRandom, this.params.writeLatencyMax, this.params.keepEntries));
     }
     this.stats = {
       nodes: this.nodes.size, terms: 0, appliedMax: 0, crashes: 0, partitions: 0, confChanges: 0,
