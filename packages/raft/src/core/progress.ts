@@ -25,6 +25,8 @@ export class Progress {
   /** snapshot state: the last chunk has been sent (needed because an empty snapshot has one empty chunk). */
   snapshotAllSent = false;
   learner: boolean;
+  /** The commit index carried by the last append sent (-1: none yet); a broadcast skips a follower that already has it. */
+  commitSent = -1;
   readonly inflights: Inflights;
 
   constructor(next: number, maxInflight: number, learner: boolean) {

@@ -57,6 +57,8 @@ export class Raft {
   /** Index of the latest conf entry proposed by this leader; a new change waits until it is applied. */
   private pendingConfIndex = 0;
   private uncommittedBytes = 0;
+  /** Leader: new entries or a new commit index to broadcast when the next Ready is taken. */
+  private broadcastPending = false;
 
   private prevSoftState: SoftState;
   private prevHardState: HardState;
@@ -198,7 +200,8 @@ export class Raft {
     }
     const entry: Entry = { term: this.term, index: this.log.lastIndex() + 1, type, data };
     this.appendEntries([entry]);
-    this.broadcastAppend();
+    // Deferred to the next Ready: every proposal made until then travels in the same appends.
+    this.broadcastPending = true;
     return { index: entry.index, term: entry.term };
   }
 
@@ -468,7 +471,7 @@ export class Raft {
       default:
         unreachable(pr.state);
     }
-    if (this.maybeCommit()) this.broadcastAppend();
+    if (this.maybeCommit()) this.broadcastPending = true; // one commit notice per Ready, not per ack
     else if (wasPaused) this.sendAppend(m.from, true);
     while (this.sendAppend(m.from, false)) {
       // Pipelining: keep sending batches until caught up or the in-flight window is full.
@@ -538,6 +541,7 @@ export class Raft {
     }
     if (entries.length === 0 && !sendIfEmpty) return false;
     this.send({ type: "app", to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
+    pr.commitSent = this.log.committed;
     const last = entries[entries.length - 1];
     pr.sentEntries(last?.index ?? prevIndex, entries.length);
     return true;
@@ -584,8 +588,14 @@ export class Raft {
     this.sendSnapshotChunks(to);
   }
 
+  /** Sends every follower what it lacks (or an empty append carrying the commit index), filling its window. */
   private broadcastAppend(): void {
-    for (const id of this.progress.keys()) if (id !== this.id) this.sendAppend(id, true);
+    for (const [id, pr] of this.progress) {
+      if (id === this.id || !this.sendAppend(id, pr.commitSent < this.log.committed)) continue;
+      while (this.sendAppend(id, false)) {
+        // Pipelining: more batches while the in-flight window allows.
+      }
+    }
   }
 
   private broadcastHeartbeat(context: Uint8Array | null): void {
@@ -728,6 +738,7 @@ export class Raft {
     this.deferredReads = [];
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
+    this.broadcastPending = false;
   }
 
   private becomeFollower(term: number, leader: NodeId): void {
@@ -836,6 +847,7 @@ export class Raft {
     const soft = this.softState();
     const hard = this.hardState();
     return (
+      this.broadcastPending ||
       this.messages.length > 0 ||
       this.readStates.length > 0 ||
       soft.leader !== this.prevSoftState.leader ||
@@ -848,6 +860,11 @@ export class Raft {
   }
 
   takeReady(): Ready {
+    if (this.broadcastPending) {
+      this.broadcastPending = false;
+      assert(this.role === "leader", "a pending broadcast outlived leadership");
+      this.broadcastAppend();
+    }
     const soft = this.softState();
     const hard = this.hardState();
     const entries = [...this.log.unstable.entries];

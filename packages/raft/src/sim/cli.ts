@@ -42,12 +42,16 @@ function main(): number {
   let failures = 0;
   const totals = { terms: 0, appliedMax: 0, crashes: 0, partitions: 0, confChanges: 0, snapshotsTaken: 0, readsChecked: 0, messagesSent: 0 };
   let livenessStepsMax = 0;
+  let slowestSeed = 0;
   for (const [i, seed] of seeds.entries()) {
     const trace = options.verbose ? (line: string) => console.log(line) : undefined;
     const result = runSimulation(trace === undefined ? { seed, steps: options.steps } : { seed, steps: options.steps, trace });
     if (options.verbose || seeds.length === 1) console.log(JSON.stringify(result.stats));
     for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += result.stats[key];
-    if (result.ok) livenessStepsMax = Math.max(livenessStepsMax, result.stats.livenessSteps);
+    if (result.ok && result.stats.livenessSteps > livenessStepsMax) {
+      livenessStepsMax = result.stats.livenessSteps;
+      slowestSeed = seed;
+    }
     if (!result.ok) {
       failures++;
       console.log(`FAIL seed ${seed}: ${result.failure}`);
@@ -56,7 +60,7 @@ function main(): number {
     }
     if ((i + 1) % 500 === 0) console.log(`${i + 1}/${seeds.length} seeds, ${failures} failed, ${Math.round(performance.now() - startedMs)} ms`);
   }
-  console.log(`totals ${JSON.stringify(totals)}; slowest recovery after healing: ${livenessStepsMax} steps`);
+  console.log(`totals ${JSON.stringify(totals)}; slowest recovery after healing: ${livenessStepsMax} steps (seed ${slowestSeed})`);
   console.log(`${seeds.length} seeds x ${options.steps} steps: ${failures === 0 ? "ok" : `${failures} FAILED`} in ${Math.round(performance.now() - startedMs)} ms`);
   return failures === 0 ? 0 : 1;
 }
