@@ -13,6 +13,8 @@ export interface BenchOptions {
   durationS: number;
   /** Unmeasured seconds per phase before measuring (JIT, connection set-up). */
   warmupS: number;
+  /** Interleaved rounds: every phase runs this many times (A B C, A B C, ...), each for duration/rounds. */
+  rounds: number;
   /** Closed-loop concurrency: requests in flight at any time, spread over all targets. */
   connections: number;
   /** Keys the node holds for the run (split over the scenario's key groups). */
@@ -48,6 +50,7 @@ flags:
   --root-key KEY             root key for seeding a --target (default: env KEYRAFT_ROOT_KEY)
   --duration S               measured seconds per phase (default ${limits.durationSDefault})
   --warmup S                 unmeasured warm-up seconds per phase (default ${limits.warmupSDefault})
+  --rounds N                 interleave all phases N times, each for duration/N (default 1)
   --connections N            requests in flight, spread over all targets (default ${limits.connectionsDefault})
   --keys N                   keys the node holds (default ${limits.keysDefault})
   --distribution D           uniform | zipf: how keys are chosen (default uniform)
@@ -61,7 +64,7 @@ flags:
 
 type FlagKind = "string" | "int" | "number" | "boolean";
 const flagKinds: Record<string, FlagKind> = {
-  target: "string", "root-key": "string", duration: "number", warmup: "number", connections: "int",
+  target: "string", "root-key": "string", duration: "number", warmup: "number", rounds: "int", connections: "int",
   keys: "int", distribution: "string", "zipf-exponent": "number", cluster: "int", workers: "int",
   "no-baselines": "boolean", "report-dir": "string", "node-entry": "string", help: "boolean",
 };
@@ -107,6 +110,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     targets,
     durationS: numberFlag(flags, "duration", limits.durationSDefault, 1, limits.durationSMax),
     warmupS: numberFlag(flags, "warmup", limits.warmupSDefault, 0, limits.durationSMax),
+    rounds: intFlag(flags, "rounds", 1, 1, limits.roundsMax),
     connections: intFlag(flags, "connections", limits.connectionsDefault, 1, limits.connectionsMax),
     keys: intFlag(flags, "keys", limits.keysDefault, 1, limits.keysMax),
     distribution,
@@ -124,6 +128,9 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   }
   if (options.targets.length > 0 && options.nodeEntry !== null) {
     throw new ArgsError("--node-entry starts a local node; it cannot be combined with --target");
+  }
+  if (options.durationS / options.rounds < 1) {
+    throw new ArgsError(`--duration ${options.durationS} over --rounds ${options.rounds} leaves under a second per round`);
   }
   if (options.connections < options.targets.length) {
     throw new ArgsError(`--connections (${options.connections}) must be at least the number of targets (${options.targets.length})`);

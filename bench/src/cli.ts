@@ -5,7 +5,8 @@
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { ArgsError, parseArgs, usage, type BenchOptions } from "./args.js";
-import { runBaselines, type BaselineResults } from "./baselines/run-baselines.js";
+import { startBaselines, type BaselineResults } from "./baselines/run-baselines.js";
+import { runPhases } from "./scenarios/phase.js";
 import { stderrConsole } from "./console.js";
 import { repoRoot } from "./paths.js";
 import { stopAll } from "./procs/child.js";
@@ -15,7 +16,7 @@ import { buildSummary } from "./report/summary.js";
 import { renderTable } from "./report/table.js";
 import { writeReport } from "./report/write.js";
 import { scenarios } from "./scenarios/registry.js";
-import type { ScenarioContext } from "./scenarios/types.js";
+import type { ScenarioContext, ScenarioOutcome } from "./scenarios/types.js";
 import { dataDirNotes, errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes, variationNotes } from "./report/notes.js";
 import { filesystemTypeOf } from "./procs/filesystem.js";
 
@@ -47,13 +48,22 @@ async function main(argv: readonly string[]): Promise<number> {
     const scenario = scenarios[options.scenario];
     await scenario.check(context);
     console.log(`bench ${options.scenario}: ${placement(options)}`);
-    const baselines: BaselineResults = await runBaselines(context);
-    const prepared = await scenario.prepare(context);
-    let outcome;
+    const running = await startBaselines(context);
+    let baselines: BaselineResults;
+    let outcome: ScenarioOutcome;
     try {
-      outcome = await prepared.run();
+      const prepared = await scenario.prepare(context);
+      try {
+        // The scenario's phases first: anything left over from seeding (storage compaction)
+        // then costs keyraft, not the baselines.
+        const results = await runPhases(context, [...prepared.phases, ...running.phases]);
+        baselines = running.results(results);
+        outcome = await prepared.finish(results);
+      } finally {
+        await prepared.close();
+      }
     } finally {
-      await prepared.close();
+      await running.close();
     }
     const summary = buildSummary(options.scenario, outcome, baselines);
     const report: Report = {
@@ -86,9 +96,10 @@ function placement(options: BenchOptions): string {
     ? `targets: ${options.targets.length} given with --target`
     : "target: one keyraft node started as a child process on 127.0.0.1";
   const baselines = options.baselines
-    ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), run one at a time before the target starts"
+    ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), all started up front and idle except during their own phases"
     : "baselines: skipped";
-  return `${generator}; ${target}; ${baselines}; ${cpus().length} CPU(s) shared by all of them, no pinning`;
+  const order = `phases run one at a time${options.rounds > 1 ? `, interleaved in ${options.rounds} rounds` : ""}, the scenario's before the baselines'`;
+  return `${generator}; ${target}; ${baselines}; ${order}; ${cpus().length} CPU(s) shared by all of them, no pinning`;
 }
 
 function publicOptions(options: BenchOptions): Record<string, unknown> {

@@ -10,6 +10,7 @@ export const limits = {
   zipfExponentDefault: 1.0,
   clusterNodesMax: 9,
   workersMax: 16,
+  roundsMax: 100,
   targetsMax: 64,
   /** Requests in flight while seeding a node through its HTTP API. */
   seedConcurrency: 32,

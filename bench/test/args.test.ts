@@ -5,7 +5,7 @@ describe("parseArgs", () => {
   it("gives the defaults for a bare scenario", () => {
     const options = parseArgs(["verify"]);
     expect(options).toMatchObject({
-      scenario: "verify", targets: [], durationS: 10, connections: 64, keys: 10_000, distribution: "uniform",
+      scenario: "verify", targets: [], durationS: 10, rounds: 1, connections: 64, keys: 10_000, distribution: "uniform",
       cluster: null, workers: 1, rootKey: null, baselines: true, help: false,
     });
   });
@@ -13,11 +13,11 @@ describe("parseArgs", () => {
   it("reads every flag, in both --flag value and --flag=value forms", () => {
     const options = parseArgs([
       "mixed", "--target", "http://a:1/,https://b.example", "--duration=5", "--connections", "8", "--keys", "100",
-      "--distribution", "zipf", "--zipf-exponent", "1.2", "--workers=2", "--root-key", "rk", "--no-baselines", "--warmup", "0",
+      "--distribution", "zipf", "--zipf-exponent", "1.2", "--workers=2", "--root-key", "rk", "--no-baselines", "--warmup", "0", "--rounds", "5",
     ]);
     expect(options).toMatchObject({
       scenario: "mixed", targets: ["http://a:1", "https://b.example"], durationS: 5, connections: 8, keys: 100,
-      distribution: "zipf", zipfExponent: 1.2, workers: 2, rootKey: "rk", baselines: false, warmupS: 0,
+      distribution: "zipf", zipfExponent: 1.2, workers: 2, rootKey: "rk", baselines: false, warmupS: 0, rounds: 5,
     });
   });
 
@@ -54,6 +54,8 @@ describe("parseArgs", () => {
     [["verify", "--target", "http://a", "--cluster", "3"], /cannot be combined with --target/],
     [["verify", "--no-baselines=yes"], /takes no value/],
     [["verify", "--keys", "5", "--keys", "6"], /given twice/],
+    [["verify", "--rounds", "0"], /--rounds must be between/],
+    [["verify", "--duration", "2", "--rounds", "3"], /under a second per round/],
     [["verify", "--target", "http://a,http://b,http://c", "--connections", "2"], /at least the number of targets/],
   ];
   for (const [argv, message] of bad) {

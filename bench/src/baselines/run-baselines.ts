@@ -1,6 +1,7 @@
-// Runs the baselines of an invocation, one at a time, each as its own process on this machine and
-// under the same load settings as the scenario: (a) plain Fastify, (b) Fastify + rate-limiter-flexible
-// on a local Redis (skipped, with a message, when redis-server is not installed).
+// The baselines of an invocation, each its own process on this machine, loaded with the same
+// settings as the scenario: (a) plain Fastify, (b) Fastify + rate-limiter-flexible on a local Redis
+// (skipped, with a message, when redis-server is not installed). They are started here and their
+// phases run beside the scenario's (see runPhases).
 import { join } from "node:path";
 import type { BenchOptions } from "../args.js";
 import { getStatus } from "../http.js";
@@ -10,8 +11,11 @@ import { startProcess, type StartedProcess } from "../procs/child.js";
 import { processesCpuSeconds } from "../procs/cpu.js";
 import { freePort } from "../procs/free-port.js";
 import { redisInstallHint, redisServerInstalled, startRedis } from "../procs/redis.js";
-import { requestSpec, runPhase } from "../scenarios/phase.js";
+import { requestSpec, type PhaseDefinition } from "../scenarios/phase.js";
 import type { ScenarioContext } from "../scenarios/types.js";
+
+export const fastifyLabel = "baseline fastify";
+export const redisLimiterLabel = "baseline redis-limiter";
 
 export interface BaselineResults {
   fastify: PhaseResult | null;
@@ -19,53 +23,69 @@ export interface BaselineResults {
   notes: string[];
 }
 
-export async function runBaselines(context: ScenarioContext): Promise<BaselineResults> {
+export interface RunningBaselines {
+  phases: PhaseDefinition[];
+  notes: string[];
+  results(all: ReadonlyMap<string, PhaseResult>): BaselineResults;
+  close(): Promise<void>;
+}
+
+export async function startBaselines(context: ScenarioContext): Promise<RunningBaselines> {
   const { options } = context;
-  if (!options.baselines) return { fastify: null, redisLimiter: null, notes: ["baselines skipped (--no-baselines)"] };
   const notes: string[] = [];
-  const fastify = await withServer("fastify baseline", "fastify-plain.js", {}, [], (url, pids) =>
-    runPhase(context, "baseline fastify", [url], [baselineSpec(options)], () => processesCpuSeconds(pids)));
-  let redisLimiter: PhaseResult | null = null;
-  if (!redisServerInstalled()) {
-    context.log(redisInstallHint);
-    notes.push(redisInstallHint);
-  } else {
-    const redis = await startRedis();
-    try {
-      redisLimiter = await withServer("redis-limiter baseline", "fastify-redis.js", { REDIS_PORT: String(redis.port) }, [redis.process],
-        (url, pids) => runPhase(context, "baseline redis-limiter", [url], [baselineSpec(options)], () => processesCpuSeconds(pids)));
-    } finally {
-      await redis.process.stop();
+  const processes: StartedProcess[] = [];
+  const phases: PhaseDefinition[] = [];
+  const close = async (): Promise<void> => { await Promise.all(processes.map((started) => started.stop())); };
+  if (!options.baselines) notes.push("baselines skipped (--no-baselines)");
+  try {
+    if (options.baselines) {
+      const fastify = await startServer("fastify baseline", "fastify-plain.js", {});
+      processes.push(fastify.process);
+      phases.push(baselinePhase(options, fastifyLabel, fastify.url, [fastify.process]));
+      if (!redisServerInstalled()) {
+        context.log(redisInstallHint);
+        notes.push(redisInstallHint);
+      } else {
+        const redis = await startRedis();
+        processes.push(redis.process);
+        const limiter = await startServer("redis-limiter baseline", "fastify-redis.js", { REDIS_PORT: String(redis.port) });
+        processes.push(limiter.process);
+        phases.push(baselinePhase(options, redisLimiterLabel, limiter.url, [limiter.process, redis.process]));
+      }
+      context.log(`baselines ready: ${phases.map((phase) => `${phase.label} at ${phase.targets.join(", ")}`).join("; ")}`);
     }
+  } catch (error) {
+    await close();
+    throw error;
   }
-  if (options.targets.length > 0) {
+  if (options.baselines && options.targets.length > 0) {
     notes.push("baselines ran on this machine while the targets are elsewhere: ratios compare different machines");
   }
-  return { fastify, redisLimiter, notes };
+  return {
+    phases,
+    notes,
+    results: (all) => ({ fastify: all.get(fastifyLabel) ?? null, redisLimiter: all.get(redisLimiterLabel) ?? null, notes }),
+    close,
+  };
 }
 
 /** The same request shape as verify: a JSON body with a key drawn from --keys identifiers. */
-function baselineSpec(options: BenchOptions) {
+function baselinePhase(options: BenchOptions, label: string, url: string, processes: readonly StartedProcess[]): PhaseDefinition {
   const pool = Array.from({ length: options.keys }, (_, i) => `bench_baseline_${i.toString(36)}`);
-  return requestSpec(options, {
-    name: "baseline", path: "/v1/keys.verifyKey", bodyTemplate: `{"key":{{pick}}}`, pool, okMarker: '"valid":true',
-  });
+  const pids = processes.map((started) => started.pid);
+  return {
+    label, targets: [url], cpuSeconds: () => processesCpuSeconds(pids),
+    requests: [requestSpec(options, { name: "baseline", path: "/v1/keys.verifyKey", bodyTemplate: `{"key":{{pick}}}`, pool, okMarker: '"valid":true' })],
+  };
 }
 
-async function withServer<T>(
-  name: string, script: string, env: Record<string, string>, helpers: readonly StartedProcess[],
-  body: (url: string, pids: number[]) => Promise<T>,
-): Promise<T> {
+async function startServer(name: string, script: string, env: Record<string, string>): Promise<{ url: string; process: StartedProcess }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const server = await startProcess({
+  const started = await startProcess({
     name, command: process.execPath, args: [join(benchDist, "baselines", script)], cwd: repoRoot,
     env: { ...env, PORT: String(port), HOST: "127.0.0.1" },
     ready: async () => (await getStatus(url, "/v1/liveness")) === 200,
   });
-  try {
-    return await body(url, [server.pid, ...helpers.map((helper) => helper.pid)]);
-  } finally {
-    await server.stop();
-  }
+  return { url, process: started };
 }

@@ -7,6 +7,7 @@ import { assert } from "../assert.js";
 import { decodeHistogram, newHistogram, summarize, type Histogram, type LatencySummary } from "../hdr.js";
 import type { DoneMessage, TickMessage, WorkerInput, WorkerMessage } from "./messages.js";
 import { splitEvenly, type LoadPlan } from "./plan.js";
+import { limits } from "../limits.js";
 
 export interface TimelinePoint {
   /** Seconds since measuring started, at the end of the interval. */
@@ -56,20 +57,52 @@ export interface LoadHooks {
 
 const workerUrl = new URL("./worker.js", import.meta.url);
 
+interface CpuSample {
+  generator: NodeJS.CpuUsage;
+  target: number | null;
+  atMs: number;
+}
+
+interface SecondCounts {
+  intervalMs: number;
+  completed: number;
+  errors: number;
+  histogram: Histogram;
+}
+
+/** Raw measurements of one run of a plan, kept so that several runs (rounds) merge exactly. */
+export interface LoadRun {
+  plan: LoadPlan;
+  measuredMs: number;
+  perRequest: Map<string, { histogram: Histogram; completed: number; errors: number; marked: number }>;
+  /** Per measured second, in order. */
+  seconds: SecondCounts[];
+  statuses: Record<string, number>;
+  errorSamples: string[];
+  wallS: number;
+  generatorCpuS: number;
+  targetCpuS: number | null;
+}
+
+/** Runs a plan once and returns it as a phase result. */
 export async function runLoad(plan: LoadPlan, workerCount: number, hooks: LoadHooks): Promise<PhaseResult> {
+  return phaseResult(plan.label, [await runLoadOnce(plan, workerCount, hooks)]);
+}
+
+/** Runs a plan once: starts the workers, shows progress, merges what they measured. */
+export async function runLoadOnce(plan: LoadPlan, workerCount: number, hooks: LoadHooks): Promise<LoadRun> {
   assert(plan.connections >= workerCount, "every worker needs at least one connection");
   assert(plan.targets.length > 0, "a load phase needs a target");
   const shares = splitEvenly(plan.connections, workerCount);
-  const seconds = new Map<number, { intervalMs: number; completed: number; errors: number; histogram: Histogram }>();
-  const progress = { completed: 0, errors: 0, measuredMs: 0, histogram: newHistogram(), warmup: true };
-  let cpuStart: { generator: NodeJS.CpuUsage; target: number | null; atMs: number } | null = null;
+  const seconds = new Map<number, SecondCounts>();
+  const progress = { completed: 0, errors: 0, measuredMs: 0, histogram: newHistogram() };
+  // Without a warm-up, CPU is measured from the start; else from the last warm-up tick.
+  let cpuStart: CpuSample | null = plan.warmupMs === 0 ? sampleCpu(hooks) : null;
 
   const onTick = (tick: TickMessage): void => {
     const histogram = decodeHistogram(tick.histogram);
     if (tick.warmup) {
-      // The last warm-up tick marks the start of measuring: CPU is counted from there.
       if (progress.measuredMs === 0) cpuStart = sampleCpu(hooks);
-      progress.warmup = true;
       hooks.progress(formatProgress(plan.label, "warm-up", tick.completed / (tick.intervalMs / 1000), histogram, tick.errors));
       return;
     }
@@ -80,7 +113,6 @@ export async function runLoad(plan: LoadPlan, workerCount: number, hooks: LoadHo
     entry.errors += tick.errors;
     entry.histogram.add(histogram);
     seconds.set(tick.second, entry);
-    progress.warmup = false;
     progress.completed += tick.completed;
     progress.errors += tick.errors;
     progress.histogram.add(histogram);
@@ -89,13 +121,11 @@ export async function runLoad(plan: LoadPlan, workerCount: number, hooks: LoadHo
     hooks.progress(formatProgress(plan.label, `${elapsedS.toFixed(0)}/${(plan.durationMs / 1000).toFixed(0)}s`,
       progress.completed / elapsedS, progress.histogram, progress.errors));
   };
-  // Without a warm-up, CPU is measured from the start.
-  if (plan.warmupMs === 0) cpuStart = sampleCpu(hooks);
 
   const dones = await Promise.all(shares.map((connections, i) => runWorker(
     { plan, connections, seed: (plan.seed + i * 7919) >>> 0 }, onTick)));
   const cpuEnd = sampleCpu(hooks);
-  return mergeResults(plan, dones, seconds, cpuStart ?? cpuEnd, cpuEnd);
+  return loadRun(plan, dones, seconds, cpuStart ?? cpuEnd, cpuEnd);
 }
 
 function runWorker(input: WorkerInput, onTick: (tick: TickMessage) => void): Promise<DoneMessage> {
@@ -114,60 +144,98 @@ function runWorker(input: WorkerInput, onTick: (tick: TickMessage) => void): Pro
   });
 }
 
-function sampleCpu(hooks: LoadHooks): { generator: NodeJS.CpuUsage; target: number | null; atMs: number } {
+function sampleCpu(hooks: LoadHooks): CpuSample {
   return { generator: process.cpuUsage(), target: hooks.targetCpuSeconds?.() ?? null, atMs: performance.now() };
 }
 
-function mergeResults(
-  plan: LoadPlan,
-  dones: readonly DoneMessage[],
-  seconds: Map<number, { intervalMs: number; completed: number; errors: number; histogram: Histogram }>,
-  cpuStart: { generator: NodeJS.CpuUsage; target: number | null; atMs: number },
-  cpuEnd: { generator: NodeJS.CpuUsage; target: number | null; atMs: number },
-): PhaseResult {
-  const measuredS = Math.max(...dones.map((done) => done.measuredMs)) / 1000;
-  const total = newHistogram();
-  const perRequest: Record<string, RequestResult> = {};
-  const histograms = new Map<string, { histogram: Histogram; completed: number; errors: number; marked: number }>();
+function loadRun(plan: LoadPlan, dones: readonly DoneMessage[], seconds: Map<number, SecondCounts>, cpuStart: CpuSample, cpuEnd: CpuSample): LoadRun {
+  const perRequest: LoadRun["perRequest"] = new Map();
   const statuses: Record<string, number> = {};
   const errorSamples: string[] = [];
   for (const done of dones) {
     for (const [name, part] of Object.entries(done.perRequest)) {
-      const entry = histograms.get(name) ?? { histogram: newHistogram(), completed: 0, errors: 0, marked: 0 };
-      const histogram = decodeHistogram(part.histogram);
-      entry.histogram.add(histogram);
-      total.add(histogram);
+      const entry = perRequest.get(name) ?? { histogram: newHistogram(), completed: 0, errors: 0, marked: 0 };
+      entry.histogram.add(decodeHistogram(part.histogram));
       entry.completed += part.completed; entry.errors += part.errors; entry.marked += part.marked;
-      histograms.set(name, entry);
+      perRequest.set(name, entry);
     }
     for (const [status, count] of Object.entries(done.statuses)) statuses[status] = (statuses[status] ?? 0) + count;
     for (const sample of done.errorSamples) if (!errorSamples.includes(sample)) errorSamples.push(sample);
   }
-  for (const [name, entry] of histograms) {
-    const spec = plan.requests.find((request) => request.name === name);
+  return {
+    plan,
+    measuredMs: Math.max(...dones.map((done) => done.measuredMs)),
+    perRequest,
+    seconds: [...seconds.entries()].sort(([a], [b]) => a - b).map(([, entry]) => entry),
+    statuses,
+    errorSamples: errorSamples.slice(0, limits.errorSamplesMax),
+    wallS: (cpuEnd.atMs - cpuStart.atMs) / 1000,
+    generatorCpuS: (cpuEnd.generator.user - cpuStart.generator.user + cpuEnd.generator.system - cpuStart.generator.system) / 1e6,
+    targetCpuS: cpuEnd.target === null || cpuStart.target === null ? null : cpuEnd.target - cpuStart.target,
+  };
+}
+
+/** One phase result from one or more runs of the same requests (rounds): counts and histograms add up. */
+export function phaseResult(label: string, runs: readonly LoadRun[]): PhaseResult {
+  assert(runs.length > 0, "a phase result needs at least one run");
+  const measuredS = runs.reduce((sum, run) => sum + run.measuredMs, 0) / 1000;
+  const total = newHistogram();
+  const perRequest: Record<string, RequestResult> = {};
+  const merged = new Map<string, { histogram: Histogram; completed: number; errors: number; marked: number }>();
+  const statuses: Record<string, number> = {};
+  const errorSamples: string[] = [];
+  for (const run of runs) {
+    for (const [name, part] of run.perRequest) {
+      const entry = merged.get(name) ?? { histogram: newHistogram(), completed: 0, errors: 0, marked: 0 };
+      entry.histogram.add(part.histogram);
+      total.add(part.histogram);
+      entry.completed += part.completed; entry.errors += part.errors; entry.marked += part.marked;
+      merged.set(name, entry);
+    }
+    for (const [status, count] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + count;
+    for (const sample of run.errorSamples) if (errorSamples.length < limits.errorSamplesMax && !errorSamples.includes(sample)) errorSamples.push(sample);
+  }
+  const requests = runs[0]?.plan.requests ?? [];
+  let completed = 0, errors = 0;
+  for (const [name, entry] of merged) {
+    const spec = requests.find((request) => request.name === name);
     perRequest[name] = {
       completed: entry.completed, errors: entry.errors,
-      marked: spec?.okMarker === null || spec === undefined ? null : entry.marked,
+      marked: spec === undefined || spec.okMarker === null ? null : entry.marked,
       rps: round(entry.completed / measuredS), latency: summarize(entry.histogram),
     };
+    completed += entry.completed; errors += entry.errors;
   }
-  const completed = dones.reduce((sum, done) => sum + done.completed, 0);
-  const errors = dones.reduce((sum, done) => sum + done.errors, 0);
-  const timeline: TimelinePoint[] = [...seconds.entries()].sort(([a], [b]) => a - b).map(([second, entry]) => ({
-    atS: round(Math.min(second + 1, plan.durationMs / 1000)),
-    rps: round(entry.completed / (entry.intervalMs / 1000)),
-    p99Ms: summarize(entry.histogram).p99Ms,
-    errors: entry.errors,
-  }));
-  const wallS = (cpuEnd.atMs - cpuStart.atMs) / 1000;
-  const generatorCpuS = (cpuEnd.generator.user - cpuStart.generator.user + cpuEnd.generator.system - cpuStart.generator.system) / 1e6;
-  const targetCpuS = cpuEnd.target === null || cpuStart.target === null ? null : cpuEnd.target - cpuStart.target;
+  const timeline = timelineOf(runs);
+  const wallS = runs.reduce((sum, run) => sum + run.wallS, 0);
+  const generatorCpuS = runs.reduce((sum, run) => sum + run.generatorCpuS, 0);
+  const targetCpuS = runs.some((run) => run.targetCpuS === null) ? null : runs.reduce((sum, run) => sum + (run.targetCpuS ?? 0), 0);
+  assert(completed === Object.values(perRequest).reduce((sum, request) => sum + request.completed, 0), "phase totals add up");
   return {
-    label: plan.label, measuredS: round(measuredS), completed, errors, rps: round(completed / measuredS),
-    latency: summarize(total), perRequest, timeline, rpsVariationPct: variationPct(timeline.map((point) => point.rps)), statuses, errorSamples,
+    label, measuredS: round(measuredS), completed, errors, rps: round(completed / measuredS),
+    latency: summarize(total), perRequest, timeline, rpsVariationPct: variationPct(timeline.map((point) => point.rps)),
+    statuses, errorSamples,
     generatorCpuCores: wallS > 0 ? round(generatorCpuS / wallS) : 0,
     targetCpuCores: targetCpuS === null || wallS <= 0 ? null : round(targetCpuS / wallS),
   };
+}
+
+/** Per-second points of all runs, one after the other (rounds are laid end to end). */
+function timelineOf(runs: readonly LoadRun[]): TimelinePoint[] {
+  const points: TimelinePoint[] = [];
+  let offsetS = 0;
+  for (const run of runs) {
+    run.seconds.forEach((entry, second) => {
+      points.push({
+        atS: round(offsetS + Math.min(second + 1, run.plan.durationMs / 1000)),
+        rps: round(entry.completed / (entry.intervalMs / 1000)),
+        p99Ms: summarize(entry.histogram).p99Ms,
+        errors: entry.errors,
+      });
+    });
+    offsetS += run.plan.durationMs / 1000;
+  }
+  return points;
 }
 
 /** Standard deviation as a percentage of the mean (0 for fewer than two values or a zero mean). */

@@ -2,7 +2,7 @@
 // write is a durable command, so this measures the command log (fsync, group commit) through HTTP.
 import { createApi, createKeys, type SeedTarget } from "../seed.js";
 import { checkDeployment, openDeployment } from "./deployment.js";
-import { requestSpec, runPhase } from "./phase.js";
+import { requestSpec, resultOf } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 export const adminScenario: Scenario = {
@@ -26,12 +26,16 @@ async function prepareAdmin(context: ScenarioContext): Promise<PreparedScenario>
     context.log(`seeded api ${apiId} with ${keys.length} keys`);
     const keyIds = keys.map((seeded) => seeded.keyId);
     return {
-      close: () => deployment.stop(),
-      run: async () => {
-        const phase = await runPhase(context, "admin", deployment.targets, [
+      phases: [{
+        label: "admin", targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
+        requests: [
           requestSpec(options, { name: "updateKey", path: "/v1/keys.updateKey", bodyTemplate: updateKeyTemplate, pool: keyIds, rootKey: deployment.rootKey }),
           requestSpec(options, { name: "setPermissions", path: "/v1/keys.setPermissions", bodyTemplate: setPermissionsTemplate, pool: keyIds, rootKey: deployment.rootKey }),
-        ], deployment.cpuSeconds);
+        ],
+      }],
+      close: () => deployment.stop(),
+      finish: async (results) => {
+        const phase = resultOf(results, "admin");
         const update = phase.perRequest["updateKey"];
         const permissions = phase.perRequest["setPermissions"];
         return {

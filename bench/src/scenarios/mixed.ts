@@ -3,7 +3,7 @@
 import { createApi, createKeys, type SeedTarget } from "../seed.js";
 import { updateKeyTemplate } from "./admin.js";
 import { checkDeployment, openDeployment } from "./deployment.js";
-import { requestSpec, runPhase } from "./phase.js";
+import { requestSpec, resultOf } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 export const mixedScenario: Scenario = {
@@ -22,14 +22,18 @@ async function prepareMixed(context: ScenarioContext): Promise<PreparedScenario>
     context.log(`seeded api ${apiId} with ${keys.length} keys`);
     const verifyTemplate = `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}}`;
     return {
-      close: () => deployment.stop(),
-      run: async () => {
-        const phase = await runPhase(context, "mixed", deployment.targets, [
+      phases: [{
+        label: "mixed", targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
+        requests: [
           requestSpec(options, { name: "verifyKey", weight: 99, path: "/v1/keys.verifyKey", bodyTemplate: verifyTemplate,
             pool: keys.map((seeded) => seeded.key), okMarker: '"valid":true' }),
           requestSpec(options, { name: "updateKey", weight: 1, path: "/v1/keys.updateKey", bodyTemplate: updateKeyTemplate,
             pool: keys.map((seeded) => seeded.keyId), rootKey: deployment.rootKey }),
-        ], deployment.cpuSeconds);
+        ],
+      }],
+      close: () => deployment.stop(),
+      finish: async (results) => {
+        const phase = resultOf(results, "mixed");
         const verify = phase.perRequest["verifyKey"];
         const update = phase.perRequest["updateKey"];
         return {

@@ -1,11 +1,23 @@
-// Builds request specs and runs one load phase against a deployment with the run's options.
+// Phases: what to load (a definition), and running a set of them, in one or more interleaved
+// rounds, so that slow drifts of a shared machine hit every phase alike.
 import type { BenchOptions } from "../args.js";
 import type { RequestSpec } from "../load/plan.js";
-import { runLoad, type PhaseResult } from "../load/run-load.js";
+import { phaseResult, runLoadOnce, type LoadRun, type PhaseResult } from "../load/run-load.js";
 import type { ScenarioContext } from "./types.js";
 
-/** Fixed so that two runs with the same flags choose the same keys in the same order. */
+/** Fixed so that two runs with the same flags draw the same sequence of keys. */
 export const runSeed = 0x6b657972;
+/** Warm-up of every round after the first (connections are new, the JIT is already warm). */
+const laterRoundWarmupSMax = 1;
+
+export interface PhaseDefinition {
+  /** Unique within a run: results are keyed by it. */
+  label: string;
+  targets: readonly string[];
+  requests: readonly RequestSpec[];
+  /** CPU seconds used so far by the processes under test; null when not local. */
+  cpuSeconds: () => number | null;
+}
 
 export interface SpecInput {
   name: string;
@@ -35,16 +47,39 @@ export function requestSpec(options: BenchOptions, input: SpecInput): RequestSpe
   };
 }
 
-export async function runPhase(
-  context: ScenarioContext, label: string, targets: readonly string[], requests: readonly RequestSpec[],
-  targetCpuSeconds: () => number | null,
-): Promise<PhaseResult> {
+/**
+ * Runs every definition `options.rounds` times, interleaved (A B C, A B C, ...), each run getting
+ * an equal share of --duration, and merges each definition's runs into one result.
+ */
+export async function runPhases(context: ScenarioContext, definitions: readonly PhaseDefinition[]): Promise<Map<string, PhaseResult>> {
   const { options } = context;
-  context.log(`phase ${label}: ${options.connections} connections, ${options.warmupS}s warm-up + ${options.durationS}s over ${targets.length} target(s)`);
-  const result = await runLoad({
-    label, targets, connections: options.connections, warmupMs: options.warmupS * 1000,
-    durationMs: options.durationS * 1000, requests, seed: runSeed,
-  }, options.workers, { progress: context.progress, targetCpuSeconds });
-  context.log(`phase ${label}: ${result.rps} rps, p50 ${result.latency.p50Ms} ms, p99 ${result.latency.p99Ms} ms, errors ${result.errors}`);
+  const runs = new Map<string, LoadRun[]>(definitions.map((definition) => [definition.label, []]));
+  if (runs.size !== definitions.length) throw new Error("phase labels must be unique");
+  for (let round = 0; round < options.rounds; round++) {
+    for (const definition of definitions) {
+      const roundLabel = options.rounds === 1 ? definition.label : `${definition.label} (round ${round + 1}/${options.rounds})`;
+      const warmupS = round === 0 ? options.warmupS : Math.min(options.warmupS, laterRoundWarmupSMax);
+      const durationS = options.durationS / options.rounds;
+      context.log(`phase ${roundLabel}: ${options.connections} connections, ${warmupS}s warm-up + ${durationS}s over ${definition.targets.length} target(s)`);
+      const run = await runLoadOnce({
+        label: roundLabel, targets: definition.targets, connections: options.connections, warmupMs: warmupS * 1000,
+        durationMs: durationS * 1000, requests: definition.requests, seed: (runSeed + round) >>> 0,
+      }, options.workers, { progress: context.progress, targetCpuSeconds: definition.cpuSeconds });
+      runs.get(definition.label)?.push(run);
+    }
+  }
+  const results = new Map<string, PhaseResult>();
+  for (const [label, phaseRuns] of runs) {
+    const result = phaseResult(label, phaseRuns);
+    context.log(`phase ${label}: ${result.rps} rps, p50 ${result.latency.p50Ms} ms, p99 ${result.latency.p99Ms} ms, errors ${result.errors}`);
+    results.set(label, result);
+  }
+  return results;
+}
+
+/** The result of a phase that must have run (a programmer error otherwise). */
+export function resultOf(results: ReadonlyMap<string, PhaseResult>, label: string): PhaseResult {
+  const result = results.get(label);
+  if (result === undefined) throw new Error(`no result for phase ${label}`);
   return result;
 }

@@ -26,8 +26,9 @@ export const raftScenario: Scenario = {
 async function prepareRaft(context: ScenarioContext): Promise<PreparedScenario> {
   const run = await loadRunRaftScenario();
   return {
+    phases: [],
     close: async () => {},
-    run: async () => {
+    finish: async () => {
       const figures = await run({ durationS: context.options.durationS, log: context.log });
       return { figures, throughputRps: throughputOf(figures), throughputCpuCores: null, phases: [], notes: [] };
     },

@@ -2,7 +2,7 @@
 // (exact ones and wildcards), so that every call also resolves its override.
 import { setOverrides, touchNamespace, type SeedTarget } from "../seed.js";
 import { checkDeployment, openDeployment } from "./deployment.js";
-import { requestSpec, runPhase } from "./phase.js";
+import { requestSpec, resultOf } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 export const ratelimitRequest = { limit: 1_000, duration: 10_000 };
@@ -31,12 +31,16 @@ async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScena
     context.log(`seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`);
     const bodyTemplate = `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
     return {
-      close: () => deployment.stop(),
-      run: async () => {
-        const phase = await runPhase(context, "ratelimit", deployment.targets, [requestSpec(options, {
+      phases: [{
+        label: "ratelimit", targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
+        requests: [requestSpec(options, {
           name: "limit", path: "/v1/ratelimits.limit", bodyTemplate, pool: identifiers, rootKey: deployment.rootKey,
           okMarker: '"success":true',
-        })], deployment.cpuSeconds);
+        })],
+      }],
+      close: () => deployment.stop(),
+      finish: async (results) => {
+        const phase = resultOf(results, "ratelimit");
         const admitted = phase.perRequest["limit"]?.marked ?? null;
         return {
           figures: {

@@ -1,8 +1,9 @@
-// The contract between the CLI and a scenario: check (fail fast), then the baselines run, then
-// prepare (start and seed what is measured), run (load phases) and close (tear down). Baselines
-// run before the node exists, so nothing of it (e.g. storage compaction after seeding) competes with them.
+// The contract between the CLI and a scenario: check (fail fast), prepare (start and seed what is
+// measured, and say which load phases to run), then the CLI runs those phases together with the
+// baselines' (in interleaved rounds), finish turns the results into figures, close tears down.
 import type { BenchOptions } from "../args.js";
 import type { PhaseResult } from "../load/run-load.js";
+import type { PhaseDefinition } from "./phase.js";
 
 export interface ScenarioContext {
   options: BenchOptions;
@@ -25,14 +26,17 @@ export interface ScenarioOutcome {
 }
 
 export interface PreparedScenario {
-  run(): Promise<ScenarioOutcome>;
+  /** Load phases to run (none for a scenario that measures by itself, like raft). */
+  phases: PhaseDefinition[];
+  /** Figures from the phases' results, plus anything measured in process. */
+  finish(results: ReadonlyMap<string, PhaseResult>): Promise<ScenarioOutcome>;
   close(): Promise<void>;
 }
 
 export interface Scenario {
   /** One line for --help and the report. */
   description: string;
-  /** Cheap checks run before anything starts (so a run that cannot work fails before the baselines). */
+  /** Cheap checks run before anything starts (so a run that cannot work fails at once). */
   check(context: ScenarioContext): Promise<void>;
   prepare(context: ScenarioContext): Promise<PreparedScenario>;
 }

@@ -4,7 +4,8 @@
 import { createApi, createKeys, type SeedTarget } from "../seed.js";
 import { measureCoreDecisions } from "./core-decisions.js";
 import { checkDeployment, openDeployment } from "./deployment.js";
-import { requestSpec, runPhase } from "./phase.js";
+import type { PhaseResult } from "../load/run-load.js";
+import { requestSpec, resultOf, type PhaseDefinition } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 /** Per-key limit of the rate-limit group: generous, so most verifications are admitted. */
@@ -39,21 +40,23 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
     context.log(`seeded api ${apiId} with ${options.keys} keys (4 groups)`);
     const pool = (keys: ReadonlyArray<{ key: string }>): string[] => keys.map((seeded) => seeded.key);
     const body = (extra: string): string => `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}${extra}}`;
-    const phase = (label: string, keys: string[], extra: string) => runPhase(context, label, deployment.targets, [
-      requestSpec(options, { name: "verifyKey", path: "/v1/keys.verifyKey", bodyTemplate: body(extra), pool: keys, okMarker: '"valid":true' }),
-    ], deployment.cpuSeconds);
-
+    const phase = (label: string, keys: string[], extra: string): PhaseDefinition => ({
+      label, targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
+      requests: [requestSpec(options, { name: "verifyKey", path: "/v1/keys.verifyKey", bodyTemplate: body(extra), pool: keys, okMarker: '"valid":true' })],
+    });
     return {
+      phases: [
+        phase("verify plain", pool(plain), ""),
+        phase("verify ratelimit", pool(limited), ""),
+        phase("verify credits", pool(credited), `,"remaining":{"cost":1}`),
+        phase("verify permissions", pool(permitted), `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`),
+      ],
       close: () => deployment.stop(),
-      run: async () => {
-        const plainPhase = await phase("verify plain", pool(plain), "");
-        const ratelimitPhase = await phase("verify ratelimit", pool(limited), "");
-        const creditsPhase = await phase("verify credits", pool(credited), `,"remaining":{"cost":1}`);
-        const permissionsPhase = await phase("verify permissions", pool(permitted),
-          `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`);
+      finish: async (results) => {
+        const [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase] =
+          ["verify plain", "verify ratelimit", "verify credits", "verify permissions"].map((label) => resultOf(results, label)) as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
         context.progress("measuring core verification decisions in process");
         const core = await measureCoreDecisions(options.keys, options.distribution, options.zipfExponent);
-        const notes = core.note === null ? [] : [core.note];
         return {
           figures: {
             verifyRps: plainPhase.rps,
@@ -68,7 +71,7 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
           throughputRps: plainPhase.rps,
           throughputCpuCores: plainPhase.targetCpuCores,
           phases: [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase],
-          notes,
+          notes: core.note === null ? [] : [core.note],
         };
       },
     };
