@@ -47,6 +47,7 @@ export type {
 } from "./keystate/types.js";
 export type {
   IdentityLink,
+  ImportedKey,
   KeyCommand,
   KeyCommandType,
   RatelimitInput,
@@ -69,6 +70,7 @@ export {
   connectionsPerRecordMax,
   creditsMax,
   identitiesMax,
+  importKeysMax,
   keysMax,
   metaJsonLengthMax,
   namespacesMax,
@@ -87,3 +89,27 @@ export type {
   VerifyRequest,
   VerifyResult,
 } from "./verify/types.js";
+// Verification analytics (pure aggregation).
+export {
+  analyticsOverflowSeriesMaxDefault,
+  analyticsRetentionMsDefault,
+  analyticsSeriesMaxDefault,
+  canonicalTags,
+  overflowKeyId,
+  VerificationAggregator,
+} from "./analytics/aggregator.js";
+export type { AggregatorOptions } from "./analytics/aggregator.js";
+export { emptyCounts, outcomeField, outcomeFields, totalOf } from "./analytics/counts.js";
+export { analyticsRowsMax, mergeVerificationSeries, queryVerifications } from "./analytics/query.js";
+export { dayStartMs, hourStartMs, monthStartMs } from "./analytics/time.js";
+export type {
+  AnalyticsGroupBy,
+  AnalyticsOrderBy,
+  OutcomeCounts,
+  OutcomeField,
+  VerificationEvent,
+  VerificationFilter,
+  VerificationQuery,
+  VerificationRow,
+  VerificationSeries,
+} from "./analytics/types.js";

@@ -33,7 +33,7 @@ function keyNotFound(keyId: string): CommandError {
 }
 
 /** The identity a link resolves to, and the record to insert when it does not exist yet. */
-function resolveIdentity(
+export function resolveIdentity(
   state: KeyState,
   link: IdentityLink,
   nowMs: number,
@@ -53,17 +53,17 @@ function resolveIdentity(
   return { identityId: link.newIdentityId, create };
 }
 
-function insertIdentity(state: KeyState, identity: IdentityRecord | null): void {
+export function insertIdentity(state: KeyState, identity: IdentityRecord | null): void {
   if (identity === null) return;
   state.identities.set(identity.id, identity);
   state.identityIdByExternalId.set(identity.externalId, identity.id);
 }
 
-function defaultLimit(ratelimit: { limit: number; durationMs: number } | null): RatelimitConfig[] {
+export function defaultLimit(ratelimit: { limit: number; durationMs: number } | null): RatelimitConfig[] {
   return ratelimit === null ? [] : [{ name: "default", limit: ratelimit.limit, durationMs: ratelimit.durationMs, autoApply: true }];
 }
 
-function refillRule(refill: RefillInput, lastRefillAtMs: number): RefillRule {
+export function refillRule(refill: RefillInput, lastRefillAtMs: number): RefillRule {
   return {
     interval: refill.interval,
     amount: refill.amount,

@@ -89,6 +89,39 @@ export interface DeleteKeyCommand {
   type: "deleteKey";
   keyId: string;
 }
+/** apis.deleteKeys: deletes every key of the api (the api stays). */
+export interface DeleteKeysCommand {
+  type: "deleteKeys";
+  apiId: string;
+}
+/** One key of migrations.createKeys: an existing secret imported by its hash. */
+export interface ImportedKey {
+  keyId: string;
+  hash: string;
+  start: string;
+  name: string | null;
+  ownerId: string | null;
+  identity: IdentityLink | null;
+  meta: JsonObject | null;
+  expiresAtMs: number | null;
+  remaining: number | null;
+  refill: RefillInput | null;
+  ratelimit: { limit: number; durationMs: number } | null;
+  enabled: boolean;
+  environment: string | null;
+  /** Permission slugs / role names; missing ones are created (iff allowed) with `newId`. */
+  permissions: RefByName[];
+  roles: RefByName[];
+}
+/** migrations.createKeys: all keys or none (one atomic command). */
+export interface ImportKeysCommand {
+  type: "importKeys";
+  apiId: string;
+  keys: ImportedKey[];
+  allowCreatePermissions: boolean;
+  allowCreateRoles: boolean;
+  nowMs: number;
+}
 export interface SetPermissionsCommand {
   type: "setPermissions";
   keyId: string;
@@ -226,6 +259,8 @@ export type KeyCommand =
   | CreateKeyCommand
   | UpdateKeyCommand
   | DeleteKeyCommand
+  | DeleteKeysCommand
+  | ImportKeysCommand
   | SetPermissionsCommand
   | SetRolesCommand
   | AddPermissionsCommand

@@ -16,3 +16,5 @@ export const ratelimitsPerRecordMax = 32;
 export const metaJsonLengthMax = 64_000;
 /** Largest credit balance a key may hold, so every ledger sum stays an exact (safe) integer. */
 export const creditsMax = 2 ** 50;
+/** Keys one migrations.createKeys call (one command) may import. */
+export const importKeysMax = 1_000;

@@ -10,6 +10,7 @@ import {
   applyUpdateKey,
   applyUpdateRemaining,
 } from "./apply-keys.js";
+import { applyDeleteKeys, applyImportKeys } from "./apply-import.js";
 import {
   applyCreateApi,
   applyCreateIdentity,
@@ -52,6 +53,10 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applyUpdateKey(state, command);
     case "deleteKey":
       return applyDeleteKey(state, command);
+    case "deleteKeys":
+      return applyDeleteKeys(state, command);
+    case "importKeys":
+      return applyImportKeys(state, command);
     case "setPermissions":
     case "setRoles":
     case "addPermissions":

@@ -24,6 +24,10 @@ export interface CommandOk {
   items?: NamedRef[];
   /** spendCredits/updateRemaining: credits after the command (null = unlimited). */
   remaining?: number | null;
+  /** deleteKeys: how many keys were deleted. */
+  count?: number;
+  /** importKeys: the ids of the imported keys, in request order. */
+  ids?: string[];
   /** ensureRootKey: whether a key was created. */
   created?: boolean;
 }

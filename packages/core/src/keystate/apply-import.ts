@@ -1,0 +1,116 @@
+// migrations.createKeys (importKeys) and apis.deleteKeys. An import is all-or-nothing: every
+// key, permission, role and identity it needs is checked against the state first, then inserted.
+
+import { assert } from "../assert.js";
+import { defaultLimit, insertIdentity, refillRule, resolveIdentity } from "./apply-keys.js";
+import type { DeleteKeysCommand, ImportKeysCommand, RefByName } from "./commands.js";
+import { identitiesMax, importKeysMax, keysMax } from "./limits.js";
+import { commandError, type CommandError, type CommandOutcome } from "./outcome.js";
+import { insertResolved, isCommandError, resolveRefs } from "./refs.js";
+import { sortedUnique } from "./state.js";
+import type { IdentityRecord, KeyRecord, KeyState } from "./types.js";
+
+/** Every name once (first occurrence's newId wins), so one resolution covers the whole batch. */
+function uniqueByName(lists: readonly RefByName[][]): RefByName[] {
+  const byName = new Map<string, RefByName>();
+  for (const list of lists) for (const ref of list) if (!byName.has(ref.name)) byName.set(ref.name, { ...ref, create: true });
+  return [...byName.values()];
+}
+
+function checkEntries(state: KeyState, command: ImportKeysCommand): CommandError | null {
+  if (command.keys.length > importKeysMax) return commandError("BAD_REQUEST", `at most ${importKeysMax} keys may be imported at once`);
+  if (state.keys.size + command.keys.length > keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
+  const hashes = new Set<string>();
+  const ids = new Set<string>();
+  for (const [index, key] of command.keys.entries()) {
+    if (state.keyIdByHash.has(key.hash) || hashes.has(key.hash)) {
+      return commandError("CONFLICT", `${index}: a key with this hash already exists`);
+    }
+    if (state.keys.has(key.keyId) || ids.has(key.keyId)) return commandError("CONFLICT", `key ${key.keyId} already exists`);
+    hashes.add(key.hash);
+    ids.add(key.keyId);
+    if (key.remaining !== null && key.remaining <= 0) return commandError("BAD_REQUEST", `${index}: remaining must be greater than 0.`);
+    if (key.refill !== null && key.remaining === null) {
+      return commandError("BAD_REQUEST", `${index}: remaining must be set if you are using refill.`);
+    }
+    if (key.refill !== null && key.refill.interval === "daily" && key.refill.refillDay !== null) {
+      return commandError("BAD_REQUEST", `${index}: when interval is set to 'daily', 'refillDay' must be null.`);
+    }
+  }
+  return null;
+}
+
+export function applyImportKeys(state: KeyState, command: ImportKeysCommand): CommandOutcome {
+  if (!state.apis.has(command.apiId)) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
+  const invalid = checkEntries(state, command);
+  if (invalid !== null) return invalid;
+  const permissions = resolveRefs(state, "permission", uniqueByName(command.keys.map((key) => key.permissions)), command.allowCreatePermissions, command.nowMs);
+  if (isCommandError(permissions)) return permissions;
+  const roles = resolveRefs(state, "role", uniqueByName(command.keys.map((key) => key.roles)), command.allowCreateRoles, command.nowMs);
+  if (isCommandError(roles)) return roles;
+  const identityIds = new Map<string, string>();
+  const newIdentities: IdentityRecord[] = [];
+  for (const key of command.keys) {
+    if (key.identity === null || identityIds.has(key.identity.externalId)) continue;
+    if (newIdentities.some((identity) => identity.id === key.identity?.newIdentityId)) {
+      return commandError("CONFLICT", `identity ${key.identity.newIdentityId} already exists`);
+    }
+    const resolved = resolveIdentity(state, key.identity, command.nowMs);
+    if (isCommandError(resolved)) return resolved;
+    identityIds.set(key.identity.externalId, resolved.identityId);
+    if (resolved.create !== null) newIdentities.push(resolved.create);
+  }
+  if (state.identities.size + newIdentities.length > identitiesMax) return commandError("PRECONDITION_FAILED", "the identity limit is reached");
+
+  insertResolved(state, permissions);
+  insertResolved(state, roles);
+  for (const identity of newIdentities) insertIdentity(state, identity);
+  const idOf = (kind: "permission" | "role", name: string): string => {
+    const id = kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+    assert(id !== undefined, `importKeys: ${kind} ${name} was resolved`);
+    return id;
+  };
+  for (const entry of command.keys) {
+    const key: KeyRecord = {
+      id: entry.keyId,
+      apiId: command.apiId,
+      hash: entry.hash,
+      start: entry.start,
+      name: entry.name,
+      ownerId: entry.identity?.externalId ?? entry.ownerId,
+      identityId: entry.identity === null ? null : identityIds.get(entry.identity.externalId) ?? null,
+      meta: entry.meta,
+      createdAtMs: command.nowMs,
+      updatedAtMs: null,
+      expiresAtMs: entry.expiresAtMs,
+      enabled: entry.enabled,
+      environment: entry.environment,
+      remaining: entry.remaining,
+      refill: entry.refill === null ? null : refillRule(entry.refill, command.nowMs),
+      ratelimits: defaultLimit(entry.ratelimit),
+      roleIds: sortedUnique(entry.roles.map((ref) => idOf("role", ref.name))),
+      permissionIds: sortedUnique(entry.permissions.map((ref) => idOf("permission", ref.name))),
+    };
+    state.keys.set(key.id, key);
+    state.keyIdByHash.set(key.hash, key.id);
+    state.derived.delete(key.id);
+  }
+  assert(state.keyIdByHash.size === state.keys.size, "importKeys: one hash per key");
+  return { ok: true, ids: command.keys.map((key) => key.keyId) };
+}
+
+/** Deletes every key of the api; the root api's keys are protected. */
+export function applyDeleteKeys(state: KeyState, command: DeleteKeysCommand): CommandOutcome {
+  const api = state.apis.get(command.apiId);
+  if (api === undefined) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
+  if (api.deleteProtected) return commandError("DELETE_PROTECTED", `api ${api.id} is protected from deletions`);
+  let count = 0;
+  for (const key of state.keys.values()) {
+    if (key.apiId !== api.id) continue;
+    state.keys.delete(key.id);
+    state.keyIdByHash.delete(key.hash);
+    state.derived.delete(key.id);
+    count++;
+  }
+  return { ok: true, count };
+}
