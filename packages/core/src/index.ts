@@ -64,6 +64,7 @@ export { cloneJson, restoreKeyState, restoreKeyStateInto, snapshotKeyState } fro
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived, verifyLimitKey } from "./keystate/derived.js";
 export { keyCreditsAt } from "./keystate/apply-keys.js";
+export { resolveOverride } from "./keystate/overrides-index.js";
 export { keyStateViolation } from "./keystate/invariants.js";
 export {
   apisMax,

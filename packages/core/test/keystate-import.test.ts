@@ -4,6 +4,7 @@ import { applyCommand, createKeyState, snapshotKeyState, type ImportedKey } from
 const nowMs = Date.UTC(2026, 0, 10);
 const imported = (i: number, overrides: Partial<ImportedKey> = {}): ImportedKey => ({
   keyId: `key_${i}`,
+  apiId: "api_1",
   hash: `hash_${i}`,
   start: "abc",
   name: null,
@@ -32,7 +33,6 @@ describe("importKeys", () => {
     const state = withApi();
     const outcome = applyCommand(state, {
       type: "importKeys",
-      apiId: "api_1",
       keys: [
         imported(1, { permissions: [{ name: "p", newId: "perm_1", create: true }], identity: { externalId: "user", newIdentityId: "id_1" } }),
         imported(2, { permissions: [{ name: "p", newId: "perm_2", create: true }], roles: [{ name: "r", newId: "role_1", create: true }], identity: { externalId: "user", newIdentityId: "id_2" } }),
@@ -53,7 +53,7 @@ describe("importKeys", () => {
 
   it("changes nothing when any entry fails (duplicate hash, not allowed to create, bad refill)", () => {
     const state = withApi();
-    applyCommand(state, { type: "importKeys", apiId: "api_1", keys: [imported(9)], allowCreatePermissions: false, allowCreateRoles: false, nowMs });
+    applyCommand(state, { type: "importKeys", keys: [imported(9)], allowCreatePermissions: false, allowCreateRoles: false, nowMs });
     const before = JSON.stringify(snapshotKeyState(state));
     const failures = [
       [imported(1), imported(2, { hash: "hash_9" })],
@@ -62,18 +62,18 @@ describe("importKeys", () => {
       [imported(1, { identity: { externalId: "u", newIdentityId: "id_1" } }), imported(2, { refill: { interval: "daily", amount: 5, refillDay: null } })],
     ];
     for (const keys of failures) {
-      const outcome = applyCommand(state, { type: "importKeys", apiId: "api_1", keys, allowCreatePermissions: false, allowCreateRoles: false, nowMs });
+      const outcome = applyCommand(state, { type: "importKeys", keys, allowCreatePermissions: false, allowCreateRoles: false, nowMs });
       expect(outcome.ok).toBe(false);
       expect(JSON.stringify(snapshotKeyState(state))).toBe(before);
     }
-    expect(applyCommand(state, { type: "importKeys", apiId: "api_nope", keys: [imported(1)], allowCreatePermissions: false, allowCreateRoles: false, nowMs })).toMatchObject({ ok: false, code: "NOT_FOUND" });
+    expect(applyCommand(state, { type: "importKeys", keys: [imported(1, { apiId: "api_nope" })], allowCreatePermissions: false, allowCreateRoles: false, nowMs })).toMatchObject({ ok: false, code: "NOT_FOUND" });
   });
 });
 
 describe("deleteKeys", () => {
   it("deletes every key of the api and reports the count; the root api is protected", () => {
     const state = withApi();
-    applyCommand(state, { type: "importKeys", apiId: "api_1", keys: [imported(1), imported(2)], allowCreatePermissions: false, allowCreateRoles: false, nowMs });
+    applyCommand(state, { type: "importKeys", keys: [imported(1), imported(2)], allowCreatePermissions: false, allowCreateRoles: false, nowMs });
     expect(applyCommand(state, { type: "deleteKeys", apiId: "api_1" })).toEqual({ ok: true, count: 2 });
     expect(state.keys.size).toBe(0);
     expect(state.keyIdByHash.size).toBe(0);

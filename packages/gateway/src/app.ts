@@ -4,9 +4,18 @@
 import type { CommandOutcome, KeyCommand, KeyState, SlidingWindowLimiter } from "@keyraft/core";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import type { VerificationPeers } from "./analytics/peers.js";
+import type { VerificationRecorder } from "./analytics/recorder.js";
 import { createContext } from "./context.js";
 import { V1Error, errorBody, type V1ErrorCode } from "./errors.js";
+import swagger from "@fastify/swagger";
+import { registerAnalyticsRoutes } from "./routes/analytics.js";
 import { registerApiRoutes } from "./routes/apis.js";
+import { registerIdentityRoutes } from "./routes/identities.js";
+import { registerKeyRbacRoutes } from "./routes/keys-rbac.js";
+import { registerMigrationRoutes } from "./routes/migrations.js";
+import { registerPermissionRoutes } from "./routes/permissions.js";
+import { openApiOptions, registerOpenApiRoute } from "./openapi/document.js";
 import { registerKeyReadRoutes } from "./routes/keys-read.js";
 import { registerKeyWriteRoutes } from "./routes/keys-write.js";
 import { registerLivenessRoute } from "./routes/liveness.js";
@@ -33,6 +42,10 @@ export interface AppDeps {
   nowMs(): number;
   randomBytes(length: number): Uint8Array;
   bodyLimitBytes: number;
+  /** Verification analytics of this node; buildApp creates one when absent (main.ts passes its own to save it on shutdown). */
+  analytics?: VerificationRecorder;
+  /** The cluster's other nodes for analytics queries; absent = this node only. */
+  verificationPeers?: VerificationPeers;
 }
 
 export const requestIdHeader = "Unkey-Request-Id";
@@ -67,7 +80,8 @@ function describeError(error: FastifyError | V1Error | Error): { status: number;
 
 function sendError(request: FastifyRequest, reply: FastifyReply, error: Error): void {
   const described = describeError(error);
-  if (described.status >= 500) request.log.error({ err: error, reqId: request.id }, "request failed");
+  // 503s (overload, shutdown) are expected operating states, not failures worth an error line.
+  if (described.status >= 500 && described.status !== 503) request.log.error({ err: error, reqId: request.id }, "request failed");
   reply.code(described.status).header(requestIdHeader, request.id);
   for (const [name, value] of Object.entries(described.headers ?? {})) reply.header(name, value);
   void reply.send(errorBody(described.code, described.message, request.id));
@@ -84,7 +98,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     bodyLimit: deps.bodyLimitBytes,
     genReqId: () => ctx.ids.next("req"),
     requestIdHeader: false,
-    return503OnClosing: true,
+    // Requests arriving while the server closes get the v1 error body (below), not Fastify's.
+    return503OnClosing: false,
   });
   app.setValidatorCompiler(validatorCompiler());
   registerJsonParser(app);
@@ -92,14 +107,51 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.setNotFoundHandler((request, reply) => {
     sendError(request, reply, new V1Error("NOT_FOUND", `route ${request.method} ${request.url.split("?")[0] ?? ""} not found`));
   });
-  registerLivenessRoute(app, ctx);
-  registerVerifyRoute(app, ctx);
-  registerKeyWriteRoutes(app, ctx);
-  registerKeyReadRoutes(app, ctx);
-  registerApiRoutes(app, ctx);
-  registerRatelimitRoute(app, ctx);
-  registerOverrideRoutes(app, ctx);
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onRequest", (request, reply, done) => {
+    if (!closing) {
+      done();
+      return;
+    }
+    reply.header("Connection", "close");
+    done(shuttingDown());
+  });
+  ctx.analytics.start();
+  app.addHook("onClose", (_instance, done) => {
+    ctx.analytics.stop();
+    done();
+  });
+  // The OpenAPI document is generated from the route schemas (registered after the plugin so
+  // its onRoute hook sees every route).
+  void app.register(swagger, openApiOptions);
+  void app.register(async (routes) => {
+    registerLivenessRoute(routes, ctx);
+    registerVerifyRoute(routes, ctx);
+    registerKeyWriteRoutes(routes, ctx);
+    registerKeyReadRoutes(routes, ctx);
+    registerKeyRbacRoutes(routes, ctx);
+    registerApiRoutes(routes, ctx);
+    registerRatelimitRoute(routes, ctx);
+    registerOverrideRoutes(routes, ctx);
+    registerPermissionRoutes(routes, ctx);
+    registerIdentityRoutes(routes, ctx);
+    registerAnalyticsRoutes(routes, ctx);
+    registerMigrationRoutes(routes, ctx);
+    registerOpenApiRoute(routes, app);
+  });
   return app;
+}
+
+/** The answer to a request that arrives while the server shuts down: retry elsewhere. */
+function shuttingDown(): V1Error {
+  return new V1Error("INTERNAL_SERVER_ERROR", "the server is shutting down; retry on another node", {
+    statusCode: 503,
+    headers: { "Retry-After": "1" },
+  });
 }
 
 export { bootstrapRootKey } from "./state/bootstrap.js";

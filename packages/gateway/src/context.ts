@@ -5,10 +5,12 @@ import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 import { V1Error } from "./errors.js";
 import type { AppDeps } from "./app.js";
 import { IdSource } from "./state/ids.js";
+import { VerificationRecorder } from "./analytics/recorder.js";
 
 export interface GatewayContext {
   deps: AppDeps;
   ids: IdSource;
+  analytics: VerificationRecorder;
   /** Appends a command and waits for its durability; a refused command becomes its v1 error. */
   submit(command: KeyCommand): Promise<Extract<CommandOutcome, { ok: true }>>;
 }
@@ -18,6 +20,7 @@ export function createContext(deps: AppDeps): GatewayContext {
   return {
     deps,
     ids,
+    analytics: deps.analytics ?? new VerificationRecorder(deps.nowMs),
     async submit(command) {
       const outcome = await deps.commandLog.append(command);
       if (!outcome.ok) throw new V1Error(outcome.code, outcome.message);

@@ -60,3 +60,7 @@ export const badRequest = (message: string): V1Error => new V1Error("BAD_REQUEST
 export const notFound = (message: string): V1Error => new V1Error("NOT_FOUND", message);
 export const unauthorized = (message: string): V1Error => new V1Error("UNAUTHORIZED", message);
 export const insufficientPermissions = (message: string): V1Error => new V1Error("INSUFFICIENT_PERMISSIONS", message);
+
+/** keyraft stores no recoverable (encrypted) copies of keys (decision 10). */
+export const recoverableUnsupported = (): V1Error =>
+  new V1Error("PRECONDITION_FAILED", "recoverable keys are not supported by keyraft yet");

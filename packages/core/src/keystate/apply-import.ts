@@ -41,7 +41,9 @@ function checkEntries(state: KeyState, command: ImportKeysCommand): CommandError
 }
 
 export function applyImportKeys(state: KeyState, command: ImportKeysCommand): CommandOutcome {
-  if (!state.apis.has(command.apiId)) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
+  for (const key of command.keys) {
+    if (!state.apis.has(key.apiId)) return commandError("NOT_FOUND", `api ${key.apiId} not found`);
+  }
   const invalid = checkEntries(state, command);
   if (invalid !== null) return invalid;
   const permissions = resolveRefs(state, "permission", uniqueByName(command.keys.map((key) => key.permissions)), command.allowCreatePermissions, command.nowMs);
@@ -73,7 +75,7 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   for (const entry of command.keys) {
     const key: KeyRecord = {
       id: entry.keyId,
-      apiId: command.apiId,
+      apiId: entry.apiId,
       hash: entry.hash,
       start: entry.start,
       name: entry.name,

@@ -13,7 +13,8 @@ import type {
 } from "./commands.js";
 import { apisMax, identitiesMax, namespacesMax, overridesMax, ratelimitsPerRecordMax } from "./limits.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
-import type { KeyState, RatelimitConfig } from "./types.js";
+import { indexWildcardOverride, unindexWildcardOverride } from "./overrides-index.js";
+import type { KeyState, OverrideRecord, RatelimitConfig } from "./types.js";
 
 export function applyCreateApi(state: KeyState, command: CreateApiCommand): CommandOutcome {
   if (state.apis.has(command.apiId)) return commandError("CONFLICT", `api ${command.apiId} already exists`);
@@ -122,7 +123,7 @@ export function applySetOverride(state: KeyState, command: SetOverrideCommand): 
     if (state.overrides.size >= overridesMax) return commandError("PRECONDITION_FAILED", "the override limit is reached");
   }
   const id = existing?.id ?? command.overrideId;
-  state.overrides.set(id, {
+  const record: OverrideRecord = {
     id,
     namespaceId: command.namespaceId,
     identifier: command.identifier,
@@ -130,7 +131,9 @@ export function applySetOverride(state: KeyState, command: SetOverrideCommand): 
     durationMs: command.durationMs,
     async: command.async,
     createdAtMs: existing?.createdAtMs ?? command.nowMs,
-  });
+  };
+  state.overrides.set(id, record);
+  indexWildcardOverride(state, record);
   const index = byIdentifier ?? new Map<string, string>();
   index.set(command.identifier, id);
   state.overrideIdsByNamespace.set(command.namespaceId, index);
@@ -146,6 +149,8 @@ export function applyDeleteOverride(state: KeyState, command: DeleteOverrideComm
   }
   byIdentifier.delete(command.identifier);
   if (byIdentifier.size === 0) state.overrideIdsByNamespace.delete(command.namespaceId);
+  const override = state.overrides.get(id);
+  if (override !== undefined) unindexWildcardOverride(state, override);
   state.overrides.delete(id);
   return okEmpty;
 }

@@ -97,6 +97,7 @@ export interface DeleteKeysCommand {
 /** One key of migrations.createKeys: an existing secret imported by its hash. */
 export interface ImportedKey {
   keyId: string;
+  apiId: string;
   hash: string;
   start: string;
   name: string | null;
@@ -116,7 +117,6 @@ export interface ImportedKey {
 /** migrations.createKeys: all keys or none (one atomic command). */
 export interface ImportKeysCommand {
   type: "importKeys";
-  apiId: string;
   keys: ImportedKey[];
   allowCreatePermissions: boolean;
   allowCreateRoles: boolean;

@@ -40,6 +40,14 @@ export function keyStateViolation(state: KeyState): string | null {
     }
   }
   if (indexed !== state.overrides.size) return "override index size differs";
+  const wildcards = new Map<string, number>();
+  for (const override of state.overrides.values()) {
+    if (override.identifier.includes("*")) wildcards.set(override.namespaceId, (wildcards.get(override.namespaceId) ?? 0) + 1);
+  }
+  for (const [namespaceId, index] of state.overrideWildcards) {
+    if (index.size() !== wildcards.get(namespaceId)) return `wildcard index size differs for ${namespaceId}`;
+  }
+  if (state.overrideWildcards.size !== wildcards.size) return "wildcard index namespaces differ";
   const rootPermission = state.permissionIdBySlug.get(ROOT_PERMISSION);
   if (rootPermission !== undefined && !state.permissions.has(rootPermission)) return "root permission dangling";
   return null;

@@ -2,6 +2,7 @@
 // snapshots) and back. Indexes and caches are rebuilt on restore, never stored.
 
 import { assert } from "../assert.js";
+import { indexWildcardOverride } from "./overrides-index.js";
 import { clearKeyState, createKeyState } from "./state.js";
 import {
   ROOT_API_ID,
@@ -111,6 +112,7 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
     const index = state.overrideIdsByNamespace.get(override.namespaceId) ?? new Map<string, string>();
     index.set(override.identifier, override.id);
     state.overrideIdsByNamespace.set(override.namespaceId, index);
+    indexWildcardOverride(state, state.overrides.get(override.id)!);
   }
   assert(state.keyIdByHash.size === state.keys.size, "restoreKeyState: key hashes are unique");
   assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "restoreKeyState: the root api exists");

@@ -16,6 +16,7 @@ export function createKeyState(): KeyState {
     namespaceIdByName: new Map(),
     overrides: new Map(),
     overrideIdsByNamespace: new Map(),
+    overrideWildcards: new Map(),
     derived: new Map(),
   };
   state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
@@ -37,6 +38,7 @@ export function clearKeyState(state: KeyState): void {
   state.namespaceIdByName.clear();
   state.overrides.clear();
   state.overrideIdsByNamespace.clear();
+  state.overrideWildcards.clear();
   state.derived.clear();
 }
 

@@ -1,3 +1,4 @@
+import type { WildcardOverrideIndex } from "../overrides/wildcard-index.js";
 import type { LimitCheck } from "../ratelimit/sliding-window.js";
 
 // The records of the key state. Plain data only (no class instances) so that a snapshot is a
@@ -143,6 +144,11 @@ export interface KeyState {
   overrides: Map<string, OverrideRecord>;
   /** namespaceId -> identifier -> overrideId. */
   overrideIdsByNamespace: Map<string, Map<string, string>>;
+  /**
+   * namespaceId -> its wildcard overrides in precedence order (derived: kept in step by
+   * setOverride/deleteOverride, rebuilt by restore; never in snapshots).
+   */
+  overrideWildcards: Map<string, WildcardOverrideIndex<OverrideRecord>>;
   /** Cache of derived per-key data; see KeyDerived. Cleared on any change that could affect it. */
   derived: Map<string, KeyDerived>;
 }

@@ -7,7 +7,7 @@ import { requestIdHeader } from "../app.js";
 import { hashKey } from "../auth/hash.js";
 import { anyOf, authenticate, holdsAny } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
-import { notFound, unauthorized } from "../errors.js";
+import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
 import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
 import { workspaceId } from "./guards.js";
 
@@ -56,10 +56,12 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
     const key = deps.state.keys.get(query.keyId);
     if (key === undefined) throw notFound(`key ${query.keyId} not found`);
     const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
-    // keyraft stores no recoverable copies (decision 10): decrypt returns no plaintext, but the
-    // permission rule still applies.
-    if (query.decrypt === true && !holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
-      throw unauthorized("you're not allowed to decrypt this key");
+    // The permission rule first (as upstream), then: keyraft stores no recoverable copies (decision 10).
+    if (query.decrypt === true) {
+      if (!holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
+        throw unauthorized("you're not allowed to decrypt this key");
+      }
+      throw recoverableUnsupported();
     }
     return reply.header(requestIdHeader, request.id).send(keyView(deps.state, key, deps.nowMs()));
   });

@@ -7,7 +7,7 @@ import { hashKey } from "../auth/hash.js";
 import { planCreation, planReplacement, type RefItem } from "../auth/rbac-plan.js";
 import { anyOf, authenticate, requirePermission, requireRootAdmin } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
-import { badRequest, notFound, V1Error } from "../errors.js";
+import { badRequest, notFound, recoverableUnsupported } from "../errors.js";
 import {
   createKeyBody,
   createKeyResponse,
@@ -82,11 +82,11 @@ function sendWithId(request: FastifyRequest, reply: FastifyReply, body: unknown)
 export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
 
-  app.post("/v1/keys.createKey", { schema: { body: createKeyBody, response: createKeyResponse } }, async (request, reply) => {
+  const createKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as CreateKeyBody;
     const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_key", `api.${body.apiId}.create_key`));
     if (!deps.state.apis.has(body.apiId)) throw notFound(`api ${body.apiId} not found`);
-    if (body.recoverable === true) throw new V1Error("PRECONDITION_FAILED", `api ${body.apiId} does not support recoverable keys`);
+    if (body.recoverable === true) throw recoverableUnsupported();
     if (body.remaining !== undefined && body.remaining <= 0) throw badRequest("remaining must be greater than 0.");
     if (body.refill !== undefined && body.remaining === undefined) throw badRequest("remaining must be set if you are using refill.");
     if (body.refill?.interval === "daily" && body.refill.refillDay !== undefined) {
@@ -121,7 +121,10 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       nowMs: deps.nowMs(),
     });
     return sendWithId(request, reply, { keyId: outcome.id, key: secret });
-  });
+  };
+  app.post("/v1/keys.createKey", { schema: { body: createKeyBody, response: createKeyResponse } }, createKey);
+  // Legacy REST alias (upstream's deprecated route).
+  app.post("/v1/keys", { schema: { body: createKeyBody, response: createKeyResponse, deprecated: true } }, createKey);
 
   app.post("/v1/keys.updateKey", { schema: { body: updateKeyBody, response: emptyResponse } }, async (request, reply) => {
     const body = request.body as UpdateKeyBody;

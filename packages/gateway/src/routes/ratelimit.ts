@@ -1,7 +1,7 @@
 // ratelimits.limit: one sliding-window limit (decision 3), with the namespace's override applied
 // (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
 
-import { matchOverride, ROOT_PERMISSION, type KeyState, type OverrideRecord } from "@keyraft/core";
+import { resolveOverride, ROOT_PERMISSION } from "@keyraft/core";
 import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
@@ -16,21 +16,6 @@ interface LimitBody {
   duration: number;
   cost?: number;
   async?: boolean;
-}
-
-function* liveOverrides(state: KeyState, byIdentifier: ReadonlyMap<string, string>): Generator<OverrideRecord> {
-  for (const id of byIdentifier.values()) {
-    const override = state.overrides.get(id);
-    if (override !== undefined) yield override;
-  }
-}
-
-export function resolveOverride(state: KeyState, namespaceId: string, identifier: string): OverrideRecord | undefined {
-  const byIdentifier = state.overrideIdsByNamespace.get(namespaceId);
-  if (byIdentifier === undefined) return undefined;
-  const exactId = byIdentifier.get(identifier);
-  if (exactId !== undefined) return state.overrides.get(exactId);
-  return matchOverride(liveOverrides(state, byIdentifier), identifier);
 }
 
 /** Limiter key: namespace, identifier and the effective window, so a changed limit starts afresh. */

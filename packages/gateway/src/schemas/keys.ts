@@ -111,7 +111,7 @@ export const createKeyResponse = responses({
   required: ["keyId", "key"],
 });
 
-const refItems = (withSlug: boolean, minItems: number) =>
+export const refItems = (withSlug: boolean, minItems: number) =>
   ({
     type: "array",
     minItems,
@@ -201,7 +201,7 @@ export const getKeyQuery = {
   required: ["keyId"],
 } as const;
 
-export const keyResponse = responses({
+export const keyObject = {
   type: "object",
   properties: {
     id: { type: "string" },
@@ -246,7 +246,9 @@ export const keyResponse = responses({
     },
   },
   required: ["id", "start", "workspaceId", "createdAt"],
-});
+} as const;
+
+export const keyResponse = responses(keyObject);
 
 export const updateRemainingBody = {
   type: "object",

@@ -62,6 +62,9 @@ function zodMessage(error: ErrorObject): string {
       const allowed = ((error.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((value) => `'${String(value)}'`);
       return `Invalid enum value. Expected ${allowed.join(" | ")}, received '${String(error.data)}'`;
     }
+    case "pattern":
+      // The only pattern in the schemas: permission names and slugs (upstream's wording).
+      return "Only alphanumeric, underscores, periods, colons and hyphens are allowed";
     case "maxProperties":
       return `Object must contain at most ${numberParam(error)} key(s)`;
     default:

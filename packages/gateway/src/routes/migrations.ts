@@ -1,0 +1,125 @@
+// migrations.createKeys: imports existing keys by their hash ({value, variant: "sha256_base64"},
+// the form keyraft stores) or plaintext, all in one atomic command (all keys or none).
+// migrations.enqueueKeys: keyraft imports at once as well and answers 202 `{}` (upstream queued
+// the keys and imported them later; importing synchronously is a valid way to honour that).
+
+import { keyStart, ROOT_PERMISSION, type ImportedKey, type JsonObject } from "@keyraft/core";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { requestIdHeader } from "../app.js";
+import { hashKey } from "../auth/hash.js";
+import { planCreation } from "../auth/rbac-plan.js";
+import { anyOf, authenticate, requireRootAdmin, type RootAuth } from "../auth/root-key.js";
+import type { GatewayContext } from "../context.js";
+import { badRequest, notFound } from "../errors.js";
+import { createKeysBody, createKeysResponse, enqueueKeysBody, enqueueKeysResponse } from "../schemas/migrations.js";
+import { checkMeta } from "./guards.js";
+
+export interface MigratedKey {
+  apiId: string;
+  prefix?: string;
+  name?: string;
+  plaintext?: string;
+  hash?: { value: string; variant: "sha256_base64" };
+  start?: string;
+  ownerId?: string;
+  externalId?: string;
+  meta?: JsonObject;
+  roles?: string[];
+  permissions?: string[];
+  expires?: number;
+  remaining?: number;
+  refill?: { interval: "daily" | "monthly"; amount: number; refillDay?: number };
+  ratelimit?: { limit: number; duration?: number; refillInterval?: number };
+  enabled?: boolean;
+  environment?: string;
+}
+
+/** A SHA-256 digest in standard base64 with padding: 44 characters. */
+const sha256Base64Pattern = /^[A-Za-z0-9+/]{43}=$/;
+
+function secretHash(key: MigratedKey, index: number): { hash: string; start: string } {
+  if (key.plaintext !== undefined && key.hash !== undefined) throw badRequest(`${index}: provide either hash or plaintext, not both`);
+  if (key.plaintext !== undefined) return { hash: hashKey(key.plaintext), start: key.start ?? keyStart(key.plaintext, key.prefix) };
+  if (key.hash === undefined) throw badRequest(`${index}: provide either hash or plaintext`);
+  if (!sha256Base64Pattern.test(key.hash.value)) throw badRequest(`${index}.hash.value: must be a base64 encoded SHA-256 digest (44 characters)`);
+  return { hash: key.hash.value, start: key.start ?? key.prefix ?? "" };
+}
+
+function validateKey(key: MigratedKey, index: number): void {
+  if (key.remaining !== undefined && key.remaining <= 0) throw badRequest(`${index}: remaining must be greater than 0.`);
+  if (key.refill !== undefined && key.remaining === undefined) throw badRequest(`${index}: remaining must be set if you are using refill.`);
+  if (key.refill?.interval === "daily" && key.refill.refillDay !== undefined) {
+    throw badRequest(`${index}: when interval is set to 'daily', 'refillDay' must be null.`);
+  }
+  if (key.ratelimit !== undefined && key.ratelimit.duration === undefined && key.ratelimit.refillInterval === undefined) {
+    throw badRequest(`${index}.ratelimit.duration: Required`);
+  }
+  checkMeta(key.meta);
+}
+
+/** Checks and plans the import of `keys`; returns the command's keys and creation rights. */
+async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: readonly MigratedKey[]) {
+  const { deps } = ctx;
+  const apiIds = [...new Set(keys.map((key) => key.apiId))];
+  const auth: RootAuth = await authenticate(ctx, request, {
+    and: apiIds.map((apiId) => anyOf(ROOT_PERMISSION, "api.*.create_key", `api.${apiId}.create_key`)),
+  });
+  for (const apiId of apiIds) {
+    if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
+    requireRootAdmin(auth, apiId);
+  }
+  keys.forEach(validateKey);
+  const permissions = planCreation(deps.state, auth, ctx.ids, "permission", [...new Set(keys.flatMap((key) => key.permissions ?? []))]);
+  const roles = planCreation(deps.state, auth, ctx.ids, "role", [...new Set(keys.flatMap((key) => key.roles ?? []))]);
+  const permissionRef = new Map(permissions.refs.map((ref) => [ref.name, ref]));
+  const roleRef = new Map(roles.refs.map((ref) => [ref.name, ref]));
+  const imported: ImportedKey[] = keys.map((key, index) => {
+    const { hash, start } = secretHash(key, index);
+    const externalId = key.externalId ?? key.ownerId;
+    return {
+      keyId: ctx.ids.next("key"),
+      apiId: key.apiId,
+      hash,
+      start,
+      name: key.name ?? null,
+      ownerId: externalId ?? null,
+      identity: externalId === undefined ? null : { externalId, newIdentityId: ctx.ids.next("id") },
+      meta: key.meta ?? null,
+      expiresAtMs: key.expires ?? null,
+      remaining: key.remaining ?? null,
+      refill: key.refill === undefined ? null : { interval: key.refill.interval, amount: key.refill.amount, refillDay: key.refill.refillDay ?? null },
+      ratelimit: key.ratelimit === undefined ? null : { limit: key.ratelimit.limit, durationMs: key.ratelimit.duration ?? key.ratelimit.refillInterval ?? 0 },
+      enabled: key.enabled ?? true,
+      environment: key.environment ?? null,
+      permissions: (key.permissions ?? []).map((name) => permissionRef.get(name)!),
+      roles: (key.roles ?? []).map((name) => roleRef.get(name)!),
+    };
+  });
+  return { imported, allowCreatePermissions: permissions.allowCreate, allowCreateRoles: roles.allowCreate };
+}
+
+export function registerMigrationRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  const { deps } = ctx;
+  const importKeys = async (request: FastifyRequest, keys: readonly MigratedKey[]): Promise<string[]> => {
+    const plan = await planImport(ctx, request, keys);
+    const outcome = await ctx.submit({
+      type: "importKeys",
+      keys: plan.imported,
+      allowCreatePermissions: plan.allowCreatePermissions,
+      allowCreateRoles: plan.allowCreateRoles,
+      nowMs: deps.nowMs(),
+    });
+    return outcome.ids ?? [];
+  };
+
+  app.post("/v1/migrations.createKeys", { schema: { body: createKeysBody, response: createKeysResponse } }, async (request, reply) => {
+    const keyIds = await importKeys(request, request.body as MigratedKey[]);
+    return reply.header(requestIdHeader, request.id).send({ keyIds });
+  });
+
+  app.post("/v1/migrations.enqueueKeys", { schema: { body: enqueueKeysBody, response: enqueueKeysResponse } }, async (request, reply) => {
+    const body = request.body as { migrationId: string; apiId: string; keys: Array<Omit<MigratedKey, "apiId">> };
+    await importKeys(request, body.keys.map((key) => ({ ...key, apiId: body.apiId })));
+    return reply.code(202).header(requestIdHeader, request.id).send({});
+  });
+}

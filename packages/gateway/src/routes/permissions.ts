@@ -1,0 +1,124 @@
+// permissions.createPermission/getPermission/listPermissions/deletePermission and
+// permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
+
+import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
+import type { FastifyInstance } from "fastify";
+import { requestIdHeader } from "../app.js";
+import { anyOf, authenticate } from "../auth/root-key.js";
+import type { GatewayContext } from "../context.js";
+import { badRequest, notFound } from "../errors.js";
+import {
+  createPermissionBody,
+  createPermissionResponse,
+  createRoleBody,
+  createRoleResponse,
+  deletePermissionBody,
+  deleteRoleBody,
+  getPermissionQuery,
+  getPermissionResponse,
+  getRoleQuery,
+  getRoleResponse,
+  listPermissionsResponse,
+  listRolesResponse,
+  rbacEmptyResponse,
+} from "../schemas/rbac.js";
+
+function permissionView(permission: PermissionRecord) {
+  return { id: permission.id, name: permission.name, slug: permission.slug, description: permission.description ?? undefined };
+}
+
+function roleView(state: KeyState, role: RoleRecord) {
+  return {
+    id: role.id,
+    name: role.name,
+    description: role.description ?? undefined,
+    permissions: role.permissionIds.map((id) => state.permissions.get(id)?.slug ?? id).sort(),
+  };
+}
+
+/** upstream: description is 3..256 characters, or "". */
+function description(value: string | undefined): string | null {
+  if (value === undefined || value === "") return null;
+  if (value.length < 3) throw badRequest("description: String must contain at least 3 character(s)");
+  return value;
+}
+
+const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayContext): void {
+  const { deps } = ctx;
+  const send = <T>(reply: import("fastify").FastifyReply, id: string, body: T) => reply.header(requestIdHeader, id).send(body);
+
+  app.post("/v1/permissions.createPermission", { schema: { body: createPermissionBody, response: createPermissionResponse } }, async (request, reply) => {
+    const body = request.body as { name: string; slug?: string; description?: string };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
+    const outcome = await ctx.submit({
+      type: "createPermission",
+      permissionId: ctx.ids.next("perm"),
+      name: body.name,
+      slug: body.slug ?? body.name,
+      description: description(body.description),
+      nowMs: deps.nowMs(),
+    });
+    return send(reply, request.id, { permissionId: outcome.id });
+  });
+
+  app.get("/v1/permissions.getPermission", { schema: { querystring: getPermissionQuery, response: getPermissionResponse } }, async (request, reply) => {
+    const query = request.query as { permissionId: string };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+    const permission = deps.state.permissions.get(query.permissionId);
+    if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
+    return send(reply, request.id, permissionView(permission));
+  });
+
+  app.get("/v1/permissions.listPermissions", { schema: { response: listPermissionsResponse } }, async (request, reply) => {
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+    return send(reply, request.id, [...deps.state.permissions.values()].sort(byId).map(permissionView));
+  });
+
+  app.post("/v1/permissions.deletePermission", { schema: { body: deletePermissionBody, response: rbacEmptyResponse } }, async (request, reply) => {
+    const body = request.body as { permissionId: string };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+    await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
+    return send(reply, request.id, {});
+  });
+
+  app.post("/v1/permissions.createRole", { schema: { body: createRoleBody, response: createRoleResponse } }, async (request, reply) => {
+    const body = request.body as { name: string; description?: string; permissions?: string[] };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
+    const permissionIds = (body.permissions ?? []).map((ref) => {
+      const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
+      if (id === undefined) throw notFound(`permission ${ref} not found`);
+      return id;
+    });
+    const outcome = await ctx.submit({
+      type: "createRole",
+      roleId: ctx.ids.next("role"),
+      name: body.name,
+      description: description(body.description),
+      permissionIds,
+      nowMs: deps.nowMs(),
+    });
+    return send(reply, request.id, { roleId: outcome.id });
+  });
+
+  app.get("/v1/permissions.getRole", { schema: { querystring: getRoleQuery, response: getRoleResponse } }, async (request, reply) => {
+    const query = request.query as { roleId: string };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    const role = deps.state.roles.get(query.roleId);
+    if (role === undefined) throw notFound(`role ${query.roleId} not found`);
+    return send(reply, request.id, roleView(deps.state, role));
+  });
+
+  app.get("/v1/permissions.listRoles", { schema: { response: listRolesResponse } }, async (request, reply) => {
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    return send(reply, request.id, [...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)));
+  });
+
+  app.post("/v1/permissions.deleteRole", { schema: { body: deleteRoleBody, response: rbacEmptyResponse } }, async (request, reply) => {
+    const body = request.body as { roleId: string };
+    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+    await ctx.submit({ type: "deleteRole", roleId: body.roleId });
+    return send(reply, request.id, {});
+  });
+}
