@@ -91,7 +91,7 @@ describe("queryVerifications", () => {
     expect(queryVerifications(series, { ...all, keyIds: ["key_b"], groupBy: [] })[0]?.total).toBe(1);
     expect(queryVerifications(series, { ...all, identityId: "id_1", groupBy: ["identity"] })).toEqual([expect.objectContaining({ identityId: "id_1", total: 1 })]);
     expect(queryVerifications(series, { ...all, tags: ["y"], groupBy: [] })[0]?.total).toBe(2);
-    expect(queryVerifications(series, { ...all, startMs: t0 + 1.5 * hour, endMs: t0 + 2.5 * hour, groupBy: [] })[0]?.total).toBe(1);
+    expect(queryVerifications(series, { ...all, startMs: t0 + 1.5 * hour, endMs: t0 + 2.5 * hour - 1, groupBy: [] })[0]?.total).toBe(1);
     const byKey = queryVerifications(series, { ...all, groupBy: ["key"], orderBy: "total", order: "desc" });
     expect(byKey.map((row) => [row.keyId, row.total])).toEqual([["key_a", 4], ["key_b", 1]]);
     const byTag = queryVerifications(series, { ...all, groupBy: ["tag"], orderBy: "total", order: "desc" });

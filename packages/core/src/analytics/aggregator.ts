@@ -39,8 +39,8 @@ function seriesId(hourMs: number, keyId: string, tags: readonly string[]): strin
 
 export function matchesFilter(series: VerificationSeries, filter: VerificationFilter): boolean {
   if (series.apiId !== filter.apiId) return false;
-  // Hours overlapping [startMs, endMs) count: an hour is the finest resolution kept.
-  if (series.hourMs + hourMs <= filter.startMs || series.hourMs >= filter.endMs) return false;
+  // Hours overlapping [startMs, endMs] count: an hour is the finest resolution kept.
+  if (series.hourMs + hourMs <= filter.startMs || series.hourMs > filter.endMs) return false;
   if (filter.keyIds !== undefined && filter.keyIds.length > 0 && !filter.keyIds.includes(series.keyId)) return false;
   if (filter.identityId !== undefined && series.identityId !== filter.identityId) return false;
   if (filter.tags !== undefined && filter.tags.length > 0 && !filter.tags.some((tag) => series.tags.includes(tag))) return false;

@@ -46,7 +46,7 @@ export interface VerificationSeries {
 export type AnalyticsGroupBy = "key" | "identity" | "tags" | "tag" | "month" | "day" | "hour";
 export type AnalyticsOrderBy = "time" | OutcomeField | "total";
 
-/** What to count: series of one api in [startMs, endMs), optionally narrowed. */
+/** What to count: series of one api whose hour overlaps [startMs, endMs] (both inclusive), optionally narrowed. */
 export interface VerificationFilter {
   apiId: string;
   startMs: number;
