@@ -10,7 +10,7 @@ export interface SimOptions {
   seed: number;
   /** Steps (ticks) of the fault phase. */
   steps: number;
-  /** Steps allowed after healing for a leader to commit a new proposal. Default 60 election timeouts. */
+  /** Steps allowed after healing for a leader to commit a new proposal. Default 60 election timeouts + 2 per backlog entry. */
   livenessSteps?: number;
   /** Receives a line per notable event (crash, partition, leader, conf change ...). */
   trace?: (line: string) => void;
@@ -295,7 +295,14 @@ export class Simulation {
     this.network.faults = { dropRate: 0, duplicateRate: 0, delayMax: 1 };
     for (const node of this.nodes.values()) if (!node.alive()) node.start();
     this.trace(`step ${this.step}: healed; liveness phase`);
-    const bound = this.options.livenessSteps ?? 60 * electionTicks;
+    // 60 election timeouts, plus time to replicate the uncommitted backlog left by the fault phase
+    // (with a 1-entry message size and a 1-message window that is one round trip per entry).
+    let backlog = 0;
+    for (const node of this.nodes.values()) {
+      const status = node.raw?.status();
+      if (status !== undefined) backlog = Math.max(backlog, status.lastIndex - status.commit);
+    }
+    const bound = this.options.livenessSteps ?? 60 * electionTicks + 2 * backlog;
     let proposal: { index: number; term: number; leader: NodeId } | null = null;
     for (let i = 0; i < bound; i++) {
       this.advanceOneStep(false);
