@@ -35,6 +35,7 @@ export type { RaftConfig, RaftLogger } from "./core/config.js";
 export type { Status, ProgressStatus, ProgressState } from "./core/status.js";
 export type { ProposalId } from "./core/raft.js";
 export { RawNode } from "./core/raw-node.js";
+export { encodeConfChange, decodeConfChange } from "./core/confchange.js";
 export { RaftError, RaftStorageError, RAFT_ERROR_CODES, isStorageCompacted } from "./core/errors.js";
 export type { RaftErrorCode, RaftStorageErrorReason } from "./core/errors.js";
 export { RaftAssertionError } from "./core/assert.js";
