@@ -2,6 +2,7 @@
 // it reads only the object it is given, and reports every problem, each naming the variable and
 // what it accepts, so a bad start fails with one clear line per mistake (main exits with code 2).
 import { resolve } from "node:path";
+import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 
 export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -29,11 +30,13 @@ export interface Config {
   writeQueueEntriesMax: number;
   /** How long SIGTERM waits for in-flight requests before the process exits anyway. */
   shutdownTimeoutMs: number;
+  /** The cluster: membership, secret, staleness bound and Raft timing (see cluster-config.ts). */
+  cluster: ClusterConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
 
-interface IntegerVariable {
+export interface IntegerVariable {
   name: string;
   defaultValue: number;
   min: number;
@@ -47,6 +50,8 @@ export const integerVariables = {
   writeQueueEntriesMax: { name: "KEYRAFT_WRITE_QUEUE_MAX", defaultValue: 10_000, min: 1, max: 1_000_000 },
   shutdownTimeoutMs: { name: "KEYRAFT_SHUTDOWN_TIMEOUT_MS", defaultValue: 10_000, min: 0, max: 600_000 },
 } as const satisfies Record<string, IntegerVariable>;
+
+export type { ClusterConfig, PeerAddress, StalePolicy } from "./cluster/config.js";
 
 export const configDefaults = { host: "127.0.0.1", dataDir: "./data", logLevel: "info" as LogLevel };
 
@@ -67,11 +72,12 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, c
     bodyLimitBytes: integer(integerVariables.bodyLimitBytes),
     writeQueueEntriesMax: integer(integerVariables.writeQueueEntriesMax),
     shutdownTimeoutMs: integer(integerVariables.shutdownTimeoutMs),
+    cluster: parseClusterConfig(env, errors, integer),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
 }
 
-function parseInteger(raw: string | undefined, variable: IntegerVariable, errors: string[]): number {
+export function parseInteger(raw: string | undefined, variable: IntegerVariable, errors: string[]): number {
   if (raw === undefined) return variable.defaultValue;
   const accepted = `an integer from ${variable.min} to ${variable.max} (default ${variable.defaultValue})`;
   if (!/^[0-9]+$/.test(raw.trim())) {

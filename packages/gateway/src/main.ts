@@ -1,22 +1,28 @@
 // The keyraft node process: configuration, storage, the app, signals. Everything here is wiring;
-// the behaviour lives in the store (store/), the key state (@keyraft/core) and the routes (app.ts).
+// the behaviour lives in the cluster (cluster/: Raft, forwarding, staleness), the key state
+// (@keyraft/core) and the routes (app.ts). A node without KEYRAFT_PEERS is a one-member cluster.
 //
 // Exit codes: 0 clean shutdown; 1 fatal error (a failed disk write, an uncaught error, a failed
 // start, a second signal or a shutdown that timed out); 2 invalid configuration.
 import { randomBytes } from "node:crypto";
-import { keyStateMachine, SlidingWindowLimiter, type CommandOutcome, type KeyCommand } from "@keyraft/core";
+import { keyStateMachine, SlidingWindowLimiter } from "@keyraft/core";
 import type { Logger } from "pino";
 import { bootstrapRootKey, buildApp } from "./app.js";
 import { parseConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { LevelCounterDurability } from "./store/counter-durability.js";
-import { LevelCommandLog } from "./store/level-command-log.js";
+import { ClusterNode } from "./cluster/cluster-node.js";
+import { dataDirLayout, legacyStoreMessage } from "./cluster/data-dir.js";
+import { registerClusterRoutes } from "./cluster/routes.js";
+import { createContext } from "./context.js";
 import { openStoreDb, type StoreDb } from "./store/level-db.js";
 
 export const exitCodeFatal = 1;
 export const exitCodeConfig = 2;
 /** How often a shutting-down server closes connections that went idle after their last response. */
 const idleReapIntervalMs = 50;
+/** While waiting for the cluster at start, a log line says so this often. */
+const freshWaitLogEveryMs = 5000;
 
 interface Node {
   close(): Promise<void>;
@@ -48,39 +54,65 @@ async function main(): Promise<void> {
   handleSignals(node, config, logger);
 }
 
-/** Opens the store, restores state, bootstraps the root key, and listens. */
-async function startNode(config: Config, logger: Logger, onFatal: (error: Error) => void): Promise<Node> {
+/**
+ * Opens the Raft node (a one-member cluster without KEYRAFT_PEERS: the same code path), waits
+ * until it is confirmed fresh by a leader backed by a quorum (for a joining node: until it has
+ * been added and has caught up), ensures the root key, then listens.
+ */
+async function startNode(config: Config, logger: Logger, onFatal: (error: unknown) => void): Promise<Node> {
   const nowMs = () => Date.now();
-  const db = await openStoreDb(config.dataDir);
+  const legacy = legacyStoreMessage(config.dataDir);
+  if (legacy !== null) throw new Error(legacy);
+  const layout = dataDirLayout(config.dataDir);
+  const db = await openStoreDb(layout.nodeDir);
+  let cluster: ClusterNode | null = null;
   try {
     const machine = keyStateMachine();
-    const log = await LevelCommandLog.open<KeyCommand, CommandOutcome>(db, machine, {
-      snapshotEveryEntries: config.snapshotEveryEntries,
-      queueEntriesMax: config.writeQueueEntriesMax,
+    cluster = await ClusterNode.open({
+      config: config.cluster,
+      raftDir: layout.raftDir,
+      machine,
+      snapshotEntries: config.snapshotEveryEntries,
+      pendingMax: config.writeQueueEntriesMax,
+      logger,
+      nowMs,
       onFatal,
     });
+    await cluster.start();
+    const { nodeId, peers, join } = config.cluster;
+    logger.info({ nodeId, raftPort: cluster.raftPort, members: peers.map((peer) => peer.id), join, appliedIndex: cluster.commandLog.appliedIndex() }, "cluster node started");
     const limiter = new SlidingWindowLimiter();
     const counters = await LevelCounterDurability.open(db, { nowMs, onFatal, bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs) });
     const restoredBuckets = counters.restore(limiter, nowMs());
-    logger.info({ dataDir: config.dataDir, appliedIndex: log.appliedIndex(), restoredBuckets }, "state restored");
+    logger.info({ dataDir: config.dataDir, restoredBuckets }, "rate-limit reservations restored");
 
-    const root = await bootstrapRootKey({ state: machine.state, commandLog: log, rootKey: config.rootKey, nowMs, randomBytes });
-    logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: config.rootKey !== null }, "root key ready");
-    // Printed once, straight to stdout and never through the logger (which would keep it in log files).
-    if (root.generatedKey !== null) process.stdout.write(`\nroot key (shown once, store it now): ${root.generatedKey}\n\n`);
+    await waitUntilFresh(cluster, logger);
+    logger.info({ appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader }, "caught up with the cluster");
+    // Generate a root key only where no other member will: a one-member cluster, or the leader
+    // of a new cluster (followers then receive it through the log).
+    const mayGenerate = config.rootKey !== null || (peers.length === 1 && !join) || cluster.isLeader();
+    if (mayGenerate) {
+      const root = await bootstrapRootKey({ state: machine.state, commandLog: cluster.commandLog, rootKey: config.rootKey, nowMs, randomBytes });
+      logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: config.rootKey !== null }, "root key ready");
+      // Printed once, straight to stdout and never through the logger (which would keep it in log files).
+      if (root.generatedKey !== null) process.stdout.write(`\nroot key (shown once, store it now): ${root.generatedKey}\n\n`);
+    }
 
-    const app = buildApp({
+    const deps = {
       logger,
       state: machine.state,
-      commandLog: log,
+      commandLog: cluster.commandLog,
       limiter,
       counterDurability: counters,
       nowMs,
       randomBytes,
       bodyLimitBytes: config.bodyLimitBytes,
-    });
+    };
+    const app = buildApp(deps);
+    registerClusterRoutes(app, { cluster, ctx: createContext(deps), stalePolicy: config.cluster.stalePolicy });
     const address = await app.listen({ host: config.host, port: config.port });
-    logger.info({ address }, "keyraft listening");
+    logger.info({ address, nodeId }, "keyraft listening");
+    const node = cluster;
     return {
       async close() {
         // fastify closes the idle keep-alive connections once, when close starts; a connection
@@ -92,14 +124,31 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: Error)
         } finally {
           clearInterval(reaper);
         }
-        await log.close(); // every acknowledged command is already durable; wait for the rest
+        await node.close(); // every acknowledged write is already committed and durable
         await counters.close();
         await db.close();
       },
     };
   } catch (error) {
+    if (cluster !== null) await cluster.close().catch(() => undefined);
     await closeQuietly(db);
     throw error;
+  }
+}
+
+/** Waits for the first confirmation by a quorum-backed leader, saying every few seconds what it waits for. */
+// Signals before the node is up keep their default action (the process ends; nothing was acknowledged yet).
+async function waitUntilFresh(cluster: ClusterNode, logger: Logger): Promise<void> {
+  for (;;) {
+    try {
+      await cluster.waitFresh(freshWaitLogEveryMs);
+      return;
+    } catch {
+      const { leader, voters, learners } = cluster.status();
+      logger.warn({ leader, voters, learners, nodeId: cluster.nodeId }, voters.length === 0
+        ? "waiting to be added to the cluster (npm run cluster:ctl -- add ... on a member)"
+        : "waiting for a leader backed by a quorum of the cluster (start the other members)");
+    }
   }
 }
 

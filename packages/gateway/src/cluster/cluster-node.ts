@@ -1,0 +1,289 @@
+// One member of a keyraft cluster: the Raft node on LevelDB, the key-state machine it replicates,
+// the command log the routes write through, the leader RPC (forwarded writes, membership), the
+// staleness monitor and the learner promoter. A node without KEYRAFT_PEERS is a one-member
+// cluster built exactly the same way.
+import { randomBytes } from "node:crypto";
+import type { CommandOutcome, KeyCommand } from "@keyraft/core";
+import { LevelStorage, RaftNode, type NodeId, type NodeStatus } from "@keyraft/raft";
+import type { Logger } from "pino";
+import type { ReplicatedStateMachine } from "../store/types.js";
+import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
+import { peerUrl, type ClusterConfig } from "./config.js";
+import { addNodeOnLeader, promoteCaughtUpLearner, removeNodeOnLeader } from "./membership.js";
+import { ReplicatedKeyMachine } from "./replicated-machine.js";
+import { ClusterRpc, type RpcRequest, type RpcResult } from "./rpc.js";
+import { StalenessMonitor } from "./staleness.js";
+import { ApplyTimes } from "./apply-times.js";
+
+export interface ClusterNodeOptions {
+  config: ClusterConfig;
+  /** Directory of the Raft LevelDB database. */
+  raftDir: string;
+  machine: ReplicatedStateMachine<KeyCommand, CommandOutcome>;
+  /** Snapshot + compaction every this many applied entries. */
+  snapshotEntries: number;
+  /** Most admin writes waiting at once on this node. */
+  pendingMax: number;
+  logger: Logger;
+  nowMs(): number;
+  onFatal(error: unknown): void;
+}
+
+/** What GET /v1/cluster.status answers. */
+export interface ClusterStatus {
+  nodeId: NodeId;
+  role: string;
+  term: number;
+  leader: NodeId | null;
+  commitIndex: number;
+  appliedIndex: number;
+  lastIndex: number;
+  snapshotIndex: number;
+  stalenessMs: number;
+  maxStalenessMs: number;
+  stale: boolean;
+  stalePolicy: string;
+  voters: NodeId[];
+  learners: NodeId[];
+  /** Every other member: its lag as the leader sees it (null when the leader could not be asked). */
+  peers: { id: NodeId; address: string | null; voter: boolean; match: number | null; lag: number | null; connected: boolean | null; state: string | null }[];
+  pendingWrites: number;
+}
+
+const promoteIntervalMs = 200;
+const retryDelayMs = 25;
+
+export class ClusterNode {
+  readonly raft: RaftNode;
+  readonly commandLog: ClusterCommandLog;
+  readonly staleness: StalenessMonitor;
+  readonly applyTimes = new ApplyTimes();
+  private readonly rpc: ClusterRpc;
+  private readonly replicated: ReplicatedKeyMachine;
+  private readonly addresses = new Map<NodeId, string>();
+  private promoter: NodeJS.Timeout | null = null;
+  private rpcSweep: NodeJS.Timeout | null = null;
+  private promoting = false;
+
+  private constructor(
+    private readonly options: ClusterNodeOptions,
+    storage: LevelStorage,
+  ) {
+    const { config, logger } = options;
+    const origin = `${config.nodeId}/${randomBytes(8).toString("hex")}`;
+    for (const peer of config.peers) if (peer.port !== 0) this.addresses.set(peer.id, peerUrl(peer));
+    let commandLog: ClusterCommandLog | null = null;
+    this.replicated = new ReplicatedKeyMachine(options.machine, {
+      origin,
+      onOwnApplied: (seq, outcome) => commandLog?.onOwnApplied(seq, outcome),
+      onPeer: (id, url) => this.onPeerAddress(id, url),
+      onApplied: (index) => this.applyTimes.record(index, options.nowMs()),
+    });
+    const self = config.peers.find((peer) => peer.id === config.nodeId);
+    this.raft = new RaftNode({
+      id: config.nodeId,
+      storage,
+      stateMachine: this.replicated,
+      voters: config.join ? [] : config.peers.map((peer) => peer.id),
+      transport: {
+        // A one-member cluster has no peers to authenticate: a random secret nobody knows.
+        secret: config.secret ?? randomBytes(32),
+        host: config.raftListenHost,
+        port: self?.port ?? 0,
+        peers: Object.fromEntries(config.peers.filter((peer) => peer.id !== config.nodeId).map((peer) => [peer.id, peerUrl(peer)])),
+      },
+      tickMs: config.tickMs,
+      electionTicks: config.electionTicks,
+      heartbeatTicks: config.heartbeatTicks,
+      snapshotEntries: options.snapshotEntries,
+      requestTimeoutMs: config.requestTimeoutMs,
+      pendingProposalsMax: Math.max(options.pendingMax, 1024),
+      logger: logger.child({ component: "raft" }),
+      onFatal: options.onFatal,
+      ...({ onAppMessage: (from: NodeId, payload: Uint8Array) => this.rpc.receive(from, payload) } as object),
+    });
+    this.rpc = new ClusterRpc({ send: (to, payload) => (this.raft as unknown as { sendAppMessage?(to: NodeId, payload: Uint8Array): boolean }).sendAppMessage?.(to, payload) ?? false }, { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs });
+    this.rpc.serve((from, request) => this.serve(from, request));
+    const raft = this.raft;
+    commandLog = new ClusterCommandLog({
+      raft: { id: config.nodeId, leader: () => raft.status().leader, propose: (data) => raft.propose(data) },
+      rpc: this.rpc,
+      origin,
+      appliedIndex: () => this.replicated.appliedIndex,
+      pendingMax: options.pendingMax,
+      timeoutMs: config.requestTimeoutMs,
+      retryDelayMs,
+      nowMs: options.nowMs,
+    });
+    this.commandLog = commandLog;
+    this.staleness = new StalenessMonitor({
+      readIndex: () => raft.readIndex(),
+      nowMs: options.nowMs,
+      probeIntervalMs: Math.max(10, Math.min(100, Math.floor(config.maxStalenessMs / 10))),
+      maxStalenessMs: config.maxStalenessMs,
+    });
+  }
+
+  static async open(options: ClusterNodeOptions): Promise<ClusterNode> {
+    const storage = await LevelStorage.open({ path: options.raftDir, keepEntries: options.config.keepEntries });
+    return new ClusterNode(options, storage);
+  }
+
+  get nodeId(): NodeId {
+    return this.options.config.nodeId;
+  }
+
+  get raftPort(): number {
+    return this.raft.port;
+  }
+
+  async start(): Promise<void> {
+    await this.raft.start();
+    this.staleness.start();
+    this.promoter = setInterval(() => void this.promote(), promoteIntervalMs);
+    this.promoter.unref();
+    this.rpcSweep = setInterval(() => this.rpc.expire(this.options.nowMs()), 100);
+    this.rpcSweep.unref();
+  }
+
+  /** Resolves once this node has been confirmed fresh (a completed read-index), or rejects after `timeoutMs`. */
+  async waitFresh(timeoutMs: number): Promise<void> {
+    const deadline = this.options.nowMs() + timeoutMs;
+    while (!this.staleness.everConfirmed) {
+      if (this.options.nowMs() > deadline) throw new Error(`no leader backed by a quorum answered within ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  isLeader(): boolean {
+    return this.raft.status().leader === this.nodeId;
+  }
+
+  /** Adds a node (runs on the leader; forwarded there from any member). */
+  addNode(id: NodeId, url: string): Promise<RpcResult> {
+    return this.onLeader({ op: "addNode", id, url });
+  }
+
+  removeNode(id: NodeId): Promise<RpcResult> {
+    return this.onLeader({ op: "removeNode", id });
+  }
+
+  status(): ClusterStatus {
+    const raft = this.raft.status();
+    const { config } = this.options;
+    const members = [...raft.conf.voters, ...raft.conf.learners].filter((id) => id !== this.nodeId);
+    const stalenessMs = this.staleness.stalenessMs();
+    return {
+      nodeId: this.nodeId,
+      role: raft.role,
+      term: raft.term,
+      leader: raft.leader === "" ? null : raft.leader,
+      commitIndex: raft.commit,
+      appliedIndex: raft.applied,
+      lastIndex: raft.lastIndex,
+      snapshotIndex: raft.snapshotIndex,
+      stalenessMs,
+      maxStalenessMs: config.maxStalenessMs,
+      stale: this.staleness.isStale(),
+      stalePolicy: config.stalePolicy,
+      voters: raft.conf.voters,
+      learners: raft.conf.learners,
+      peers: members.map((id) => peerStatus(id, raft, this.addresses.get(id) ?? null)),
+      pendingWrites: this.commandLog.pending,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.promoter !== null) clearInterval(this.promoter);
+    if (this.rpcSweep !== null) clearInterval(this.rpcSweep);
+    this.staleness.stop();
+    await this.commandLog.close();
+    this.rpc.close();
+    await this.raft.stop();
+  }
+
+  private async onLeader(request: RpcRequest): Promise<RpcResult> {
+    const deadline = this.options.nowMs() + this.options.config.requestTimeoutMs;
+    for (;;) {
+      const leader = this.raft.status().leader;
+      let result: RpcResult;
+      if (leader === "") result = { ok: false, retry: true, message: "no leader is known" };
+      else if (leader === this.nodeId) result = await this.serveLocally(request);
+      else {
+        try {
+          result = await this.rpc.call(leader, request, this.options.nowMs());
+        } catch (error) {
+          return { ok: false, retry: false, message: `no answer from the leader ${leader}: ${(error as Error).message}` };
+        }
+      }
+      if (result.ok || !result.retry || this.options.nowMs() + retryDelayMs >= deadline) return result;
+      await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+    }
+  }
+
+  private serve(_from: NodeId, request: RpcRequest): Promise<RpcResult> {
+    if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
+    return this.serveLocally(request);
+  }
+
+  private serveLocally(request: RpcRequest): Promise<RpcResult> {
+    switch (request.op) {
+      case "propose":
+        return proposeLocally(this.membershipRaft(), request.data);
+      case "addNode":
+        return addNodeOnLeader(this.membershipRaft(), request.id, request.url);
+      case "removeNode":
+        return removeNodeOnLeader(this.membershipRaft(), request.id);
+      default: {
+        const unknown: never = request;
+        return Promise.resolve({ ok: false, retry: false, message: `unknown request ${String(unknown)}` });
+      }
+    }
+  }
+
+  private membershipRaft() {
+    const raft = this.raft;
+    return {
+      id: this.nodeId,
+      leader: () => raft.status().leader,
+      propose: (data: Uint8Array) => raft.propose(data),
+      status: () => raft.status(),
+      addLearner: (id: NodeId, url?: string) => raft.addLearner(id, url),
+      promote: (id: NodeId) => raft.promote(id),
+      remove: (id: NodeId) => raft.remove(id),
+    };
+  }
+
+  private async promote(): Promise<void> {
+    if (this.promoting || !this.isLeader()) return;
+    this.promoting = true;
+    try {
+      const promoted = await promoteCaughtUpLearner(this.membershipRaft());
+      if (promoted !== null) this.options.logger.info({ nodeId: promoted }, "cluster: learner caught up and promoted to voter");
+    } finally {
+      this.promoting = false;
+    }
+  }
+
+  private onPeerAddress(id: NodeId, url: string | null): void {
+    if (url === null) {
+      this.addresses.delete(id);
+      return;
+    }
+    this.addresses.set(id, url);
+    this.raft.setPeerAddress(id, url);
+  }
+}
+
+function peerStatus(id: NodeId, raft: NodeStatus, address: string | null): ClusterStatus["peers"][number] {
+  const progress = raft.peers[id];
+  return {
+    id,
+    address,
+    voter: raft.conf.voters.includes(id),
+    match: progress?.match ?? null,
+    lag: progress?.lag ?? null,
+    connected: progress?.connected ?? null,
+    state: progress?.state ?? null,
+  };
+}

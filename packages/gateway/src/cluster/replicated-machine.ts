@@ -1,0 +1,73 @@
+// The key-state machine as a Raft StateMachine. Every node applies the same committed entries in
+// the same order; a command proposed here (origin == this process) hands its outcome to the
+// request waiting for it, so the answer is the outcome of the entry as applied on this node
+// (read-your-writes on the answering node). Address-book entries go to `onPeer`.
+import type { CommandOutcome, KeyCommand } from "@keyraft/core";
+import type { Entry, Snapshot, StateMachine } from "@keyraft/raft";
+import type { ReplicatedStateMachine } from "../store/types.js";
+import { decodeEntry, decodeSnapshot, encodeSnapshot } from "./entry-codec.js";
+
+export interface ReplicatedMachineHooks {
+  /** This process's origin tag (node id + a per-process nonce): entries it proposed. */
+  origin: string;
+  /** A command proposed by this process was applied at `index` with `outcome`. */
+  onOwnApplied(seq: number, outcome: CommandOutcome, index: number): void;
+  /** An address-book change was applied (also called for every entry of an installed snapshot). */
+  onPeer(id: string, url: string | null): void;
+  /** Any entry was applied (for metrics: applied index, propagation). */
+  onApplied?(index: number): void;
+}
+
+export class ReplicatedKeyMachine implements StateMachine {
+  /** The replicated address book (members added at run time), part of every snapshot. */
+  readonly peers = new Map<string, string>();
+  private appliedIndexValue = 0;
+
+  constructor(
+    private readonly machine: ReplicatedStateMachine<KeyCommand, CommandOutcome>,
+    private readonly hooks: ReplicatedMachineHooks,
+  ) {}
+
+  get appliedIndex(): number {
+    return this.appliedIndexValue;
+  }
+
+  apply(entry: Entry): void {
+    const decoded = decodeEntry(entry.data);
+    switch (decoded.kind) {
+      case "command": {
+        const outcome = this.machine.apply(decoded.command);
+        this.appliedIndexValue = entry.index;
+        if (decoded.origin === this.hooks.origin) this.hooks.onOwnApplied(decoded.seq, outcome, entry.index);
+        break;
+      }
+      case "peer":
+        if (decoded.url === null) this.peers.delete(decoded.id);
+        else this.peers.set(decoded.id, decoded.url);
+        this.appliedIndexValue = entry.index;
+        this.hooks.onPeer(decoded.id, decoded.url);
+        break;
+      default: {
+        const unknown: never = decoded;
+        throw new Error(`apply: unknown entry ${String(unknown)}`);
+      }
+    }
+    this.hooks.onApplied?.(entry.index);
+  }
+
+  takeSnapshot(): Uint8Array {
+    return encodeSnapshot({ keys: this.machine.snapshot(), peers: Object.fromEntries(this.peers) });
+  }
+
+  installSnapshot(snapshot: Snapshot): void {
+    const decoded = decodeSnapshot(snapshot.data);
+    this.machine.restore(decoded.keys);
+    this.peers.clear();
+    for (const [id, url] of Object.entries(decoded.peers)) {
+      this.peers.set(id, url);
+      this.hooks.onPeer(id, url);
+    }
+    this.appliedIndexValue = snapshot.metadata.index;
+    this.hooks.onApplied?.(snapshot.metadata.index);
+  }
+}

@@ -1,0 +1,95 @@
+// The cluster's HTTP surface, added to the app from outside (buildApp stays cluster-agnostic):
+//   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers (no auth)
+//   POST /v1/cluster.addNode     { nodeId, address: "host:raftPort" } root key holding `*`
+//   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
+// and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
+// (503, v1 error body) or, with KEYRAFT_STALE_POLICY=serve, answers and marks them stale.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { requestIdHeader } from "../app.js";
+import { anyOf, authenticate } from "../auth/root-key.js";
+import type { GatewayContext } from "../context.js";
+import { V1Error, errorBody } from "../errors.js";
+import type { ClusterNode } from "./cluster-node.js";
+import { isNodeId, parseHostPort, peerUrl, type StalePolicy } from "./config.js";
+import { retryAfterSeconds } from "./errors.js";
+import type { RpcResult } from "./rpc.js";
+
+export const staleHeader = "Keyraft-Stale";
+export const roleHeader = "Keyraft-Role";
+export const clusterStatusPath = "/v1/cluster.status";
+const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify"]);
+
+export interface ClusterRoutesOptions {
+  cluster: ClusterNode;
+  /** A context over the same deps as the app (root-key authentication). */
+  ctx: GatewayContext;
+  stalePolicy: StalePolicy;
+}
+
+export function registerClusterRoutes(app: FastifyInstance, options: ClusterRoutesOptions): void {
+  const { cluster, ctx, stalePolicy } = options;
+
+  app.addHook("onRequest", (request, reply, done) => {
+    const path = request.url.split("?")[0] ?? "";
+    if (path === "/v1/liveness") {
+      // Liveness stays 200 (the process is alive); the headers say whether its answers are fresh.
+      reply.header(roleHeader, cluster.isLeader() ? "leader" : "follower");
+      if (cluster.staleness.isStale()) reply.header(staleHeader, String(cluster.staleness.stalenessMs()));
+      return done();
+    }
+    if (!verifyPaths.has(path) || !cluster.staleness.isStale()) return done();
+    const stalenessMs = cluster.staleness.stalenessMs();
+    reply.header(staleHeader, String(stalenessMs));
+    if (stalePolicy === "serve") return done();
+    reply.code(503).header(requestIdHeader, request.id).header("Retry-After", retryAfterSeconds);
+    void reply.send(
+      errorBody(
+        "INTERNAL_SERVER_ERROR",
+        `this node's replica may be stale: no leader backed by a quorum confirmed it for ${stalenessMs} ms (bound ${cluster.staleness.maxStalenessMs} ms); retry on another node`,
+        request.id,
+      ),
+    );
+  });
+
+  app.get(clusterStatusPath, (request, reply) => reply.header(requestIdHeader, request.id).send(cluster.status()));
+
+  app.post("/v1/cluster.addNode", async (request, reply) => {
+    await authenticate(ctx, request, anyOf("*"));
+    const body = objectBody(request);
+    const nodeId = stringField(body, "nodeId");
+    const address = parseHostPort(stringField(body, "address"));
+    if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
+    if (address === null) throw new V1Error("BAD_REQUEST", "address: expected host:raftPort");
+    const result = await cluster.addNode(nodeId, peerUrl(address));
+    return answer(request, reply, result, { nodeId, address: peerUrl(address), note: "added as a learner; it becomes a voter once it has caught up (see /v1/cluster.status)" });
+  });
+
+  app.post("/v1/cluster.removeNode", async (request, reply) => {
+    await authenticate(ctx, request, anyOf("*"));
+    const nodeId = stringField(objectBody(request), "nodeId");
+    if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
+    const result = await cluster.removeNode(nodeId);
+    return answer(request, reply, result, { nodeId });
+  });
+}
+
+function answer(request: FastifyRequest, reply: FastifyReply, result: RpcResult, fields: Record<string, string>): FastifyReply {
+  reply.header(requestIdHeader, request.id);
+  if (result.ok) return reply.send({ ...fields, index: result.index });
+  if (result.retry || result.overloaded === true) {
+    throw new V1Error("INTERNAL_SERVER_ERROR", `no leader took the change: ${result.message}`, { statusCode: 503, headers: { "Retry-After": retryAfterSeconds } });
+  }
+  throw new V1Error("PRECONDITION_FAILED", result.message);
+}
+
+function objectBody(request: FastifyRequest): Record<string, unknown> {
+  const body = request.body;
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new V1Error("BAD_REQUEST", "expected a JSON object body");
+  return body as Record<string, unknown>;
+}
+
+function stringField(body: Record<string, unknown>, name: string): string {
+  const value = body[name];
+  if (typeof value !== "string") throw new V1Error("BAD_REQUEST", `${name}: Required`);
+  return value;
+}
