@@ -31,6 +31,32 @@ const routes: RouteSpec[] = [
   { method: "GET", url: "/v1/ratelimits.listOverrides", fields: ["namespaceId", "namespaceName", "limit", "cursor"] },
   { method: "POST", url: "/v1/ratelimits.deleteOverride", fields: ["namespaceId", "namespaceName", "identifier"] },
   { method: "GET", url: "/v1/liveness", fields: [] },
+  { method: "POST", url: "/v1/keys.addPermissions", fields: ["keyId", "permissions"] },
+  { method: "POST", url: "/v1/keys.removePermissions", fields: ["keyId", "permissions"] },
+  { method: "POST", url: "/v1/keys.addRoles", fields: ["keyId", "roles"] },
+  { method: "POST", url: "/v1/keys.removeRoles", fields: ["keyId", "roles"] },
+  { method: "GET", url: "/v1/keys.getVerifications", fields: ["keyId", "ownerId", "start", "end", "granularity"] },
+  { method: "GET", url: "/v1/apis.listKeys", fields: ["apiId", "limit", "cursor", "ownerId", "externalId", "decrypt", "revalidateKeysCache"] },
+  { method: "POST", url: "/v1/apis.deleteKeys", fields: ["apiId", "permanent"] },
+  { method: "POST", url: "/v1/permissions.createPermission", fields: ["name", "slug", "description"] },
+  { method: "GET", url: "/v1/permissions.getPermission", fields: ["permissionId"] },
+  { method: "GET", url: "/v1/permissions.listPermissions", fields: [] },
+  { method: "POST", url: "/v1/permissions.deletePermission", fields: ["permissionId"] },
+  { method: "POST", url: "/v1/permissions.createRole", fields: ["name", "description", "permissions"] },
+  { method: "GET", url: "/v1/permissions.getRole", fields: ["roleId"] },
+  { method: "GET", url: "/v1/permissions.listRoles", fields: [] },
+  { method: "POST", url: "/v1/permissions.deleteRole", fields: ["roleId"] },
+  { method: "POST", url: "/v1/identities.createIdentity", fields: ["externalId", "meta", "ratelimits"] },
+  { method: "GET", url: "/v1/identities.getIdentity", fields: ["identityId", "externalId"] },
+  { method: "GET", url: "/v1/identities.listIdentities", fields: ["environment", "limit", "cursor"] },
+  { method: "POST", url: "/v1/identities.updateIdentity", fields: ["identityId", "externalId", "environment", "meta", "ratelimits"] },
+  { method: "POST", url: "/v1/identities.deleteIdentity", fields: ["identityId"] },
+  { method: "GET", url: "/v1/analytics.getVerifications", fields: ["apiId", "externalId", "keyId", "tag", "start", "end", "groupBy", "limit", "orderBy", "order"] },
+  { method: "POST", url: "/v1/migrations.createKeys", fields: ["apiId", "plaintext", "hash", "start", "prefix", "externalId", "roles", "permissions", "remaining", "refill", "ratelimit"] },
+  { method: "POST", url: "/v1/migrations.enqueueKeys", fields: ["migrationId", "apiId", "keys"] },
+  { method: "POST", url: "/v1/keys", fields: ["apiId", "prefix", "name", "byteLength", "ownerId", "meta", "expires", "remaining", "ratelimit"] },
+  { method: "POST", url: "/v1/keys/verify", fields: ["key", "apiId"] },
+  { method: "GET", url: "/v1/apis/API/keys", fields: ["limit", "offset", "ownerId"] },
 ];
 
 let h: Harness;
@@ -68,7 +94,7 @@ function expectWellFormed(response: LightMyRequestResponse): void {
 /** Values that are plausible for some field somewhere, plus anything JSON. */
 const fieldValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
-  fc.constantFrom("", "ab", "abc", "*", "api_root", "default", "daily", "monthly", "fast", "increment", "decrement", "set", -1, 0, 1, 1.5, 1000, 1e12, 2 ** 53, 1e308, null, true, [], {}),
+  fc.constantFrom("", "ab", "abc", "*", "api_root", "default", "daily", "monthly", "fast", "increment", "decrement", "set", "key,day", "hour", "tag", "sha256_base64", { value: "x", variant: "sha256_base64" }, -1, 0, 1, 1.5, 1000, 1e12, 2 ** 53, 1e308, null, true, [], {}),
   fc.constant(null).map(() => realKey),
   fc.constant(null).map(() => realKeyId),
   fc.constant(null).map(() => apiId),
@@ -104,6 +130,7 @@ describe("bad input never gets a 5xx", () => {
             fc.oneof(
               fc.jsonValue({ maxDepth: 4 }).map((value) => JSON.stringify(value)),
               objectWithFields(route.fields).map((value) => JSON.stringify(value)),
+              fc.array(objectWithFields(route.fields), { maxLength: 3 }).map((value) => JSON.stringify(value)),
               fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes)),
             ),
             token,
@@ -120,7 +147,8 @@ describe("bad input never gets a 5xx", () => {
             token,
             async (query, auth) => {
               const headers: Record<string, string> = auth === null ? {} : { authorization: `Bearer ${auth}` };
-              expectWellFormed(await h.app.inject({ method: "GET", url: `${route.url}?${query}`, headers }));
+              const url = route.url.replace("API", apiId);
+              expectWellFormed(await h.app.inject({ method: "GET", url: `${url}?${query}`, headers }));
             },
           ),
           { numRuns: 80 },
