@@ -6,6 +6,8 @@ import {
   keyCreditsAt,
   keyStateMachine,
   keyStateViolation,
+  matchOverride,
+  resolveOverride,
   restoreKeyState,
   ROOT_API_ID,
   snapshotKeyState,
@@ -106,6 +108,41 @@ const commandArb = fc.oneof(
       return command;
     }),
   pick(keyIds).map((keyId) => () => ({ type: "deleteKey", keyId })),
+  pick(apiIds).map((apiId) => () => ({ type: "deleteKeys", apiId })),
+  fc
+    .record({
+      keys: fc.array(
+        fc.record({
+          keyId: pick(keyIds),
+          apiId: pick(apiIds),
+          hash: pick(hashes),
+          identity: nullable(identityLink),
+          remaining: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 20 })),
+          permissions: fc.array(pick(slugs).map((name) => ({ name, newId: `perm_${name}`, create: true })), { maxLength: 2 }),
+          roles: fc.array(pick(roleNames).map((name) => ({ name, newId: `role_${name}`, create: true })), { maxLength: 2 }),
+        }),
+        { maxLength: 3 },
+      ),
+      allowCreate: fc.boolean(),
+    })
+    .map((c) => (nowMs: number) => ({
+      type: "importKeys",
+      keys: c.keys.map((key) => ({
+        ...key,
+        start: key.hash,
+        name: null,
+        ownerId: null,
+        meta: null,
+        expiresAtMs: null,
+        refill: null,
+        ratelimit: null,
+        enabled: true,
+        environment: null,
+      })),
+      allowCreatePermissions: c.allowCreate,
+      allowCreateRoles: c.allowCreate,
+      nowMs,
+    })),
   fc
     .record({ type: pick(["setPermissions", "setRoles", "addPermissions", "addRoles"] as const), keyId: pick(keyIds), refs: fc.array(refArb, { maxLength: 4 }), allowCreate: fc.boolean() })
     .map((c) => (nowMs: number) => ({ ...c, nowMs })),
@@ -128,9 +165,9 @@ const commandArb = fc.oneof(
   pick(identityIds).map((identityId) => () => ({ type: "deleteIdentity", identityId })),
   fc.record({ namespaceId: pick(namespaceIds), name: pick(["n1", "n2", "n3"]) }).map((c) => (nowMs: number) => ({ type: "createNamespace", ...c, nowMs })),
   fc
-    .record({ overrideId: pick(["rlor_1", "rlor_2", "rlor_3"]), namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*", "*"]), limit: fc.integer({ min: 0, max: 9 }) })
+    .record({ overrideId: pick(["rlor_1", "rlor_2", "rlor_3"]), namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*", "*", "a*c", "*c"]), limit: fc.integer({ min: 0, max: 9 }) })
     .map((c) => (nowMs: number) => ({ type: "setOverride", ...c, durationMs: 1000, async: null, nowMs })),
-  fc.record({ namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*"]) }).map((c) => () => ({ type: "deleteOverride", ...c })),
+  fc.record({ namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*", "a*c", "*"]) }).map((c) => () => ({ type: "deleteOverride", ...c })),
   fc.record({ keyId: pick(keyIds), cost: fc.integer({ min: 0, max: 6 }) }).map((c) => (nowMs: number) => ({ type: "spendCredits", ...c, nowMs })),
   fc.record({ keyId: pick(keyIds), hash: pick(hashes), permissionId: pick(permissionIds) }).map((c) => (nowMs: number) => ({ type: "ensureRootKey", ...c, start: c.hash, nowMs })),
 ) as unknown as fc.Arbitrary<(nowMs: number) => KeyCommand>;
@@ -209,6 +246,24 @@ describe("key state machine", () => {
         expect(state.apis.get(ROOT_API_ID)).toBeDefined();
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("resolveOverride (exact map + wildcard index) agrees with matchOverride over the live overrides, also after restore", () => {
+    fc.assert(
+      fc.property(sequenceArb, (commands) => {
+        const { state } = run(commands);
+        const restored = restoreKeyState(structuredClone(snapshotKeyState(state)));
+        for (const namespaceId of namespaceIds) {
+          const live = [...state.overrides.values()].filter((override) => override.namespaceId === namespaceId);
+          for (const identifier of ["abc", "abd", "xbc", "c", "ab"]) {
+            const expected = matchOverride(live, identifier);
+            expect(resolveOverride(state, namespaceId, identifier)).toEqual(expected);
+            expect(resolveOverride(restored, namespaceId, identifier)).toEqual(expected);
+          }
+        }
+      }),
+      { numRuns: 200 },
     );
   });
 
