@@ -8,7 +8,7 @@
 // only (reported, never silent). Series older than the retention are removed by `prune`.
 
 import { assert } from "../assert.js";
-import { addCounts, emptyCounts, outcomeField } from "./counts.js";
+import { addCounts, emptyCounts, outcomeField, totalOf } from "./counts.js";
 import { hourMs, hourStartMs } from "./time.js";
 import type { VerificationEvent, VerificationFilter, VerificationSeries } from "./types.js";
 
@@ -29,12 +29,18 @@ export interface AggregatorOptions {
 
 /** Canonical tag set: sorted, without duplicates. */
 export function canonicalTags(tags: readonly string[]): string[] {
-  if (tags.length === 0) return [];
+  if (tags.length <= 1) return [...tags];
   return [...new Set(tags)].sort();
 }
 
-function seriesId(hourMs: number, keyId: string, tags: readonly string[]): string {
-  return tags.length === 0 ? `${hourMs}\u0000${keyId}` : `${hourMs}\u0000${keyId}\u0000${tags.join("\u0000")}`;
+/** The tag set as one map key; cheap for the common cases (no tag, one tag, already sorted). */
+export function tagSetKey(tags: readonly string[]): string {
+  if (tags.length === 0) return "";
+  if (tags.length === 1) return tags[0]!;
+  for (let i = 1; i < tags.length; i++) {
+    if (!(tags[i - 1]! < tags[i]!)) return canonicalTags(tags).join("\u0000");
+  }
+  return tags.join("\u0000");
 }
 
 export function matchesFilter(series: VerificationSeries, filter: VerificationFilter): boolean {
@@ -51,7 +57,11 @@ export class VerificationAggregator {
   readonly seriesMax: number;
   readonly overflowSeriesMax: number;
   readonly retentionMs: number;
-  private readonly regular = new Map<string, VerificationSeries>();
+  /** hourMs -> keyId -> tag set key -> series. Nested so that lookups hash the key id string
+   *  the key record holds (V8 caches its hash) instead of a fresh concatenation. */
+  private readonly regular = new Map<number, Map<string, Map<string, VerificationSeries>>>();
+  private regularSize = 0;
+  /** `${hourMs}\u0000${apiId}` -> overflow series. */
   private readonly overflow = new Map<string, VerificationSeries>();
   /** Events counted nowhere because even the overflow series were full. */
   droppedEvents = 0;
@@ -67,18 +77,28 @@ export class VerificationAggregator {
 
   /** Number of series held (regular and overflow). */
   size(): number {
-    return this.regular.size + this.overflow.size;
+    return this.regularSize + this.overflow.size;
   }
 
   record(event: VerificationEvent): void {
     const hour = hourStartMs(event.timeMs);
-    const tags = canonicalTags(event.tags);
-    const id = seriesId(hour, event.keyId, tags);
-    let series = this.regular.get(id);
+    const tagKey = tagSetKey(event.tags);
+    let byKey = this.regular.get(hour);
+    let byTags = byKey?.get(event.keyId);
+    let series = byTags?.get(tagKey);
     if (series === undefined) {
-      if (this.regular.size < this.seriesMax) {
-        series = { hourMs: hour, keyId: event.keyId, apiId: event.apiId, identityId: event.identityId, tags, counts: emptyCounts() };
-        this.regular.set(id, series);
+      if (this.regularSize < this.seriesMax) {
+        series = { hourMs: hour, keyId: event.keyId, apiId: event.apiId, identityId: event.identityId, tags: canonicalTags(event.tags), counts: emptyCounts() };
+        if (byKey === undefined) {
+          byKey = new Map();
+          this.regular.set(hour, byKey);
+        }
+        if (byTags === undefined) {
+          byTags = new Map();
+          byKey.set(event.keyId, byTags);
+        }
+        byTags.set(tagKey, series);
+        this.regularSize++;
       } else {
         series = this.overflowSeries(hour, event.apiId);
         if (series === undefined) {
@@ -89,6 +109,10 @@ export class VerificationAggregator {
       }
     }
     series.counts[outcomeField(event.outcome)]++;
+  }
+
+  private *regularSeries(): Generator<VerificationSeries> {
+    for (const byKey of this.regular.values()) for (const byTags of byKey.values()) yield* byTags.values();
   }
 
   private overflowSeries(hourMs: number, apiId: string): VerificationSeries | undefined {
@@ -106,52 +130,56 @@ export class VerificationAggregator {
   prune(nowMs: number): number {
     const oldestHourMs = hourStartMs(nowMs - this.retentionMs);
     let removed = 0;
-    for (const map of [this.regular, this.overflow]) {
-      for (const [id, series] of map) {
-        if (series.hourMs < oldestHourMs) {
-          map.delete(id);
-          removed++;
-        }
+    for (const [hour, byKey] of this.regular) {
+      if (hour >= oldestHourMs) continue;
+      for (const byTags of byKey.values()) removed += byTags.size;
+      this.regular.delete(hour);
+    }
+    this.regularSize -= removed;
+    for (const [id, series] of this.overflow) {
+      if (series.hourMs < oldestHourMs) {
+        this.overflow.delete(id);
+        removed++;
       }
     }
+    assert(this.regularSize >= 0, "VerificationAggregator.prune: sizes stay consistent");
     return removed;
   }
 
   /** Copies of the series matching `filter` (the raw answer a peer ships). */
   select(filter: VerificationFilter): VerificationSeries[] {
     const selected: VerificationSeries[] = [];
-    for (const map of [this.regular, this.overflow]) {
-      for (const series of map.values()) {
-        if (matchesFilter(series, filter)) selected.push(copySeries(series));
-      }
-    }
+    for (const series of this.regularSeries()) if (matchesFilter(series, filter)) selected.push(copySeries(series));
+    for (const series of this.overflow.values()) if (matchesFilter(series, filter)) selected.push(copySeries(series));
     return selected;
   }
 
   /** Every series (copies), for persistence. */
   snapshot(): VerificationSeries[] {
-    return [...this.regular.values(), ...this.overflow.values()].map(copySeries);
+    return [...this.regularSeries(), ...this.overflow.values()].map(copySeries);
   }
 
   /** Adds persisted series back (counts add up with what is already held; bounds still apply). */
   restore(series: readonly VerificationSeries[]): void {
     for (const item of series) {
-      const tags = canonicalTags(item.tags);
-      const overflow = item.keyId === overflowKeyId;
-      const map = overflow ? this.overflow : this.regular;
-      const id = overflow ? `${item.hourMs}\u0000${item.apiId}` : seriesId(item.hourMs, item.keyId, tags);
-      const existing = map.get(id);
-      if (existing !== undefined) {
-        addCounts(existing.counts, item.counts);
-        continue;
-      }
-      if (map.size >= (overflow ? this.overflowSeriesMax : this.seriesMax)) {
+      if (item.keyId === overflowKeyId) {
         const spill = this.overflowSeries(item.hourMs, item.apiId);
-        if (spill === undefined) this.droppedEvents++;
+        if (spill === undefined) this.droppedEvents += totalOf(item.counts);
         else addCounts(spill.counts, item.counts);
         continue;
       }
-      map.set(id, { ...copySeries(item), tags });
+      // Recording an empty event creates (or finds) the series, then the counts are added.
+      const before = this.droppedEvents;
+      const tags = canonicalTags(item.tags);
+      this.record({ timeMs: item.hourMs, keyId: item.keyId, apiId: item.apiId, identityId: item.identityId, outcome: "VALID", tags });
+      if (this.droppedEvents !== before) {
+        this.droppedEvents += totalOf(item.counts) - 1;
+        continue;
+      }
+      const target = this.regular.get(item.hourMs)?.get(item.keyId)?.get(tagSetKey(tags)) ?? this.overflow.get(`${item.hourMs}\u0000${item.apiId}`);
+      assert(target !== undefined, "VerificationAggregator.restore: the series was just recorded");
+      target.counts.valid--;
+      addCounts(target.counts, item.counts);
     }
   }
 }
