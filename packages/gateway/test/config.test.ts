@@ -1,5 +1,22 @@
 import { describe, expect, it } from "vitest";
+import { clusterIntegerVariables } from "../src/cluster/config.js";
 import { integerVariables, parseConfig } from "../src/config.js";
+
+const singleNodeCluster = {
+  nodeId: "n1",
+  peers: [{ id: "n1", host: "127.0.0.1", port: 0 }],
+  peersConfigured: false,
+  secret: null,
+  join: false,
+  raftListenHost: "127.0.0.1",
+  maxStalenessMs: 30_000,
+  stalePolicy: "refuse",
+  tickMs: 20,
+  electionTicks: 10,
+  heartbeatTicks: 2,
+  keepEntries: 1000,
+  requestTimeoutMs: 5000,
+};
 
 const cwd = "/srv/keyraft";
 
@@ -17,6 +34,7 @@ describe("parseConfig", () => {
         bodyLimitBytes: 1_048_576,
         writeQueueEntriesMax: 10_000,
         shutdownTimeoutMs: 10_000,
+        cluster: singleNodeCluster,
       },
     });
   });
@@ -49,6 +67,7 @@ describe("parseConfig", () => {
         bodyLimitBytes: 2048,
         writeQueueEntriesMax: 7,
         shutdownTimeoutMs: 0,
+        cluster: singleNodeCluster,
       },
     });
   });
@@ -104,5 +123,104 @@ describe("parseConfig", () => {
     const result = parseConfig({ PORT: "x", KEYRAFT_LOG_LEVEL: "loud", HOST: "" }, cwd);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.errors.map((error) => error.split(/[= ]/)[0])).toEqual(["PORT", "HOST", "KEYRAFT_LOG_LEVEL"]);
+  });
+});
+
+const secret = "s".repeat(32);
+const threePeers = "n1=10.0.0.1:7001, n2=10.0.0.2:7001,n3=[fd00::3]:7003";
+
+describe("parseConfig: the cluster", () => {
+  it("reads the members, the secret and every cluster knob", () => {
+    const result = parseConfig(
+      {
+        KEYRAFT_NODE_ID: "n2",
+        KEYRAFT_PEERS: threePeers,
+        KEYRAFT_CLUSTER_SECRET: secret,
+        KEYRAFT_MAX_STALENESS_MS: "1500",
+        KEYRAFT_STALE_POLICY: "Serve",
+        KEYRAFT_RAFT_TICK_MS: "10",
+        KEYRAFT_RAFT_ELECTION_TICKS: "20",
+        KEYRAFT_RAFT_HEARTBEAT_TICKS: "3",
+        KEYRAFT_RAFT_KEEP_ENTRIES: "0",
+        KEYRAFT_REQUEST_TIMEOUT_MS: "2000",
+        KEYRAFT_JOIN: "true",
+        KEYRAFT_RAFT_LISTEN_HOST: "0.0.0.0",
+      },
+      cwd,
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config.cluster).toEqual({
+      nodeId: "n2",
+      peers: [
+        { id: "n1", host: "10.0.0.1", port: 7001 },
+        { id: "n2", host: "10.0.0.2", port: 7001 },
+        { id: "n3", host: "fd00::3", port: 7003 },
+      ],
+      peersConfigured: true,
+      secret,
+      join: true,
+      raftListenHost: "0.0.0.0",
+      maxStalenessMs: 1500,
+      stalePolicy: "serve",
+      tickMs: 10,
+      electionTicks: 20,
+      heartbeatTicks: 3,
+      keepEntries: 0,
+      requestTimeoutMs: 2000,
+    });
+  });
+
+  it("binds the raft port on this node's host from KEYRAFT_PEERS by default", () => {
+    const result = parseConfig({ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: secret }, cwd);
+    expect(result.ok && result.config.cluster.raftListenHost).toBe("10.0.0.1");
+  });
+
+  it("accepts a one-member KEYRAFT_PEERS without a secret", () => {
+    const result = parseConfig({ KEYRAFT_NODE_ID: "solo", KEYRAFT_PEERS: "solo=127.0.0.1:7100" }, cwd);
+    expect(result.ok && result.config.cluster).toMatchObject({ nodeId: "solo", peers: [{ id: "solo", host: "127.0.0.1", port: 7100 }], secret: null, peersConfigured: true });
+  });
+
+  it.each([
+    [{ KEYRAFT_NODE_ID: "n9", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: secret }, /KEYRAFT_PEERS does not list this node \(KEYRAFT_NODE_ID="n9"\)/],
+    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers }, /KEYRAFT_CLUSTER_SECRET is required when KEYRAFT_PEERS lists more than one node/],
+    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a:1,n1=b:2", KEYRAFT_CLUSTER_SECRET: secret }, /node id "n1" appears twice/],
+    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a", KEYRAFT_CLUSTER_SECRET: secret }, /KEYRAFT_PEERS: "n1=a" is invalid: expected id=host:raftPort/],
+    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a:70000" }, /KEYRAFT_PEERS: "n1=a:70000" is invalid/],
+    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "" }, /KEYRAFT_PEERS="" is invalid/],
+    [{ KEYRAFT_NODE_ID: "bad id" }, /KEYRAFT_NODE_ID="bad id" is invalid/],
+    [{ KEYRAFT_STALE_POLICY: "maybe" }, /KEYRAFT_STALE_POLICY="maybe" is invalid: expected refuse or serve/],
+    [{ KEYRAFT_JOIN: "perhaps" }, /KEYRAFT_JOIN="perhaps" is invalid: expected true or false/],
+    [{ KEYRAFT_RAFT_HEARTBEAT_TICKS: "10" }, /KEYRAFT_RAFT_HEARTBEAT_TICKS=10 must be smaller than KEYRAFT_RAFT_ELECTION_TICKS=10/],
+    [{ KEYRAFT_MAX_STALENESS_MS: "99" }, /KEYRAFT_MAX_STALENESS_MS="99" is out of range/],
+  ])("rejects %j", (env, message) => {
+    const result = parseConfig(env, cwd);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.errors.join("\n")).toMatch(message);
+  });
+
+  it("never echoes a rejected cluster secret", () => {
+    for (const bad of ["short-secret", "x".repeat(31), "a secret with spaces in it, long enough!"]) {
+      const result = parseConfig({ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: bad }, cwd);
+      expect(result.ok).toBe(false);
+      if (result.ok) continue;
+      expect(result.errors.join("\n")).toMatch(/KEYRAFT_CLUSTER_SECRET is invalid \(\d+ characters\)/);
+      expect(result.errors.join("\n")).not.toContain(bad);
+    }
+  });
+
+  it("checks each cluster integer variable at its bounds and one past them", () => {
+    for (const variable of Object.values(clusterIntegerVariables)) {
+      const env = (value: number) => ({ [variable.name]: String(value), KEYRAFT_RAFT_ELECTION_TICKS: "1000", KEYRAFT_RAFT_HEARTBEAT_TICKS: "1" });
+      for (const value of [variable.min, variable.max]) {
+        const base = env(value);
+        if (variable.name === "KEYRAFT_RAFT_HEARTBEAT_TICKS") base["KEYRAFT_RAFT_ELECTION_TICKS"] = "1000";
+        if (variable.name === "KEYRAFT_RAFT_ELECTION_TICKS") base["KEYRAFT_RAFT_HEARTBEAT_TICKS"] = "1";
+        base[variable.name] = String(value);
+        expect(parseConfig(base, cwd).ok, `${variable.name}=${value}`).toBe(true);
+      }
+      expect(parseConfig({ [variable.name]: String(variable.max + 1) }, cwd).ok).toBe(false);
+      if (variable.min > 0) expect(parseConfig({ [variable.name]: String(variable.min - 1) }, cwd).ok).toBe(false);
+    }
   });
 });

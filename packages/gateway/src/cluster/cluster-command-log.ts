@@ -28,7 +28,7 @@ export interface RaftLink {
 
 export interface ClusterCommandLogOptions {
   raft: RaftLink;
-  rpc: ClusterRpc;
+  rpc: Pick<ClusterRpc, "call">;
   /** This process's origin tag (see ReplicatedKeyMachine). */
   origin: string;
   /** Index of the last entry applied on this node. */

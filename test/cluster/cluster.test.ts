@@ -1,0 +1,233 @@
+// Three (then four) real keyraft processes on loopback (needs `tsc -b`): follower writes are
+// visible everywhere, a node added at run time catches up by snapshot, kill -9 of the leader
+// loses no acknowledged write and fails no verification on the survivors, a whole-cluster
+// restart keeps every acknowledged write; then a second cluster with a 1 s staleness bound:
+// a minority node refuses (or, with KEYRAFT_STALE_POLICY=serve, serves marked) verifications.
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  call,
+  eventually,
+  kill,
+  killAllMembers,
+  leaderOf,
+  peersOf,
+  planMembers,
+  sleep,
+  spawnMember,
+  status,
+  verify,
+  waitLive,
+  type ClusterMember,
+} from "./cluster-harness.js";
+
+let root = "";
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), "keyraft-cluster-"));
+});
+afterAll(async () => {
+  killAllMembers();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function createApi(member: ClusterMember): Promise<string> {
+  const created = await call(member, "/v1/apis.createApi", { name: "cluster-test" });
+  expect(created.status, JSON.stringify(created.body)).toBe(200);
+  return created.body.apiId as string;
+}
+
+async function createKey(member: ClusterMember, apiId: string): Promise<{ status: number; key?: string; keyId?: string; body: unknown }> {
+  const created = await call(member, "/v1/keys.createKey", { apiId });
+  return { status: created.status, key: created.body.key, keyId: created.body.keyId, body: created.body };
+}
+
+async function isValid(member: ClusterMember, key: string): Promise<boolean> {
+  const answer = await verify(member, key);
+  return answer.status === 200 && answer.body.valid === true;
+}
+
+describe("a three-node cluster", () => {
+  let members: ClusterMember[] = [];
+  let joiner: ClusterMember;
+  let apiId = "";
+  const acknowledged: string[] = [];
+  const clusterEnv = { KEYRAFT_SNAPSHOT_EVERY: "40", KEYRAFT_RAFT_KEEP_ENTRIES: "0" };
+
+  beforeAll(async () => {
+    members = await planMembers(["n1", "n2", "n3"], (id) => join(root, "a", id));
+    [joiner] = await planMembers(["n4"], (id) => join(root, "a", id)) as [ClusterMember];
+    for (const member of members) spawnMember(member, peersOf(members), clusterEnv);
+    await Promise.all(members.map((member) => waitLive(member)));
+  }, 60_000);
+
+  it("answers a write on a follower after applying it there, and every node sees it", async () => {
+    const leader = await leaderOf(members);
+    const follower = members.find((member) => member !== leader) as ClusterMember;
+    apiId = await createApi(follower);
+    const created = await createKey(follower, apiId);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    acknowledged.push(created.key as string);
+    // Read-your-writes on the answering follower: no waiting.
+    expect(await isValid(follower, created.key as string)).toBe(true);
+    for (const member of members) await eventually(() => isValid(member, created.key as string), 5000, `${member.id} sees the key`);
+    const view = await status(follower);
+    expect(view).toMatchObject({ nodeId: follower.id, role: "follower", leader: leader.id, stale: false });
+    expect(view.appliedIndex).toBeGreaterThan(0);
+    const leaderView = await status(leader);
+    expect(leaderView.role).toBe("leader");
+    expect(leaderView.peers.map((peer) => peer.id).sort()).toEqual(members.filter((m) => m !== leader).map((m) => m.id).sort());
+    for (const peer of leaderView.peers) expect(peer.lag).not.toBeNull();
+  }, 30_000);
+
+  it("adds a node at run time that catches up by snapshot and becomes a voter", async () => {
+    // Enough writes for several snapshots (every 40 entries, no entries kept behind them).
+    for (let i = 0; i < 100; i++) {
+      const created = await createKey(members[i % 3] as ClusterMember, apiId);
+      expect(created.status).toBe(200);
+      acknowledged.push(created.key as string);
+    }
+    const all = [...members, joiner];
+    spawnMember(joiner, peersOf(all), { ...clusterEnv, KEYRAFT_JOIN: "true" });
+    await sleep(300);
+    const refused = await call(members[0] as ClusterMember, "/v1/cluster.addNode", { nodeId: "n4", address: `127.0.0.1:${joiner.raftPort}` }, false);
+    expect(refused.status).toBe(403); // a root key is required
+    const added = await call(members[0] as ClusterMember, "/v1/cluster.addNode", { nodeId: "n4", address: `127.0.0.1:${joiner.raftPort}` });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    await waitLive(joiner); // it listens once caught up
+    const view = await status(joiner);
+    expect(view.snapshotIndex).toBeGreaterThan(0); // installed from the leader's snapshot
+    for (const key of acknowledged) expect(await isValid(joiner, key)).toBe(true);
+    await eventually(async () => (await status(members[0] as ClusterMember)).voters.includes("n4"), 15_000, "n4 promoted to voter");
+    members = all;
+  }, 60_000);
+
+  it("survives kill -9 of the leader: no verification fails on the survivors, writes resume, nothing acknowledged is lost", async () => {
+    const leader = await leaderOf(members);
+    const survivors = members.filter((member) => member !== leader);
+    const verifyKeys = acknowledged.slice(0, 10);
+    let running = true;
+    const failures: string[] = [];
+    let verifications = 0;
+    const loops = survivors.map(async (member, i) => {
+      for (let n = i; running; n++) {
+        const key = verifyKeys[n % verifyKeys.length] as string;
+        const answer = await verify(member, key).catch((error: unknown) => ({ status: 0, body: String(error), headers: new Headers() }));
+        verifications++;
+        if (answer.status !== 200 || answer.body.valid !== true || answer.body.code !== "VALID") failures.push(`${member.id}: ${answer.status} ${JSON.stringify(answer.body)}`);
+      }
+    });
+    const writer = survivors[0] as ClusterMember;
+    let writesAfterKill = 0;
+    let killedAtMs = 0;
+    const writes = (async () => {
+      while (running) {
+        const created = await createKey(writer, apiId).catch(() => ({ status: 0, key: undefined, body: null }));
+        if (created.status === 200) {
+          acknowledged.push(created.key as string);
+          if (killedAtMs > 0) writesAfterKill++;
+        } else {
+          expect([503, 0]).toContain(created.status);
+        }
+      }
+    })();
+    await sleep(500);
+    killedAtMs = Date.now();
+    await kill(leader, "SIGKILL");
+    await eventually(async () => writesAfterKill >= 20, 20_000, "writes resume on a new leader");
+    await sleep(300);
+    running = false;
+    await Promise.all([...loops, writes]);
+    expect(failures).toEqual([]);
+    expect(verifications).toBeGreaterThan(50);
+    const newLeader = await leaderOf(survivors);
+    expect(newLeader).not.toBe(leader);
+    for (const member of survivors) {
+      for (const key of acknowledged) expect(await isValid(member, key), `${member.id} keeps an acknowledged key`).toBe(true);
+    }
+  }, 90_000);
+
+  it("keeps every acknowledged write across a whole-cluster kill -9 and restart", async () => {
+    for (const member of members) await kill(member, "SIGKILL");
+    for (const member of members) {
+      const peers = peersOf(members);
+      spawnMember(member, peers, member.id === "n4" ? clusterEnv : clusterEnv);
+    }
+    await Promise.all(members.map((member) => waitLive(member)));
+    await leaderOf(members);
+    for (const member of members) {
+      for (const key of acknowledged) expect(await isValid(member, key), `${member.id} after restart`).toBe(true);
+    }
+  }, 90_000);
+});
+
+describe("bounded staleness", () => {
+  let members: ClusterMember[] = [];
+
+  beforeAll(async () => {
+    members = await planMembers(["s1", "s2", "s3"], (id) => join(root, "b", id));
+    for (const member of members) {
+      spawnMember(member, peersOf(members), { KEYRAFT_MAX_STALENESS_MS: "1000", ...(member.id === "s3" ? { KEYRAFT_STALE_POLICY: "serve" } : {}) });
+    }
+    await Promise.all(members.map((member) => waitLive(member)));
+  }, 60_000);
+
+  async function isolate(member: ClusterMember, body: (key: string) => Promise<void>, key: string): Promise<void> {
+    const others = members.filter((other) => other !== member);
+    for (const other of others) other.child?.kill("SIGSTOP");
+    try {
+      await body(key);
+    } finally {
+      for (const other of others) other.child?.kill("SIGCONT");
+    }
+    // Back in the majority: fresh again.
+    await eventually(async () => (await verify(member, key)).status === 200 && !(await status(member)).stale, 15_000, `${member.id} fresh again`);
+  }
+
+  it("a minority node past the bound refuses verifications with 503 and the v1 body, and status says so", async () => {
+    const leader = await leaderOf(members);
+    const apiId = await createApi(leader);
+    const created = await createKey(leader, apiId);
+    for (const member of members) await eventually(() => isValid(member, created.key as string), 5000, "key everywhere");
+    const s1 = members[0] as ClusterMember;
+    await isolate(
+      s1,
+      async (key) => {
+        expect((await verify(s1, key)).status).toBe(200); // still within the bound
+        await eventually(async () => (await verify(s1, key)).status === 503, 10_000, "s1 refuses");
+        const refused = await verify(s1, key);
+        expect(refused.body.error).toMatchObject({ code: "INTERNAL_SERVER_ERROR", docs: expect.stringContaining("INTERNAL_SERVER_ERROR") });
+        expect(refused.body.error.message).toMatch(/stale/);
+        expect(Number(refused.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
+        const view = await status(s1);
+        expect(view.stale).toBe(true);
+        expect(view.stalenessMs).toBeGreaterThan(1000);
+        const live = await fetch(`${s1.baseUrl}/v1/liveness`);
+        expect(live.status).toBe(200);
+        expect(Number(live.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
+      },
+      created.key as string,
+    );
+  }, 60_000);
+
+  it("with KEYRAFT_STALE_POLICY=serve it keeps answering and marks the answers stale", async () => {
+    const leader = await leaderOf(members);
+    const apiId = await createApi(leader);
+    const created = await createKey(leader, apiId);
+    const s3 = members[2] as ClusterMember;
+    await eventually(() => isValid(s3, created.key as string), 5000, "key on s3");
+    expect((await verify(s3, created.key as string)).headers.get("keyraft-stale")).toBeNull();
+    await isolate(
+      s3,
+      async (key) => {
+        await eventually(async () => (await status(s3)).stale, 10_000, "s3 stale");
+        const served = await verify(s3, key);
+        expect(served.status).toBe(200);
+        expect(served.body).toMatchObject({ valid: true, code: "VALID" });
+        expect(Number(served.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
+      },
+      created.key as string,
+    );
+  }, 60_000);
+});
