@@ -10,7 +10,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadAnalytics, saveAnalytics, VerificationRecorder } from "@keyraft/gateway";
+import { keyStateMachine, SlidingWindowLimiter, type CommandOutcome, type KeyCommand } from "@keyraft/core";
+import { pino } from "pino";
+import {
+  buildApp,
+  loadAnalytics,
+  MemoryCommandLog,
+  pendingVerificationsMax,
+  saveAnalytics,
+  VerificationRecorder,
+  volatileCounterDurability,
+} from "@keyraft/gateway";
 import { errorOf, harness, type Harness } from "./app-harness.js";
 
 let h: Harness;
@@ -164,6 +174,11 @@ describe("analytics routes", () => {
         expect.objectContaining({ keyId: "key_1", tags: ["t"], counts: expect.objectContaining({ valid: 3, rateLimited: 2 }) }),
       ]);
       expect(await loadAnalytics(new VerificationRecorder(() => nowMs), join(dir, "missing"))).toBe(0);
+      // A full ring is folded at once: nothing is lost past pendingVerificationsMax.
+      const busy = new VerificationRecorder(() => nowMs);
+      for (let i = 0; i < pendingVerificationsMax * 2 + 7; i++) busy.record(nowMs, `key_${i % 3}`, "api_1", null, "VALID", undefined);
+      const total = busy.select({ apiId: "api_1", startMs: 0, endMs: nowMs }).reduce((sum, series) => sum + series.counts.valid, 0);
+      expect(total).toBe(pendingVerificationsMax * 2 + 7);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
@@ -220,5 +235,33 @@ describe("GET /openapi.json", () => {
     }
     expect(doc.paths["/v1/apis.listKeys"]?.["get"]?.parameters?.length).toBeGreaterThan(3);
     expect(doc.paths["/openapi.json"]).toBeUndefined();
+  });
+
+  it("lists exactly the registered routes (it is generated from them)", async () => {
+    const machine = keyStateMachine();
+    const app = buildApp({
+      logger: pino({ level: "silent" }),
+      state: machine.state,
+      commandLog: new MemoryCommandLog<KeyCommand, CommandOutcome>(machine),
+      limiter: new SlidingWindowLimiter(),
+      counterDurability: volatileCounterDurability,
+      nowMs: () => Date.now(),
+      randomBytes: (length) => new Uint8Array(length),
+      bodyLimitBytes: 1024,
+    });
+    const registered: string[] = [];
+    app.addHook("onRoute", (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      for (const method of methods) if (method !== "HEAD" && route.url !== "/openapi.json") registered.push(`${method.toLowerCase()} ${route.url.replace(/:(\w+)/g, "{$1}")}`);
+    });
+    try {
+      await app.ready();
+      const doc = app.swagger() as { paths: Record<string, Record<string, unknown>> };
+      const documented = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method} ${path}`));
+      expect(documented.sort()).toEqual(registered.sort());
+      expect(registered.length).toBeGreaterThanOrEqual(44);
+    } finally {
+      await app.close();
+    }
   });
 });
