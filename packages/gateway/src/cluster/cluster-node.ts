@@ -11,7 +11,7 @@ import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
 import { peerUrl, type ClusterConfig } from "./config.js";
 import { addNodeOnLeader, promoteCaughtUpLearner, removeNodeOnLeader } from "./membership.js";
 import { ReplicatedKeyMachine } from "./replicated-machine.js";
-import { ClusterRpc, type RpcRequest, type RpcResult } from "./rpc.js";
+import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "./rpc.js";
 import { StalenessMonitor } from "./staleness.js";
 import { ApplyTimes } from "./apply-times.js";
 
@@ -48,10 +48,14 @@ export interface ClusterStatus {
   /** Every other member: its lag as the leader sees it (null when the leader could not be asked). */
   peers: { id: NodeId; address: string | null; voter: boolean; match: number | null; lag: number | null; connected: boolean | null; state: string | null }[];
   pendingWrites: number;
+  /** This node's lag behind the leader's last index, as the leader sees it (null when unknown). */
+  selfLag: number | null;
 }
 
 const promoteIntervalMs = 200;
 const retryDelayMs = 25;
+/** A follower's status asks the leader for the peers' progress, waiting at most this long. */
+const progressAskTimeoutMs = 500;
 
 export class ClusterNode {
   readonly raft: RaftNode;
@@ -77,7 +81,7 @@ export class ClusterNode {
       origin,
       onOwnApplied: (seq, outcome) => commandLog?.onOwnApplied(seq, outcome),
       onPeer: (id, url) => this.onPeerAddress(id, url),
-      onApplied: (index) => this.applyTimes.record(index, options.nowMs()),
+      onApplied: (index) => this.applyTimes.record(index, performance.timeOrigin + performance.now()),
     });
     const self = config.peers.find((peer) => peer.id === config.nodeId);
     this.raft = new RaftNode({
@@ -168,6 +172,26 @@ export class ClusterNode {
     return this.onLeader({ op: "removeNode", id });
   }
 
+  /** status(), with the peers' progress asked from the leader when this node is a follower. */
+  async statusWithProgress(): Promise<ClusterStatus> {
+    const local = this.status();
+    if (local.role === "leader" || local.leader === null) return local;
+    const answer = await Promise.race([
+      this.rpc.call(local.leader, { op: "progress" }, this.options.nowMs()).catch(() => null),
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), progressAskTimeoutMs)),
+    ]);
+    if (answer === null || !answer.ok || answer.progress === undefined) return local;
+    const progress = answer.progress;
+    return {
+      ...local,
+      peers: local.peers.map((peer) => {
+        const seen = progress[peer.id];
+        return seen === undefined ? peer : { ...peer, match: seen.match, lag: seen.lag, connected: seen.connected, state: seen.state };
+      }),
+      selfLag: progress[this.nodeId]?.lag ?? null,
+    };
+  }
+
   status(): ClusterStatus {
     const raft = this.raft.status();
     const { config } = this.options;
@@ -190,6 +214,7 @@ export class ClusterNode {
       learners: raft.conf.learners,
       peers: members.map((id) => peerStatus(id, raft, this.addresses.get(id) ?? null)),
       pendingWrites: this.commandLog.pending,
+      selfLag: raft.role === "leader" ? 0 : null,
     };
   }
 
@@ -234,6 +259,12 @@ export class ClusterNode {
         return addNodeOnLeader(this.membershipRaft(), request.id, request.url);
       case "removeNode":
         return removeNodeOnLeader(this.membershipRaft(), request.id);
+      case "progress": {
+        const status = this.raft.status();
+        const progress: Record<NodeId, PeerProgress> = {};
+        for (const [id, peer] of Object.entries(status.peers)) progress[id] = { match: peer.match, lag: peer.lag, connected: peer.connected, state: peer.state };
+        return Promise.resolve({ ok: true, index: status.commit, progress });
+      }
       default: {
         const unknown: never = request;
         return Promise.resolve({ ok: false, retry: false, message: `unknown request ${String(unknown)}` });

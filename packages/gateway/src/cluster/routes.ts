@@ -9,6 +9,7 @@ import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { V1Error, errorBody } from "../errors.js";
+import { applyTimesEntriesMax } from "./apply-times.js";
 import type { ClusterNode } from "./cluster-node.js";
 import { isNodeId, parseHostPort, peerUrl, type StalePolicy } from "./config.js";
 import { retryAfterSeconds } from "./errors.js";
@@ -17,6 +18,7 @@ import type { RpcResult } from "./rpc.js";
 export const staleHeader = "Keyraft-Stale";
 export const roleHeader = "Keyraft-Role";
 export const clusterStatusPath = "/v1/cluster.status";
+export const applyTimesPath = "/v1/cluster.applyTimes";
 const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify"]);
 
 export interface ClusterRoutesOptions {
@@ -51,7 +53,24 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     );
   });
 
-  app.get(clusterStatusPath, (request, reply) => reply.header(requestIdHeader, request.id).send(cluster.status()));
+  app.get(clusterStatusPath, async (request, reply) => reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress()));
+
+  // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
+  // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.
+  app.get(applyTimesPath, (request, reply) => {
+    const query = request.query as Record<string, string | undefined>;
+    const from = Number(query["from"]);
+    const to = Number(query["to"]);
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 1 || to < from || to - from >= applyTimesEntriesMax) {
+      throw new V1Error("BAD_REQUEST", `from and to: integers with 1 <= from <= to < from + ${applyTimesEntriesMax}`);
+    }
+    const times: [number, number][] = [];
+    for (let index = from; index <= to; index++) {
+      const atMs = cluster.applyTimes.get(index);
+      if (atMs !== null) times.push([index, atMs]);
+    }
+    return reply.header(requestIdHeader, request.id).send({ nodeId: cluster.nodeId, times });
+  });
 
   app.post("/v1/cluster.addNode", async (request, reply) => {
     await authenticate(ctx, request, anyOf("*"));

@@ -9,16 +9,26 @@ import { PendingMap } from "./pending.js";
 export type RpcRequest =
   | { op: "propose"; data: Uint8Array }
   | { op: "addNode"; id: NodeId; url: string }
-  | { op: "removeNode"; id: NodeId };
+  | { op: "removeNode"; id: NodeId }
+  /** The leader's view of every member's progress (for a follower's status). */
+  | { op: "progress" };
 
 export type RpcResult =
-  | { ok: true; index: number }
+  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress> }
   /** `retry`: certainly not applied (e.g. the receiver is not the leader), safe to send again. */
   | { ok: false; retry: boolean; message: string; overloaded?: boolean };
 
 type Wire =
   | { k: "req"; r: number; q: RpcRequest }
   | { k: "res"; r: number; s: RpcResult };
+
+/** One member's replication progress as the leader sees it. */
+export interface PeerProgress {
+  match: number;
+  lag: number;
+  connected: boolean;
+  state: string;
+}
 
 export interface AppChannel {
   /** Queues `payload` for `to` on an open connection; false when there is none (nothing sent). */

@@ -1,0 +1,280 @@
+// cluster: three keyraft node processes on loopback (Raft on LevelDB with fsync, HTTP on
+// Fastify). Measures, in order:
+//   - verification throughput with closed-loop clients spread over all three nodes;
+//   - admin write throughput (createKey, closed loop, spread over all nodes: followers forward)
+//     and its p50/p99 latency;
+//   - propagation: for every entry written during the admin phase, applied on the last node minus
+//     applied on the leader (≈ committed there), from each node's apply times (one machine, one
+//     clock);
+//   - failed verifications on the survivors while the leader is killed (kill -9) under load.
+// runClusterScenario is what the harness calls; run directly (`node bench/dist/scenarios/cluster.js
+// [durationS]`) it prints the summary JSON as its last line.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Pool } from "undici";
+
+const ids = ["n1", "n2", "n3"];
+const rootKey = "root_bench_cluster_key_0123456789";
+const secret = "bench cluster secret, loopback only, 0123456789";
+const mainJs = fileURLToPath(new URL("../../../packages/gateway/dist/main.js", import.meta.url));
+const verifyConcurrencyPerNode = 32;
+const adminConcurrency = 96;
+const keysSeeded = 200;
+const failoverVerifyMs = 4000;
+
+interface Member {
+  id: string;
+  httpPort: number;
+  raftPort: number;
+  child: ChildProcess;
+  pool: Pool;
+  exited: boolean;
+}
+
+export async function runClusterScenario(opts: { durationS?: number; log: (line: string) => void }): Promise<Record<string, number>> {
+  const durationMs = Math.round((opts.durationS ?? 5) * 1000);
+  const root = await mkdtemp(join(tmpdir(), "keyraft-bench-cluster-"));
+  const members: Member[] = [];
+  try {
+    const ports = await Promise.all(ids.map(async () => ({ http: await freePort(), raft: await freePort() })));
+    const peers = ids.map((id, i) => `${id}=127.0.0.1:${ports[i]?.raft}`).join(",");
+    for (const [i, id] of ids.entries()) {
+      const port = ports[i] as { http: number; raft: number };
+      members.push(startMember(id, port.http, port.raft, peers, join(root, id)));
+    }
+    await Promise.all(members.map((member) => waitLive(member)));
+    const leader = await findLeader(members);
+    opts.log(`cluster: 3 nodes up, leader ${leader.id}`);
+
+    const apiId = (await post(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
+    const keys: string[] = [];
+    for (let i = 0; i < keysSeeded; i++) keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
+    await waitApplied(members, (await status(leader)).appliedIndex);
+
+    opts.log(`cluster: verifications for ${durationMs} ms (${verifyConcurrencyPerNode} clients per node)`);
+    const verifyRun = await closedLoop(members, verifyConcurrencyPerNode, durationMs, (member, n) => verifyOk(member, keys[n % keys.length] as string));
+    const verifyRps = verifyRun.ok / (verifyRun.elapsedMs / 1000);
+    opts.log(`cluster: ${Math.round(verifyRps)} verifications/s (${verifyRun.failed} failed)`);
+
+    opts.log(`cluster: admin writes for ${durationMs} ms (${adminConcurrency} clients over all nodes)`);
+    const firstIndex = (await status(leader)).appliedIndex + 1;
+    const adminRun = await closedLoop(members, adminConcurrency / members.length, durationMs, async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200);
+    const lastIndex = (await status(leader)).appliedIndex;
+    const adminWritesPerSec = adminRun.ok / (adminRun.elapsedMs / 1000);
+    opts.log(`cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed)`);
+    await waitApplied(members, lastIndex);
+    const propagation = await propagationMs(members, leader, firstIndex, lastIndex);
+    opts.log(`cluster: propagation over ${propagation.count} entries: p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`);
+
+    opts.log(`cluster: kill -9 of the leader ${leader.id} under verification load on the survivors`);
+    const survivors = members.filter((member) => member !== leader);
+    const failoverRun = closedLoop(survivors, verifyConcurrencyPerNode, failoverVerifyMs, (member, n) => verifyOk(member, keys[n % keys.length] as string));
+    await sleep(500);
+    leader.child.kill("SIGKILL");
+    const failed = await failoverRun;
+    const newLeader = await findLeader(survivors);
+    opts.log(`cluster: ${failed.ok} verifications during the failover, ${failed.failed} failed; new leader ${newLeader.id}`);
+
+    return {
+      verifyRps: round(verifyRps),
+      adminWritesPerSec: round(adminWritesPerSec),
+      adminP50Ms: round(adminRun.p50Ms, 2),
+      adminP99Ms: round(adminRun.p99Ms, 2),
+      propagationP50Ms: round(propagation.p50Ms, 2),
+      propagationP99Ms: round(propagation.p99Ms, 2),
+      failedVerificationsDuringFailover: failed.failed,
+    };
+  } finally {
+    for (const member of members) {
+      if (!member.exited) member.child.kill("SIGKILL");
+      await member.pool.close().catch(() => undefined);
+    }
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+function startMember(id: string, httpPort: number, raftPort: number, peers: string, dataDir: string): Member {
+  const child = spawn(process.execPath, [mainJs], {
+    env: {
+      PATH: process.env["PATH"] ?? "",
+      PORT: String(httpPort),
+      HOST: "127.0.0.1",
+      KEYRAFT_DATA_DIR: dataDir,
+      KEYRAFT_LOG_LEVEL: "warn",
+      KEYRAFT_NODE_ID: id,
+      KEYRAFT_PEERS: peers,
+      KEYRAFT_CLUSTER_SECRET: secret,
+      KEYRAFT_ROOT_KEY: rootKey,
+      KEYRAFT_WRITE_QUEUE_MAX: "100000",
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const member: Member = { id, httpPort, raftPort, child, pool: new Pool(`http://127.0.0.1:${httpPort}`, { connections: 64, pipelining: 1 }), exited: false };
+  child.on("exit", () => (member.exited = true));
+  return member;
+}
+
+interface LoopResult {
+  ok: number;
+  failed: number;
+  elapsedMs: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** `perMember` clients per member, each sending the next request when the last one answered. */
+async function closedLoop(members: readonly Member[], perMember: number, durationMs: number, request: (member: Member, n: number) => Promise<boolean>): Promise<LoopResult> {
+  const latencies: number[] = [];
+  let ok = 0;
+  let failed = 0;
+  const startMs = performance.now();
+  const endMs = startMs + durationMs;
+  const clients: Promise<void>[] = [];
+  for (const member of members) {
+    for (let c = 0; c < perMember; c++) {
+      clients.push(
+        (async () => {
+          for (let n = c; performance.now() < endMs; n += perMember) {
+            const sentMs = performance.now();
+            const success = await request(member, n).catch(() => false);
+            if (success) {
+              ok++;
+              latencies.push(performance.now() - sentMs);
+            } else failed++;
+          }
+        })(),
+      );
+    }
+  }
+  await Promise.all(clients);
+  latencies.sort((a, b) => a - b);
+  return { ok, failed, elapsedMs: performance.now() - startMs, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99) };
+}
+
+async function verifyOk(member: Member, key: string): Promise<boolean> {
+  const answer = await post(member, "/v1/keys.verifyKey", { key }, false);
+  return answer.status === 200 && answer.body.valid === true;
+}
+
+async function post(member: Member, path: string, body: unknown, auth: boolean): Promise<{ status: number; body: any }> {
+  const response = await member.pool.request({
+    method: "POST",
+    path,
+    headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${rootKey}` } : {}) },
+    body: JSON.stringify(body),
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
+  return { status: response.statusCode, body: await response.body.json() };
+}
+
+async function get(member: Member, path: string): Promise<any> {
+  const response = await member.pool.request({ method: "GET", path, headersTimeout: 5000 });
+  return response.body.json();
+}
+
+async function status(member: Member): Promise<{ role: string; leader: string | null; appliedIndex: number }> {
+  return get(member, "/v1/cluster.status");
+}
+
+async function propagationMs(members: readonly Member[], leader: Member, from: number, to: number): Promise<{ count: number; p50Ms: number; p99Ms: number }> {
+  const byNode = await Promise.all(
+    members.map(async (member) => {
+      const times = new Map<number, number>();
+      for (let start = from; start <= to; start += 60_000) {
+        const answer = (await get(member, `/v1/cluster.applyTimes?from=${start}&to=${Math.min(to, start + 59_999)}`)) as { times: [number, number][] };
+        for (const [index, atMs] of answer.times) times.set(index, atMs);
+      }
+      return { member, times };
+    }),
+  );
+  const leaderTimes = byNode.find((node) => node.member === leader)?.times ?? new Map<number, number>();
+  const delays: number[] = [];
+  for (let index = from; index <= to; index++) {
+    const committedMs = leaderTimes.get(index);
+    if (committedMs === undefined) continue;
+    let lastMs = committedMs;
+    let everywhere = true;
+    for (const node of byNode) {
+      const atMs = node.times.get(index);
+      if (atMs === undefined) everywhere = false;
+      else lastMs = Math.max(lastMs, atMs);
+    }
+    if (everywhere) delays.push(lastMs - committedMs);
+  }
+  delays.sort((a, b) => a - b);
+  return { count: delays.length, p50Ms: quantile(delays, 0.5), p99Ms: quantile(delays, 0.99) };
+}
+
+async function waitApplied(members: readonly Member[], index: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const views = await Promise.all(members.map((member) => status(member)));
+    if (views.every((view) => view.appliedIndex >= index)) return;
+    await sleep(20);
+  }
+  throw new Error(`not every node applied ${index} within 30 s`);
+}
+
+async function findLeader(members: readonly Member[]): Promise<Member> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const views = await Promise.all(members.map((member) => status(member).catch(() => null)));
+    const leader = views[0]?.leader ?? null;
+    const found = members.find((member) => member.id === leader);
+    if (found !== undefined && views.every((view) => view?.leader === leader)) return found;
+    await sleep(50);
+  }
+  throw new Error("no agreed leader within 20 s");
+}
+
+async function waitLive(member: Member): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (member.exited) throw new Error(`${member.id} exited during start`);
+    try {
+      const response = await member.pool.request({ method: "GET", path: "/v1/liveness", headersTimeout: 1000 });
+      await response.body.dump();
+      if (response.statusCode === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(50);
+  }
+  throw new Error(`${member.id} did not become live within 30 s`);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      if (address === null || typeof address === "string") return reject(new Error("no port"));
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+function round(value: number, digits = 0): number {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Run directly: the summary JSON is the last line of stdout.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const durationS = process.argv[2] === undefined ? 5 : Number(process.argv[2]);
+  const figures = await runClusterScenario({ durationS, log: (line) => process.stderr.write(`${line}\n`) });
+  process.stdout.write(`${JSON.stringify({ scenario: "cluster", ...figures })}\n`);
+}
