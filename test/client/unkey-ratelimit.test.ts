@@ -31,7 +31,7 @@ describe("@unkey/ratelimit 0.5.5 against keyraft", () => {
     expect((await limiter.limit("ip_1.2.3.4")).success).toBe(true);
   });
 
-  it("a root key without rights gets an error (raised by the client), with onError as the fallback", async () => {
+  it("a root key without rights makes Ratelimit.limit reject with the v1 error code", async () => {
     const limiter = new Ratelimit({ rootKey: "wrong", baseUrl: server.baseUrl, namespace: "login", limit: 3, duration: 10_000, disableTelemetry: true });
     await expect(limiter.limit("ip")).rejects.toThrow(/UNAUTHORIZED/);
   });

@@ -2,7 +2,7 @@
 // §2.19). An identity's rate limits are shared by all its keys: verification keys their counters
 // by the identity id. `*` is accepted everywhere (decision 6; upstream forgot it on some).
 
-import { ROOT_PERMISSION, type IdentityRecord, type JsonObject, type KeyState } from "@keyraft/core";
+import { ROOT_PERMISSION, type IdentityRecord, type JsonObject, type KeyCommand, type KeyState } from "@keyraft/core";
 import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
@@ -103,7 +103,7 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
     checkMeta(body.meta);
     const identity = findIdentity(deps.state, body, body.identityId === undefined ? body.environment : undefined);
     if (identity === undefined) throw notFound(`identity ${body.identityId ?? body.externalId ?? ""} not found`);
-    const command: Extract<import("@keyraft/core").KeyCommand, { type: "updateIdentity" }> = { type: "updateIdentity", identityId: identity.id };
+    const command: Extract<KeyCommand, { type: "updateIdentity" }> = { type: "updateIdentity", identityId: identity.id };
     if (body.meta !== undefined) command.meta = body.meta;
     if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
     await ctx.submit(command);

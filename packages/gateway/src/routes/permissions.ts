@@ -2,7 +2,7 @@
 // permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
 
 import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
@@ -47,7 +47,7 @@ const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1
 
 export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
-  const send = <T>(reply: import("fastify").FastifyReply, id: string, body: T) => reply.header(requestIdHeader, id).send(body);
+  const send = <T>(reply: FastifyReply, id: string, body: T) => reply.header(requestIdHeader, id).send(body);
 
   app.post("/v1/permissions.createPermission", { schema: { body: createPermissionBody, response: createPermissionResponse } }, async (request, reply) => {
     const body = request.body as { name: string; slug?: string; description?: string };
