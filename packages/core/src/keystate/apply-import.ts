@@ -7,7 +7,7 @@ import type { DeleteKeysCommand, ImportKeysCommand, RefByName } from "./commands
 import { identitiesMax, importKeysMax, keysMax } from "./limits.js";
 import { commandError, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs } from "./refs.js";
-import { sortedUnique } from "./state.js";
+import { indexKey, sortedUnique, unindexKey } from "./state.js";
 import type { IdentityRecord, KeyRecord, KeyState } from "./types.js";
 
 /** Every name once (first occurrence's newId wins), so one resolution covers the whole batch. */
@@ -93,8 +93,7 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
       roleIds: sortedUnique(entry.roles.map((ref) => idOf("role", ref.name))),
       permissionIds: sortedUnique(entry.permissions.map((ref) => idOf("permission", ref.name))),
     };
-    state.keys.set(key.id, key);
-    state.keyIdByHash.set(key.hash, key.id);
+    indexKey(state, key);
     state.derived.delete(key.id);
   }
   assert(state.keyIdByHash.size === state.keys.size, "importKeys: one hash per key");
@@ -106,13 +105,11 @@ export function applyDeleteKeys(state: KeyState, command: DeleteKeysCommand): Co
   const api = state.apis.get(command.apiId);
   if (api === undefined) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
   if (api.deleteProtected) return commandError("DELETE_PROTECTED", `api ${api.id} is protected from deletions`);
-  let count = 0;
-  for (const key of state.keys.values()) {
-    if (key.apiId !== api.id) continue;
-    state.keys.delete(key.id);
-    state.keyIdByHash.delete(key.hash);
-    state.derived.delete(key.id);
-    count++;
+  const ids = [...(state.keyIdsByApi.get(api.id) ?? [])];
+  for (const id of ids) {
+    const key = state.keys.get(id);
+    assert(key !== undefined, "deleteKeys: the api index names existing keys");
+    unindexKey(state, key);
   }
-  return { ok: true, count };
+  return { ok: true, count: ids.length };
 }

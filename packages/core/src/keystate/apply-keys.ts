@@ -17,7 +17,7 @@ import { creditsAt, withRefillApplied } from "./credits-view.js";
 import { creditsMax, identitiesMax, keysMax } from "./limits.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
-import { sortedUnique } from "./state.js";
+import { indexKey, sortedUnique, unindexKey } from "./state.js";
 import {
   ROOT_API_ID,
   ROOT_PERMISSION,
@@ -116,8 +116,7 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
     roleIds: sortedUnique(roles.ids),
     permissionIds: sortedUnique(permissions.ids),
   };
-  state.keys.set(key.id, key);
-  state.keyIdByHash.set(key.hash, key.id);
+  indexKey(state, key);
   state.derived.delete(key.id);
   assert(state.keyIdByHash.size === state.keys.size, "createKey: one hash per key");
   return { ok: true, id: key.id };
@@ -199,8 +198,7 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
 export function applyDeleteKey(state: KeyState, command: DeleteKeyCommand): CommandOutcome {
   const key = state.keys.get(command.keyId);
   if (key === undefined) return keyNotFound(command.keyId);
-  state.keys.delete(key.id);
-  state.keyIdByHash.delete(key.hash);
+  unindexKey(state, key);
   state.derived.delete(key.id);
   return okEmpty;
 }
@@ -300,8 +298,7 @@ export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyComman
     });
     state.permissionIdBySlug.set(ROOT_PERMISSION, permissionId);
   }
-  state.keys.set(key.id, key);
-  state.keyIdByHash.set(key.hash, key.id);
+  indexKey(state, key);
   state.derived.delete(key.id);
   return { ok: true, id: key.id, created: existingId === undefined };
 }

@@ -14,6 +14,7 @@ import type {
 import { apisMax, identitiesMax, namespacesMax, overridesMax, ratelimitsPerRecordMax } from "./limits.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { indexWildcardOverride, unindexWildcardOverride } from "./overrides-index.js";
+import { unindexKey } from "./state.js";
 import type { KeyState, OverrideRecord, RatelimitConfig } from "./types.js";
 
 export function applyCreateApi(state: KeyState, command: CreateApiCommand): CommandOutcome {
@@ -28,11 +29,9 @@ export function applyDeleteApi(state: KeyState, command: DeleteApiCommand): Comm
   const api = state.apis.get(command.apiId);
   if (api === undefined) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
   if (api.deleteProtected) return commandError("DELETE_PROTECTED", `api ${api.id} is protected from deletions`);
-  for (const key of state.keys.values()) {
-    if (key.apiId !== api.id) continue;
-    state.keys.delete(key.id);
-    state.keyIdByHash.delete(key.hash);
-    state.derived.delete(key.id);
+  for (const id of [...(state.keyIdsByApi.get(api.id) ?? [])]) {
+    const key = state.keys.get(id);
+    if (key !== undefined) unindexKey(state, key);
   }
   state.apis.delete(api.id);
   return okEmpty;

@@ -30,6 +30,13 @@ export function keyStateViolation(state: KeyState): string | null {
     if (state.identityIdByExternalId.get(identity.externalId) !== identity.id) return `externalId index wrong for ${identity.id}`;
   }
   if (state.identityIdByExternalId.size !== state.identities.size) return "externalId index size differs";
+  let byApi = 0;
+  for (const [apiId, ids] of state.keyIdsByApi) {
+    if (ids.size === 0) return `empty key index of ${apiId}`;
+    for (const id of ids) if (state.keys.get(id)?.apiId !== apiId) return `api key index wrong for ${id}`;
+    byApi += ids.size;
+  }
+  if (byApi !== state.keys.size) return "api key index size differs";
   let indexed = 0;
   for (const [namespaceId, byIdentifier] of state.overrideIdsByNamespace) {
     if (!state.namespaces.has(namespaceId)) return `overrides of missing namespace ${namespaceId}`;

@@ -3,7 +3,7 @@
 
 import { assert } from "../assert.js";
 import { indexWildcardOverride } from "./overrides-index.js";
-import { clearKeyState, createKeyState } from "./state.js";
+import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
   ROOT_API_ID,
   type ApiRecord,
@@ -100,8 +100,7 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
     state.identityIdByExternalId.set(identity.externalId, identity.id);
   }
   for (const key of data.keys) {
-    state.keys.set(key.id, copyKey(key));
-    state.keyIdByHash.set(key.hash, key.id);
+    indexKey(state, copyKey(key));
   }
   for (const namespace of data.namespaces) {
     state.namespaces.set(namespace.id, { ...namespace });

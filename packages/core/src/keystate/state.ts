@@ -1,4 +1,4 @@
-import { ROOT_API_ID, type KeyState } from "./types.js";
+import { ROOT_API_ID, type KeyRecord, type KeyState } from "./types.js";
 
 /** A fresh state: empty except for the built-in, delete-protected root API. */
 export function createKeyState(): KeyState {
@@ -6,6 +6,7 @@ export function createKeyState(): KeyState {
     apis: new Map(),
     keys: new Map(),
     keyIdByHash: new Map(),
+    keyIdsByApi: new Map(),
     identities: new Map(),
     identityIdByExternalId: new Map(),
     permissions: new Map(),
@@ -28,6 +29,7 @@ export function clearKeyState(state: KeyState): void {
   state.apis.clear();
   state.keys.clear();
   state.keyIdByHash.clear();
+  state.keyIdsByApi.clear();
   state.identities.clear();
   state.identityIdByExternalId.clear();
   state.permissions.clear();
@@ -45,4 +47,26 @@ export function clearKeyState(state: KeyState): void {
 /** Sorted copy without duplicates: connection lists are kept in this canonical form. */
 export function sortedUnique(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
+}
+
+/** Inserts a new key with its hash and api indexes. */
+export function indexKey(state: KeyState, key: KeyRecord): void {
+  state.keys.set(key.id, key);
+  state.keyIdByHash.set(key.hash, key.id);
+  let ids = state.keyIdsByApi.get(key.apiId);
+  if (ids === undefined) {
+    ids = new Set();
+    state.keyIdsByApi.set(key.apiId, ids);
+  }
+  ids.add(key.id);
+}
+
+/** Removes a key and its index entries. */
+export function unindexKey(state: KeyState, key: KeyRecord): void {
+  state.keys.delete(key.id);
+  state.keyIdByHash.delete(key.hash);
+  state.derived.delete(key.id);
+  const ids = state.keyIdsByApi.get(key.apiId);
+  ids?.delete(key.id);
+  if (ids?.size === 0) state.keyIdsByApi.delete(key.apiId);
 }

@@ -133,6 +133,8 @@ export interface KeyState {
   apis: Map<string, ApiRecord>;
   keys: Map<string, KeyRecord>;
   keyIdByHash: Map<string, string>;
+  /** apiId -> ids of its keys (derived index: kept by indexKey/unindexKey, rebuilt by restore). */
+  keyIdsByApi: Map<string, Set<string>>;
   identities: Map<string, IdentityRecord>;
   identityIdByExternalId: Map<string, string>;
   permissions: Map<string, PermissionRecord>;

@@ -23,11 +23,12 @@ import { keyView } from "./keys-read.js";
 import { emptyResponse } from "../schemas/keys.js";
 import { workspaceId } from "./guards.js";
 
-/** Keys of the api matching the owner filter, ordered by id (a scan: see docs/api.md, gaps). */
+/** Keys of the api matching the owner filter, ordered by id (the api's index, then a sort). */
 function apiKeys(state: KeyState, apiId: string, owner: { identityId?: string | undefined; ownerId?: string | undefined }): KeyRecord[] {
   const keys: KeyRecord[] = [];
-  for (const key of state.keys.values()) {
-    if (key.apiId !== apiId) continue;
+  for (const id of state.keyIdsByApi.get(apiId) ?? []) {
+    const key = state.keys.get(id);
+    if (key === undefined) continue;
     if (owner.identityId !== undefined && key.identityId !== owner.identityId) continue;
     if (owner.ownerId !== undefined && key.ownerId !== owner.ownerId) continue;
     keys.push(key);
