@@ -10,9 +10,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keyStateMachine, SlidingWindowLimiter, type CommandOutcome, type KeyCommand } from "@keyraft/core";
+import {
+  emptyCounts,
+  keyStateMachine,
+  SlidingWindowLimiter,
+  type CommandOutcome,
+  type KeyCommand,
+  type VerificationFilter,
+  type VerificationSeries,
+} from "@keyraft/core";
 import { pino } from "pino";
 import {
+  bootstrapRootKey,
   buildApp,
   loadAnalytics,
   MemoryCommandLog,
@@ -181,6 +190,51 @@ describe("analytics routes", () => {
       expect(total).toBe(pendingVerificationsMax * 2 + 7);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("analytics across nodes", () => {
+  it("both routes merge the peers' series (VerificationPeers) with this node's", async () => {
+    const machine = keyStateMachine();
+    const log = new MemoryCommandLog<KeyCommand, CommandOutcome>(machine);
+    const nowMs = Date.UTC(2026, 0, 10, 12);
+    const filters: VerificationFilter[] = [];
+    let peerSeries: VerificationSeries[] = [];
+    const app = buildApp({
+      logger: pino({ level: "silent" }),
+      state: machine.state,
+      commandLog: log,
+      limiter: new SlidingWindowLimiter(),
+      counterDurability: volatileCounterDurability,
+      nowMs: () => nowMs,
+      randomBytes: (length) => crypto.getRandomValues(new Uint8Array(length)),
+      bodyLimitBytes: 65_536,
+      verificationPeers: {
+        async fetch(filter) {
+          filters.push(filter);
+          return peerSeries;
+        },
+      },
+    });
+    const rootKey = "peer_test_root_key_0123456789";
+    await bootstrapRootKey({ state: machine.state, commandLog: log, nowMs: () => nowMs, randomBytes: (length) => crypto.getRandomValues(new Uint8Array(length)), rootKey });
+    try {
+      const auth = { authorization: `Bearer ${rootKey}`, "content-type": "application/json" };
+      const api = (await app.inject({ method: "POST", url: "/v1/apis.createApi", headers: auth, payload: { name: "peers" } })).json() as { apiId: string };
+      const created = (await app.inject({ method: "POST", url: "/v1/keys.createKey", headers: auth, payload: { apiId: api.apiId } })).json() as { keyId: string; key: string };
+      await app.inject({ method: "POST", url: "/v1/keys.verifyKey", headers: auth, payload: { key: created.key, tags: ["t"] } });
+      // The peer saw 4 verifications of the same key, tag set and hour, and 2 rate limited ones.
+      peerSeries = [
+        { hourMs: Date.UTC(2026, 0, 10, 12), keyId: created.keyId, apiId: api.apiId, identityId: null, tags: ["t"], counts: { ...emptyCounts(), valid: 4, rateLimited: 2 } },
+      ];
+      const rows = (await app.inject({ method: "GET", url: `/v1/analytics.getVerifications?apiId=${api.apiId}&groupBy=key`, headers: auth })).json();
+      expect(rows).toEqual([expect.objectContaining({ keyId: created.keyId, valid: 5, rateLimited: 2, total: 7 })]);
+      expect(filters[0]).toMatchObject({ apiId: api.apiId, endMs: nowMs });
+      const daily = (await app.inject({ method: "GET", url: `/v1/keys.getVerifications?keyId=${created.keyId}`, headers: auth })).json();
+      expect(daily).toEqual({ verifications: [{ time: Date.UTC(2026, 0, 10), success: 5, rateLimited: 2, usageExceeded: 0 }] });
+    } finally {
+      await app.close();
     }
   });
 });
