@@ -272,7 +272,7 @@ describe("GET /openapi.json", () => {
     const doc = response.json() as {
       openapi: string;
       info: { title: string; version: string };
-      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; parameters?: unknown[]; responses: Record<string, { content?: Record<string, { schema: object }> }> }>>;
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; parameters?: unknown[]; responses: Record<string, { description?: unknown; content?: Record<string, { schema: object }> }> }>>;
     };
     expect(doc.openapi).toMatch(/^3\.\d+\.\d+$/);
     expect(doc.info.title).toBe("keyraft");
@@ -288,6 +288,17 @@ describe("GET /openapi.json", () => {
       if (method === "post") expect(operation!.requestBody?.content["application/json"]?.schema, `${path} body`).toBeDefined();
     }
     expect(doc.paths["/v1/apis.listKeys"]?.["get"]?.parameters?.length).toBeGreaterThan(3);
+    // Structure OpenAPI requires of every operation: responses, each with a description.
+    for (const [path, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const statuses = Object.keys(operation.responses);
+        expect(statuses.length, `${method} ${path}`).toBeGreaterThan(0);
+        for (const status of statuses) {
+          expect(status).toMatch(/^([1-5]\d\d|[1-5]XX|default)$/);
+          expect(typeof operation.responses[status]?.description, `${method} ${path} ${status}`).toBe("string");
+        }
+      }
+    }
     expect(doc.paths["/openapi.json"]).toBeUndefined();
   });
 
