@@ -14,6 +14,7 @@ import { ReplicatedKeyMachine } from "./replicated-machine.js";
 import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "./rpc.js";
 import { StalenessMonitor } from "./staleness.js";
 import { ApplyTimes } from "./apply-times.js";
+import { attachAppChannel } from "./app-channel.js";
 
 export interface ClusterNodeOptions {
   config: ClusterConfig;
@@ -106,7 +107,8 @@ export class ClusterNode {
       onFatal: options.onFatal,
       ...({ onAppMessage: (from: NodeId, payload: Uint8Array) => this.rpc.receive(from, payload) } as object),
     });
-    this.rpc = new ClusterRpc({ send: (to, payload) => (this.raft as unknown as { sendAppMessage?(to: NodeId, payload: Uint8Array): boolean }).sendAppMessage?.(to, payload) ?? false }, { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs });
+    const sendApp = attachAppChannel(this.raft, (from, payload) => this.rpc.receive(from, payload));
+    this.rpc = new ClusterRpc({ send: sendApp }, { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs });
     this.rpc.serve((from, request) => this.serve(from, request));
     const raft = this.raft;
     commandLog = new ClusterCommandLog({
