@@ -114,3 +114,49 @@ export type {
   VerificationRow,
   VerificationSeries,
 } from "./analytics/types.js";
+// Credit leases (docs/counters.md) and placement.
+export type {
+  CreditLeaseCommand,
+  CreditLeaseOutcome,
+  CreditLeaseRecord,
+  CreditLeaseRefusal,
+  CreditLedgerRecord,
+  CreditSeqFloor,
+  ExpireCreditLeaseCommand,
+  GrantCreditLeaseCommand,
+  SettleCreditLeaseCommand,
+} from "./leases/types.js";
+export {
+  applyCreditAdjust,
+  applyCreditDirectSpend,
+  applyCreditLeaseCommand,
+  applyCreditRefill,
+  applyCreditSet,
+  applyExpireCreditLease,
+  applyGrantCreditLease,
+  applySettleCreditLease,
+  createCreditLedger,
+  creditLedgerViolation,
+  leasedCredits,
+  leasesPerKeyMax,
+  ledgerRemaining,
+} from "./leases/ledger.js";
+export type { LedgerApplied, LedgerApplyContext } from "./leases/ledger.js";
+export { creditLeasePolicyDefaults, leaseGrantSize } from "./leases/policy.js";
+export type { CreditLeasePolicy, LeaseGrantSize } from "./leases/policy.js";
+export { compactHolderJournal, replayHolderJournal } from "./leases/journal.js";
+export type { HolderJournalRecord, JournaledLease } from "./leases/journal.js";
+export { holderKeysMax, holderLeasesPerKeyMax, LeaseHolder, leaseHolderDefaults } from "./leases/holder.js";
+export type { HolderOutput, HolderRequest, HolderVerify, LeaseHolderOptions } from "./leases/holder.js";
+export { expiryWaitMs, expiryWatchedMax, LeaseExpiryTracker } from "./leases/expiry.js";
+export type { LeaseExpiryOptions, WatchedLease } from "./leases/expiry.js";
+export { ownerOf, placementNodesMax, rankNodes, rendezvousScore, servingNode } from "./placement/rendezvous.js";
+export {
+  nextReservation,
+  OwnerReservations,
+  reservationBucketsMax,
+  SuccessorReservations,
+} from "./placement/reservations.js";
+export type { ReservationBucket } from "./placement/reservations.js";
+export { AsyncLimitEstimator, asyncBucketsMax, asyncOvershootBound } from "./placement/async-estimator.js";
+export type { AsyncBucketCount } from "./placement/async-estimator.js";

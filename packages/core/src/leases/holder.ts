@@ -1,0 +1,312 @@
+// The lease holder of one node: spends credits locally from leases granted by the replicated
+// ledger, asks for new ones, and settles them. A pure state machine: inputs are verifications,
+// ledger outcomes, epochs seen in the local replica and the node's own monotonic time; outputs are
+// journal records (to make durable first) and requests (to propose to the ledger after that).
+//
+// Safety rests on three rules, none of them on clocks:
+//   1. spend from a lease only while spent + cost <= granted, journaling the spend before answering;
+//   2. close a lease (journaled) before sending its settle, and never spend from it again;
+//   3. after a restart, every lease known from the journal is closed: settle only.
+// Clocks only bound for how long a lease is spent from: its deadline is requestSentAt + ttl on
+// this node's monotonic clock, so a leader that saw the grant applied for ttl * (1 + drift) +
+// margin of its own time knows the holder has stopped (see LeaseExpiryTracker).
+import { assert } from "../assert.js";
+import type { HolderJournalRecord } from "./journal.js";
+import { replayHolderJournal } from "./journal.js";
+import type { CreditLeaseOutcome, GrantCreditLeaseCommand, SettleCreditLeaseCommand } from "./types.js";
+
+export interface LeaseHolderOptions {
+  /** How long a lease may be spent from, from the moment its request was sent (holder's clock). */
+  ttlMs: number;
+  /** A grant request without an answer for this long is abandoned (settled with 0 spent). */
+  requestTimeoutMs: number;
+  /** Settles are resent this often until the ledger answers. */
+  settleRetryMs: number;
+  /** Credits asked per lease (a verification costing more asks for its cost). */
+  requestCredits: number;
+  /** Ask for the next lease once the usable credits of a key drop below this fraction of the last grant, or its deadline is this fraction of ttl away. */
+  renewFraction: number;
+  /** After a refusal, how long to wait before asking again for that key. */
+  refusedBackoffMs: number;
+}
+
+export const leaseHolderDefaults: LeaseHolderOptions = {
+  ttlMs: 2_000,
+  requestTimeoutMs: 1_000,
+  settleRetryMs: 500,
+  requestCredits: 100,
+  renewFraction: 0.25,
+  refusedBackoffMs: 250,
+};
+
+/** Keys with leases or pending work on one holder; past it new keys are not leased (verifications go to the ledger). */
+export const holderKeysMax = 100_000;
+/** Leases held at once per key (the current one and its renewal). */
+export const holderLeasesPerKeyMax = 2;
+
+export type HolderRequest = GrantCreditLeaseCommand | SettleCreditLeaseCommand;
+
+interface HeldLease {
+  seq: number;
+  granted: number;
+  spent: number;
+  epoch: number;
+  deadlineMonoMs: number;
+}
+
+interface PendingGrant {
+  seq: number;
+  requested: number;
+  sentAtMonoMs: number;
+}
+
+interface OwedSettle {
+  keyId: string;
+  seq: number;
+  spent: number;
+  lastSentMonoMs: number;
+}
+
+interface KeyHold {
+  leases: HeldLease[];
+  pending: PendingGrant | null;
+  /** Credits the last verification needed and could not get (drives the next request). */
+  wanted: number;
+  /** No request before this time (after a refusal). */
+  retryAtMonoMs: number;
+  /** The owner named by a low-credit refusal: verifications of this key go there. */
+  forwardTo: string | null;
+  lastGranted: number;
+  /** Last time a verification wanted credits of this key (renewals only for keys in use). */
+  usedAtMonoMs: number;
+}
+
+export type HolderVerify =
+  /** Admitted from a lease; `leaseRemaining` credits are left in this node's leases of the key. */
+  | { type: "admitted"; leaseRemaining: number }
+  /** Not enough in this node's leases: wait for the requested lease, forward to `forwardTo` if set, or ask the ledger directly. */
+  | { type: "no-lease"; forwardTo: string | null; leaseRemaining: number };
+
+export interface HolderOutput {
+  journal: HolderJournalRecord[];
+  requests: HolderRequest[];
+}
+
+export class LeaseHolder {
+  private readonly keys = new Map<string, KeyHold>();
+  private readonly owed = new Map<number, OwedSettle>();
+  private nextSeq: number;
+
+  private constructor(
+    readonly nodeId: string,
+    private readonly options: LeaseHolderOptions,
+    nextSeq: number,
+  ) {
+    assert(options.ttlMs > 0 && options.requestTimeoutMs > 0 && options.settleRetryMs > 0, "holder: positive timings");
+    assert(options.requestCredits >= 1 && options.renewFraction >= 0 && options.renewFraction < 1, "holder: sizes in range");
+    this.nextSeq = nextSeq;
+  }
+
+  static create(nodeId: string, options: LeaseHolderOptions = leaseHolderDefaults): LeaseHolder {
+    return new LeaseHolder(nodeId, options, 1);
+  }
+
+  /**
+   * The holder after a crash: every lease in the journal that is not settled is closed (rule 3)
+   * and owes a settle with exactly its journaled spends. Returns the close records to journal.
+   */
+  static restore(
+    nodeId: string,
+    journal: readonly HolderJournalRecord[],
+    options: LeaseHolderOptions = leaseHolderDefaults,
+  ): { holder: LeaseHolder; journal: HolderJournalRecord[] } {
+    const { leases, seqMax } = replayHolderJournal(journal);
+    const holder = new LeaseHolder(nodeId, options, seqMax + 1);
+    const out: HolderJournalRecord[] = [];
+    for (const lease of leases.values()) {
+      if (lease.settled) continue;
+      if (!lease.closed) out.push({ t: "close", keyId: lease.keyId, seq: lease.seq });
+      holder.owed.set(lease.seq, { keyId: lease.keyId, seq: lease.seq, spent: lease.spent, lastSentMonoMs: -Infinity });
+    }
+    return { holder, journal: out };
+  }
+
+  private hold(keyId: string): KeyHold | undefined {
+    let hold = this.keys.get(keyId);
+    if (hold === undefined) {
+      if (this.keys.size >= holderKeysMax) return undefined;
+      hold = { leases: [], pending: null, wanted: 0, retryAtMonoMs: 0, forwardTo: null, lastGranted: 0, usedAtMonoMs: -Infinity };
+      this.keys.set(keyId, hold);
+    }
+    return hold;
+  }
+
+  private usable(hold: KeyHold, nowMonoMs: number): number {
+    let sum = 0;
+    for (const lease of hold.leases) if (nowMonoMs < lease.deadlineMonoMs) sum += lease.granted - lease.spent;
+    return sum;
+  }
+
+  /** Credits this node may still spend for `keyId` right now (0 when it holds no live lease). */
+  leaseRemaining(keyId: string, nowMonoMs: number): number {
+    const hold = this.keys.get(keyId);
+    return hold === undefined ? 0 : this.usable(hold, nowMonoMs);
+  }
+
+  /**
+   * Spends `cost` from a live lease of `keyId` that fits it, earliest deadline first. The returned
+   * journal must be durable before the verification is answered.
+   */
+  verify(keyId: string, cost: number, nowMonoMs: number): { result: HolderVerify; journal: HolderJournalRecord[] } {
+    assert(Number.isSafeInteger(cost) && cost >= 0, "holder verify: cost is a non-negative integer");
+    const hold = this.hold(keyId);
+    if (hold === undefined) return { result: { type: "no-lease", forwardTo: null, leaseRemaining: 0 }, journal: [] };
+    if (cost > 0) hold.usedAtMonoMs = nowMonoMs;
+    const live = hold.leases.filter((l) => nowMonoMs < l.deadlineMonoMs && l.granted - l.spent >= cost);
+    live.sort((a, b) => a.deadlineMonoMs - b.deadlineMonoMs);
+    const lease = live[0];
+    if (lease === undefined) {
+      hold.wanted = Math.max(hold.wanted, cost, 1);
+      return { result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: this.usable(hold, nowMonoMs) }, journal: [] };
+    }
+    if (cost === 0) return { result: { type: "admitted", leaseRemaining: this.usable(hold, nowMonoMs) }, journal: [] };
+    lease.spent += cost;
+    assert(lease.spent <= lease.granted, "holder: never spends past a grant");
+    return {
+      result: { type: "admitted", leaseRemaining: this.usable(hold, nowMonoMs) },
+      journal: [{ t: "spend", keyId, seq: lease.seq, cost }],
+    };
+  }
+
+  private close(keyId: string, hold: KeyHold, lease: HeldLease, nowMonoMs: number, out: HolderOutput): void {
+    hold.leases = hold.leases.filter((l) => l !== lease);
+    out.journal.push({ t: "close", keyId, seq: lease.seq });
+    this.owed.set(lease.seq, { keyId, seq: lease.seq, spent: lease.spent, lastSentMonoMs: nowMonoMs });
+    out.requests.push({ type: "settleCreditLease", keyId, nodeId: this.nodeId, seq: lease.seq, spent: lease.spent });
+  }
+
+  /** Timers: closes leases past their deadline or used up, asks for leases, abandons and resends. */
+  poll(nowMonoMs: number): HolderOutput {
+    const out: HolderOutput = { journal: [], requests: [] };
+    for (const [keyId, hold] of this.keys) {
+      for (const lease of [...hold.leases]) {
+        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted) this.close(keyId, hold, lease, nowMonoMs, out);
+      }
+      if (hold.pending !== null && nowMonoMs - hold.pending.sentAtMonoMs >= this.options.requestTimeoutMs) {
+        // Abandon: the settle with 0 spent returns the grant if it was applied, or fences it if not.
+        const seq = hold.pending.seq;
+        hold.pending = null;
+        out.journal.push({ t: "close", keyId, seq });
+        this.owed.set(seq, { keyId, seq, spent: 0, lastSentMonoMs: nowMonoMs });
+        out.requests.push({ type: "settleCreditLease", keyId, nodeId: this.nodeId, seq, spent: 0 });
+      }
+      this.maybeRequest(keyId, hold, nowMonoMs, out);
+      if (hold.leases.length === 0 && hold.pending === null && hold.wanted === 0 && hold.forwardTo === null) this.keys.delete(keyId);
+    }
+    for (const settle of this.owed.values()) {
+      if (nowMonoMs - settle.lastSentMonoMs < this.options.settleRetryMs) continue;
+      settle.lastSentMonoMs = nowMonoMs;
+      out.requests.push({ type: "settleCreditLease", keyId: settle.keyId, nodeId: this.nodeId, seq: settle.seq, spent: settle.spent });
+    }
+    return out;
+  }
+
+  private maybeRequest(keyId: string, hold: KeyHold, nowMonoMs: number, out: HolderOutput): void {
+    if (hold.pending !== null || nowMonoMs < hold.retryAtMonoMs) return;
+    if (hold.leases.length >= holderLeasesPerKeyMax) return;
+    const usable = this.usable(hold, nowMonoMs);
+    const renewDue =
+      hold.leases.length > 0 &&
+      nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs &&
+      (usable < hold.lastGranted * this.options.renewFraction ||
+        hold.leases.every((l) => l.deadlineMonoMs - nowMonoMs < this.options.ttlMs * this.options.renewFraction));
+    if (hold.wanted === 0 && !renewDue) return;
+    const requested = Math.max(this.options.requestCredits, hold.wanted);
+    const seq = this.nextSeq++;
+    hold.pending = { seq, requested, sentAtMonoMs: nowMonoMs };
+    hold.wanted = 0;
+    out.journal.push({ t: "request", keyId, seq });
+    out.requests.push({ type: "grantCreditLease", keyId, nodeId: this.nodeId, seq, requested });
+  }
+
+  /** An outcome of a lease command this node proposed (or saw applied for its own node id). */
+  onOutcome(outcome: CreditLeaseOutcome, nowMonoMs: number): HolderOutput {
+    const out: HolderOutput = { journal: [], requests: [] };
+    if (outcome.nodeId !== this.nodeId) return out;
+    const hold = this.keys.get(outcome.keyId);
+    const pending = hold?.pending?.seq === outcome.seq ? hold.pending : null;
+    switch (outcome.type) {
+      case "granted": {
+        if (hold?.leases.some((l) => l.seq === outcome.seq) === true) return out; // a duplicate answer
+        if (hold === undefined || pending === null) {
+          // Not waited for (abandoned, or from before a restart): its settle is owed already or now.
+          if (!this.owed.has(outcome.seq)) {
+            this.owed.set(outcome.seq, { keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
+            out.requests.push({ type: "settleCreditLease", keyId: outcome.keyId, nodeId: this.nodeId, seq: outcome.seq, spent: 0 });
+          }
+          return out;
+        }
+        hold.pending = null;
+        hold.forwardTo = outcome.low && outcome.ownerNodeId !== this.nodeId ? outcome.ownerNodeId : null;
+        hold.lastGranted = outcome.granted;
+        const lease: HeldLease = {
+          seq: outcome.seq,
+          granted: outcome.granted,
+          spent: 0,
+          epoch: outcome.epoch,
+          deadlineMonoMs: pending.sentAtMonoMs + this.options.ttlMs,
+        };
+        out.journal.push({ t: "grant", keyId: outcome.keyId, seq: outcome.seq, granted: outcome.granted, epoch: outcome.epoch });
+        hold.leases.push(lease);
+        if (nowMonoMs >= lease.deadlineMonoMs) this.close(outcome.keyId, hold, lease, nowMonoMs, out);
+        return out;
+      }
+      case "refused": {
+        if (hold === undefined || pending === null) return out;
+        hold.pending = null;
+        hold.retryAtMonoMs = nowMonoMs + this.options.refusedBackoffMs;
+        if (outcome.reason === "stale-seq") {
+          // The answer to a duplicate of the request: the first copy may have been granted and its
+          // answer lost. Abandon it like a timed-out request: settle 0, which returns any grant.
+          out.journal.push({ t: "close", keyId: outcome.keyId, seq: outcome.seq });
+          this.owed.set(outcome.seq, { keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
+          out.requests.push({ type: "settleCreditLease", keyId: outcome.keyId, nodeId: this.nodeId, seq: outcome.seq, spent: 0 });
+        }
+        hold.forwardTo = outcome.reason === "low-not-owner" ? outcome.ownerNodeId : null;
+        return out;
+      }
+      case "settled":
+      case "ignored": {
+        if (this.owed.delete(outcome.seq)) out.journal.push({ t: "settled", keyId: outcome.keyId, seq: outcome.seq });
+        return out;
+      }
+      case "expired":
+        return out; // the holder's own deadline already stopped it (or will, before the leader's)
+      default: {
+        const never: never = outcome;
+        throw new Error(`unknown outcome ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  /** The local replica applied a reset of `keyId` to `epoch`: leases of older epochs stop now. */
+  onEpoch(keyId: string, epoch: number, nowMonoMs: number): HolderOutput {
+    const out: HolderOutput = { journal: [], requests: [] };
+    const hold = this.keys.get(keyId);
+    if (hold === undefined) return out;
+    for (const lease of [...hold.leases]) if (lease.epoch < epoch) this.close(keyId, hold, lease, nowMonoMs, out);
+    return out;
+  }
+
+  /** Settles owed (for tests and status). */
+  owedSettles(): number {
+    return this.owed.size;
+  }
+
+  /** Leases held and requests pending (for tests and status). */
+  heldLeases(): number {
+    let n = 0;
+    for (const hold of this.keys.values()) n += hold.leases.length + (hold.pending === null ? 0 : 1);
+    return n;
+  }
+}

@@ -1,0 +1,107 @@
+// Handover-safe rate-limit counts for `async: false` limits (docs/counters.md). The owner of an
+// identifier admits only up to a reservation that its successor (the next node in rendezvous
+// rank) has acknowledged; the successor takes over with counts >= everything the owner admitted.
+// Reservations are per (limiter key, bucket) like the disk reservations of the single node
+// (packages/gateway/src/store/counter-durability.ts), and grow in chunks of ceil(limit / 8).
+import { assert } from "../assert.js";
+
+/** Reservations tracked per side; past it, new buckets are refused (fail closed). */
+export const reservationBucketsMax = 1_000_000;
+export const reservationChunkDivisor = 8;
+
+export interface ReservationBucket {
+  key: string;
+  limit: number;
+  bucketStartMs: number;
+  /** For the owner: admitted count; in a request/ack: the reservation. */
+  count: number;
+}
+
+function bucketId(key: string, bucketStartMs: number): string {
+  return `${key}\u0000${bucketStartMs}`;
+}
+
+/** The reservation to ask for when `count` is not covered: count plus a chunk, capped at the limit. */
+export function nextReservation(count: number, limit: number): number {
+  const chunk = Math.max(1, Math.ceil(limit / reservationChunkDivisor));
+  return Math.max(count, Math.min(limit, count + chunk));
+}
+
+/** The owner's side: which admissions are covered by an acknowledged reservation. */
+export class OwnerReservations {
+  private readonly acked = new Map<string, number>();
+  private readonly asked = new Map<string, number>();
+
+  /** Whether an admission bringing the bucket to `countAfter` may be answered now. */
+  covered(key: string, bucketStartMs: number, countAfter: number): boolean {
+    return (this.acked.get(bucketId(key, bucketStartMs)) ?? 0) >= countAfter;
+  }
+
+  /** The reservation to send to the successor for this bucket, or null if one big enough is in flight. */
+  request(bucket: ReservationBucket): ReservationBucket | null {
+    const id = bucketId(bucket.key, bucket.bucketStartMs);
+    const want = nextReservation(bucket.count, bucket.limit);
+    if ((this.asked.get(id) ?? 0) >= bucket.count && (this.asked.get(id) ?? 0) >= want) return null;
+    if (!this.asked.has(id) && this.asked.size >= reservationBucketsMax) return null;
+    this.asked.set(id, want);
+    return { ...bucket, count: want };
+  }
+
+  onAck(ack: ReservationBucket): void {
+    const id = bucketId(ack.key, ack.bucketStartMs);
+    if (!this.acked.has(id) && this.acked.size >= reservationBucketsMax) return;
+    this.acked.set(id, Math.max(this.acked.get(id) ?? 0, ack.count));
+  }
+
+  /** The ask timed out: allow asking again. */
+  onLost(bucket: ReservationBucket): void {
+    const id = bucketId(bucket.key, bucket.bucketStartMs);
+    if ((this.asked.get(id) ?? 0) <= bucket.count) this.asked.delete(id);
+  }
+
+  /** Drops buckets that started before `beforeMs` (they no longer count in any window). */
+  prune(beforeMs: number): void {
+    for (const map of [this.acked, this.asked]) {
+      for (const id of map.keys()) if (Number(id.slice(id.lastIndexOf("\u0000") + 1)) < beforeMs) map.delete(id);
+    }
+  }
+}
+
+/**
+ * The successor's side. It acknowledges reservations until it takes over; from then on it
+ * refuses them (a fence), so the old owner can never be covered beyond what was acknowledged
+ * before the takeover, and the successor starts from those counts.
+ */
+export class SuccessorReservations {
+  private readonly reserved = new Map<string, ReservationBucket>();
+  private fenced = false;
+
+  /** Returns the acknowledgement to send back, or null when fenced (or full: fail closed). */
+  accept(bucket: ReservationBucket): ReservationBucket | null {
+    assert(Number.isSafeInteger(bucket.count) && bucket.count >= 0, "reservation: count >= 0");
+    if (this.fenced) return null;
+    const id = bucketId(bucket.key, bucket.bucketStartMs);
+    const current = this.reserved.get(id);
+    if (current === undefined && this.reserved.size >= reservationBucketsMax) return null;
+    const count = Math.max(current?.count ?? 0, bucket.count);
+    this.reserved.set(id, { ...bucket, count });
+    return { ...bucket, count };
+  }
+
+  /** Become the serving node: fence the old owner and return the buckets to restore (restoreBucket keeps the higher count). */
+  takeOver(): ReservationBucket[] {
+    this.fenced = true;
+    return [...this.reserved.values()];
+  }
+
+  /** The old owner is back and has fetched these counts: it may serve again, this side holds its reservations anew. */
+  handBack(): ReservationBucket[] {
+    const buckets = [...this.reserved.values()];
+    this.fenced = false;
+    return buckets;
+  }
+
+  isFenced(): boolean {
+    return this.fenced;
+  }
+}

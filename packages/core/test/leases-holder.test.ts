@@ -1,0 +1,107 @@
+import { describe, expect, it } from "vitest";
+import { expiryWaitMs, LeaseExpiryTracker, LeaseHolder, replayHolderJournal, type HolderJournalRecord, type LeaseHolderOptions } from "@keyraft/core";
+
+const options: LeaseHolderOptions = { ttlMs: 1000, requestTimeoutMs: 300, settleRetryMs: 100, requestCredits: 10, renewFraction: 0.25, refusedBackoffMs: 50 };
+
+function granted(seq: number, amount: number) {
+  return { type: "granted" as const, keyId: "k", nodeId: "n1", seq, granted: amount, epoch: 0, ownerNodeId: "n1", low: false };
+}
+
+describe("LeaseHolder", () => {
+  it("asks, spends within the grant, stops at its own deadline and settles what it spent", () => {
+    const holder = LeaseHolder.create("n1", options);
+    const journal: HolderJournalRecord[] = [];
+    expect(holder.verify("k", 3, 0).result.type).toBe("no-lease");
+    const asked = holder.poll(0);
+    journal.push(...asked.journal);
+    expect(asked.requests).toEqual([{ type: "grantCreditLease", keyId: "k", nodeId: "n1", seq: 1, requested: 10 }]);
+    journal.push(...holder.onOutcome(granted(1, 5), 100).journal);
+    const a = holder.verify("k", 3, 200);
+    expect(a.result).toEqual({ type: "admitted", leaseRemaining: 2 });
+    journal.push(...a.journal);
+    expect(holder.verify("k", 3, 210).result.type).toBe("no-lease"); // 2 left, never more than granted
+    // Deadline = request sent (0) + ttl, on the holder's clock: at 1000 it no longer spends.
+    expect(holder.verify("k", 1, 1000).result.type).toBe("no-lease");
+    const closed = holder.poll(1000);
+    journal.push(...closed.journal);
+    expect(closed.requests).toContainEqual({ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 3 });
+    expect(replayHolderJournal(journal).leases.get(1)).toMatchObject({ granted: 5, spent: 3, closed: true });
+  });
+
+  it("after a crash every journaled lease is closed and settled with its journaled spends", () => {
+    const holder = LeaseHolder.create("n1", options);
+    const journal: HolderJournalRecord[] = [];
+    holder.verify("k", 2, 0);
+    journal.push(...holder.poll(0).journal);
+    journal.push(...holder.onOutcome(granted(1, 10), 10).journal);
+    journal.push(...holder.verify("k", 2, 20).journal);
+    journal.push(...holder.verify("k", 4, 30).journal);
+    const { holder: restored, journal: closes } = LeaseHolder.restore("n1", journal, options);
+    expect(closes).toEqual([{ t: "close", keyId: "k", seq: 1 }]);
+    expect(restored.verify("k", 1, 40).result.type).toBe("no-lease"); // pre-crash leases: settle only
+    const out = restored.poll(40);
+    expect(out.requests).toContainEqual({ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 6 });
+    // The next lease number continues after the journal's (no seq is reused for a request that was sent).
+    expect(out.requests.find((r) => r.type === "grantCreditLease")).toMatchObject({ seq: 2 });
+  });
+
+  it("abandons an unanswered request by settling it with 0 spent, and ignores its late grant", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    const abandoned = holder.poll(300);
+    expect(abandoned.requests).toContainEqual({ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 0 });
+    holder.onOutcome(granted(1, 10), 310);
+    expect(holder.verify("k", 1, 320).result.type).toBe("no-lease");
+  });
+
+  it("a stale-seq refusal (a duplicate's answer) is settled with 0, in case the first copy was granted", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    const out = holder.onOutcome({ type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "stale-seq", ownerNodeId: "n1" }, 5);
+    expect(out.requests).toEqual([{ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 0 }]);
+  });
+
+  it("a duplicate grant answer for a held lease changes nothing", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    holder.onOutcome(granted(1, 10), 5);
+    expect(holder.onOutcome(granted(1, 10), 6)).toEqual({ journal: [], requests: [] });
+    expect(holder.verify("k", 10, 7).result.type).toBe("admitted");
+  });
+
+  it("a new epoch in the replica closes older leases at once", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    holder.onOutcome(granted(1, 10), 5);
+    const out = holder.onEpoch("k", 1, 6);
+    expect(out.requests).toEqual([{ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 0 }]);
+    expect(holder.verify("k", 1, 7).result.type).toBe("no-lease");
+  });
+
+  it("a low-credit refusal names the owner to forward to", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    holder.onOutcome({ type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "low-not-owner", ownerNodeId: "n3" }, 5);
+    expect(holder.verify("k", 1, 6).result).toEqual({ type: "no-lease", forwardTo: "n3", leaseRemaining: 0 });
+  });
+});
+
+describe("LeaseExpiryTracker", () => {
+  it("waits ttl * (1 + drift) + margin of the leader's own time from when it saw the grant", () => {
+    const tracker = new LeaseExpiryTracker({ ttlMs: 1000, driftMax: 0.05, marginMs: 20 });
+    expect(expiryWaitMs({ ttlMs: 1000, driftMax: 0.05, marginMs: 20 })).toBe(1070);
+    tracker.onGrantApplied({ keyId: "k", nodeId: "n1", seq: 1 }, 500);
+    expect(tracker.due(1569)).toEqual([]);
+    expect(tracker.due(1570)).toEqual([{ keyId: "k", nodeId: "n1", seq: 1 }]);
+    // A new leader starts the wait afresh.
+    tracker.becameLeader([{ keyId: "k", nodeId: "n1", seq: 1 }], 2000);
+    expect(tracker.due(3069)).toEqual([]);
+    tracker.onLeaseGone({ keyId: "k", nodeId: "n1", seq: 1 });
+    expect(tracker.due(9999)).toEqual([]);
+  });
+});

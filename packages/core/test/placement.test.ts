@@ -1,0 +1,159 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { AsyncLimitEstimator, asyncOvershootBound, nextReservation, OwnerReservations, ownerOf, rankNodes, servingNode, SuccessorReservations } from "@keyraft/core";
+
+const nodesArb = fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 9 });
+const ids = Array.from({ length: 3000 }, (_, i) => `ident_${i}`);
+
+describe("rendezvous placement", () => {
+  it("owner = first of the ranking, independent of the order of the nodes", () => {
+    fc.assert(
+      fc.property(nodesArb, fc.string(), (nodes, id) => {
+        const owner = ownerOf(id, nodes);
+        expect(rankNodes(id, nodes)[0]).toBe(owner);
+        expect(ownerOf(id, [...nodes].reverse())).toBe(owner);
+      }),
+    );
+  });
+
+  it("balanced: each of n nodes owns within 25% of 1/n of 3000 identifiers", () => {
+    for (const n of [3, 5, 7]) {
+      const nodes = Array.from({ length: n }, (_, i) => `node-${i + 1}`);
+      const counts = new Map<string, number>();
+      for (const id of ids) counts.set(ownerOf(id, nodes), (counts.get(ownerOf(id, nodes)) ?? 0) + 1);
+      for (const node of nodes) {
+        const share = (counts.get(node) ?? 0) / ids.length;
+        expect(Math.abs(share - 1 / n)).toBeLessThan(0.25 / n);
+      }
+    }
+  });
+
+  it("minimal movement: removing a node moves only its identifiers, to their second choice; adding one moves only to it", () => {
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 4 }), { minLength: 2, maxLength: 7 }), fc.array(fc.string(), { maxLength: 40 }), (nodes, idents) => {
+        const removed = nodes[0] ?? "";
+        const rest = nodes.slice(1);
+        for (const id of idents) {
+          const before = ownerOf(id, nodes);
+          const after = ownerOf(id, rest);
+          if (before !== removed) expect(after).toBe(before);
+          else expect(after).toBe(rankNodes(id, nodes)[1]);
+          // Adding `removed` back: an identifier moves only if it moves to the new node.
+          expect([after, removed]).toContain(ownerOf(id, nodes));
+        }
+      }),
+    );
+  });
+
+  it("moves about 1/(n+1) of identifiers when a node joins", () => {
+    const nodes = ["a", "b", "c", "d"];
+    const moved = ids.filter((id) => ownerOf(id, nodes) !== ownerOf(id, [...nodes, "e"])).length / ids.length;
+    expect(moved).toBeGreaterThan(0.15);
+    expect(moved).toBeLessThan(0.25);
+  });
+
+  it("servingNode: the owner, else its successor, else nobody (fail closed)", () => {
+    const nodes = ["a", "b", "c"];
+    const [first, second] = rankNodes("x", nodes);
+    expect(servingNode("x", nodes, () => true)).toBe(first);
+    expect(servingNode("x", nodes, (n) => n !== first)).toBe(second);
+    expect(servingNode("x", nodes, (n) => n !== first && n !== second)).toBeNull();
+  });
+});
+
+describe("reservations across a takeover", () => {
+  it("nextReservation grows by ceil(limit/8), capped at the limit", () => {
+    expect(nextReservation(0, 100)).toBe(13);
+    expect(nextReservation(95, 100)).toBe(100);
+    expect(nextReservation(0, 1)).toBe(1);
+  });
+
+  // Owner admits only when covered by an acknowledged reservation; the successor fences at takeover
+  // and starts from its reserved count. Random interleavings of admits, lost/late acks and the
+  // takeover: owner admissions + successor admissions never exceed the limit in the bucket.
+  it("property: a takeover never lets a bucket admit more than its limit", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 60 }),
+        fc.array(fc.oneof(fc.constant("admit" as const), fc.constant("deliver" as const), fc.constant("drop" as const), fc.constant("takeover" as const)), { maxLength: 200 }),
+        (limit, ops) => {
+          const owner = new OwnerReservations();
+          const successor = new SuccessorReservations();
+          const inFlight: { key: string; limit: number; bucketStartMs: number; count: number }[] = [];
+          let ownerCount = 0;
+          let tookOver = false;
+          let restored = 0;
+          let successorAdmitted = 0;
+          for (const op of ops) {
+            if (op === "admit") {
+              // The old owner keeps serving whatever it can cover (after a takeover it does not know yet).
+              if (ownerCount + 1 <= limit) {
+                if (owner.covered("k", 0, ownerCount + 1)) ownerCount++;
+                else {
+                  const ask = owner.request({ key: "k", limit, bucketStartMs: 0, count: ownerCount + 1 });
+                  if (ask !== null) inFlight.push(ask);
+                }
+              }
+              if (tookOver && restored + successorAdmitted + 1 <= limit) successorAdmitted++;
+            } else if (op === "deliver" && inFlight.length > 0) {
+              const ask = inFlight.shift();
+              if (ask === undefined) continue;
+              const ack = successor.accept(ask);
+              if (ack !== null) owner.onAck(ack);
+              else owner.onLost(ask);
+            } else if (op === "drop" && inFlight.length > 0) {
+              const ask = inFlight.shift();
+              if (ask !== undefined) owner.onLost(ask);
+            } else if (op === "takeover" && !tookOver) {
+              tookOver = true;
+              restored = successor.takeOver().reduce((sum, b) => sum + b.count, 0);
+              expect(restored).toBeGreaterThanOrEqual(ownerCount);
+            }
+            expect(ownerCount).toBeLessThanOrEqual(limit);
+            if (tookOver) {
+              expect(ownerCount).toBeLessThanOrEqual(restored); // fenced: never covered past the takeover
+              expect(ownerCount + successorAdmitted).toBeLessThanOrEqual(limit);
+            }
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("async limits", () => {
+  it("each node alone never exceeds the limit; the cluster overshoot stays within the stated bound", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 2, max: 5 }), fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 10_000 }), (nodes, limit, reconcileEvery, seed) => {
+        const durationMs = 1000;
+        const estimators = Array.from({ length: nodes }, () => new AsyncLimitEstimator(durationMs, 100));
+        let x = seed;
+        const rand = (n: number): number => {
+          x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+          return x % n;
+        };
+        const admittedAt: number[] = [];
+        const perNodePerRound = new Array<number>(nodes).fill(0);
+        let maxPerNodePerRound = 0;
+        for (let t = 0; t < 900; t += 10) {
+          // Everything within one window (t < durationMs): the cluster total is the window count.
+          const i = rand(nodes);
+          const est = estimators[i];
+          if (est !== undefined && est.admit("id", limit, 1, t).success) {
+            admittedAt.push(t);
+            perNodePerRound[i] = (perNodePerRound[i] ?? 0) + 1;
+          }
+          if ((t / 10) % reconcileEvery === 0) {
+            maxPerNodePerRound = Math.max(maxPerNodePerRound, ...perNodePerRound);
+            perNodePerRound.fill(0);
+            for (const [a, ea] of estimators.entries()) for (const [b, eb] of estimators.entries()) if (a !== b) eb.merge(`n${a}`, ea.report(t));
+          }
+        }
+        maxPerNodePerRound = Math.max(maxPerNodePerRound, ...perNodePerRound);
+        expect(admittedAt.length).toBeLessThanOrEqual(limit + asyncOvershootBound(limit, nodes, maxPerNodePerRound));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
