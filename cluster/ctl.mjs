@@ -86,7 +86,7 @@ function describe(status) {
 async function status() {
   const status = await getStatus(baseUrl);
   process.stdout.write(`${describe(status)}\n`);
-  if (status.leader !== null && status.leader !== status.nodeId) process.stdout.write(`(peer lags are known by the leader, ${status.leader}; ask it with --url)\n`);
+  if (status.selfLag !== null && status.role !== "leader") process.stdout.write(`(${status.nodeId} is ${status.selfLag} entries behind the leader ${status.leader}; lags are the leader's view)\n`);
 }
 
 async function add(nodeId, address) {

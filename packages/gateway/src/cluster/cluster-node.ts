@@ -265,6 +265,7 @@ export class ClusterNode {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};
         for (const [id, peer] of Object.entries(status.peers)) progress[id] = { match: peer.match, lag: peer.lag, connected: peer.connected, state: peer.state };
+        progress[this.nodeId] = { match: status.lastIndex, lag: 0, connected: true, state: "leader" };
         return Promise.resolve({ ok: true, index: status.commit, progress });
       }
       default: {
