@@ -3,7 +3,7 @@
 // loses no acknowledged write and fails no verification on the survivors, a whole-cluster
 // restart keeps every acknowledged write; then a second cluster with a 1 s staleness bound:
 // a minority node refuses (or, with KEYRAFT_STALE_POLICY=serve, serves marked) verifications.
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -230,4 +230,16 @@ describe("bounded staleness", () => {
       created.key as string,
     );
   }, 60_000);
+});
+
+describe("a pre-cluster single-node data dir", () => {
+  it("is refused at start with exit code 1 and a message naming it", async () => {
+    const dataDir = join(root, "legacy");
+    await mkdir(dataDir, { recursive: true });
+    await writeFile(join(dataDir, "CURRENT"), "MANIFEST-000001\n"); // what LevelDB leaves at the top of its directory
+    const [member] = (await planMembers(["solo"], () => dataDir)) as [ClusterMember];
+    spawnMember(member, `solo=127.0.0.1:${member.raftPort}`);
+    expect(await member.exited).toBe(1);
+    expect(member.output()).toContain(`${dataDir} holds a pre-cluster single-node store`);
+  }, 30_000);
 });

@@ -15,6 +15,7 @@ import { ClusterNode } from "./cluster/cluster-node.js";
 import { dataDirLayout, legacyStoreMessage } from "./cluster/data-dir.js";
 import { registerClusterRoutes } from "./cluster/routes.js";
 import { createContext } from "./context.js";
+import { V1Error } from "./errors.js";
 import { openStoreDb, type StoreDb } from "./store/level-db.js";
 
 export const exitCodeFatal = 1;
@@ -23,6 +24,8 @@ export const exitCodeConfig = 2;
 const idleReapIntervalMs = 50;
 /** While waiting for the cluster at start, a log line says so this often. */
 const freshWaitLogEveryMs = 5000;
+/** Attempts of the root-key bootstrap write when the cluster answers 503 (an election at start). */
+const startWriteAttemptsMax = 5;
 
 interface Node {
   close(): Promise<void>;
@@ -92,7 +95,8 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     // of a new cluster (followers then receive it through the log).
     const mayGenerate = config.rootKey !== null || (peers.length === 1 && !join) || cluster.isLeader();
     if (mayGenerate) {
-      const root = await bootstrapRootKey({ state: machine.state, commandLog: cluster.commandLog, rootKey: config.rootKey, nowMs, randomBytes });
+      const commandLog = cluster.commandLog;
+      const root = await withRetries(() => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }), logger);
       logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: config.rootKey !== null }, "root key ready");
       // Printed once, straight to stdout and never through the logger (which would keep it in log files).
       if (root.generatedKey !== null) process.stdout.write(`\nroot key (shown once, store it now): ${root.generatedKey}\n\n`);
@@ -133,6 +137,20 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     if (cluster !== null) await cluster.close().catch(() => undefined);
     await closeQuietly(db);
     throw error;
+  }
+}
+
+/** A start-time write that met a leader change (503: retry) is tried again a few times. */
+async function withRetries<T>(attempt: () => Promise<T>, logger: Logger): Promise<T> {
+  for (let attemptNumber = 1; ; attemptNumber++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const retryable = error instanceof V1Error && error.statusCode === 503;
+      if (!retryable || attemptNumber >= startWriteAttemptsMax) throw error;
+      logger.warn({ err: error.message, attempt: attemptNumber }, "root key bootstrap: the cluster did not take the write; retrying");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 }
 
