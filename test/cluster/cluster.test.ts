@@ -81,6 +81,20 @@ describe("a three-node cluster", () => {
     for (const peer of leaderView.peers) expect(peer.lag).not.toBeNull();
   }, 30_000);
 
+  it("spends credits through the leader: concurrent verifications on every node spend each credit once", async () => {
+    const leader = await leaderOf(members);
+    const created = await call(leader, "/v1/keys.createKey", { apiId, remaining: 5 });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const key = created.body.key as string;
+    for (const member of members) await eventually(async () => (await verify(member, key)).status === 200, 5000, "key everywhere");
+    // That first round spent 3 credits (one per node); 2 are left for 12 concurrent verifications.
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => verify(members[i % 3] as ClusterMember, key)));
+    const valid = answers.filter((answer) => answer.status === 200 && answer.body.valid === true);
+    expect(valid).toHaveLength(2);
+    expect(answers.every((answer) => answer.status === 200 && (answer.body.valid === true || answer.body.code === "USAGE_EXCEEDED"))).toBe(true);
+    for (const member of members) await eventually(async () => (await verify(member, key)).body.code === "USAGE_EXCEEDED", 5000, "exhausted everywhere");
+  }, 30_000);
+
   it("adds a node at run time that catches up by snapshot and becomes a voter", async () => {
     // Enough writes for several snapshots (every 40 entries, no entries kept behind them).
     for (let i = 0; i < 100; i++) {
@@ -150,10 +164,10 @@ describe("a three-node cluster", () => {
 
   it("keeps every acknowledged write across a whole-cluster kill -9 and restart", async () => {
     for (const member of members) await kill(member, "SIGKILL");
-    for (const member of members) {
-      const peers = peersOf(members);
-      spawnMember(member, peers, member.id === "n4" ? clusterEnv : clusterEnv);
-    }
+    // The founders restart with their original KEYRAFT_PEERS: they learn n4's address from the
+    // replicated address book (snapshot + log), not from their configuration.
+    const founders = members.filter((member) => member.id !== "n4");
+    for (const member of members) spawnMember(member, peersOf(member.id === "n4" ? members : founders), clusterEnv);
     await Promise.all(members.map((member) => waitLive(member)));
     await leaderOf(members);
     for (const member of members) {
