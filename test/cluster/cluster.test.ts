@@ -86,8 +86,9 @@ describe("a three-node cluster", () => {
     const created = await call(leader, "/v1/keys.createKey", { apiId, remaining: 5 });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const key = created.body.key as string;
-    for (const member of members) await eventually(async () => (await verify(member, key)).status === 200, 5000, "key everywhere");
-    // That first round spent 3 credits (one per node); 2 are left for 12 concurrent verifications.
+    // Until a node has the key it answers NOT_FOUND (no spend); each node's first VALID spends one.
+    for (const member of members) await eventually(() => isValid(member, key), 5000, "key everywhere");
+    // That first round spent exactly 3 credits (one per node); 2 are left for 12 concurrent verifications.
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => verify(members[i % 3] as ClusterMember, key)));
     const valid = answers.filter((answer) => answer.status === 200 && answer.body.valid === true);
     expect(valid).toHaveLength(2);
