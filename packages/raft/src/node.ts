@@ -34,6 +34,9 @@ type Input =
 
 type State = "new" | "running" | "stopping" | "stopped";
 
+/** A Ready taking longer than this is logged: it delays heartbeats and may cost the leadership. */
+const slowReadyMs = 100;
+
 /** Cumulative counters of the Ready loop. */
 export interface NodeMetrics {
   readies: number;
@@ -46,6 +49,8 @@ export interface NodeMetrics {
   /** Wall time spent waiting for storage appends, and handling Readies overall (ms). */
   persistMs: number;
   loopMs: number;
+  /** Times this node saw the leader change (including to "none"). */
+  leaderChanges: number;
 }
 
 export class RaftNode {
@@ -75,7 +80,7 @@ export class RaftNode {
   /** A commit-only hard state not yet written (see persist). */
   private deferredHardState: HardState | null = null;
   private stopped: Promise<void> | null = null;
-  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0 };
+  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
@@ -267,16 +272,24 @@ export class RaftNode {
       for (const settle of settled) settle();
       await this.maybeSnapshot(rawNode);
       this.counters.readies++;
-      this.counters.loopMs += performance.now() - startMs;
+      const readyMs = performance.now() - startMs;
+      this.counters.loopMs += readyMs;
+      if (readyMs > slowReadyMs) this.logger.warn({ id: this.id, readyMs: Math.round(readyMs), entries: ready.entries.length, committed: ready.committedEntries.length }, "raft node: slow Ready");
     }
   }
 
-  /** Feeds buffered inputs to the core. Only called while no Ready is outstanding. */
+  /**
+   * Feeds buffered inputs to the core. Only called while no Ready is outstanding. Messages go
+   * first and at most ticksPerDrainMax ticks follow: after the loop was busy (a long fsync, a
+   * snapshot), the leader's heartbeats waiting in the inbox must count before the missed ticks,
+   * or a healthy follower would campaign. Dropping missed ticks only lengthens timeouts.
+   */
   private drain(rawNode: RawNode): void {
-    for (; this.ticksPending > 0; this.ticksPending--) rawNode.tick();
     const inputs = this.inbox;
     this.inbox = [];
     for (const input of inputs) this.feed(rawNode, input);
+    for (let tick = 0; tick < Math.min(this.ticksPending, driverLimits.ticksPerDrainMax); tick++) rawNode.tick();
+    this.ticksPending = 0;
   }
 
   private feed(rawNode: RawNode, input: Input): void {
@@ -289,13 +302,13 @@ export class RaftNode {
         return this.attempt(input.waiter, () => {
           if (this.proposals.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals pending", { leader: this.leader });
           const id = rawNode.propose(input.data);
-          this.proposals.add(id.index, id.term, input.waiter);
+          this.proposals.add(id.index, id.term, input.waiter, this.overwritten(id.index));
         });
       case "confChange":
         return this.attempt(input.waiter, () => {
           if (this.confChanges.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many membership changes pending", { leader: this.leader });
           const id = rawNode.proposeConfChange(input.change);
-          this.confChanges.add(id.index, id.term, input.waiter);
+          this.confChanges.add(id.index, id.term, input.waiter, this.overwritten(id.index));
         });
       case "read":
         return this.attempt(input.waiter, () => {
@@ -401,7 +414,7 @@ export class RaftNode {
     }
     this.applied = entry.index;
     this.counters.entriesApplied++;
-    const overwritten = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${entry.index} was overwritten by a new leader`, { leader: this.leader });
+    const overwritten = this.overwritten(entry.index);
     if (entry.type === "normal") {
       const done = this.proposals.take(entry.index, entry.term);
       if (done !== null) done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten());
@@ -411,8 +424,13 @@ export class RaftNode {
     if (done !== null) settled.push(() => (done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten())));
   }
 
+  private overwritten(index: number): () => RaftNodeError {
+    return () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${index} was overwritten by a new leader`, { leader: this.leader });
+  }
+
   private onSoftState(role: Role, leader: NodeId): void {
     if (leader !== this.leader) {
+      this.counters.leaderChanges++;
       this.logger.info({ id: this.id, role, leader }, "raft node: leader changed");
       this.reads.rejectUnconfirmed(() => new NotLeaderError(leader));
       for (const waiter of this.transfers.get(leader) ?? []) waiter.resolve();
@@ -426,9 +444,11 @@ export class RaftNode {
   private async maybeSnapshot(rawNode: RawNode): Promise<void> {
     const every = this.config.snapshotEntries;
     if (every === 0 || this.applied - this.storage.snapshot().metadata.index < every) return;
+    const startMs = performance.now();
     const data = await this.stateMachine.takeSnapshot();
     await this.storage.createSnapshot(this.applied, rawNode.confState(), data);
-    this.logger.debug({ id: this.id, index: this.applied, bytes: data.byteLength }, "raft node: snapshot taken, log compacted");
+    const durationMs = Math.round(performance.now() - startMs);
+    this.logger.info({ id: this.id, index: this.applied, bytes: data.byteLength, durationMs }, "raft node: snapshot taken, log compacted");
   }
 
   private rejectEverything(error: () => RaftNodeError): void {

@@ -12,11 +12,13 @@ describe("driver waiters", () => {
   it("ProposalWaiters: settle by (index, term), expire in order, reject up to a snapshot, bounded", () => {
     const log: string[] = [];
     const waiters = new ProposalWaiters<{ index: number }>(3);
-    waiters.add(5, 2, waiter(100, log, "a"));
-    waiters.add(6, 2, waiter(200, log, "b"));
-    waiters.add(7, 2, waiter(300, log, "c"));
+    const lost = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "l");
+    waiters.add(5, 2, waiter(100, log, "a"), lost);
+    waiters.add(6, 2, waiter(200, log, "b"), lost);
+    waiters.add(7, 2, waiter(300, log, "c"), lost);
     expect(waiters.full).toBe(true); // at the limit
-    expect(() => waiters.add(8, 2, waiter(400, log, "d"))).toThrow(/waitersMax/); // past it: a bug in the caller
+    expect(() => waiters.add(8, 2, waiter(400, log, "d"), lost)).toThrow(/waitersMax/); // past it: a bug in the caller
+    expect(() => waiters.add(7, 2, waiter(400, log, "d"), lost)).toThrow(/proposed twice/); // same term: impossible
     expect(waiters.take(6, 3)?.committed).toBe(false); // another term at that index: lost
     expect(waiters.take(6, 2)).toBeNull();
     waiters.expire(150, timeout);
@@ -24,6 +26,19 @@ describe("driver waiters", () => {
     waiters.rejectUpTo(7, () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "s"));
     expect(log).toEqual(["a RAFT_ERR_TIMEOUT", "c RAFT_ERR_LEADERSHIP_LOST"]);
     expect(waiters.size).toBe(0);
+  });
+
+  it("ProposalWaiters: a proposal at an index reused by a later term rejects the stale one", () => {
+    const log: string[] = [];
+    const waiters = new ProposalWaiters<{ index: number }>(10);
+    const lost = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "l");
+    waiters.add(9, 3, waiter(100, log, "old9"), lost);
+    waiters.add(10, 3, waiter(100, log, "old10"), lost);
+    waiters.add(9, 5, waiter(200, log, "new9"), lost); // this node lost and regained leadership
+    expect(log).toEqual(["old9 RAFT_ERR_LEADERSHIP_LOST"]);
+    expect(waiters.take(9, 5)?.committed).toBe(true);
+    waiters.rejectUpTo(10, lost); // not in index order any more: still finds 10
+    expect(log).toEqual(["old9 RAFT_ERR_LEADERSHIP_LOST", "old10 RAFT_ERR_LEADERSHIP_LOST"]);
   });
 
   it("ReadWaiters: resolve once applied reaches the confirmed index; unconfirmed ones can be rejected", () => {

@@ -1,6 +1,7 @@
 // Closed-loop load on one node: `concurrency` proposers, each proposing again as soon as its last
 // proposal is committed and applied. Measures commits and commit latency (propose -> resolved).
 
+import { RaftNodeError } from "../errors.js";
 import type { RaftNode } from "../node.js";
 import type { LoadResult } from "./process-protocol.js";
 
@@ -10,6 +11,7 @@ export const latencySamplesMax = 1_000_000;
 export async function runLoad(node: RaftNode, options: { concurrency: number; durationMs: number; payloadBytes: number }): Promise<LoadResult> {
   const payload = new Uint8Array(options.payloadBytes);
   const latenciesMs: number[] = [];
+  const errorCodes: Record<string, number> = {};
   let commits = 0;
   let errors = 0;
   let seen = 0;
@@ -23,8 +25,10 @@ export async function runLoad(node: RaftNode, options: { concurrency: number; du
         await node.propose(payload.slice());
         commits++;
         record(latenciesMs, performance.now() - sentMs, ++seen);
-      } catch {
+      } catch (error) {
         errors++;
+        const code = error instanceof RaftNodeError ? error.code : "OTHER";
+        errorCodes[code] = (errorCodes[code] ?? 0) + 1;
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     }
@@ -35,7 +39,7 @@ export async function runLoad(node: RaftNode, options: { concurrency: number; du
   const after = node.metrics();
   const leader = Object.fromEntries(Object.entries(after).map(([key, value]) => [key, Math.round((value - before[key as keyof typeof before]) * 10) / 10]));
   latenciesMs.sort((a, b) => a - b);
-  return { commits, errors, durationMs, p50Ms: quantile(latenciesMs, 0.5), p99Ms: quantile(latenciesMs, 0.99), leader };
+  return { commits, errors, durationMs, p50Ms: quantile(latenciesMs, 0.5), p99Ms: quantile(latenciesMs, 0.99), errorCodes, leader };
 }
 
 function record(samples: number[], valueMs: number, seen: number): void {

@@ -6,8 +6,10 @@ import type { StateMachine } from "./state-machine.js";
 
 /** Bounds of the driver's queues (limits on everything). */
 export const driverLimits = {
-  /** Ticks buffered while a Ready is being persisted; more are dropped (as etcd's tick channel does). */
+  /** Ticks buffered while a Ready is being handled; more are dropped (as etcd's tick channel does). */
   ticksPendingMax: 128,
+  /** Ticks fed to the core per drain; missed ticks beyond it are dropped (see RaftNode.drain). */
+  ticksPerDrainMax: 2,
   /** Inputs (received messages, proposals, ...) buffered while a Ready is in flight. */
   inboxMax: 65_536,
 } as const;

@@ -56,6 +56,8 @@ export interface LoadResult {
   durationMs: number;
   p50Ms: number;
   p99Ms: number;
+  /** Failed proposals by error code. */
+  errorCodes: Record<string, number>;
   /** The leader's Ready-loop counters over the run (NodeMetrics deltas). */
   leader: Record<string, number>;
 }

@@ -12,7 +12,8 @@ export interface Waiter<T> {
 
 /** Proposals the core accepted, keyed by log index: committed iff the entry applied at `index` has `term`. */
 export class ProposalWaiters<T> {
-  // Insertion order == index order == deadline order (one timeout for all), so sweeps stop early.
+  // Insertion order == deadline order (one timeout for all, requests fed in arrival order), so
+  // expiry sweeps stop early. Index order holds only within one term of leadership.
   private readonly byIndex = new Map<number, { term: number; waiter: Waiter<T> }>();
 
   constructor(private readonly waitersMax: number) {}
@@ -25,8 +26,18 @@ export class ProposalWaiters<T> {
     return this.byIndex.size >= this.waitersMax;
   }
 
-  add(index: number, term: number, waiter: Waiter<T>): void {
-    assert(!this.byIndex.has(index), `waiters: index ${index} proposed twice`);
+  /**
+   * Registers a proposal. A waiter already at `index` is from an older term: this node lost and
+   * regained leadership and its old entry there was overwritten, so that proposal can never commit
+   * (a leader never overwrites its own log) and is rejected with `lost()`.
+   */
+  add(index: number, term: number, waiter: Waiter<T>, lost: () => RaftNodeError): void {
+    const stale = this.byIndex.get(index);
+    if (stale !== undefined) {
+      assert(stale.term < term, `waiters: index ${index} proposed twice in term ${term}`);
+      this.byIndex.delete(index);
+      stale.waiter.reject(lost());
+    }
     assert(this.byIndex.size < this.waitersMax, "waiters: waitersMax reached; check `full` first");
     this.byIndex.set(index, { term, waiter });
   }
@@ -41,8 +52,9 @@ export class ProposalWaiters<T> {
 
   /** Rejects every waiter at or below `index` (a snapshot replaced those entries: outcome unknown). */
   rejectUpTo(index: number, error: () => RaftNodeError): void {
+    // Not `break` at the first higher index: after a leadership change indexes are not in insertion order.
     for (const [at, pending] of this.byIndex) {
-      if (at > index) break;
+      if (at > index) continue;
       this.byIndex.delete(at);
       pending.waiter.reject(error());
     }
