@@ -12,7 +12,8 @@ export interface ClusterMember {
   httpPort: number;
   raftPort: number;
   dataDir: string;
-  env: Record<string, string>;
+  /** Extra environment; a key set to undefined is removed (e.g. KEYRAFT_ROOT_KEY). */
+  env: Record<string, string | undefined>;
   child: ChildProcess | null;
   exited: Promise<number | NodeJS.Signals> | null;
   output: () => string;
@@ -41,9 +42,9 @@ export function peersOf(members: readonly ClusterMember[]): string {
 }
 
 /** Spawns a member (does not wait). `peers` is its KEYRAFT_PEERS. */
-export function spawnMember(member: ClusterMember, peers: string, extraEnv: Record<string, string> = {}): void {
+export function spawnMember(member: ClusterMember, peers: string, extraEnv: Record<string, string | undefined> = {}): void {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`tsc -b\` first`);
-  const env = {
+  const merged: Record<string, string | undefined> = {
     PATH: process.env["PATH"] ?? "",
     PORT: String(member.httpPort),
     HOST: "127.0.0.1",
@@ -56,6 +57,8 @@ export function spawnMember(member: ClusterMember, peers: string, extraEnv: Reco
     ...member.env,
     ...extraEnv,
   };
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(merged)) if (value !== undefined) env[name] = value;
   const child = spawn(process.execPath, [mainJs], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
   running.add(child);
   let out = "";

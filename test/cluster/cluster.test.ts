@@ -3,10 +3,16 @@
 // loses no acknowledged write and fails no verification on the survivors, a whole-cluster
 // restart keeps every acknowledged write; then a second cluster with a 1 s staleness bound:
 // a minority node refuses (or, with KEYRAFT_STALE_POLICY=serve, serves marked) verifications.
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { keyStateMachine, type CommandOutcome, type KeyCommand } from "@keyraft/core";
+import { bootstrapRootKey } from "../../packages/gateway/src/state/bootstrap.js";
+import { LevelCommandLog } from "../../packages/gateway/src/store/level-command-log.js";
+import { openStoreDb } from "../../packages/gateway/src/store/level-db.js";
 import {
   call,
   eventually,
@@ -15,6 +21,7 @@ import {
   leaderOf,
   peersOf,
   planMembers,
+  rootKey,
   sleep,
   spawnMember,
   status,
@@ -24,6 +31,7 @@ import {
 } from "./cluster-harness.js";
 
 let root = "";
+const clusterSecretForOne = "one-member-cluster-secret-0123456789";
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "keyraft-cluster-"));
 });
@@ -248,13 +256,49 @@ describe("bounded staleness", () => {
 });
 
 describe("a pre-cluster single-node data dir", () => {
-  it("is refused at start with exit code 1 and a message naming it", async () => {
+  /** Writes a data dir the way the pre-cluster single-node store did: root key + one api. */
+  async function legacyDataDir(dataDir: string): Promise<void> {
+    const db = await openStoreDb(dataDir);
+    const machine = keyStateMachine();
+    const log = await LevelCommandLog.open<KeyCommand, CommandOutcome>(db, machine, { onFatal: () => undefined });
+    await bootstrapRootKey({ state: machine.state, commandLog: log, rootKey, nowMs: Date.now, randomBytes: (n) => new Uint8Array(randomBytes(n)) });
+    const created = await log.append({ type: "createApi", apiId: "api_legacy1", name: "legacy-api", nowMs: Date.now() });
+    expect(created.ok).toBe(true);
+    await log.close();
+    await db.close();
+  }
+
+  it("is migrated into a one-member cluster at start: the old state is served and survives a restart", async () => {
     const dataDir = join(root, "legacy");
-    await mkdir(dataDir, { recursive: true });
-    await writeFile(join(dataDir, "CURRENT"), "MANIFEST-000001\n"); // what LevelDB leaves at the top of its directory
+    await legacyDataDir(dataDir);
     const [member] = (await planMembers(["solo"], () => dataDir)) as [ClusterMember];
-    spawnMember(member, `solo=127.0.0.1:${member.raftPort}`);
+    member.env = { KEYRAFT_ROOT_KEY: undefined }; // the root key must come from the old state
+    const start = async () => {
+      spawnMember(member, `solo=127.0.0.1:${member.raftPort}`, { KEYRAFT_CLUSTER_SECRET: clusterSecretForOne });
+      await waitLive(member);
+    };
+    await start();
+    expect(member.output()).toContain("pre-cluster store migrated");
+    const api = await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=api_legacy1`, { headers: { authorization: `Bearer ${rootKey}` } });
+    expect(api.status).toBe(200);
+    expect(await api.json()).toMatchObject({ id: "api_legacy1", name: "legacy-api" });
+    const created = await call(member, "/v1/keys.createKey", { apiId: "api_legacy1" });
+    expect(created.status).toBe(200);
+    expect(existsSync(join(dataDir, "pre-cluster-backup", "CURRENT"))).toBe(true);
+    expect(existsSync(join(dataDir, "CURRENT"))).toBe(false);
+    await kill(member, "SIGTERM");
+    await start();
+    expect(await isValid(member, created.body.key as string)).toBe(true);
+    await kill(member, "SIGTERM");
+  }, 60_000);
+
+  it("is refused, with exit code 1 and a message, when the node is one of several members", async () => {
+    const dataDir = join(root, "legacy-multi");
+    await legacyDataDir(dataDir);
+    const [member, other] = (await planMembers(["m1", "m2"], (id) => (id === "m1" ? dataDir : join(root, "unused")))) as [ClusterMember, ClusterMember];
+    spawnMember(member, peersOf([member, other]));
     expect(await member.exited).toBe(1);
-    expect(member.output()).toContain(`${dataDir} holds a pre-cluster single-node store`);
+    expect(member.output()).toContain("can only be upgraded into a one-member cluster");
+    expect(existsSync(join(dataDir, "CURRENT"))).toBe(true); // untouched
   }, 30_000);
 });

@@ -12,7 +12,8 @@ import { parseConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { LevelCounterDurability } from "./store/counter-durability.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
-import { dataDirLayout, legacyStoreMessage } from "./cluster/data-dir.js";
+import { dataDirLayout } from "./cluster/data-dir.js";
+import { migrateLegacyStore } from "./cluster/migrate-legacy.js";
 import { registerClusterRoutes } from "./cluster/routes.js";
 import { createContext } from "./context.js";
 import { V1Error } from "./errors.js";
@@ -64,9 +65,9 @@ async function main(): Promise<void> {
  */
 async function startNode(config: Config, logger: Logger, onFatal: (error: unknown) => void): Promise<Node> {
   const nowMs = () => Date.now();
-  const legacy = legacyStoreMessage(config.dataDir);
-  if (legacy !== null) throw new Error(legacy);
   const layout = dataDirLayout(config.dataDir);
+  const { nodeId, peers, join } = config.cluster;
+  await migrateLegacyStore({ dataDir: config.dataDir, ...layout, nodeId, singleMember: peers.length === 1 && !join, logger });
   const db = await openStoreDb(layout.nodeDir);
   let cluster: ClusterNode | null = null;
   try {
@@ -82,7 +83,6 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       onFatal,
     });
     await cluster.start();
-    const { nodeId, peers, join } = config.cluster;
     logger.info({ nodeId, raftPort: cluster.raftPort, members: peers.map((peer) => peer.id), join, appliedIndex: cluster.commandLog.appliedIndex() }, "cluster node started");
     const limiter = new SlidingWindowLimiter();
     const counters = await LevelCounterDurability.open(db, { nowMs, onFatal, bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs) });
