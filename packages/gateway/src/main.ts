@@ -163,9 +163,15 @@ async function waitUntilFresh(cluster: ClusterNode, logger: Logger): Promise<voi
       return;
     } catch {
       const { leader, voters, learners } = cluster.status();
-      logger.warn({ leader, voters, learners, nodeId: cluster.nodeId }, voters.length === 0
-        ? "waiting to be added to the cluster (npm run cluster:ctl -- add ... on a member)"
-        : "waiting for a leader backed by a quorum of the cluster (start the other members)");
+      const member = voters.includes(cluster.nodeId) || learners.includes(cluster.nodeId);
+      logger.warn(
+        { leader, voters, learners, nodeId: cluster.nodeId },
+        voters.length === 0
+          ? "waiting to be added to the cluster (npm run cluster:ctl -- add ... on a member)"
+          : member
+            ? "waiting for a leader backed by a quorum of the cluster (start the other members)"
+            : "this node is not a member of the cluster its data dir belongs to (was KEYRAFT_NODE_ID changed, or was it removed?); waiting to be added",
+      );
     }
   }
 }
