@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Level } from "level";
 import { describe, expect, it } from "vitest";
 import { decodeLogKey, encodeLogKey } from "../src/storage/keys.js";
 import { LevelStorage } from "../src/storage/level-storage.js";
@@ -47,6 +48,38 @@ describe("LevelStorage on disk", () => {
       const reopened = await LevelStorage.open({ path });
       expect(reopened.entries(1, 301, Infinity).map((e) => e.index)).toEqual(entries.map((e) => e.index));
       await reopened.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("LevelStorage compaction on disk", () => {
+  async function logKeys(path: string): Promise<number[]> {
+    const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: "view", valueEncoding: "view" });
+    const log = db.sublevel<Uint8Array, Uint8Array>("log", { keyEncoding: "view", valueEncoding: "view" });
+    const keys: number[] = [];
+    for await (const key of log.keys()) keys.push(decodeLogKey(key));
+    await db.close();
+    return keys;
+  }
+
+  it("removes compacted entries from disk, and clears leftovers of an interrupted compaction on open", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, keepEntries: 10 });
+      await storage.append(Array.from({ length: 300 }, (_, i) => entry(i + 1, 1)), { term: 1, vote: "", commit: 300 }, true);
+      await storage.createSnapshot(250, { voters: ["n1"], learners: [] }, new Uint8Array([1]));
+      await storage.close();
+      expect(await logKeys(path)).toEqual(Array.from({ length: 60 }, (_, i) => 241 + i)); // 241..300
+      // A crash between the snapshot batch and the range clear leaves keys at or below the mark.
+      const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: "view", valueEncoding: "view" });
+      await db.sublevel<Uint8Array, Uint8Array>("log", { keyEncoding: "view", valueEncoding: "view" }).put(encodeLogKey(7), new Uint8Array(9));
+      await db.close();
+      const reopened = await LevelStorage.open({ path });
+      expect([reopened.firstIndex(), reopened.lastIndex(), reopened.term(240)]).toEqual([241, 300, 1]);
+      await reopened.close();
+      expect((await logKeys(path))[0]).toBe(241);
     } finally {
       await rm(path, { recursive: true, force: true });
     }
