@@ -124,7 +124,8 @@ export class ClusterNode {
     this.commandLog = commandLog;
     this.staleness = new StalenessMonitor({
       readIndex: () => raft.readIndex(),
-      nowMs: options.nowMs,
+      // Monotonic: a wall-clock step (NTP) must not make a stale node look fresh.
+      nowMs: () => performance.now(),
       probeIntervalMs: Math.max(10, Math.min(100, Math.floor(config.maxStalenessMs / 10))),
       maxStalenessMs: config.maxStalenessMs,
     });
