@@ -51,6 +51,8 @@ export interface NodeMetrics {
   loopMs: number;
   /** Times this node saw the leader change (including to "none"). */
   leaderChanges: number;
+  /** Vote and pre-vote requests this node sent (campaigns x peers). */
+  voteRequests: number;
 }
 
 export class RaftNode {
@@ -80,7 +82,7 @@ export class RaftNode {
   /** A commit-only hard state not yet written (see persist). */
   private deferredHardState: HardState | null = null;
   private stopped: Promise<void> | null = null;
-  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0 };
+  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0, voteRequests: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
@@ -392,6 +394,7 @@ export class RaftNode {
     for (const message of messages) {
       // etcd's ReportUnreachable: the leader stops pipelining to a peer it cannot reach.
       if (message.type === "app" && !this.transport.isConnected(message.to)) unreachable.add(message.to);
+      if (message.type === "vote") this.counters.voteRequests++;
     }
     for (const id of unreachable) this.push({ kind: "unreachable", id });
   }

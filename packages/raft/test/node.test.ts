@@ -75,6 +75,23 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     }
   });
 
+  it("a follower whose loop was busy for several election timeouts does not campaign on the missed ticks", async () => {
+    const members = await cluster(["n1", "n2", "n3"]); // election timeout 100-200 ms
+    const leader = await leaderOf(members);
+    const term = leader.node.status().term;
+    const slow = followers(members, leader)[0];
+    if (slow === undefined) throw new Error("no follower");
+    slow.machine.stallMs = 600; // the leader's heartbeats and the ticks pile up meanwhile
+    const before = slow.node.metrics();
+    await leader.node.propose(bytes("stall"));
+    await until(() => slow.machine.commands.includes("stall"));
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    await leader.node.propose(bytes("after"));
+    await until(() => slow.machine.commands.includes("after"));
+    expect(slow.node.metrics()).toMatchObject({ voteRequests: before.voteRequests, leaderChanges: before.leaderChanges });
+    expect(leader.node.status()).toMatchObject({ role: "leader", term });
+  });
+
   it("hands leadership over with transferLeadership", async () => {
     const members = await cluster(["n1", "n2", "n3"]);
     const leader = await leaderOf(members);
