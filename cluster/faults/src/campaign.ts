@@ -1,0 +1,309 @@
+// One randomized fault campaign against a real cluster: workloads (credit verifications, rate
+// limits, admin register and set writes) run while faults (kill -9, SIGSTOP/SIGCONT, partitions)
+// strike; then everything heals and the checks run. Fully described by its seed (the schedule;
+// timing still varies between runs, as with any real cluster).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { certainWindowMax, creditViolations, type Admission, type CreditObservation } from "./checks.js";
+import { call, certainlyNotApplied, field } from "./http.js";
+import { checkLinearizable, registerModel, resolveUnknownWrites, setModel, type Operation, type RegisterInput, type RegisterOutput, type SetInput, type SetOutput } from "./linearizability.js";
+import { ProcessCluster } from "./processes.js";
+
+export interface CampaignOptions {
+  seed: number;
+  durationMs: number;
+  nodes: number;
+  /** Rate-limit bound as a multiple of the limit (1 = exact across the cluster; the node count while limits are per node). */
+  ratelimitBoundFactor: number;
+  log?: (line: string) => void;
+  keepData?: boolean;
+}
+
+export interface CampaignReport {
+  seed: number;
+  nodes: number;
+  durationMs: number;
+  faults: Record<string, number>;
+  operations: Record<string, number>;
+  violations: string[];
+  linearizability: { register: string; set: string };
+  converged: boolean;
+  ratelimit: { limit: number; durationMs: number; certainWindowMax: number; bound: number };
+  credits: CreditObservation[];
+  dataDir: string;
+}
+
+const requestTimeoutMs = 3_000;
+const creditsPerKey = 300;
+const registerKeys = 3;
+const creditKeys = 2;
+const limit = 20;
+const limitDurationMs = 2_000;
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function runCampaign(options: CampaignOptions): Promise<CampaignReport> {
+  const log = options.log ?? (() => {});
+  const random = mulberry32(options.seed);
+  const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
+  const dir = mkdtempSync(join(tmpdir(), "keyraft-faults-"));
+  const rootKey = `faults_root_${options.seed}_${"x".repeat(16)}`;
+  const cluster = await ProcessCluster.start({ nodes: options.nodes, dir, rootKey, secret: `secret-${options.seed}-${"s".repeat(32)}` });
+  const faults: Record<string, number> = { kill9: 0, pause: 0, partition: 0, linkCut: 0 };
+  const operations: Record<string, number> = { verify: 0, verifyValid: 0, limit: 0, limitSuccess: 0, write: 0, writeAcked: 0, writeUnknown: 0, read: 0 };
+  const violations: string[] = [];
+  const report: CampaignReport = {
+    seed: options.seed,
+    nodes: options.nodes,
+    durationMs: options.durationMs,
+    faults,
+    operations,
+    violations,
+    linearizability: { register: "not run", set: "not run" },
+    converged: false,
+    ratelimit: { limit, durationMs: limitDurationMs, certainWindowMax: 0, bound: limit * options.ratelimitBoundFactor },
+    credits: [],
+    dataDir: dir,
+  };
+  const anyUp = (): string => cluster.url(pick(cluster.upIds()) ?? cluster.ids[0] ?? "n1");
+  const admin = async (path: string, body: unknown): Promise<unknown> => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const answer = await call(anyUp(), path, body, rootKey, requestTimeoutMs);
+      if (answer.status === 200) return answer.body;
+      if (Date.now() > deadline) throw new Error(`setup ${path} failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+      await sleep(200);
+    }
+  };
+  try {
+    // Setup (retried until the cluster has a leader and serves).
+    log(`campaign seed ${options.seed}: ${options.nodes} nodes, ${options.durationMs} ms, data in ${dir}`);
+    const apiId = String(field(await admin("/v1/apis.createApi", { name: "faults" }), "apiId"));
+    const creditKeyIds: string[] = [];
+    const creditSecrets = new Map<string, string>();
+    for (let i = 0; i < creditKeys; i++) {
+      const created = await admin("/v1/keys.createKey", { apiId, remaining: creditsPerKey, name: `credits-${i}` });
+      creditKeyIds.push(String(field(created, "keyId")));
+      creditSecrets.set(String(field(created, "keyId")), String(field(created, "key")));
+    }
+    const registers: string[] = [];
+    for (let i = 0; i < registerKeys; i++) registers.push(String(field(await admin("/v1/keys.createKey", { apiId, name: "r0" }), "keyId")));
+    const setKeyId = String(field(await admin("/v1/keys.createKey", { apiId, name: "set" }), "keyId"));
+    const barrierKeyId = String(field(await admin("/v1/keys.createKey", { apiId, name: "barrier" }), "keyId"));
+    log(`setup done: api ${apiId}`);
+
+    const registerHistory: Operation<RegisterInput, RegisterOutput>[] = [];
+    const setHistory: Operation<SetInput, SetOutput>[] = [];
+    const acknowledgedAdds = new Set<string>();
+    const admitted = new Map<string, number>(creditKeyIds.map((k) => [k, 0]));
+    const limitAdmissions: Admission[] = [];
+    const stopAtMs = Date.now() + options.durationMs;
+    let writeCounter = 0;
+
+    // Reads answer from the node's local replica (by design, not linearizable on their own). A
+    // read here is a barrier write on the same node (a Raft entry, answered once applied there)
+    // followed by the local read: the node has applied at least the barrier, committed after the
+    // read began, so the value read is the state at a commit point inside the read's interval.
+    let barrierCounter = 0;
+    const linearizableRead = async (keyId: string): Promise<unknown> => {
+      const url = anyUp();
+      const barrier = await call(url, "/v1/keys.updateKey", { keyId: barrierKeyId, name: `b${++barrierCounter}` }, rootKey, requestTimeoutMs);
+      if (barrier.status !== 200) return null;
+      const answer = await call(url, `/v1/keys.getKey?keyId=${encodeURIComponent(keyId)}`, undefined, rootKey, requestTimeoutMs);
+      return answer.status === 200 ? answer.body : null;
+    };
+
+    const verifyWorker = async (): Promise<void> => {
+      while (Date.now() < stopAtMs) {
+        const keyId = pick(creditKeyIds) ?? "";
+        const cost = 1 + Math.floor(random() * 3);
+        operations["verify"] = (operations["verify"] ?? 0) + 1;
+        const answer = await call(anyUp(), "/v1/keys.verifyKey", { key: creditSecrets.get(keyId), remaining: { cost } }, null, requestTimeoutMs);
+        if (answer.status === 200 && field(answer.body, "valid") === true) {
+          operations["verifyValid"] = (operations["verifyValid"] ?? 0) + 1;
+          admitted.set(keyId, (admitted.get(keyId) ?? 0) + cost);
+        }
+      }
+    };
+    const limitWorker = async (): Promise<void> => {
+      while (Date.now() < stopAtMs) {
+        const callMs = Date.now();
+        operations["limit"] = (operations["limit"] ?? 0) + 1;
+        const answer = await call(anyUp(), "/v1/ratelimits.limit", { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs }, rootKey, requestTimeoutMs);
+        if (answer.status === 200 && field(answer.body, "success") === true) {
+          operations["limitSuccess"] = (operations["limitSuccess"] ?? 0) + 1;
+          limitAdmissions.push({ callMs, returnMs: Date.now() });
+        }
+        await sleep(20);
+      }
+    };
+    const registerWorker = async (clientId: number): Promise<void> => {
+      while (Date.now() < stopAtMs) {
+        const keyId = pick(registers) ?? "";
+        const callMs = Date.now();
+        if (random() < 0.5) {
+          const value = `w${++writeCounter}`;
+          operations["write"] = (operations["write"] ?? 0) + 1;
+          const answer = await call(anyUp(), "/v1/keys.updateKey", { keyId, name: value }, rootKey, requestTimeoutMs);
+          if (answer.status === 200) {
+            operations["writeAcked"] = (operations["writeAcked"] ?? 0) + 1;
+            registerHistory.push({ key: keyId, clientId, input: { op: "write", value }, output: { ok: true }, callMs, returnMs: Date.now() });
+          } else if (!certainlyNotApplied(answer)) {
+            operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
+            registerHistory.push({ key: keyId, clientId, input: { op: "write", value }, output: undefined, callMs, returnMs: Infinity });
+          }
+        } else {
+          operations["read"] = (operations["read"] ?? 0) + 1;
+          const answer = await linearizableRead(keyId);
+          if (answer !== null) {
+            registerHistory.push({ key: keyId, clientId, input: { op: "read" }, output: { value: (field(answer, "name") as string | undefined) ?? null }, callMs, returnMs: Date.now() });
+          }
+        }
+      }
+    };
+    const setWorker = async (clientId: number): Promise<void> => {
+      while (Date.now() < stopAtMs) {
+        const callMs = Date.now();
+        if (random() < 0.5) {
+          const value = `perm.${options.seed}.${++writeCounter}`;
+          operations["write"] = (operations["write"] ?? 0) + 1;
+          const answer = await call(anyUp(), "/v1/keys.addPermissions", { keyId: setKeyId, permissions: [{ name: value, create: true }] }, rootKey, requestTimeoutMs);
+          if (answer.status === 200) {
+            operations["writeAcked"] = (operations["writeAcked"] ?? 0) + 1;
+            acknowledgedAdds.add(value);
+            setHistory.push({ key: "set", clientId, input: { op: "add", value }, output: { ok: true }, callMs, returnMs: Date.now() });
+          } else if (!certainlyNotApplied(answer)) {
+            operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
+            setHistory.push({ key: "set", clientId, input: { op: "add", value }, output: undefined, callMs, returnMs: Infinity });
+          }
+        } else {
+          operations["read"] = (operations["read"] ?? 0) + 1;
+          const answer = await linearizableRead(setKeyId);
+          const permissions = field(answer, "permissions");
+          if (answer !== null) {
+            setHistory.push({ key: "set", clientId, input: { op: "read" }, output: { values: Array.isArray(permissions) ? permissions.map(String) : [] }, callMs, returnMs: Date.now() });
+          }
+        }
+      }
+    };
+    const faultWorker = async (): Promise<void> => {
+      // Its own stream: the fault schedule (kinds, victims, hold times) depends on the seed only.
+      const random = mulberry32(options.seed ^ 0x5bd1e995);
+      const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
+      const minority = Math.floor((options.nodes - 1) / 2);
+      while (Date.now() < stopAtMs - 1_000) {
+        await sleep(500 + random() * 1_500);
+        const kind = Math.floor(random() * 4);
+        const victims = [...cluster.ids].sort(() => random() - 0.5).slice(0, Math.max(1, Math.floor(random() * minority) + 1));
+        const holdMs = 500 + random() * 2_000;
+        if (kind === 0) {
+          faults["kill9"] = (faults["kill9"] ?? 0) + victims.length;
+          log(`fault: kill -9 ${victims.join(",")} for ${Math.round(holdMs)} ms`);
+          await Promise.all(victims.map((id) => cluster.kill9(id)));
+          await sleep(holdMs);
+          for (const id of victims) cluster.restart(id);
+        } else if (kind === 1) {
+          faults["pause"] = (faults["pause"] ?? 0) + victims.length;
+          log(`fault: SIGSTOP ${victims.join(",")} for ${Math.round(holdMs)} ms`);
+          for (const id of victims) cluster.pause(id);
+          await sleep(holdMs);
+          for (const id of victims) cluster.resume(id);
+        } else if (kind === 2) {
+          faults["partition"] = (faults["partition"] ?? 0) + 1;
+          const rest = cluster.ids.filter((id) => !victims.includes(id));
+          log(`fault: partition [${victims.join(",")}] | [${rest.join(",")}] for ${Math.round(holdMs)} ms`);
+          cluster.proxy.partition([victims, rest]);
+          await sleep(holdMs);
+          cluster.proxy.healAll();
+        } else {
+          const a = pick(cluster.ids) ?? "n1";
+          const b = pick(cluster.ids.filter((id) => id !== a)) ?? "n2";
+          faults["linkCut"] = (faults["linkCut"] ?? 0) + 1;
+          log(`fault: cut link ${a}-${b} for ${Math.round(holdMs)} ms`);
+          cluster.proxy.cutLink(a, b);
+          await sleep(holdMs);
+          cluster.proxy.healLink(a, b);
+        }
+      }
+    };
+
+    await Promise.all([verifyWorker(), verifyWorker(), limitWorker(), limitWorker(), registerWorker(1), registerWorker(2), setWorker(3), setWorker(4), faultWorker()]);
+    log("workload done; healing");
+    cluster.healAll();
+
+    // Convergence: every node serves and reports the same applied index, and the same register values.
+    const convergeDeadline = Date.now() + 60_000;
+    while (Date.now() < convergeDeadline && !report.converged) {
+      await sleep(500);
+      const statuses = await Promise.all(cluster.ids.map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, null, requestTimeoutMs)));
+      if (!statuses.every((s) => s.status === 200)) continue;
+      const applied = statuses.map((s) => Number(field(s.body, "appliedIndex")));
+      const commits = statuses.map((s) => Number(field(s.body, "commitIndex")));
+      if (new Set(applied).size !== 1 || applied[0] !== Math.max(...commits)) continue;
+      const views = await Promise.all(
+        cluster.ids.map(async (id) => (await Promise.all(registers.map((k) => call(cluster.url(id), `/v1/keys.getKey?keyId=${k}`, undefined, rootKey, requestTimeoutMs)))).map((a) => JSON.stringify(field(a.body, "name")))),
+      );
+      report.converged = views.every((v) => JSON.stringify(v) === JSON.stringify(views[0]));
+    }
+    if (!report.converged) violations.push("nodes did not converge within 60 s after healing");
+
+    // Final reads on every node join the histories: after healing, nothing acknowledged may be missing.
+    for (const id of cluster.ids) {
+      for (const keyId of registers) {
+        const callMs = Date.now();
+        const answer = await call(cluster.url(id), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
+        if (answer.status === 200) registerHistory.push({ key: keyId, clientId: 100, input: { op: "read" }, output: { value: (field(answer.body, "name") as string | undefined) ?? null }, callMs, returnMs: Date.now() });
+      }
+      const callMs = Date.now();
+      const answer = await call(cluster.url(id), `/v1/keys.getKey?keyId=${setKeyId}`, undefined, rootKey, requestTimeoutMs);
+      const permissions = field(answer.body, "permissions");
+      const values = Array.isArray(permissions) ? permissions.map(String) : [];
+      if (answer.status === 200) {
+        setHistory.push({ key: "set", clientId: 100, input: { op: "read" }, output: { values }, callMs, returnMs: Date.now() });
+        for (const add of acknowledgedAdds) if (!values.includes(add)) violations.push(`acknowledged add ${add} missing on ${id} after healing`);
+      }
+    }
+
+    const register = checkLinearizable(
+      registerModel("r0"),
+      resolveUnknownWrites(registerHistory, (input) => input.op === "write", (value, output) => "value" in output && output.value === value),
+    );
+    const set = checkLinearizable(
+      setModel(),
+      resolveUnknownWrites(setHistory, (input) => input.op === "add", (value, output) => "values" in output && output.values.includes(value)),
+    );
+    report.linearizability = { register: register.result, set: set.result };
+    if (register.result === "illegal") violations.push(`register history not linearizable on ${register.key}: ${register.longestPrefix.slice(-5).join(" ")}`);
+    if (set.result === "illegal") violations.push(`set history not linearizable: ${set.longestPrefix.slice(-5).join(" ")}`);
+    if (register.result === "unknown") violations.push(`register history undecided: ${register.reason}`);
+    if (set.result === "unknown") violations.push(`set history undecided: ${set.reason}`);
+
+    for (const keyId of creditKeyIds) {
+      const answer = await call(anyUp(), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
+      const remaining = field(answer.body, "remaining");
+      report.credits.push({ keyId, supplied: creditsPerKey, admittedCost: admitted.get(keyId) ?? 0, finalRemaining: typeof remaining === "number" ? remaining : null });
+    }
+    violations.push(...creditViolations(report.credits));
+    report.ratelimit.certainWindowMax = certainWindowMax(limitAdmissions, limitDurationMs);
+    if (report.ratelimit.certainWindowMax > report.ratelimit.bound) {
+      violations.push(`rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms, bound ${report.ratelimit.bound}`);
+    }
+    return report;
+  } finally {
+    await cluster.stop();
+    if (options.keepData !== true && violations.length === 0) rmSync(dir, { recursive: true, force: true });
+  }
+}
+

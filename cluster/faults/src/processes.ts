@@ -1,0 +1,194 @@
+// Runs N real keyraft nodes (`node packages/gateway/dist/main.js`) with their Raft links through a
+// LinkProxy, and injects process faults: kill -9 and restart, SIGSTOP and SIGCONT.
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { LinkProxy } from "./proxy.js";
+
+export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+export const mainJs = join(repoRoot, "packages/gateway/dist/main.js");
+/** What a node process needs from the build to run as a cluster member. */
+export const clusterModuleJs = join(repoRoot, "packages/gateway/dist/cluster/cluster-node.js");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      if (address === null || typeof address === "string") return reject(new Error("no port"));
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+/** Why the cluster cannot run here (null when it can): names the missing piece. */
+export function clusterUnavailableReason(): string | null {
+  if (!existsSync(mainJs)) return `${mainJs} is missing (run \`npm run build\`)`;
+  if (!existsSync(clusterModuleJs)) return `${clusterModuleJs} is missing: the gateway build has no cluster support (issue 4)`;
+  return null;
+}
+
+export type NodeState = "up" | "killed" | "paused";
+
+interface ClusterNode {
+  id: string;
+  httpPort: number;
+  raftPort: number;
+  dataDir: string;
+  child: ChildProcess | null;
+  state: NodeState;
+  log: WriteStream;
+}
+
+export interface ClusterOptions {
+  nodes: number;
+  dir: string;
+  rootKey: string;
+  secret: string;
+  env?: Record<string, string>;
+}
+
+export class ProcessCluster {
+  private constructor(
+    readonly ids: string[],
+    private readonly nodes: Map<string, ClusterNode>,
+    readonly proxy: LinkProxy,
+    private readonly options: ClusterOptions,
+  ) {}
+
+  static async start(options: ClusterOptions): Promise<ProcessCluster> {
+    const ids = Array.from({ length: options.nodes }, (_, i) => `n${i + 1}`);
+    const raftPorts = new Map<string, number>();
+    for (const id of ids) raftPorts.set(id, await freePort());
+    const proxy = await LinkProxy.start(raftPorts);
+    const nodes = new Map<string, ClusterNode>();
+    for (const id of ids) {
+      const dataDir = join(options.dir, id);
+      mkdirSync(dataDir, { recursive: true });
+      nodes.set(id, {
+        id,
+        httpPort: await freePort(),
+        raftPort: raftPorts.get(id) ?? 0,
+        dataDir,
+        child: null,
+        state: "killed",
+        log: createWriteStream(join(options.dir, `${id}.log`), { flags: "a" }),
+      });
+    }
+    const cluster = new ProcessCluster(ids, nodes, proxy, options);
+    for (const id of ids) cluster.spawn(id);
+    return cluster;
+  }
+
+  private node(id: string): ClusterNode {
+    const node = this.nodes.get(id);
+    if (node === undefined) throw new Error(`no node ${id}`);
+    return node;
+  }
+
+  /** Node `id`'s peers: itself at its real Raft port, every other node through the proxy. */
+  private peersFor(id: string): string {
+    return this.ids.map((other) => (other === id ? `${id}=127.0.0.1:${this.node(id).raftPort}` : `${other}=${this.proxy.address(id, other)}`)).join(",");
+  }
+
+  private spawn(id: string): void {
+    const node = this.node(id);
+    const env = {
+      PATH: process.env["PATH"] ?? "",
+      PORT: String(node.httpPort),
+      HOST: "127.0.0.1",
+      KEYRAFT_NODE_ID: id,
+      KEYRAFT_PEERS: this.peersFor(id),
+      KEYRAFT_CLUSTER_SECRET: this.options.secret,
+      KEYRAFT_DATA_DIR: node.dataDir,
+      KEYRAFT_ROOT_KEY: this.options.rootKey,
+      KEYRAFT_LOG_LEVEL: "warn",
+      ...this.options.env,
+    };
+    const child = spawn(process.execPath, [mainJs], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout?.pipe(node.log, { end: false });
+    child.stderr?.pipe(node.log, { end: false });
+    child.on("exit", () => {
+      if (node.child === child) {
+        node.child = null;
+        node.state = "killed";
+      }
+    });
+    node.child = child;
+    node.state = "up";
+  }
+
+  url(id: string): string {
+    return `http://127.0.0.1:${this.node(id).httpPort}`;
+  }
+
+  state(id: string): NodeState {
+    return this.node(id).state;
+  }
+
+  upIds(): string[] {
+    return this.ids.filter((id) => this.node(id).state === "up");
+  }
+
+  /** kill -9; the node's unsynced state is lost, its data dir stays. */
+  async kill9(id: string): Promise<void> {
+    const node = this.node(id);
+    const child = node.child;
+    if (child === null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    if (node.state === "paused") child.kill("SIGCONT");
+    child.kill("SIGKILL");
+    await exited;
+  }
+
+  restart(id: string): void {
+    const node = this.node(id);
+    if (node.child !== null) return;
+    this.spawn(id);
+  }
+
+  pause(id: string): void {
+    const node = this.node(id);
+    if (node.child === null || node.state !== "up") return;
+    node.child.kill("SIGSTOP");
+    node.state = "paused";
+  }
+
+  resume(id: string): void {
+    const node = this.node(id);
+    if (node.child === null || node.state !== "paused") return;
+    node.child.kill("SIGCONT");
+    node.state = "up";
+  }
+
+  /** Everything back: links healed, paused nodes continued, killed nodes restarted. */
+  healAll(): void {
+    this.proxy.healAll();
+    for (const id of this.ids) {
+      if (this.state(id) === "paused") this.resume(id);
+      else if (this.state(id) === "killed") this.restart(id);
+    }
+  }
+
+  /** Stops every node (SIGTERM, then SIGKILL after `graceMs`) and the proxy. */
+  async stop(graceMs = 5_000): Promise<void> {
+    await Promise.all(
+      this.ids.map(async (id) => {
+        const node = this.node(id);
+        const child = node.child;
+        if (child === null) return;
+        const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+        if (node.state === "paused") child.kill("SIGCONT");
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+    for (const node of this.nodes.values()) node.log.end();
+    await this.proxy.close();
+  }
+}

@@ -1,0 +1,28 @@
+// The short fault campaign of CI: three real nodes, kill -9 / SIGSTOP / partitions / link cuts for
+// ~25 s of workload, then heal and check (credits never overspent, rate limits within their bound,
+// no acknowledged write lost, register and set histories linearizable, convergence).
+// Needs the build (`npm test` runs `tsc -b` first); `npm run test:faults` runs the long campaign.
+import { describe, expect, it } from "vitest";
+import { runCampaign } from "../../cluster/faults/src/campaign.js";
+import { clusterUnavailableReason } from "../../cluster/faults/src/processes.js";
+
+const missing = clusterUnavailableReason();
+const seed = Number(process.env["FAULTS_SEED"] ?? 1 + Math.floor(Math.random() * 100_000));
+
+describe("fault campaign (short)", () => {
+  it.skipIf(missing !== null)(`seed ${seed}: no overspent credit, limits within bound, no lost write, linearizable, converged${missing === null ? "" : ` (SKIPPED: ${missing})`}`, async () => {
+    const lines: string[] = [];
+    const nodes = 3;
+    // Rate limits are counted per node until issue 5's owner-based counting is wired: bound nodes x limit.
+    const report = await runCampaign({ seed, durationMs: 25_000, nodes, ratelimitBoundFactor: nodes, log: (line) => lines.push(line) });
+    const context = `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts (or npm run test:faults -- --seed ${seed} --duration 25000)\n${lines.join("\n")}\n${JSON.stringify(report)}`;
+    expect(report.violations, context).toEqual([]);
+    expect(report.converged, context).toBe(true);
+    expect(report.linearizability, context).toEqual({ register: "ok", set: "ok" });
+    // The campaign did what it claims: faults struck and every workload ran.
+    expect(Object.values(report.faults).reduce((a, b) => a + b, 0), context).toBeGreaterThan(0);
+    expect(report.operations["verifyValid"], context).toBeGreaterThan(0);
+    expect(report.operations["limitSuccess"], context).toBeGreaterThan(0);
+    expect(report.operations["writeAcked"], context).toBeGreaterThan(0);
+  }, 150_000);
+});
