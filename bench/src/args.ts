@@ -55,7 +55,7 @@ flags:
   --keys N                   keys the node holds (default ${limits.keysDefault})
   --distribution D           uniform | zipf: how keys are chosen (default uniform)
   --zipf-exponent S          exponent of the zipf distribution (default ${limits.zipfExponentDefault})
-  --cluster N                start an N-node cluster (not yet available)
+  --cluster N                run the scenario on a local N-node cluster (not yet available; see the cluster scenario)
   --workers N                load-generator threads (default 1)
   --no-baselines             skip the Fastify and Redis baselines
   --report-dir DIR           where the JSON and HTML reports go (default bench/reports)

@@ -27,8 +27,8 @@ export async function checkDeployment(options: BenchOptions): Promise<void> {
     return;
   }
   if (options.cluster !== null) {
-    throw new NotAvailableError(`--cluster ${options.cluster}: starting a local cluster is not yet available (it comes with the cluster issue); ` +
-      "start the nodes yourself and pass them with --target URL,URL,...");
+    throw new NotAvailableError(`--cluster ${options.cluster}: running this scenario on a local cluster is not yet available; ` +
+      "`npm run bench -- cluster` measures a local 3-node cluster, or start the nodes yourself and pass them with --target URL,URL,...");
   }
   const entry = options.nodeEntry ?? defaultNodeEntry;
   if (!existsSync(isAbsolute(entry) ? entry : join(repoRoot, entry))) {

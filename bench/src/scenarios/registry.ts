@@ -1,5 +1,6 @@
 import type { ScenarioName } from "../args.js";
 import { adminScenario } from "./admin.js";
+import { clusterScenario } from "./cluster.js";
 import { NotAvailableError } from "../errors.js";
 import { mixedScenario } from "./mixed.js";
 import { raftScenario } from "./raft-runner.js";
@@ -25,6 +26,6 @@ export const scenarios: Record<ScenarioName, Scenario> = {
   admin: adminScenario,
   mixed: mixedScenario,
   raft: raftScenario,
-  cluster: notYetAvailable("cluster", "multi-node cluster"),
+  cluster: clusterScenario,
   counters: notYetAvailable("counters", "replicated counters"),
 };
