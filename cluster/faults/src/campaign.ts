@@ -38,6 +38,7 @@ const requestTimeoutMs = 3_000;
 const creditsPerKey = 300;
 const registerKeys = 3;
 const creditKeys = 2;
+const topUpCredits = 30;
 const limit = 20;
 const limitDurationMs = 2_000;
 
@@ -108,6 +109,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     const setHistory: Operation<SetInput, SetOutput>[] = [];
     const acknowledgedAdds = new Set<string>();
     const admitted = new Map<string, number>(creditKeyIds.map((k) => [k, 0]));
+    const supplied = new Map<string, number>(creditKeyIds.map((k) => [k, creditsPerKey]));
     const limitAdmissions: Admission[] = [];
     const stopAtMs = Date.now() + options.durationMs;
     let writeCounter = 0;
@@ -135,6 +137,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
           operations["verifyValid"] = (operations["verifyValid"] ?? 0) + 1;
           admitted.set(keyId, (admitted.get(keyId) ?? 0) + cost);
         }
+      }
+    };
+    // Tops the credit keys up while faults strike, so verifications keep spending throughout.
+    // An increment with an unknown outcome may or may not count: `supplied` is the most the keys got.
+    const topUpWorker = async (): Promise<void> => {
+      while (Date.now() < stopAtMs - 2_000) {
+        await sleep(1_000);
+        const keyId = pick(creditKeyIds) ?? "";
+        const answer = await call(anyUp(), "/v1/keys.updateRemaining", { keyId, op: "increment", value: topUpCredits }, rootKey, requestTimeoutMs);
+        if (answer.status === 200 || !certainlyNotApplied(answer)) supplied.set(keyId, (supplied.get(keyId) ?? 0) + topUpCredits);
       }
     };
     const limitWorker = async (): Promise<void> => {
@@ -239,7 +251,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       }
     };
 
-    await Promise.all([verifyWorker(), verifyWorker(), limitWorker(), limitWorker(), registerWorker(1), registerWorker(2), setWorker(3), setWorker(4), faultWorker()]);
+    await Promise.all([verifyWorker(), verifyWorker(), topUpWorker(), limitWorker(), limitWorker(), registerWorker(1), registerWorker(2), setWorker(3), setWorker(4), faultWorker()]);
     log("workload done; healing");
     cluster.healAll();
 
@@ -293,7 +305,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     for (const keyId of creditKeyIds) {
       const answer = await call(anyUp(), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
       const remaining = field(answer.body, "remaining");
-      report.credits.push({ keyId, supplied: creditsPerKey, admittedCost: admitted.get(keyId) ?? 0, finalRemaining: typeof remaining === "number" ? remaining : null });
+      report.credits.push({ keyId, supplied: supplied.get(keyId) ?? creditsPerKey, admittedCost: admitted.get(keyId) ?? 0, finalRemaining: typeof remaining === "number" ? remaining : null });
     }
     violations.push(...creditViolations(report.credits));
     report.ratelimit.certainWindowMax = certainWindowMax(limitAdmissions, limitDurationMs);

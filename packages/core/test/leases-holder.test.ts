@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expiryWaitMs, LeaseExpiryTracker, LeaseHolder, replayHolderJournal, type HolderJournalRecord, type LeaseHolderOptions } from "@keyraft/core";
+import { compactHolderJournal, expiryWaitMs, LeaseExpiryTracker, LeaseHolder, replayHolderJournal, type HolderJournalRecord, type LeaseHolderOptions } from "@keyraft/core";
 
 const options: LeaseHolderOptions = { ttlMs: 1000, requestTimeoutMs: 300, settleRetryMs: 100, requestCredits: 10, renewFraction: 0.25, refusedBackoffMs: 50 };
 
@@ -88,6 +88,33 @@ describe("LeaseHolder", () => {
     holder.poll(0);
     holder.onOutcome({ type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "low-not-owner", ownerNodeId: "n3" }, 5);
     expect(holder.verify("k", 1, 6).result).toEqual({ type: "no-lease", forwardTo: "n3", leaseRemaining: 0 });
+  });
+});
+
+describe("holder journal compaction", () => {
+  it("a compacted journal restores the same owed settles and lease numbering", () => {
+    const holder = LeaseHolder.create("n1", options);
+    const journal: HolderJournalRecord[] = [];
+    for (const [i, key] of ["a", "b", "c"].entries()) {
+      holder.verify(key, 1, i);
+      journal.push(...holder.poll(i).journal);
+    }
+    journal.push(...holder.onOutcome({ ...granted(1, 10), keyId: "a" }, 5).journal);
+    journal.push(...holder.onOutcome({ ...granted(2, 10), keyId: "b" }, 5).journal);
+    journal.push(...holder.verify("a", 4, 6).journal);
+    journal.push(...holder.verify("b", 2, 6).journal);
+    journal.push(...holder.onEpoch("b", 1, 7).journal); // closes b's lease
+    journal.push(...holder.onOutcome({ type: "settled", keyId: "b", nodeId: "n1", seq: 2, returned: 8 }, 8).journal);
+    const compacted = compactHolderJournal(journal);
+    expect(compacted.length).toBeLessThan(journal.length);
+    const settles = (records: HolderJournalRecord[]) =>
+      LeaseHolder.restore("n1", records, options).holder.poll(100).requests.filter((r) => r.type === "settleCreditLease");
+    expect(settles(compacted)).toEqual(settles(journal));
+    expect(settles(journal)).toEqual([
+      { type: "settleCreditLease", keyId: "a", nodeId: "n1", seq: 1, spent: 4 },
+      { type: "settleCreditLease", keyId: "c", nodeId: "n1", seq: 3, spent: 0 },
+    ]);
+    expect(replayHolderJournal(compacted).seqMax).toBe(3);
   });
 });
 

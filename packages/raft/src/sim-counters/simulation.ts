@@ -88,8 +88,8 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   const random = new Xoshiro128(options.seed);
   const nodeCount = 3 + random.intBelow(3);
   const keyCount = 1 + random.intBelow(3);
-  const driftMax = random.nextFloat() * 0.05;
-  const ttlMs = 100 + random.intBelow(10) * 50;
+  const driftMax = random.nextFloat() * 0.1;
+  const ttlMs = 100 + random.intBelow(19) * 50;
   const holderOptions: LeaseHolderOptions = {
     ttlMs,
     requestTimeoutMs: 50 + random.intBelow(10) * 20,
@@ -98,7 +98,7 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     renewFraction: random.nextFloat() * 0.5,
     refusedBackoffMs: 20 + random.intBelow(5) * 10,
   };
-  const expiryOptions = { ttlMs, driftMax, marginMs: random.intBelow(3) * 10 };
+  const expiryOptions = { ttlMs, driftMax, marginMs: random.chance(0.5) ? 0 : random.intBelow(3) * 10 };
   const policy = { lowWatermark: random.intBelow(40), shareDivisor: 1 + random.intBelow(3) };
   const dropRate = random.nextFloat() * 0.2;
   const duplicateRate = random.nextFloat() * 0.05;
@@ -109,8 +109,10 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   const healRate = 0.02 + random.nextFloat() * 0.05;
   const verifyPerStep = 1 + random.intBelow(4);
   const costMax = 1 + random.intBelow(6);
-  const adminRate = random.nextFloat() * 0.01;
+  const adminRate = random.nextFloat() * 0.04;
 
+  /** Clock rate in [1, 1 + driftMax]: at either extreme half of the time, the worst case for expiry. */
+  const drawRate = (): number => (random.chance(0.5) ? (random.chance(0.5) ? 1 : 1 + driftMax) : 1 + random.nextFloat() * driftMax);
   const ids = Array.from({ length: nodeCount }, (_, i) => `n${i + 1}`);
   const keyIds = Array.from({ length: keyCount }, (_, i) => `key_${i + 1}`);
   const nodes = new Map<string, SimNodeState>();
@@ -121,7 +123,7 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
       holder: LeaseHolder.create(id, holderOptions),
       journal: [],
       offsetMs: random.intBelow(1_000_000),
-      rate: 1 + random.nextFloat() * driftMax,
+      rate: drawRate(),
       epochsSeen: new Map(),
       buffer: { journal: [], requests: [], spends: [] },
     });
