@@ -82,6 +82,12 @@ describe("LeaseHolder", () => {
     expect(holder.verify("k", 1, 7).result.type).toBe("no-lease");
   });
 
+  it("cost 0 is a pure read: admitted without a lease, journals nothing, asks for nothing", () => {
+    const holder = LeaseHolder.create("n1", options);
+    expect(holder.verify("k", 0, 0)).toEqual({ result: { type: "admitted", leaseRemaining: 0 }, journal: [] });
+    expect(holder.poll(0)).toEqual({ journal: [], requests: [] });
+  });
+
   it("a low-credit refusal names the owner to forward to", () => {
     const holder = LeaseHolder.create("n1", options);
     holder.verify("k", 1, 0);

@@ -159,17 +159,20 @@ export class LeaseHolder {
    */
   verify(keyId: string, cost: number, nowMonoMs: number): { result: HolderVerify; journal: HolderJournalRecord[] } {
     assert(Number.isSafeInteger(cost) && cost >= 0, "holder verify: cost is a non-negative integer");
+    if (cost === 0) {
+      // A pure read (decision 2): admitted even at 0 credits, spends nothing, asks for no lease.
+      return { result: { type: "admitted", leaseRemaining: this.leaseRemaining(keyId, nowMonoMs) }, journal: [] };
+    }
     const hold = this.hold(keyId);
     if (hold === undefined) return { result: { type: "no-lease", forwardTo: null, leaseRemaining: 0 }, journal: [] };
-    if (cost > 0) hold.usedAtMonoMs = nowMonoMs;
+    hold.usedAtMonoMs = nowMonoMs;
     const live = hold.leases.filter((l) => nowMonoMs < l.deadlineMonoMs && l.granted - l.spent >= cost);
     live.sort((a, b) => a.deadlineMonoMs - b.deadlineMonoMs);
     const lease = live[0];
     if (lease === undefined) {
-      hold.wanted = Math.max(hold.wanted, cost, 1);
+      hold.wanted = Math.max(hold.wanted, cost);
       return { result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: this.usable(hold, nowMonoMs) }, journal: [] };
     }
-    if (cost === 0) return { result: { type: "admitted", leaseRemaining: this.usable(hold, nowMonoMs) }, journal: [] };
     lease.spent += cost;
     assert(lease.spent <= lease.granted, "holder: never spends past a grant");
     return {

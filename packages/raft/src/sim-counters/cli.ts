@@ -27,7 +27,7 @@ function main(): number {
   const options = parseArgs(process.argv.slice(2));
   const seeds = options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
   const startedMs = performance.now();
-  const totals = { verifications: 0, admittedLocal: 0, admittedForwarded: 0, noLease: 0, grants: 0, settles: 0, expires: 0, crashes: 0, partitions: 0, resets: 0 };
+  const totals = { verifications: 0, admittedLocal: 0, admittedForwarded: 0, noLease: 0, noLeaseWithCredits: 0, grants: 0, settles: 0, expires: 0, crashes: 0, partitions: 0, resets: 0 };
   let failures = 0;
   for (const seed of seeds) {
     const trace = options.verbose ? (line: string) => console.log(line) : undefined;

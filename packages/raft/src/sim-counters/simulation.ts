@@ -29,6 +29,11 @@ export interface CounterSimOptions {
   /** Steps of the fault phase; one step is `stepMs` of true time. */
   steps: number;
   trace?: (line: string) => void;
+  /**
+   * "faults" (default): everything drawn from the seed, adversarial. "steady": no faults, plenty of
+   * credits, a short network delay: the common case, where verifications should be local.
+   */
+  profile?: "faults" | "steady";
 }
 
 export interface CounterSimStats {
@@ -39,6 +44,8 @@ export interface CounterSimStats {
   admittedForwarded: number;
   admittedCost: number;
   noLease: number;
+  /** Verifications without a usable lease while the ledger had unleased credits for them (the cost of leasing). */
+  noLeaseWithCredits: number;
   grants: number;
   settles: number;
   expires: number;
@@ -89,27 +96,28 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   const nodeCount = 3 + random.intBelow(3);
   const keyCount = 1 + random.intBelow(3);
   const driftMax = random.nextFloat() * 0.1;
-  const ttlMs = 100 + random.intBelow(19) * 50;
+  const steady = options.profile === "steady";
+  const ttlMs = steady ? 2_000 : 100 + random.intBelow(19) * 50;
   const holderOptions: LeaseHolderOptions = {
     ttlMs,
     requestTimeoutMs: 50 + random.intBelow(10) * 20,
     settleRetryMs: 30 + random.intBelow(5) * 20,
-    requestCredits: 1 + random.intBelow(30),
+    requestCredits: steady ? 100 : 1 + random.intBelow(30),
     renewFraction: random.nextFloat() * 0.5,
     refusedBackoffMs: 20 + random.intBelow(5) * 10,
   };
   const expiryOptions = { ttlMs, driftMax, marginMs: random.chance(0.5) ? 0 : random.intBelow(3) * 10 };
   const policy = { lowWatermark: random.intBelow(40), shareDivisor: 1 + random.intBelow(3) };
-  const dropRate = random.nextFloat() * 0.2;
-  const duplicateRate = random.nextFloat() * 0.05;
-  const delayMaxSteps = 1 + random.intBelow(8);
-  const crashRate = random.nextFloat() * 0.01;
+  const dropRate = steady ? 0 : random.nextFloat() * 0.2;
+  const duplicateRate = steady ? 0 : random.nextFloat() * 0.05;
+  const delayMaxSteps = steady ? 1 : 1 + random.intBelow(8);
+  const crashRate = steady ? 0 : random.nextFloat() * 0.01;
   const restartRate = 0.02 + random.nextFloat() * 0.1;
-  const partitionRate = random.nextFloat() * 0.02;
+  const partitionRate = steady ? 0 : random.nextFloat() * 0.02;
   const healRate = 0.02 + random.nextFloat() * 0.05;
   const verifyPerStep = 1 + random.intBelow(4);
   const costMax = 1 + random.intBelow(6);
-  const adminRate = random.nextFloat() * 0.04;
+  const adminRate = steady ? 0 : random.nextFloat() * 0.04;
 
   /** Clock rate in [1, 1 + driftMax]: at either extreme half of the time, the worst case for expiry. */
   const drawRate = (): number => (random.chance(0.5) ? (random.chance(0.5) ? 1 : 1 + driftMax) : 1 + random.nextFloat() * driftMax);
@@ -136,7 +144,7 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   let suppliedTotal = 0;
   let admittedTotal = 0;
   for (const keyId of keyIds) {
-    const initial = random.intBelow(400);
+    const initial = steady ? 1_000_000 : random.intBelow(400);
     ledgers.set(keyId, createCreditLedger(keyId, initial));
     epochBalanceMax.set(`${keyId}/0`, initial);
     suppliedTotal += initial;
@@ -155,6 +163,7 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     admittedForwarded: 0,
     admittedCost: 0,
     noLease: 0,
+    noLeaseWithCredits: 0,
     grants: 0,
     settles: 0,
     expires: 0,
@@ -324,6 +333,7 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
       return;
     }
     stats.noLease++;
+    if ((ledgers.get(keyId)?.unleased ?? 0) >= cost) stats.noLeaseWithCredits++;
   };
 
   const adminWrite = (): void => {
