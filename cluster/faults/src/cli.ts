@@ -30,7 +30,7 @@ async function main(): Promise<number> {
   // Until rate limits are counted cluster-wide (issue 5 wiring), each node counts its own: bound N x limit.
   const factor = options.factor > 0 ? options.factor : options.nodes;
   console.log(`seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`);
-  const report = await runCampaign({ seed: options.seed, durationMs: options.durationMs, nodes: options.nodes, ratelimitBoundFactor: factor, log: (line) => console.log(line), keepData: true });
+  const report = await runCampaign({ seed: options.seed, durationMs: options.durationMs, nodes: options.nodes, ratelimitBoundFactor: factor, log: (line) => console.log(line) });
   for (const v of report.violations) console.log(`VIOLATION: ${v}`);
   console.log(JSON.stringify(report));
   return report.violations.length === 0 ? 0 : 1;

@@ -156,4 +156,35 @@ describe("async limits", () => {
       { numRuns: 300 },
     );
   });
+
+  it("a steady stream over 3 nodes with R from the formula stays within 10% overshoot", () => {
+    // Aggregate rate r = 3 x limit per window, spread round-robin; R chosen so that
+    // (n - 1) * r * R / (n * limit) <= 0.1, i.e. R <= 0.1 * n * limit / ((n - 1) * r).
+    const nodes = 3;
+    const limit = 300;
+    const durationMs = 1000;
+    const ratePerMs = (3 * limit) / durationMs;
+    const reconcileMs = Math.floor((0.1 * nodes * limit) / ((nodes - 1) * ratePerMs));
+    const estimators = Array.from({ length: nodes }, () => new AsyncLimitEstimator(durationMs, 100));
+    const admittedAt: number[] = [];
+    const gapMs = 1 / ratePerMs;
+    let next = 0;
+    for (let t = 0; t < 10_000; t++) {
+      while (next <= t) {
+        const est = estimators[Math.floor(next / gapMs) % nodes];
+        if (est?.admit("id", limit, 1, t).success === true) admittedAt.push(t);
+        next += gapMs;
+      }
+      if (t % reconcileMs === 0) {
+        for (const [a, ea] of estimators.entries()) for (const [b, eb] of estimators.entries()) if (a !== b) eb.merge(`n${a}`, ea.report(t));
+      }
+    }
+    let worst = 0;
+    for (let i = 0, j = 0; i < admittedAt.length; i++) {
+      while ((admittedAt[j] ?? 0) <= (admittedAt[i] ?? 0) - durationMs) j++;
+      worst = Math.max(worst, i - j + 1);
+    }
+    expect(worst).toBeGreaterThanOrEqual(limit); // the load saturates the limit
+    expect(worst / limit - 1).toBeLessThanOrEqual(0.1);
+  });
 });
