@@ -124,7 +124,7 @@ describe("credit ledger with leases", () => {
       fc.record({ t: fc.constant("direct" as const), cost: fc.integer({ min: 0, max: 30 }) }),
     );
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 500 }), fc.array(op, { maxLength: 120 }), (initial, ops) => {
+      fc.property(fc.integer({ min: 0, max: 500 }), fc.array(op, { minLength: 10, maxLength: 150, size: "max" }), (initial, ops) => {
         let record: CreditLedgerRecord = createCreditLedger("key_m", initial);
         let supplied = initial;
         let admitted = 0;

@@ -62,6 +62,57 @@ describe("rendezvous placement", () => {
 });
 
 describe("reservations across a takeover", () => {
+  it("property: owner -> successor -> owner again (handBack with the successor's counts) stays within the limit", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 40 }), fc.array(fc.oneof({ arbitrary: fc.constant(0), weight: 6 }, { arbitrary: fc.constant(1), weight: 6 }, { arbitrary: fc.constant(2), weight: 1 }, { arbitrary: fc.constant(3), weight: 1 }), { minLength: 20, maxLength: 200, size: "max" }), (limit, ops) => {
+        let owner = new OwnerReservations();
+        const successor = new SuccessorReservations();
+        let phase: "owner" | "successor" | "owner-again" = "owner";
+        let ownerCount = 0; // the owner's limiter count for the bucket
+        let successorCount = 0;
+        let total = 0;
+        const inFlight: { key: string; limit: number; bucketStartMs: number; count: number }[] = [];
+        for (const op of ops) {
+          if (op === 0) {
+            // An admission at whoever serves now.
+            if (phase === "successor") {
+              if (successorCount + 1 <= limit) {
+                successorCount++;
+                total++;
+              }
+            } else if (ownerCount + 1 <= limit) {
+              if (owner.covered("k", 0, ownerCount + 1)) {
+                ownerCount++;
+                total++;
+              } else {
+                const ask = owner.request({ key: "k", limit, bucketStartMs: 0, count: ownerCount + 1 });
+                if (ask !== null) inFlight.push(ask);
+              }
+            }
+          } else if (op === 1 && inFlight.length > 0) {
+            const ask = inFlight.shift();
+            if (ask === undefined) continue;
+            const ack = successor.accept(ask);
+            if (ack !== null) owner.onAck(ack);
+            else owner.onLost(ask);
+          } else if (op === 2 && phase === "owner") {
+            phase = "successor";
+            successorCount = successor.takeOver().reduce((sum, b) => sum + b.count, 0);
+          } else if (op === 3 && phase === "successor") {
+            phase = "owner-again";
+            // The returning owner restarts from the handed-back counts, with fresh bookkeeping.
+            const restored = successor.handBack([{ key: "k", limit, bucketStartMs: 0, count: successorCount }]);
+            owner = new OwnerReservations();
+            ownerCount = restored.reduce((sum, b) => Math.max(sum, b.count), 0);
+            inFlight.length = 0;
+          }
+          expect(total).toBeLessThanOrEqual(limit);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it("nextReservation grows by ceil(limit/8), capped at the limit", () => {
     expect(nextReservation(0, 100)).toBe(13);
     expect(nextReservation(95, 100)).toBe(100);
@@ -75,7 +126,15 @@ describe("reservations across a takeover", () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 60 }),
-        fc.array(fc.oneof(fc.constant("admit" as const), fc.constant("deliver" as const), fc.constant("drop" as const), fc.constant("takeover" as const)), { maxLength: 200 }),
+        fc.array(
+          fc.oneof(
+            { arbitrary: fc.constant("admit" as const), weight: 6 },
+            { arbitrary: fc.constant("deliver" as const), weight: 5 },
+            { arbitrary: fc.constant("drop" as const), weight: 1 },
+            { arbitrary: fc.constant("takeover" as const), weight: 1 },
+          ),
+          { minLength: 20, maxLength: 200, size: "max" },
+        ),
         (limit, ops) => {
           const owner = new OwnerReservations();
           const successor = new SuccessorReservations();

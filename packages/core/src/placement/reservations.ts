@@ -94,11 +94,21 @@ export class SuccessorReservations {
     return [...this.reserved.values()];
   }
 
-  /** The old owner is back and has fetched these counts: it may serve again, this side holds its reservations anew. */
-  handBack(): ReservationBucket[] {
-    const buckets = [...this.reserved.values()];
+  /**
+   * The owner is back. This side has stopped serving; `served` are the counts it admitted while it
+   * served (its limiter's buckets). Returns, per bucket, the higher of those and the reservations,
+   * for the owner to restore before it serves again; this side then acknowledges its reservations
+   * anew, starting from those counts.
+   */
+  handBack(served: readonly ReservationBucket[]): ReservationBucket[] {
+    for (const bucket of served) {
+      const id = bucketId(bucket.key, bucket.bucketStartMs);
+      const current = this.reserved.get(id);
+      if (current === undefined && this.reserved.size >= reservationBucketsMax) continue;
+      this.reserved.set(id, { ...bucket, count: Math.max(current?.count ?? 0, bucket.count) });
+    }
     this.fenced = false;
-    return buckets;
+    return [...this.reserved.values()];
   }
 
   isFenced(): boolean {
