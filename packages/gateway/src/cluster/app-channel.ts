@@ -30,6 +30,9 @@ export function attachAppChannel(node: RaftNode, onMessage: (from: NodeId, paylo
   const native = node as unknown as NativeAppChannel;
   if (typeof native.sendAppMessage === "function") return (to, payload) => native.sendAppMessage?.(to, payload) ?? false;
   const internals = node as unknown as TransportInternals;
+  if (typeof internals.push !== "function" || typeof internals.transport?.send !== "function") {
+    throw new Error("app channel: this RaftNode has neither sendAppMessage nor the transport it used to reach; update cluster/app-channel.ts");
+  }
   const push = internals.push.bind(node);
   internals.push = (input) => {
     const message = input.message;
