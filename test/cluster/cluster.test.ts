@@ -3,7 +3,9 @@
 // loses no acknowledged write and fails no verification on the survivors, a whole-cluster
 // restart keeps every acknowledged write; then a second cluster with a 1 s staleness bound:
 // a minority node refuses (or, with KEYRAFT_STALE_POLICY=serve, serves marked) verifications.
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:net";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -13,6 +15,7 @@ import { keyStateMachine, type CommandOutcome, type KeyCommand } from "@keyraft/
 import { bootstrapRootKey } from "../../packages/gateway/src/state/bootstrap.js";
 import { LevelCommandLog } from "../../packages/gateway/src/store/level-command-log.js";
 import { openStoreDb } from "../../packages/gateway/src/store/level-db.js";
+import { repoRoot } from "../e2e/node-process.js";
 import {
   call,
   eventually,
@@ -301,4 +304,54 @@ describe("a pre-cluster single-node data dir", () => {
     expect(member.output()).toContain("can only be upgraded into a one-member cluster");
     expect(existsSync(join(dataDir, "CURRENT"))).toBe(true); // untouched
   }, 30_000);
+});
+
+describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
+  async function portsFree(base: number, count: number): Promise<boolean> {
+    for (let port = base; port < base + count; port++) {
+      const free = await new Promise<boolean>((resolve) => {
+        const server = createServer();
+        server.once("error", () => resolve(false));
+        server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+      });
+      if (!free) return false;
+    }
+    return true;
+  }
+
+  async function freeRange(count: number): Promise<number> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const base = 20_000 + Math.floor(Math.random() * 40_000);
+      if (await portsFree(base, count)) return base;
+    }
+    throw new Error("no free port range");
+  }
+
+  it("starts three nodes, shows the leader, answers ctl status, and stops all on SIGINT with exit 0", async () => {
+    const httpBase = await freeRange(3);
+    const raftBase = await freeRange(3);
+    const dir = join(root, "script");
+    const child = spawn(process.execPath, [join(repoRoot, "cluster/run.mjs")], {
+      cwd: repoRoot,
+      env: { PATH: process.env["PATH"] ?? "", KEYRAFT_CLUSTER_DIR: dir, KEYRAFT_CLUSTER_HTTP_BASE: String(httpBase), KEYRAFT_CLUSTER_RAFT_BASE: String(raftBase) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk) => (out += String(chunk)));
+    child.stderr.on("data", (chunk) => (out += String(chunk)));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      await eventually(async () => /leader: n\d \|/.test(out), 30_000, "a status line naming the leader");
+      const rootKeys = out.match(/root key \(shown once, store it now\): (\S+)/g) ?? [];
+      expect(rootKeys).toHaveLength(1); // one root key, printed once
+      const ctl = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "status", "--url", `http://127.0.0.1:${httpBase + 1}`], { encoding: "utf8" });
+      expect(ctl.status).toBe(0);
+      expect(ctl.stdout).toMatch(/^n2: (leader|follower), term \d+, leader n\d/);
+      expect(existsSync(join(dir, "secret"))).toBe(true);
+    } finally {
+      child.kill("SIGINT");
+    }
+    expect(await exited).toBe(0);
+    expect(out).toContain("cluster: stopped (n1 0, n2 0, n3 0)");
+  }, 60_000);
 });
