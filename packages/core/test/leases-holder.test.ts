@@ -88,6 +88,16 @@ describe("LeaseHolder", () => {
     expect(holder.poll(0)).toEqual({ journal: [], requests: [] });
   });
 
+  it("a grant from before a reset the replica already shows is settled at once", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    holder.onEpoch("k", 2, 1);
+    const out = holder.onOutcome(granted(1, 10), 2); // epoch 0 < 2
+    expect(out.requests).toEqual([{ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 0 }]);
+    expect(holder.verify("k", 1, 3).result.type).toBe("no-lease");
+  });
+
   it("a low-credit refusal names the owner to forward to", () => {
     const holder = LeaseHolder.create("n1", options);
     holder.verify("k", 1, 0);

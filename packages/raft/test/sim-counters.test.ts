@@ -9,7 +9,7 @@ const regressionSeeds = readFileSync(seedsFile, "utf8")
   .filter((line) => line !== "" && !line.startsWith("#"))
   .map(Number);
 
-const seeds = Number(process.env["SIM_COUNTER_SEEDS"] ?? 2000);
+const seeds = Number(process.env["SIM_COUNTER_SEEDS"] ?? 4000);
 const steps = Number(process.env["SIM_COUNTER_STEPS"] ?? 300);
 
 function failureReport(seed: number, failure: string | undefined): string {

@@ -79,6 +79,8 @@ interface KeyHold {
   lastGranted: number;
   /** Last time a verification wanted credits of this key (renewals only for keys in use). */
   usedAtMonoMs: number;
+  /** Highest ledger epoch of this key seen in the local replica: older grants are closed at once. */
+  epochSeen: number;
 }
 
 export type HolderVerify =
@@ -135,7 +137,7 @@ export class LeaseHolder {
     let hold = this.keys.get(keyId);
     if (hold === undefined) {
       if (this.keys.size >= holderKeysMax) return undefined;
-      hold = { leases: [], pending: null, wanted: 0, retryAtMonoMs: 0, forwardTo: null, lastGranted: 0, usedAtMonoMs: -Infinity };
+      hold = { leases: [], pending: null, wanted: 0, retryAtMonoMs: 0, forwardTo: null, lastGranted: 0, usedAtMonoMs: -Infinity, epochSeen: 0 };
       this.keys.set(keyId, hold);
     }
     return hold;
@@ -261,7 +263,8 @@ export class LeaseHolder {
         };
         out.journal.push({ t: "grant", keyId: outcome.keyId, seq: outcome.seq, granted: outcome.granted, epoch: outcome.epoch });
         hold.leases.push(lease);
-        if (nowMonoMs >= lease.deadlineMonoMs) this.close(outcome.keyId, hold, lease, nowMonoMs, out);
+        // Past its deadline already, or granted before a reset this node has seen: settle it now.
+        if (nowMonoMs >= lease.deadlineMonoMs || outcome.epoch < hold.epochSeen) this.close(outcome.keyId, hold, lease, nowMonoMs, out);
         return out;
       }
       case "refused": {
@@ -297,6 +300,7 @@ export class LeaseHolder {
     const out: HolderOutput = { journal: [], requests: [] };
     const hold = this.keys.get(keyId);
     if (hold === undefined) return out;
+    hold.epochSeen = Math.max(hold.epochSeen, epoch);
     for (const lease of [...hold.leases]) if (lease.epoch < epoch) this.close(keyId, hold, lease, nowMonoMs, out);
     return out;
   }
