@@ -341,7 +341,8 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
     child.stderr.on("data", (chunk) => (out += String(chunk)));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
-      await eventually(async () => /leader: n\d \|/.test(out), 30_000, "a status line naming the leader");
+      // Followers may listen (and the status line name the leader) before the leader has printed the key.
+      await eventually(async () => /leader: n\d \|/.test(out) && out.includes("root key (shown once"), 30_000, "a status line naming the leader, and the root key");
       const rootKeys = out.match(/root key \(shown once, store it now\): (\S+)/g) ?? [];
       expect(rootKeys).toHaveLength(1); // one root key, printed once
       const ctl = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "status", "--url", `http://127.0.0.1:${httpBase + 1}`], { encoding: "utf8" });
