@@ -5,7 +5,7 @@
 // Exit codes: 0 clean shutdown; 1 fatal error (a failed disk write, an uncaught error, a failed
 // start, a second signal or a shutdown that timed out); 2 invalid configuration.
 import { randomBytes } from "node:crypto";
-import { keyStateMachine, SlidingWindowLimiter } from "@keyraft/core";
+import { keyStateMachine, ROOT_API_ID, SlidingWindowLimiter, type KeyState } from "@keyraft/core";
 import type { Logger } from "pino";
 import { bootstrapRootKey, buildApp } from "./app.js";
 import { parseConfig, type Config } from "./config.js";
@@ -27,6 +27,9 @@ const idleReapIntervalMs = 50;
 const freshWaitLogEveryMs = 5000;
 /** Attempts of the root-key bootstrap write when the cluster answers 503 (an election at start). */
 const startWriteAttemptsMax = 5;
+/** A follower at start checks this often, this many times, whether a root key exists (see watchForMissingRootKey). */
+const rootKeyWatchIntervalMs = 1000;
+const rootKeyWatchChecksMax = 60;
 
 interface Node {
   close(): Promise<void>;
@@ -93,14 +96,16 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     logger.info({ appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader }, "caught up with the cluster");
     // Generate a root key only where no other member will: a one-member cluster, or the leader
     // of a new cluster (followers then receive it through the log).
-    const mayGenerate = config.rootKey !== null || (peers.length === 1 && !join) || cluster.isLeader();
-    if (mayGenerate) {
-      const commandLog = cluster.commandLog;
+    const commandLog = cluster.commandLog;
+    const ensureRootKey = async () => {
       const root = await withRetries(() => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }), logger);
       logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: config.rootKey !== null }, "root key ready");
       // Printed once, straight to stdout and never through the logger (which would keep it in log files).
       if (root.generatedKey !== null) process.stdout.write(`\nroot key (shown once, store it now): ${root.generatedKey}\n\n`);
-    }
+    };
+    const mayGenerate = config.rootKey !== null || (peers.length === 1 && !join) || cluster.isLeader();
+    if (mayGenerate) await ensureRootKey();
+    else if (!hasRootKey(machine.state)) watchForMissingRootKey(cluster, machine.state, ensureRootKey, logger);
 
     const deps = {
       logger,
@@ -138,6 +143,27 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     await closeQuietly(db);
     throw error;
   }
+}
+
+function hasRootKey(state: KeyState): boolean {
+  for (const key of state.keys.values()) if (key.apiId === ROOT_API_ID) return true;
+  return false;
+}
+
+/**
+ * A founder that was a follower when it started leaves the generated root key to the leader. If
+ * leadership moved just then, no node may have generated one: whichever node leads later does.
+ */
+function watchForMissingRootKey(cluster: ClusterNode, state: KeyState, ensure: () => Promise<void>, logger: Logger): void {
+  let checks = 0;
+  const timer = setInterval(() => {
+    checks++;
+    if (hasRootKey(state) || checks > rootKeyWatchChecksMax) return clearInterval(timer);
+    if (!cluster.isLeader()) return;
+    clearInterval(timer);
+    ensure().catch((error: unknown) => logger.error({ err: error }, "root key bootstrap failed; set KEYRAFT_ROOT_KEY and restart a node"));
+  }, rootKeyWatchIntervalMs);
+  timer.unref();
 }
 
 /** A start-time write that met a leader change (503: retry) is tried again a few times. */
