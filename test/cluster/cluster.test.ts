@@ -188,6 +188,33 @@ describe("a three-node cluster", () => {
   }, 90_000);
 });
 
+describe("membership removal", () => {
+  it("removes a node at run time through cluster:ctl; the rest keep writing", async () => {
+    const members = await planMembers(["r1", "r2", "r3"], (id) => join(root, "r", id));
+    for (const member of members) spawnMember(member, peersOf(members));
+    await Promise.all(members.map((member) => waitLive(member)));
+    const leader = await leaderOf(members);
+    const removed = members.find((member) => member !== leader) as ClusterMember;
+    const ctl = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "remove", removed.id, "--url", removed.baseUrl], {
+      encoding: "utf8",
+      env: { PATH: process.env["PATH"] ?? "", KEYRAFT_ROOT_KEY: rootKey },
+    });
+    expect(ctl.status, ctl.stderr).toBe(0);
+    expect(ctl.stdout).toContain(`${removed.id} removed at index`);
+    const rest = members.filter((member) => member !== removed);
+    for (const member of rest) await eventually(async () => !(await status(member)).voters.includes(removed.id), 5000, "removed from the voters");
+    await kill(removed, "SIGKILL");
+    const apiId = await createApi(rest[0] as ClusterMember);
+    const created = await createKey(rest[1] as ClusterMember, apiId);
+    expect(created.status).toBe(200);
+    for (const member of rest) await eventually(() => isValid(member, created.key as string), 5000, "write after removal");
+    const refused = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "remove", "r9"], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "" } });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/KEYRAFT_ROOT_KEY/);
+    for (const member of rest) await kill(member, "SIGKILL");
+  }, 60_000);
+});
+
 describe("bounded staleness", () => {
   let members: ClusterMember[] = [];
 
