@@ -4,6 +4,7 @@
 // nothing: the next leader's promoter finishes the job). Removing: the configuration change, then
 // the address-book entry (best effort: a leader that removed itself no longer leads).
 import type { NodeId, NodeStatus } from "@keyraft/raft";
+import { peersMax } from "./config.js";
 import { encodeEntry } from "./entry-codec.js";
 import { classifyProposeError, proposeLocally, type RaftLink } from "./cluster-command-log.js";
 import type { RpcResult } from "./rpc.js";
@@ -22,6 +23,10 @@ export async function addNodeOnLeader(raft: MembershipRaft, id: NodeId, url: str
   const status = raft.status();
   if (status.role !== "leader") return { ok: false, retry: true, message: "not the leader" };
   if (status.conf.voters.includes(id)) return { ok: true, index: status.commit };
+  const members = status.conf.voters.length + status.conf.learners.length;
+  if (!status.conf.learners.includes(id) && members >= peersMax) {
+    return { ok: false, retry: false, message: `the cluster already has ${members} members, the most it may have (${peersMax})` };
+  }
   const address = await proposeLocally(raft, encodeEntry({ kind: "peer", id, url }));
   if (!address.ok) return address;
   if (raft.status().conf.learners.includes(id)) return address;
