@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { SlidingWindowLimiter } from "@keyraft/core";
 import { AsyncLimitEstimator, asyncOvershootBound, nextReservation, OwnerReservations, ownerOf, rankNodes, servingNode, SuccessorReservations } from "@keyraft/core";
 
 const nodesArb = fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 9 });
@@ -110,6 +111,75 @@ describe("reservations across a takeover", () => {
         }
       }),
       { numRuns: 500 },
+    );
+  });
+
+  // With the real sliding-window limiter: the owner admits in its limiter and answers success only
+  // once the touched bucket's count is covered by an acknowledged reservation (acks arrive late or
+  // are lost); at a random instant the successor takes over, restores its reserved buckets into its
+  // own limiter and serves; the old owner keeps answering what its acks cover. Every window of
+  // durationMs holds at most `limit` answered successes (at the instant the limiter judged them).
+  it("property: owner + successor with the real limiter never answer more than the limit in any window", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 30 }),
+        fc.integer({ min: 10, max: 500 }),
+        fc.array(fc.record({ dtMs: fc.integer({ min: 0, max: 60 }), op: fc.integer({ min: 0, max: 9 }) }), { minLength: 20, maxLength: 300, size: "max" }),
+        fc.integer({ min: 0, max: 300 }),
+        (limit, durationMs, steps, takeoverAt) => {
+          const check = { key: "ns:id", limit, durationMs, cost: 1 };
+          const ownerLimiter = new SlidingWindowLimiter();
+          const owner = new OwnerReservations();
+          const successor = new SuccessorReservations();
+          let successorLimiter: SlidingWindowLimiter | null = null;
+          const waiting: { count: number; bucketStartMs: number; decidedAtMs: number }[] = []; // owner admissions not yet answered
+          const asks: { key: string; limit: number; bucketStartMs: number; count: number }[] = [];
+          const answered: number[] = [];
+          let nowMs = 1_000_000;
+          steps.forEach(({ dtMs, op }, i) => {
+            nowMs += dtMs;
+            if (i === takeoverAt && successorLimiter === null) {
+              successorLimiter = new SlidingWindowLimiter();
+              for (const b of successor.takeOver()) successorLimiter.restoreBucket({ ...b, durationMs });
+            }
+            if (op <= 3) {
+              // A check at the old owner (it keeps serving until it learns of the takeover).
+              const result = ownerLimiter.limit([check], nowMs);
+              const touched = result.touched[0];
+              if (result.success && touched !== undefined) {
+                if (owner.covered(check.key, touched.bucketStartMs, touched.count)) answered.push(nowMs);
+                else {
+                  waiting.push({ count: touched.count, bucketStartMs: touched.bucketStartMs, decidedAtMs: nowMs });
+                  const ask = owner.request({ key: check.key, limit, bucketStartMs: touched.bucketStartMs, count: touched.count });
+                  if (ask !== null) asks.push(ask);
+                }
+              }
+            } else if (op <= 5 && asks.length > 0) {
+              const ask = asks.shift();
+              if (ask === undefined) return;
+              const ack = successor.accept(ask);
+              if (ack === null) owner.onLost(ask);
+              else owner.onAck(ack);
+              // Answer the waiting admissions now covered; the rest time out as failures after a while.
+              for (const w of waiting.splice(0)) {
+                if (owner.covered(check.key, w.bucketStartMs, w.count)) answered.push(w.decidedAtMs); // judged at its decision time
+              }
+            } else if (op === 6 && asks.length > 0) {
+              const ask = asks.shift();
+              if (ask !== undefined) owner.onLost(ask);
+            } else if (op >= 7 && successorLimiter !== null) {
+              const s: SlidingWindowLimiter = successorLimiter;
+              if (s.limit([check], nowMs).success) answered.push(nowMs);
+            }
+          });
+          answered.sort((a, b) => a - b);
+          for (let i = 0, j = 0; i < answered.length; i++) {
+            while ((answered[j] ?? 0) <= (answered[i] ?? 0) - durationMs) j++;
+            expect(i - j + 1).toBeLessThanOrEqual(limit);
+          }
+        },
+      ),
+      { numRuns: 400 },
     );
   });
 
