@@ -32,7 +32,8 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
   const { cluster, ctx, stalePolicy } = options;
 
   app.addHook("onRequest", (request, reply, done) => {
-    const path = request.url.split("?")[0] ?? "";
+    // The matched route's path (no allocation; undefined for a 404).
+    const path = request.routeOptions.url ?? "";
     if (path === "/v1/liveness") {
       // Liveness stays 200 (the process is alive); the headers say whether its answers are fresh.
       reply.header(roleHeader, cluster.isLeader() ? "leader" : "follower");
