@@ -160,3 +160,5 @@ export {
 export type { ReservationBucket } from "./placement/reservations.js";
 export { AsyncLimitEstimator, asyncBucketsMax, asyncOvershootBound } from "./placement/async-estimator.js";
 export type { AsyncBucketCount } from "./placement/async-estimator.js";
+export { ForwardBatcher, forwardBatchChecksMax, forwardQueuedMax } from "./placement/forward-batcher.js";
+export type { ForwardBatch } from "./placement/forward-batcher.js";
