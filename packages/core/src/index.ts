@@ -157,7 +157,7 @@ export {
   reservationBucketsMax,
   SuccessorReservations,
 } from "./placement/reservations.js";
-export type { ReservationBucket } from "./placement/reservations.js";
+export type { HandBack, ReservationAsk, ReservationBucket } from "./placement/reservations.js";
 export { AsyncLimitEstimator, asyncBucketsMax, asyncOvershootBound } from "./placement/async-estimator.js";
 export type { AsyncBucketCount } from "./placement/async-estimator.js";
 export { ForwardBatcher, forwardBatchChecksMax, forwardQueuedMax } from "./placement/forward-batcher.js";

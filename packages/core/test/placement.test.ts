@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "@keyraft/core";
-import { AsyncLimitEstimator, asyncOvershootBound, nextReservation, OwnerReservations, ownerOf, rankNodes, servingNode, SuccessorReservations } from "@keyraft/core";
+import { AsyncLimitEstimator, asyncOvershootBound, nextReservation, OwnerReservations, type ReservationAsk, ownerOf, rankNodes, servingNode, SuccessorReservations } from "@keyraft/core";
 
 const nodesArb = fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 9 });
 const ids = Array.from({ length: 3000 }, (_, i) => `ident_${i}`);
@@ -63,19 +63,30 @@ describe("rendezvous placement", () => {
 });
 
 describe("reservations across a takeover", () => {
-  it("property: owner -> successor -> owner again (handBack with the successor's counts) stays within the limit", () => {
+  it("property: owner -> successor -> owner again (handBack with the successor's counts), with the stale owner still trying, stays within the limit", () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 40 }), fc.array(fc.oneof({ arbitrary: fc.constant(0), weight: 6 }, { arbitrary: fc.constant(1), weight: 6 }, { arbitrary: fc.constant(2), weight: 1 }, { arbitrary: fc.constant(3), weight: 1 }), { minLength: 20, maxLength: 200, size: "max" }), (limit, ops) => {
-        let owner = new OwnerReservations();
         const successor = new SuccessorReservations();
+        let owner = new OwnerReservations(successor.handBack([]).generation);
         let phase: "owner" | "successor" | "owner-again" = "owner";
+        let stale: { owner: OwnerReservations; count: number } | null = null;
         let ownerCount = 0; // the owner's limiter count for the bucket
         let successorCount = 0;
         let total = 0;
-        const inFlight: { key: string; limit: number; bucketStartMs: number; count: number }[] = [];
+        const inFlight: ReservationAsk[] = [];
         for (const op of ops) {
           if (op === 0) {
             // An admission at whoever serves now.
+            if (stale !== null && stale.count + 1 <= limit) {
+              // The owner's earlier life (it never learned of the takeover) keeps trying with its old counts.
+              if (stale.owner.covered("k", 0, stale.count + 1)) {
+                stale.count++;
+                total++;
+              } else {
+                const ask = stale.owner.request({ key: "k", limit, bucketStartMs: 0, count: stale.count + 1 });
+                if (ask !== null) inFlight.push(ask);
+              }
+            }
             if (phase === "successor") {
               if (successorCount + 1 <= limit) {
                 successorCount++;
@@ -94,18 +105,23 @@ describe("reservations across a takeover", () => {
             const ask = inFlight.shift();
             if (ask === undefined) continue;
             const ack = successor.accept(ask);
-            if (ack !== null) owner.onAck(ack);
-            else owner.onLost(ask);
+            for (const o of [owner, stale?.owner]) {
+              if (o === undefined || o.generation !== ask.generation) continue;
+              if (ack !== null) o.onAck(ack);
+              else o.onLost(ask);
+            }
           } else if (op === 2 && phase === "owner") {
             phase = "successor";
+            stale = { owner, count: ownerCount };
             successorCount = successor.takeOver().reduce((sum, b) => sum + b.count, 0);
           } else if (op === 3 && phase === "successor") {
             phase = "owner-again";
             // The returning owner restarts from the handed-back counts, with fresh bookkeeping.
+            // The returning owner restarts from the handed-back counts in the new generation; asks of
+            // its earlier life still in flight are refused (another generation).
             const restored = successor.handBack([{ key: "k", limit, bucketStartMs: 0, count: successorCount }]);
-            owner = new OwnerReservations();
-            ownerCount = restored.reduce((sum, b) => Math.max(sum, b.count), 0);
-            inFlight.length = 0;
+            owner = new OwnerReservations(restored.generation);
+            ownerCount = restored.buckets.reduce((sum, b) => Math.max(sum, b.count), 0);
           }
           expect(total).toBeLessThanOrEqual(limit);
         }
@@ -129,11 +145,11 @@ describe("reservations across a takeover", () => {
         (limit, durationMs, steps, takeoverAt) => {
           const check = { key: "ns:id", limit, durationMs, cost: 1 };
           const ownerLimiter = new SlidingWindowLimiter();
-          const owner = new OwnerReservations();
           const successor = new SuccessorReservations();
+          const owner = new OwnerReservations(successor.handBack([]).generation);
           let successorLimiter: SlidingWindowLimiter | null = null;
           const waiting: { count: number; bucketStartMs: number; decidedAtMs: number }[] = []; // owner admissions not yet answered
-          const asks: { key: string; limit: number; bucketStartMs: number; count: number }[] = [];
+          const asks: ReservationAsk[] = [];
           const answered: number[] = [];
           let nowMs = 1_000_000;
           steps.forEach(({ dtMs, op }, i) => {
@@ -183,6 +199,30 @@ describe("reservations across a takeover", () => {
     );
   });
 
+  it("generations: nothing is acknowledged before a hand-back, nor to an owner of an earlier generation", () => {
+    const successor = new SuccessorReservations();
+    const bucket = { key: "k", limit: 10, bucketStartMs: 0, count: 3 };
+    expect(successor.accept({ ...bucket, generation: 0 })).toBeNull(); // no owner has restored counts yet
+    const first = successor.handBack([]);
+    const owner = new OwnerReservations(first.generation);
+    const ask = owner.request(bucket);
+    expect(ask).not.toBeNull();
+    if (ask === null) return;
+    expect(successor.accept(ask)).toMatchObject({ count: ask.count, generation: first.generation });
+    successor.takeOver();
+    expect(successor.accept(ask)).toBeNull(); // fenced
+    // The successor served 9 in this bucket, then the owner comes back: a new generation.
+    const second = successor.handBack([{ ...bucket, count: 9 }]);
+    expect(second.generation).toBeGreaterThan(first.generation);
+    expect(second.buckets).toEqual([{ key: "k", limit: 10, bucketStartMs: 0, count: 9 }]);
+    // The stale owner (old generation, stale counts) is not acknowledged; the restored one is.
+    expect(successor.accept({ ...bucket, count: 5, generation: first.generation })).toBeNull();
+    const restored = new OwnerReservations(second.generation);
+    const fresh = restored.request({ ...bucket, count: 10 });
+    expect(fresh === null ? null : successor.accept(fresh)).toMatchObject({ generation: second.generation });
+    expect(() => new OwnerReservations(0)).toThrow();
+  });
+
   it("nextReservation grows by ceil(limit/8), capped at the limit", () => {
     expect(nextReservation(0, 100)).toBe(13);
     expect(nextReservation(95, 100)).toBe(100);
@@ -206,9 +246,9 @@ describe("reservations across a takeover", () => {
           { minLength: 20, maxLength: 200, size: "max" },
         ),
         (limit, ops) => {
-          const owner = new OwnerReservations();
           const successor = new SuccessorReservations();
-          const inFlight: { key: string; limit: number; bucketStartMs: number; count: number }[] = [];
+          const owner = new OwnerReservations(successor.handBack([]).generation);
+          const inFlight: ReservationAsk[] = [];
           let ownerCount = 0;
           let tookOver = false;
           let restored = 0;

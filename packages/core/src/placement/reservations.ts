@@ -1,6 +1,10 @@
 // Handover-safe rate-limit counts for `async: false` limits (docs/counters.md). The owner of an
 // identifier admits only up to a reservation that its successor (the next node in rendezvous
 // rank) has acknowledged; the successor takes over with counts >= everything the owner admitted.
+// Generations fence stale owners: the successor acknowledges only asks of its current generation,
+// a takeover and every hand-back start a new one, and an owner gets a generation only from a
+// hand-back, after restoring the counts it carries. So an owner that was taken over (or restarted
+// and lost its counts) cannot be covered again until it has restored every count admitted since.
 // Reservations are per (limiter key, bucket) like the disk reservations of the single node
 // (packages/gateway/src/store/counter-durability.ts), and grow in chunks of ceil(limit / 8).
 import { assert } from "../assert.js";
@@ -27,10 +31,26 @@ export function nextReservation(count: number, limit: number): number {
   return Math.max(count, Math.min(limit, count + chunk));
 }
 
+/** A reservation asked or acknowledged in a generation of the owner/successor pair. */
+export interface ReservationAsk extends ReservationBucket {
+  generation: number;
+}
+
+/** What a hand-back gives the owner: the counts to restore, and the generation to serve in. */
+export interface HandBack {
+  generation: number;
+  buckets: ReservationBucket[];
+}
+
 /** The owner's side: which admissions are covered by an acknowledged reservation. */
 export class OwnerReservations {
   private readonly acked = new Map<string, number>();
   private readonly asked = new Map<string, number>();
+
+  /** `generation` comes from the hand-back whose buckets the owner restored before serving. */
+  constructor(readonly generation: number) {
+    assert(Number.isSafeInteger(generation) && generation >= 1, "owner reservations: a generation from a hand-back");
+  }
 
   /** Whether an admission bringing the bucket to `countAfter` may be answered now. */
   covered(key: string, bucketStartMs: number, countAfter: number): boolean {
@@ -38,16 +58,17 @@ export class OwnerReservations {
   }
 
   /** The reservation to send to the successor for this bucket, or null if one big enough is in flight. */
-  request(bucket: ReservationBucket): ReservationBucket | null {
+  request(bucket: ReservationBucket): ReservationAsk | null {
     const id = bucketId(bucket.key, bucket.bucketStartMs);
     const want = nextReservation(bucket.count, bucket.limit);
     if ((this.asked.get(id) ?? 0) >= bucket.count && (this.asked.get(id) ?? 0) >= want) return null;
     if (!this.asked.has(id) && this.asked.size >= reservationBucketsMax) return null;
     this.asked.set(id, want);
-    return { ...bucket, count: want };
+    return { ...bucket, count: want, generation: this.generation };
   }
 
-  onAck(ack: ReservationBucket): void {
+  onAck(ack: ReservationAsk): void {
+    if (ack.generation !== this.generation) return; // an acknowledgement of an earlier life
     const id = bucketId(ack.key, ack.bucketStartMs);
     if (!this.acked.has(id) && this.acked.size >= reservationBucketsMax) return;
     this.acked.set(id, Math.max(this.acked.get(id) ?? 0, ack.count));
@@ -75,32 +96,36 @@ export class OwnerReservations {
 export class SuccessorReservations {
   private readonly reserved = new Map<string, ReservationBucket>();
   private fenced = false;
+  /** 0 until the first hand-back: nothing is acknowledged before an owner restored counts. */
+  private generation = 0;
 
-  /** Returns the acknowledgement to send back, or null when fenced (or full: fail closed). */
-  accept(bucket: ReservationBucket): ReservationBucket | null {
+  /** Returns the acknowledgement to send back, or null when fenced, of another generation, or full (fail closed). */
+  accept(bucket: ReservationAsk): ReservationAsk | null {
     assert(Number.isSafeInteger(bucket.count) && bucket.count >= 0, "reservation: count >= 0");
-    if (this.fenced) return null;
+    if (this.fenced || bucket.generation !== this.generation || this.generation === 0) return null;
     const id = bucketId(bucket.key, bucket.bucketStartMs);
     const current = this.reserved.get(id);
     if (current === undefined && this.reserved.size >= reservationBucketsMax) return null;
     const count = Math.max(current?.count ?? 0, bucket.count);
-    this.reserved.set(id, { ...bucket, count });
+    this.reserved.set(id, { key: bucket.key, limit: bucket.limit, bucketStartMs: bucket.bucketStartMs, count });
     return { ...bucket, count };
   }
 
   /** Become the serving node: fence the old owner and return the buckets to restore (restoreBucket keeps the higher count). */
   takeOver(): ReservationBucket[] {
     this.fenced = true;
+    this.generation++;
     return [...this.reserved.values()];
   }
 
   /**
-   * The owner is back. This side has stopped serving; `served` are the counts it admitted while it
-   * served (its limiter's buckets). Returns, per bucket, the higher of those and the reservations,
-   * for the owner to restore before it serves again; this side then acknowledges its reservations
-   * anew, starting from those counts.
+   * An owner asks to serve (it is back, or it just started). This side stops serving first;
+   * `served` are the counts it admitted while it served (its limiter's buckets, [] if it never
+   * did). Returns, per bucket, the higher of those and the reservations, for the owner to restore
+   * before it serves, and a new generation: from now on only asks of that generation are
+   * acknowledged (an owner that has not restored this hand-back gets none).
    */
-  handBack(served: readonly ReservationBucket[]): ReservationBucket[] {
+  handBack(served: readonly ReservationBucket[]): HandBack {
     for (const bucket of served) {
       const id = bucketId(bucket.key, bucket.bucketStartMs);
       const current = this.reserved.get(id);
@@ -108,7 +133,8 @@ export class SuccessorReservations {
       this.reserved.set(id, { ...bucket, count: Math.max(current?.count ?? 0, bucket.count) });
     }
     this.fenced = false;
-    return [...this.reserved.values()];
+    this.generation++;
+    return { generation: this.generation, buckets: [...this.reserved.values()] };
   }
 
   isFenced(): boolean {
