@@ -1,0 +1,349 @@
+// Deterministic simulation of `async: false` rate limits owned by one node (docs/counters.md):
+// N nodes with real SlidingWindowLimiters; each limiter key is served by its owner (rendezvous
+// rank 0), which answers an admission only once its successor (rank 1) acknowledged a reservation
+// covering it, in the current generation. The successor takes over when it loses the owner (or
+// on a false suspicion), and hands back when the owner asks. Crashes lose the owner's memory (its
+// limiter, acknowledgements, waiting answers); the successor's reservations and served counts are
+// durable. The network drops, delays and partitions. Checked: no window of durationMs ever holds
+// more than `limit` answered admissions of a key (at the instants the limiters judged them), and
+// after healing every key is served again.
+import {
+  OwnerReservations,
+  rankNodes,
+  SlidingWindowLimiter,
+  SuccessorReservations,
+  type HandBack,
+  type ReservationAsk,
+  type ReservationBucket,
+} from "@keyraft/core";
+import { Xoshiro128 } from "../core/prng.js";
+
+export interface RateLimitSimOptions {
+  seed: number;
+  steps: number;
+  trace?: (line: string) => void;
+}
+
+export interface RateLimitSimStats {
+  nodes: number;
+  keys: number;
+  requests: number;
+  admitted: number;
+  refusedUnavailable: number;
+  takeovers: number;
+  handBacks: number;
+  crashes: number;
+  partitions: number;
+}
+
+export interface RateLimitSimResult {
+  seed: number;
+  ok: boolean;
+  failure?: string;
+  stats: RateLimitSimStats;
+}
+
+const stepMs = 10;
+/** Steps after healing in which every key must admit again. */
+const recoverySteps = 400;
+
+type Message =
+  | { type: "reserve"; key: string; ask: ReservationAsk }
+  | { type: "ack"; key: string; ask: ReservationAsk; ack: ReservationAsk | null }
+  | { type: "handBackRequest"; key: string }
+  | { type: "handBack"; key: string; handBack: HandBack };
+
+interface Envelope {
+  from: string;
+  to: string;
+  deliverAt: number;
+  message: Message;
+}
+
+interface KeySpec {
+  key: string;
+  limit: number;
+  durationMs: number;
+  owner: string;
+  successor: string;
+}
+
+interface OwnerSide {
+  reservations: OwnerReservations | null; // null: must get a hand-back before serving
+  waiting: { bucketStartMs: number; count: number; decidedAtMs: number; expiresAtStep: number }[];
+  lastHandBackRequestStep: number;
+}
+
+interface SuccessorSide {
+  // Durable (survive a crash):
+  reservations: SuccessorReservations;
+  serving: boolean;
+  served: Map<number, ReservationBucket>;
+  // Memory:
+  lostOwnerSteps: number;
+}
+
+interface NodeState {
+  id: string;
+  up: boolean;
+  limiter: SlidingWindowLimiter;
+  owned: Map<string, OwnerSide>;
+  succeeding: Map<string, SuccessorSide>;
+}
+
+class Failure extends Error {}
+
+export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitSimResult {
+  const random = new Xoshiro128(options.seed);
+  const nodeCount = 3 + random.intBelow(3);
+  const ids = Array.from({ length: nodeCount }, (_, i) => `n${i + 1}`);
+  const keys: KeySpec[] = Array.from({ length: 1 + random.intBelow(3) }, (_, i) => {
+    const key = `ns:id${i}`;
+    const [owner, successor] = rankNodes(key, ids);
+    return { key, limit: 1 + random.intBelow(20), durationMs: 100 + random.intBelow(8) * 100, owner: owner ?? "n1", successor: successor ?? "n2" };
+  });
+  let dropRate = random.nextFloat() * 0.2;
+  const delayMax = 1 + random.intBelow(4);
+  const crashRate = random.nextFloat() * 0.01;
+  const restartRate = 0.02 + random.nextFloat() * 0.1;
+  const partitionRate = random.nextFloat() * 0.02;
+  const healRate = 0.02 + random.nextFloat() * 0.05;
+  const suspicionRate = random.nextFloat() * 0.005; // false suspicion: a takeover with the owner fine
+  const takeoverAfterSteps = 3 + random.intBelow(10);
+  const answerTimeoutSteps = 5 + random.intBelow(20);
+  const requestsPerStep = 1 + random.intBelow(4);
+  const trace = options.trace;
+  const stats: RateLimitSimStats = { nodes: nodeCount, keys: keys.length, requests: 0, admitted: 0, refusedUnavailable: 0, takeovers: 0, handBacks: 0, crashes: 0, partitions: 0 };
+
+  const freshNode = (id: string, durable: Map<string, SuccessorSide> | null): NodeState => {
+    const node: NodeState = { id, up: true, limiter: new SlidingWindowLimiter(), owned: new Map(), succeeding: durable ?? new Map() };
+    for (const spec of keys) {
+      if (spec.owner === id) node.owned.set(spec.key, { reservations: null, waiting: [], lastHandBackRequestStep: -1_000 });
+      if (spec.successor === id && durable === null) {
+        node.succeeding.set(spec.key, { reservations: new SuccessorReservations(), serving: false, served: new Map(), lostOwnerSteps: 0 });
+      }
+    }
+    return node;
+  };
+  const nodes = new Map(ids.map((id) => [id, freshNode(id, null)]));
+  const node = (id: string): NodeState => {
+    const n = nodes.get(id);
+    if (n === undefined) throw new Error(`no node ${id}`);
+    return n;
+  };
+  let groups = new Map<string, number>();
+  const connected = (a: string, b: string): boolean => (groups.get(a) ?? 0) === (groups.get(b) ?? 0);
+  let network: Envelope[] = [];
+  let step = 0;
+  const nowMs = (): number => 1_700_000_000_000 + step * stepMs;
+  const admittedAt = new Map<string, number[]>(keys.map((k) => [k.key, []]));
+  const spec = (key: string): KeySpec => keys.find((k) => k.key === key) as KeySpec;
+  const check = (s: KeySpec) => ({ key: s.key, limit: s.limit, durationMs: s.durationMs, cost: 1 });
+
+  const send = (from: string, to: string, message: Message): void => {
+    if (random.chance(dropRate)) return;
+    network.push({ from, to, message, deliverAt: step + 1 + random.intBelow(delayMax) });
+  };
+  const admit = (key: string, atMs: number): void => {
+    admittedAt.get(key)?.push(atMs);
+    stats.admitted++;
+  };
+
+  const restore = (n: NodeState, s: KeySpec, buckets: readonly ReservationBucket[]): void => {
+    for (const b of buckets) n.limiter.restoreBucket({ key: b.key, limit: s.limit, durationMs: s.durationMs, bucketStartMs: b.bucketStartMs, count: b.count });
+  };
+
+  const onMessage = (envelope: Envelope): void => {
+    const to = node(envelope.to);
+    const m = envelope.message;
+    const s = spec(m.key);
+    switch (m.type) {
+      case "reserve": {
+        const side = to.succeeding.get(m.key);
+        if (side === undefined) return;
+        send(to.id, envelope.from, { type: "ack", key: m.key, ask: m.ask, ack: side.reservations.accept(m.ask) });
+        return;
+      }
+      case "ack": {
+        const side = to.owned.get(m.key);
+        const reservations = side?.reservations;
+        if (side === undefined || reservations === null || reservations === undefined || reservations.generation !== m.ask.generation) return;
+        if (m.ack !== null) reservations.onAck(m.ack);
+        else {
+          // Refused: fenced or another generation. This owner was taken over: stop and ask for a hand-back.
+          side.reservations = null;
+          side.waiting = [];
+          return;
+        }
+        side.waiting = side.waiting.filter((w) => {
+          if (!reservations.covered(m.key, w.bucketStartMs, w.count)) return true;
+          admit(m.key, w.decidedAtMs);
+          return false;
+        });
+        return;
+      }
+      case "handBackRequest": {
+        const side = to.succeeding.get(m.key);
+        if (side === undefined) return;
+        side.serving = false; // stop serving before handing back
+        const handBack = side.reservations.handBack([...side.served.values()]);
+        side.served.clear();
+        stats.handBacks++;
+        trace?.(`step ${step}: ${to.id} hands ${m.key} back (generation ${handBack.generation})`);
+        send(to.id, envelope.from, { type: "handBack", key: m.key, handBack });
+        return;
+      }
+      case "handBack": {
+        const side = to.owned.get(m.key);
+        if (side === undefined) return;
+        if (side.reservations !== null && side.reservations.generation >= m.handBack.generation) return;
+        restore(to, s, m.handBack.buckets);
+        side.reservations = new OwnerReservations(m.handBack.generation);
+        side.waiting = [];
+        return;
+      }
+      default: {
+        const never: never = m;
+        throw new Error(`unknown message ${JSON.stringify(never)}`);
+      }
+    }
+  };
+
+  const serveAt = (n: NodeState, s: KeySpec): void => {
+    const side = n.owned.get(s.key);
+    if (side?.reservations !== null && side?.reservations !== undefined) {
+      const reservations = side.reservations;
+      const result = n.limiter.limit([check(s)], nowMs());
+      const touched = result.touched[0];
+      if (!result.success || touched === undefined) return;
+      if (reservations.covered(s.key, touched.bucketStartMs, touched.count)) admit(s.key, nowMs());
+      else {
+        side.waiting.push({ bucketStartMs: touched.bucketStartMs, count: touched.count, decidedAtMs: nowMs(), expiresAtStep: step + answerTimeoutSteps });
+        const ask = reservations.request({ key: s.key, limit: s.limit, bucketStartMs: touched.bucketStartMs, count: touched.count });
+        if (ask !== null) send(n.id, s.successor, { type: "reserve", key: s.key, ask });
+      }
+      return;
+    }
+    const succ = n.succeeding.get(s.key);
+    if (succ?.serving === true) {
+      const result = n.limiter.limit([check(s)], nowMs());
+      const touched = result.touched[0];
+      if (!result.success || touched === undefined) return;
+      succ.served.set(touched.bucketStartMs, { key: s.key, limit: s.limit, bucketStartMs: touched.bucketStartMs, count: touched.count }); // durable before the answer
+      admit(s.key, nowMs());
+    }
+  };
+
+  const clientRequest = (): void => {
+    const up = ids.filter((id) => node(id).up);
+    const at = up[random.intBelow(Math.max(1, up.length))];
+    const s = keys[random.intBelow(keys.length)];
+    if (at === undefined || s === undefined) return;
+    stats.requests++;
+    const ownerNode = node(s.owner);
+    const succNode = node(s.successor);
+    if (ownerNode.up && connected(at, s.owner) && ownerNode.owned.get(s.key)?.reservations != null) serveAt(ownerNode, s);
+    else if (succNode.up && connected(at, s.successor) && succNode.succeeding.get(s.key)?.serving === true) serveAt(succNode, s);
+    else stats.refusedUnavailable++;
+  };
+
+  const timers = (): void => {
+    for (const s of keys) {
+      const o = node(s.owner);
+      const side = o.owned.get(s.key);
+      if (o.up && side !== undefined) {
+        side.waiting = side.waiting.filter((w) => w.expiresAtStep > step); // unanswered: the client got an error
+        if (side.reservations === null && step - side.lastHandBackRequestStep >= 5) {
+          side.lastHandBackRequestStep = step;
+          send(o.id, s.successor, { type: "handBackRequest", key: s.key });
+        }
+      }
+      const n = node(s.successor);
+      const succ = n.succeeding.get(s.key);
+      if (!n.up || succ === undefined || succ.serving) continue;
+      const lost = !o.up || !connected(o.id, n.id);
+      succ.lostOwnerSteps = lost ? succ.lostOwnerSteps + 1 : 0;
+      if (succ.lostOwnerSteps >= takeoverAfterSteps || random.chance(suspicionRate)) {
+        succ.serving = true;
+        succ.lostOwnerSteps = 0;
+        restore(n, s, succ.reservations.takeOver());
+        stats.takeovers++;
+        trace?.(`step ${step}: ${n.id} takes ${s.key} over from ${o.id}`);
+      }
+    }
+  };
+
+  const faults = (): void => {
+    for (const n of nodes.values()) {
+      if (n.up && random.chance(crashRate)) {
+        n.up = false;
+        stats.crashes++;
+        trace?.(`step ${step}: crash ${n.id}`);
+      } else if (!n.up && random.chance(restartRate)) {
+        const restarted = freshNode(n.id, n.succeeding); // memory lost; successor state durable
+        for (const [key, succ] of restarted.succeeding) {
+          succ.lostOwnerSteps = 0;
+          if (succ.serving) restore(restarted, spec(key), [...succ.reservations.takeOver(), ...succ.served.values()]);
+        }
+        nodes.set(n.id, restarted);
+        trace?.(`step ${step}: restart ${n.id}`);
+      }
+    }
+    if (random.chance(partitionRate)) {
+      groups = new Map(ids.map((id) => [id, random.intBelow(2)]));
+      stats.partitions++;
+    } else if (groups.size > 0 && random.chance(healRate)) groups = new Map();
+  };
+
+  const deliver = (): void => {
+    const due = network.filter((e) => e.deliverAt <= step);
+    network = network.filter((e) => e.deliverAt > step);
+    for (const e of due) if (node(e.to).up && node(e.from).up && connected(e.from, e.to)) onMessage(e);
+  };
+
+  const checkWindows = (): void => {
+    for (const s of keys) {
+      const times = [...(admittedAt.get(s.key) ?? [])].sort((a, b) => a - b);
+      for (let i = 0, j = 0; i < times.length; i++) {
+        while ((times[j] ?? 0) <= (times[i] ?? 0) - s.durationMs) j++;
+        if (i - j + 1 > s.limit) throw new Failure(`${s.key}: ${i - j + 1} admissions within ${s.durationMs} ms, limit ${s.limit}`);
+      }
+    }
+  };
+
+  try {
+    for (; step < options.steps; step++) {
+      faults();
+      deliver();
+      timers();
+      for (let i = 0; i < requestsPerStep; i++) clientRequest();
+      if (step % 50 === 0) checkWindows();
+    }
+    checkWindows();
+    // Healing: everyone up and connected, no drops; every key must admit again.
+    groups = new Map();
+    dropRate = 0;
+    for (const n of nodes.values()) {
+      if (!n.up) {
+        const restarted = freshNode(n.id, n.succeeding);
+        for (const [key, succ] of restarted.succeeding) if (succ.serving) restore(restarted, spec(key), [...succ.reservations.takeOver(), ...succ.served.values()]);
+        nodes.set(n.id, restarted);
+      }
+    }
+    const before = new Map(keys.map((s) => [s.key, admittedAt.get(s.key)?.length ?? 0]));
+    const end = step + recoverySteps;
+    for (; step < end; step++) {
+      deliver();
+      timers();
+      for (let i = 0; i < requestsPerStep; i++) clientRequest();
+    }
+    checkWindows();
+    for (const s of keys) {
+      if ((admittedAt.get(s.key)?.length ?? 0) === before.get(s.key)) throw new Failure(`liveness: ${s.key} admitted nothing in ${recoverySteps} steps after healing`);
+    }
+    return { seed: options.seed, ok: true, stats };
+  } catch (error) {
+    if (!(error instanceof Error)) throw error;
+    return { seed: options.seed, ok: false, failure: `step ${step}: ${error.message}`, stats };
+  }
+}
