@@ -1,5 +1,5 @@
 // The official client against a real keyraft process (`node packages/gateway/dist/main.js`,
-// built by `tsc -b`): a realistic flow, a graceful restart, and the state still there.
+// built by `tsc -b`): a realistic flow, a graceful restart, and the state (and analytics) still there.
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -49,6 +49,8 @@ describe("@unkey/api against a keyraft process", () => {
     expect(ok(await unkey.keys.get({ keyId }))).toMatchObject({ remaining: 9, roles: ["reader"], permissions: ["docs.read"], identity: { id: identityId } });
     expect(ok(await unkey.identities.get({ identityId })).ratelimits).toEqual([{ name: "burst", limit: 1, duration: 60_000 }]);
     expect(ok(await unkey.apis.listKeys({ apiId })).keys.map((k) => k.id)).toEqual([keyId]);
+    // Analytics are saved on a graceful stop and read back on start.
+    expect(ok(await unkey.analytics.getVerifications({ apiId, groupBy: "key" }))).toEqual([expect.objectContaining({ keyId, valid: 1, rateLimited: 1, total: 2 })]);
     node.child.kill("SIGTERM");
     expect(await node.exited).toBe(0);
     node = null;

@@ -7,6 +7,8 @@
 import { randomBytes } from "node:crypto";
 import { keyStateMachine, ROOT_API_ID, SlidingWindowLimiter, type KeyState } from "@keyraft/core";
 import type { Logger } from "pino";
+import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
+import { VerificationRecorder } from "./analytics/recorder.js";
 import { bootstrapRootKey, buildApp } from "./app.js";
 import { parseConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -107,8 +109,17 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     if (mayGenerate) await ensureRootKey();
     else if (!hasRootKey(machine.state)) watchForMissingRootKey(cluster, machine.state, ensureRootKey, logger);
 
+    const analytics = new VerificationRecorder(nowMs);
+    const restoredSeries = await loadAnalytics(analytics, layout.nodeDir).catch((error: unknown) => {
+      // Analytics are not replicated state: a damaged file costs history, never the start.
+      logger.warn({ err: error }, "saved analytics unreadable; starting with none");
+      return 0;
+    });
+    logger.info({ restoredSeries }, "verification analytics restored");
+
     const deps = {
       logger,
+      analytics,
       state: machine.state,
       commandLog: cluster.commandLog,
       limiter,
@@ -133,6 +144,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
         } finally {
           clearInterval(reaper);
         }
+        await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) => logger.error({ err: error }, "could not save verification analytics"));
         await node.close(); // every acknowledged write is already committed and durable
         await counters.close();
         await db.close();
