@@ -15,6 +15,7 @@ import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "
 import { StalenessMonitor } from "./staleness.js";
 import { ApplyTimes } from "./apply-times.js";
 import { attachAppChannel } from "./app-channel.js";
+import type { CounterReply, CounterRequest, CounterTransport } from "../counters/ratelimit/wire.js";
 
 export interface ClusterNodeOptions {
   config: ClusterConfig;
@@ -69,6 +70,7 @@ export class ClusterNode {
   private promoter: NodeJS.Timeout | null = null;
   private rpcSweep: NodeJS.Timeout | null = null;
   private promoting = false;
+  private countersHandler: ((from: NodeId, request: CounterRequest) => Promise<CounterReply>) | null = null;
 
   private constructor(
     private readonly options: ClusterNodeOptions,
@@ -249,7 +251,31 @@ export class ClusterNode {
     }
   }
 
-  private serve(_from: NodeId, request: RpcRequest): Promise<RpcResult> {
+  /** The cluster rate limits' view of the cluster (counters/ratelimit): membership and calls to any member. */
+  counterTransport(): CounterTransport {
+    return {
+      nodeId: this.nodeId,
+      voters: () => this.raft.status().conf.voters,
+      call: async (peer, request) => {
+        const result = await this.rpc.call(peer, { op: "counters", m: request }, this.options.nowMs());
+        if (result.ok && result.counters !== undefined) return result.counters;
+        if (!result.ok && result.retry) return "notSent";
+        throw new Error(result.ok ? "no counters reply" : result.message);
+      },
+      serve: (handler) => {
+        this.countersHandler = handler;
+      },
+    };
+  }
+
+  private async serveCounters(from: NodeId, request: CounterRequest): Promise<RpcResult> {
+    const handler = this.countersHandler;
+    const counters: CounterReply = handler === null ? { t: "refused", message: `${this.nodeId} does not serve rate limits yet` } : await handler(from, request);
+    return { ok: true, index: 0, counters };
+  }
+
+  private serve(from: NodeId, request: RpcRequest): Promise<RpcResult> {
+    if (request.op === "counters") return this.serveCounters(from, request.m);
     if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
     return this.serveLocally(request);
   }
@@ -262,6 +288,8 @@ export class ClusterNode {
         return addNodeOnLeader(this.membershipRaft(), request.id, request.url);
       case "removeNode":
         return removeNodeOnLeader(this.membershipRaft(), request.id);
+      case "counters":
+        return this.serveCounters(this.nodeId, request.m);
       case "progress": {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};

@@ -3,6 +3,7 @@
 // answer per request; a request that was not even queued (no open connection to the leader)
 // answers `notSent`, so the caller knows it was not proposed and may try again.
 import type { NodeId } from "@keyraft/raft";
+import type { CounterReply, CounterRequest } from "../counters/ratelimit/wire.js";
 import { decodeValue, encodeValue } from "../store/codec.js";
 import { PendingMap } from "./pending.js";
 
@@ -11,10 +12,12 @@ export type RpcRequest =
   | { op: "addNode"; id: NodeId; url: string }
   | { op: "removeNode"; id: NodeId }
   /** The leader's view of every member's progress (for a follower's status). */
-  | { op: "progress" };
+  | { op: "progress" }
+  /** Cluster rate limits (counters/ratelimit): served by any member, not only the leader. */
+  | { op: "counters"; m: CounterRequest };
 
 export type RpcResult =
-  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress> }
+  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress>; counters?: CounterReply }
   /** `retry`: certainly not applied (e.g. the receiver is not the leader), safe to send again. */
   | { ok: false; retry: boolean; message: string; overloaded?: boolean };
 

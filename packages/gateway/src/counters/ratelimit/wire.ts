@@ -1,0 +1,68 @@
+// Messages of the cluster rate limits on the cluster RPC (op "counters"): beats that carry the
+// async-limit counts, batches of checks forwarded to a limit's owner, reservations an owner asks
+// of its successor, and hand-backs. Plain data (msgpack on the authenticated cluster channel).
+import type { AsyncBucketCount, VerifyResult } from "@keyraft/core";
+import type { V1ErrorCode } from "../../errors.js";
+
+/** The fields of a verifyKey body the owner needs; the key itself never leaves the node (only its hash). */
+export interface VerifyFields {
+  apiId?: string;
+  tags?: string[];
+  authorization?: { permissions?: unknown };
+  remaining?: { cost?: number };
+  ratelimit?: { cost?: number };
+  ratelimits?: { name: string; cost?: number; limit?: number; duration?: number }[];
+}
+
+/** A check forwarded to the node serving its subject. */
+export type ForwardItem =
+  | { k: "verify"; subject: string; hash: string; requestId: string; fields: VerifyFields }
+  | { k: "limit"; subject: string; key: string; limit: number; durationMs: number; cost: number };
+
+export type ForwardResult =
+  | { k: "verify"; result: VerifyResult; triggered: string | null }
+  | { k: "limit"; success: boolean; limit: number; remaining: number; reset: number }
+  /** Not judged (not the serving node, or it could not cover the admission): answered as this error. */
+  | { k: "error"; status: number; code: V1ErrorCode; message: string };
+
+/** A reservation bucket on the wire: `key` is the reservation key (duration and limiter key, see subject.ts). */
+export interface WireAsk {
+  key: string;
+  limit: number;
+  bucketStartMs: number;
+  count: number;
+  generation: number;
+}
+
+export interface AsyncCounts {
+  durationMs: number;
+  counts: AsyncBucketCount[];
+}
+
+export type CounterRequest =
+  /** Every reconcile period to every peer: liveness and this node's async-limit counts. */
+  | { t: "beat"; asyncCounts: AsyncCounts[] }
+  | { t: "batch"; items: ForwardItem[] }
+  /** Owner to successor; `boot` is the successor's boot id the generation came from. */
+  | { t: "reserve"; boot: string; asks: WireAsk[] }
+  /** Owner to successor: stop serving my subjects and give me their counts. */
+  | { t: "handBack" };
+
+export type CounterReply =
+  | { t: "beat" }
+  | { t: "batch"; results: ForwardResult[] }
+  /** One per ask, same order: the acknowledgement, or null when refused (fenced, other generation or boot). */
+  | { t: "reserve"; acks: (WireAsk | null)[] }
+  | { t: "handBack"; boot: string; generation: number; buckets: Omit<WireAsk, "generation">[] }
+  /** The receiver cannot take the request (e.g. not started yet). */
+  | { t: "refused"; message: string };
+
+/** What the rate limits need of the cluster: membership, a call to a peer, and serving peers' calls. */
+export interface CounterTransport {
+  readonly nodeId: string;
+  /** The Raft voters at this node's applied configuration. */
+  voters(): readonly string[];
+  /** "notSent" when no connection to `peer` is open (nothing was sent); rejects when unanswered. */
+  call(peer: string, request: CounterRequest): Promise<CounterReply | "notSent">;
+  serve(handler: (from: string, request: CounterRequest) => Promise<CounterReply>): void;
+}
