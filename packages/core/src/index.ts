@@ -55,7 +55,12 @@ export type {
   RefById,
   RefByName,
   RefillInput,
+  CreditBatchCommand,
+  CreditBatchItem,
+  GrantCreditLeaseKeyCommand,
+  RefillCreditsCommand,
 } from "./keystate/commands.js";
+export { grantVotersMax } from "./keystate/apply-credits.js";
 export type { CommandError, CommandErrorCode, CommandOk, CommandOutcome, NamedRef } from "./keystate/outcome.js";
 export { applyCommand, keyStateMachine } from "./keystate/machine.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
@@ -69,6 +74,7 @@ export { keyStateViolation } from "./keystate/invariants.js";
 export {
   apisMax,
   connectionsPerRecordMax,
+  creditBatchCommandsMax,
   creditsMax,
   identitiesMax,
   importKeysMax,
@@ -78,6 +84,7 @@ export {
   overridesMax,
   permissionsMax,
   ratelimitsPerRecordMax,
+  refillKeysPerCommandMax,
   rolesMax,
 } from "./keystate/limits.js";
 export { decideVerification } from "./verify/decide.js";

@@ -4,7 +4,7 @@
 import { assert } from "../assert.js";
 import { defaultLimit, insertIdentity, refillRule, resolveIdentity } from "./apply-keys.js";
 import type { DeleteKeysCommand, ImportKeysCommand, RefByName } from "./commands.js";
-import { identitiesMax, importKeysMax, keysMax } from "./limits.js";
+import { creditsMax, identitiesMax, importKeysMax, keysMax } from "./limits.js";
 import { commandError, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
@@ -30,6 +30,9 @@ function checkEntries(state: KeyState, command: ImportKeysCommand): CommandError
     hashes.add(key.hash);
     ids.add(key.keyId);
     if (key.remaining !== null && key.remaining <= 0) return commandError("BAD_REQUEST", `${index}: remaining must be greater than 0.`);
+    if (key.remaining !== null && !(Number.isSafeInteger(key.remaining) && key.remaining <= creditsMax)) {
+      return commandError("BAD_REQUEST", `${index}: remaining must be an integer of at most ${creditsMax}`);
+    }
     if (key.refill !== null && key.remaining === null) {
       return commandError("BAD_REQUEST", `${index}: remaining must be set if you are using refill.`);
     }

@@ -2,7 +2,7 @@
 // checks every precondition first and mutates only after all passed (atomic commands).
 
 import { assert } from "../assert.js";
-import { spendCredits } from "../credits/ledger.js";
+import { applyCreditAdjust, applyCreditDirectSpend, applyCreditSet, createCreditLedger, ledgerRemaining } from "../leases/ledger.js";
 import type {
   CreateKeyCommand,
   DeleteKeyCommand,
@@ -13,7 +13,8 @@ import type {
   UpdateKeyCommand,
   UpdateRemainingCommand,
 } from "./commands.js";
-import { creditsAt, withRefillApplied } from "./credits-view.js";
+import { ledgerOf, putCredits, refilledCredits, withLedger, type CreditsChange } from "./credit-ledgers.js";
+import { creditsAt } from "./credits-view.js";
 import { creditsMax, identitiesMax, keysMax } from "./limits.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
@@ -80,6 +81,9 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   if (command.remaining !== null && command.remaining <= 0) {
     return commandError("BAD_REQUEST", "remaining must be greater than 0.");
   }
+  if (command.remaining !== null && !(Number.isSafeInteger(command.remaining) && command.remaining <= creditsMax)) {
+    return commandError("BAD_REQUEST", `remaining must be an integer of at most ${creditsMax}`);
+  }
   if (command.refill !== null && command.remaining === null) {
     return commandError("BAD_REQUEST", "remaining must be set if you are using refill.");
   }
@@ -135,13 +139,17 @@ function checkUpdate(key: KeyRecord, command: UpdateKeyCommand): CommandError | 
   if (command.remaining !== undefined && command.remaining !== null && command.remaining < 0) {
     return commandError("BAD_REQUEST", "remaining must not be negative");
   }
+  if (command.remaining !== undefined && command.remaining !== null && !(Number.isSafeInteger(command.remaining) && command.remaining <= creditsMax)) {
+    return commandError("BAD_REQUEST", `remaining must be an integer of at most ${creditsMax}`);
+  }
   return null;
 }
 
 export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): CommandOutcome {
   const current = state.keys.get(command.keyId);
   if (current === undefined) return keyNotFound(command.keyId);
-  const key = withRefillApplied(current, command.nowMs);
+  const refilled = refilledCredits(state, current, command.nowMs);
+  const key = refilled.key;
   const invalid = checkUpdate(key, command);
   if (invalid !== null) return invalid;
   let identity: { identityId: string; create: IdentityRecord | null } | null | undefined;
@@ -177,7 +185,14 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
     const others = key.ratelimits.filter((limit) => limit.name !== "default");
     next.ratelimits = [...others, ...defaultLimit(command.ratelimit)].sort((a, b) => (a.name < b.name ? -1 : 1));
   }
-  if (command.remaining !== undefined) next.remaining = command.remaining;
+  let ledger = refilled.ledger;
+  if (command.remaining !== undefined && command.remaining !== null) {
+    // A reset: a new epoch (leases of older epochs return nothing), or a first ledger.
+    ledger = state.creditLedgers.has(key.id) ? applyCreditSet(ledgerOf(state, key), command.remaining) : createCreditLedger(key.id, command.remaining);
+    next.remaining = ledgerRemaining(ledger);
+  } else if (command.remaining === null) {
+    next.remaining = null; // the ledger stays (epochs never go back if credits return)
+  }
   if (command.refill !== undefined) {
     next.refill = command.refill === null ? null : refillRule(command.refill, key.refill?.lastRefillAtMs ?? command.nowMs);
   }
@@ -190,7 +205,7 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
     insertResolved(state, permissions);
     next.permissionIds = sortedUnique(permissions.ids);
   }
-  state.keys.set(next.id, next);
+  putCredits(state, { key: next, ledger });
   state.derived.delete(next.id);
   return okEmpty;
 }
@@ -206,27 +221,41 @@ export function applyDeleteKey(state: KeyState, command: DeleteKeyCommand): Comm
 export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCommand): CommandOutcome {
   const current = state.keys.get(command.keyId);
   if (current === undefined) return keyNotFound(command.keyId);
-  const key = withRefillApplied(current, command.nowMs);
-  let remaining: number | null;
+  const refilled = refilledCredits(state, current, command.nowMs);
+  const key = refilled.key;
+  let change: CreditsChange;
   if (command.op === "set") {
     if (command.value !== null && command.value < 0) return commandError("BAD_REQUEST", "remaining must not be negative");
-    remaining = command.value;
+    if (command.value !== null && !(Number.isSafeInteger(command.value) && command.value <= creditsMax)) {
+      return commandError("BAD_REQUEST", `remaining must be an integer of at most ${creditsMax}`);
+    }
+    if (command.value === null) change = { key: { ...key, remaining: null }, ledger: null };
+    else {
+      const ledger = state.creditLedgers.has(key.id) ? applyCreditSet(ledgerOf(state, key), command.value) : createCreditLedger(key.id, command.value);
+      change = { key: withLedger(key, ledger), ledger };
+    }
   } else {
-    if (key.remaining === null) {
+    if (key.remaining === null || refilled.ledger === null) {
       return commandError(
         "BAD_REQUEST",
         `cannot ${command.op} a key with unlimited remaining requests, please 'set' a value instead.`,
       );
     }
     if (command.value === null) return commandError("BAD_REQUEST", `cannot ${command.op} a key by null.`);
-    // keyraft keeps credits non-negative: a decrement floors at 0 (upstream went negative).
-    remaining = Math.max(0, key.remaining + (command.op === "increment" ? command.value : -command.value));
+    if (command.op === "increment" && key.remaining + command.value > creditsMax) {
+      return commandError("BAD_REQUEST", `remaining must be at most ${creditsMax}`);
+    }
+    // keyraft keeps credits non-negative: a decrement takes at most the unleased credits (upstream
+    // went negative; credits inside nodes' leases are not taken back).
+    const ledger = applyCreditAdjust(refilled.ledger, command.op === "increment" ? command.value : -command.value);
+    change = { key: withLedger(key, ledger), ledger };
   }
+  const remaining = change.key.remaining;
   if (remaining === null && key.refill !== null) {
     return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
   }
   if (remaining !== null && remaining > creditsMax) return commandError("BAD_REQUEST", `remaining must be at most ${creditsMax}`);
-  state.keys.set(key.id, { ...key, remaining, updatedAtMs: command.nowMs });
+  putCredits(state, { key: { ...change.key, updatedAtMs: command.nowMs }, ledger: change.ledger });
   return { ok: true, remaining };
 }
 
@@ -239,15 +268,17 @@ export function applySpendCredits(state: KeyState, command: SpendCreditsCommand)
   const current = state.keys.get(command.keyId);
   if (current === undefined) return keyNotFound(command.keyId);
   if (current.remaining === null) return { ok: true, remaining: null };
-  const key = withRefillApplied(current, command.nowMs);
-  const balance = key.remaining ?? 0;
-  const spend = spendCredits(balance, command.cost);
+  const refilled = refilledCredits(state, current, command.nowMs);
+  assert(refilled.ledger !== null, "spendCredits: finite credits have a ledger");
+  // A direct spend draws on the unleased credits only: what nodes hold in leases is theirs to spend.
+  const spend = applyCreditDirectSpend(refilled.ledger, command.cost);
   if (!spend.admitted) {
     return commandError("USAGE_EXCEEDED", "the key has no credits left for this cost");
   }
-  assert(spend.remaining >= 0 && spend.remaining <= balance, "spendCredits: the balance only shrinks and stays >= 0");
-  state.keys.set(key.id, spend.remaining === key.remaining ? key : { ...key, remaining: spend.remaining });
-  return { ok: true, remaining: spend.remaining };
+  const key = withLedger(refilled.key, spend.record);
+  assert(key.remaining !== null && key.remaining >= 0, "spendCredits: the balance stays >= 0");
+  putCredits(state, { key, ledger: spend.record });
+  return { ok: true, remaining: key.remaining };
 }
 
 /** Makes the key with `hash` a root key holding `*`: creates it, or repairs an existing one. */

@@ -1,6 +1,7 @@
 // Every admin write is one Command. A command carries every id, hash and timestamp it needs
 // (the shell owns the clock and randomness), so applying it is deterministic on every replica.
 
+import type { ExpireCreditLeaseCommand, GrantCreditLeaseCommand, SettleCreditLeaseCommand } from "../leases/types.js";
 import type { JsonObject } from "./types.js";
 
 /** A reference to a role or permission: by id, or by name/slug (created when allowed). */
@@ -253,6 +254,27 @@ export interface EnsureRootKeyCommand {
   nowMs: number;
 }
 
+/**
+ * A lease of credits for one node (docs/counters.md). `voters` is the voter set as the proposer
+ * saw it: carried in the command so every replica sizes the grant and names the key's owner
+ * alike. Only grant sizes and the owner depend on it, never the accounting (no overspend).
+ */
+export interface GrantCreditLeaseKeyCommand extends GrantCreditLeaseCommand {
+  voters: string[];
+}
+/** The daily or monthly refill of keys whose refill instant (00:00 UTC) passed by `nowMs` (proposed by the leader). */
+export interface RefillCreditsCommand {
+  type: "refillCredits";
+  keyIds: string[];
+  nowMs: number;
+}
+export type CreditBatchItem = GrantCreditLeaseKeyCommand | SettleCreditLeaseCommand | ExpireCreditLeaseCommand;
+/** Lease commands of one node (or the leader's expiries) in one log entry: applied in order, one outcome each. */
+export interface CreditBatchCommand {
+  type: "creditBatch";
+  commands: CreditBatchItem[];
+}
+
 export type KeyCommand =
   | CreateApiCommand
   | DeleteApiCommand
@@ -279,6 +301,11 @@ export type KeyCommand =
   | SetOverrideCommand
   | DeleteOverrideCommand
   | SpendCreditsCommand
-  | EnsureRootKeyCommand;
+  | EnsureRootKeyCommand
+  | GrantCreditLeaseKeyCommand
+  | SettleCreditLeaseCommand
+  | ExpireCreditLeaseCommand
+  | RefillCreditsCommand
+  | CreditBatchCommand;
 
 export type KeyCommandType = KeyCommand["type"];

@@ -1,6 +1,7 @@
 // Structural invariants of the key state, checked by the property tests after every command
 // (and usable as a debug assertion). Returns the first violation, or null.
 
+import { creditLedgersViolation } from "./credit-ledgers.js";
 import { ROOT_API_ID, ROOT_PERMISSION, type KeyState } from "./types.js";
 
 export function keyStateViolation(state: KeyState): string | null {
@@ -57,5 +58,5 @@ export function keyStateViolation(state: KeyState): string | null {
   if (state.overrideWildcards.size !== wildcards.size) return "wildcard index namespaces differ";
   const rootPermission = state.permissionIdBySlug.get(ROOT_PERMISSION);
   if (rootPermission !== undefined && !state.permissions.has(rootPermission)) return "root permission dangling";
-  return null;
+  return creditLedgersViolation(state);
 }

@@ -18,3 +18,7 @@ export const metaJsonLengthMax = 64_000;
 export const creditsMax = 2 ** 50;
 /** Keys one migrations.createKeys call (one command) may import. */
 export const importKeysMax = 1_000;
+/** Lease commands in one creditBatch command (one log entry). */
+export const creditBatchCommandsMax = 512;
+/** Keys one refillCredits command refills. */
+export const refillKeysPerCommandMax = 1_000;

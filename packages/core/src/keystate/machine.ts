@@ -10,6 +10,7 @@ import {
   applyUpdateKey,
   applyUpdateRemaining,
 } from "./apply-keys.js";
+import { applyCreditBatch, applyCreditLease, applyRefillCredits } from "./apply-credits.js";
 import { applyDeleteKeys, applyImportKeys } from "./apply-import.js";
 import {
   applyCreateApi,
@@ -91,6 +92,14 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applySpendCredits(state, command);
     case "ensureRootKey":
       return applyEnsureRootKey(state, command);
+    case "grantCreditLease":
+    case "settleCreditLease":
+    case "expireCreditLease":
+      return applyCreditLease(state, command);
+    case "creditBatch":
+      return applyCreditBatch(state, command);
+    case "refillCredits":
+      return applyRefillCredits(state, command);
     default: {
       const unreachable: never = command;
       throw new Error(`applyCommand: unknown command ${JSON.stringify(unreachable)}`);

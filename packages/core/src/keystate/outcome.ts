@@ -1,5 +1,6 @@
 // The typed result of applying a command: ok with its data, or a coded v1 error. A command that
 // fails changes nothing (every command is atomic, keyraft decision 5).
+import type { CreditLeaseOutcome } from "../leases/types.js";
 
 /** v1 error codes a command can produce (status per the v1 code table, see the gateway). */
 export type CommandErrorCode =
@@ -30,6 +31,10 @@ export interface CommandOk {
   ids?: string[];
   /** ensureRootKey: whether a key was created. */
   created?: boolean;
+  /** grantCreditLease/settleCreditLease/expireCreditLease: what the ledger did. */
+  lease?: CreditLeaseOutcome;
+  /** creditBatch: the outcome of each lease command, in order. */
+  leases?: CreditLeaseOutcome[];
 }
 
 export interface CommandError {

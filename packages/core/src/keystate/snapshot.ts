@@ -2,6 +2,7 @@
 // snapshots) and back. Indexes and caches are rebuilt on restore, never stored.
 
 import { assert } from "../assert.js";
+import type { CreditLedgerRecord } from "../leases/types.js";
 import { indexWildcardOverride } from "./overrides-index.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
@@ -28,6 +29,12 @@ export interface KeyStateSnapshot {
   roles: RoleRecord[];
   namespaces: NamespaceRecord[];
   overrides: OverrideRecord[];
+  /** Credit ledgers sorted by key id (absent in snapshots from before leases: rebuilt from `remaining`). */
+  credits?: CreditLedgerRecord[];
+}
+
+function copyLedger(ledger: CreditLedgerRecord): CreditLedgerRecord {
+  return { ...ledger, leases: ledger.leases.map((lease) => ({ ...lease })), seqFloors: ledger.seqFloors.map((floor) => ({ ...floor })) };
 }
 
 /** Deep copy of JSON-like data (meta objects), so a snapshot shares nothing with the live state. */
@@ -68,6 +75,7 @@ export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
     roles: byId(state.roles.values(), (role) => ({ ...role, permissionIds: [...role.permissionIds] })),
     namespaces: byId(state.namespaces.values(), (namespace) => ({ ...namespace })),
     overrides: byId(state.overrides.values(), (override) => ({ ...override })),
+    credits: [...state.creditLedgers.values()].map(copyLedger).sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
   };
 }
 
@@ -99,9 +107,12 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
     state.identities.set(identity.id, copyIdentity(identity));
     state.identityIdByExternalId.set(identity.externalId, identity.id);
   }
+  // A snapshot's ledgers first, so indexKey only creates ledgers for keys without one (older snapshots).
+  for (const ledger of data.credits ?? []) state.creditLedgers.set(ledger.keyId, copyLedger(ledger));
   for (const key of data.keys) {
     indexKey(state, copyKey(key));
   }
+  for (const keyId of state.creditLedgers.keys()) assert(state.keys.has(keyId), "restoreKeyState: a credit ledger of a missing key");
   for (const namespace of data.namespaces) {
     state.namespaces.set(namespace.id, { ...namespace });
     state.namespaceIdByName.set(namespace.name, namespace.id);

@@ -1,3 +1,4 @@
+import { createCreditLedger } from "../leases/ledger.js";
 import { ROOT_API_ID, type KeyRecord, type KeyState } from "./types.js";
 
 /** A fresh state: empty except for the built-in, delete-protected root API. */
@@ -19,6 +20,7 @@ export function createKeyState(): KeyState {
     overrideIdsByNamespace: new Map(),
     overrideWildcards: new Map(),
     derived: new Map(),
+    creditLedgers: new Map(),
   };
   state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
   return state;
@@ -42,6 +44,7 @@ export function clearKeyState(state: KeyState): void {
   state.overrideIdsByNamespace.clear();
   state.overrideWildcards.clear();
   state.derived.clear();
+  state.creditLedgers.clear();
 }
 
 /** Sorted copy without duplicates: connection lists are kept in this canonical form. */
@@ -49,9 +52,10 @@ export function sortedUnique(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
 }
 
-/** Inserts a new key with its hash and api indexes. */
+/** Inserts a new key with its hash and api indexes, and its credit ledger when its credits are finite. */
 export function indexKey(state: KeyState, key: KeyRecord): void {
   state.keys.set(key.id, key);
+  if (key.remaining !== null && !state.creditLedgers.has(key.id)) state.creditLedgers.set(key.id, createCreditLedger(key.id, key.remaining));
   state.keyIdByHash.set(key.hash, key.id);
   let ids = state.keyIdsByApi.get(key.apiId);
   if (ids === undefined) {
@@ -66,6 +70,7 @@ export function unindexKey(state: KeyState, key: KeyRecord): void {
   state.keys.delete(key.id);
   state.keyIdByHash.delete(key.hash);
   state.derived.delete(key.id);
+  state.creditLedgers.delete(key.id);
   const ids = state.keyIdsByApi.get(key.apiId);
   ids?.delete(key.id);
   if (ids?.size === 0) state.keyIdsByApi.delete(key.apiId);

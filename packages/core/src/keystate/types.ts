@@ -1,3 +1,4 @@
+import type { CreditLedgerRecord } from "../leases/types.js";
 import type { WildcardOverrideIndex } from "../overrides/wildcard-index.js";
 import type { LimitCheck } from "../ratelimit/sliding-window.js";
 
@@ -54,7 +55,11 @@ export interface KeyRecord {
   expiresAtMs: number | null;
   enabled: boolean;
   environment: string | null;
-  /** Credits left; null = unlimited. Never below 0 through spends (decision 2). */
+  /**
+   * Credits left; null = unlimited. Never below 0 through spends (decision 2). With finite credits
+   * this is the replicated view of the key's credit ledger (`ledgerRemaining`: unleased credits
+   * plus the current epoch's unsettled lease grants), kept equal to it by every command.
+   */
   remaining: number | null;
   refill: RefillRule | null;
   /** Key-level limits; `default` is the one createKey/updateKey manage. Sorted by name. */
@@ -153,4 +158,9 @@ export interface KeyState {
   overrideWildcards: Map<string, WildcardOverrideIndex<OverrideRecord>>;
   /** Cache of derived per-key data; see KeyDerived. Cleared on any change that could affect it. */
   derived: Map<string, KeyDerived>;
+  /**
+   * keyId -> its credit ledger with leases (docs/counters.md). One per key that has or had finite
+   * credits (kept while `remaining` is null, so epochs never go back); dropped with the key.
+   */
+  creditLedgers: Map<string, CreditLedgerRecord>;
 }

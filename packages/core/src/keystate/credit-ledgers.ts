@@ -1,0 +1,73 @@
+// The bridge between a key's `remaining` and its credit ledger (leases/ledger.ts). Every change
+// of finite credits goes through a ledger apply function, and `KeyRecord.remaining` is then set
+// to `ledgerRemaining(ledger)`: the replicated value getKey, whoami and listKeys show.
+//
+// Pure helpers: they compute the next key and ledger without touching the state, so a command
+// can check every precondition first and store both only when all passed (atomic commands).
+import { assert } from "../assert.js";
+import { refillDueBetween } from "../credits/ledger.js";
+import { applyCreditRefill, createCreditLedger, creditLedgerViolation, ledgerRemaining } from "../leases/ledger.js";
+import type { CreditLedgerRecord } from "../leases/types.js";
+import { latestRefillAtOrBefore } from "../credits/ledger.js";
+import type { KeyRecord, KeyState } from "./types.js";
+
+/** A key with the ledger its credits now come from (null: unlimited, the ledger is untouched). */
+export interface CreditsChange {
+  key: KeyRecord;
+  ledger: CreditLedgerRecord | null;
+}
+
+/** The key's ledger; one is created (epoch 0) for a key that never had one. */
+export function ledgerOf(state: KeyState, key: KeyRecord): CreditLedgerRecord {
+  return state.creditLedgers.get(key.id) ?? createCreditLedger(key.id, key.remaining ?? 0);
+}
+
+/** `key` with `remaining` as the ledger shows it. */
+export function withLedger(key: KeyRecord, ledger: CreditLedgerRecord): KeyRecord {
+  const remaining = ledgerRemaining(ledger);
+  return remaining === key.remaining ? key : { ...key, remaining };
+}
+
+/**
+ * Materializes a refill due at `nowMs` (a replicated time: the command's) into the ledger: at a
+ * refill instant the key is reset to `amount` when its unleased credits are below it
+ * (applyCreditRefill). Every replica applies it at the same log index, since `nowMs` is part of
+ * the command. Unchanged when nothing is due.
+ */
+export function refilledCredits(state: KeyState, key: KeyRecord, nowMs: number): CreditsChange {
+  if (key.remaining === null) return { key, ledger: null };
+  const ledger = ledgerOf(state, key);
+  if (key.refill === null || !refillDueBetween(key.refill, key.refill.lastRefillAtMs, nowMs)) return { key, ledger };
+  const lastRefillAtMs = latestRefillAtOrBefore(key.refill, nowMs);
+  const refilled = applyCreditRefill(ledger, key.refill.amount);
+  return { key: withLedger({ ...key, refill: { ...key.refill, lastRefillAtMs } }, refilled), ledger: refilled };
+}
+
+/** Stores a key and its ledger together (the key's `remaining` must be the ledger's view). */
+export function putCredits(state: KeyState, change: CreditsChange): void {
+  const { key, ledger } = change;
+  if (ledger !== null) {
+    assert(ledger.keyId === key.id, "putCredits: the ledger of this key");
+    assert(key.remaining === null || key.remaining === ledgerRemaining(ledger), "putCredits: remaining is the ledger's view");
+    state.creditLedgers.set(key.id, ledger);
+  }
+  state.keys.set(key.id, key);
+}
+
+/** A broken link between keys and ledgers, or null (for keyStateViolation). */
+export function creditLedgersViolation(state: KeyState): string | null {
+  for (const [keyId, ledger] of state.creditLedgers) {
+    const key = state.keys.get(keyId);
+    if (key === undefined) return `credit ledger of missing key ${keyId}`;
+    if (ledger.keyId !== keyId) return `credit ledger of ${keyId} names ${ledger.keyId}`;
+    const violation = creditLedgerViolation(ledger);
+    if (violation !== null) return `credit ledger of ${keyId}: ${violation}`;
+    if (key.remaining !== null && key.remaining !== ledgerRemaining(ledger)) {
+      return `key ${keyId} shows remaining ${key.remaining}, its ledger ${ledgerRemaining(ledger)}`;
+    }
+  }
+  for (const key of state.keys.values()) {
+    if (key.remaining !== null && !state.creditLedgers.has(key.id)) return `key ${key.id} has finite credits and no ledger`;
+  }
+  return null;
+}
