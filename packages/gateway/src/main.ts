@@ -18,6 +18,8 @@ import { dataDirLayout } from "./cluster/data-dir.js";
 import { migrateLegacyStore } from "./cluster/migrate-legacy.js";
 import { registerClusterRoutes } from "./cluster/routes.js";
 import { createContext } from "./context.js";
+import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
+import { rateLimitClusterConfig } from "./counters/ratelimit/config.js";
 import { V1Error } from "./errors.js";
 import { openStoreDb, type StoreDb } from "./store/level-db.js";
 
@@ -93,6 +95,17 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     const counters = await LevelCounterDurability.open(db, { nowMs, onFatal, bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs) });
     const restoredBuckets = counters.restore(limiter, nowMs());
     logger.info({ dataDir: config.dataDir, restoredBuckets }, "rate-limit reservations restored");
+    // Rate limits across the cluster (counters/ratelimit): owners judge, successors reserve, async limits reconcile.
+    const rateLimits = new ClusterRateLimits({
+      transport: cluster.counterTransport(),
+      state: machine.state,
+      limiter,
+      durability: counters,
+      config: rateLimitClusterConfig(process.env),
+      nowMs,
+      logger: logger.child({ component: "ratelimits" }),
+    });
+    rateLimits.start();
 
     await waitUntilFresh(cluster, logger);
     logger.info({ appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader }, "caught up with the cluster");
@@ -124,6 +137,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       commandLog: cluster.commandLog,
       limiter,
       counterDurability: counters,
+      rateLimits,
       nowMs,
       randomBytes,
       bodyLimitBytes: config.bodyLimitBytes,
@@ -145,6 +159,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
           clearInterval(reaper);
         }
         await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) => logger.error({ err: error }, "could not save verification analytics"));
+        rateLimits.stop();
         await node.close(); // every acknowledged write is already committed and durable
         await counters.close();
         await db.close();

@@ -140,4 +140,9 @@ export class SuccessorReservations {
   isFenced(): boolean {
     return this.fenced;
   }
+
+  /** Drops reservations for which `dead` holds: only buckets that left every window may go (a takeover restores what is kept). */
+  prune(dead: (bucket: ReservationBucket) => boolean): void {
+    for (const [id, bucket] of this.reserved) if (dead(bucket)) this.reserved.delete(id);
+  }
 }

@@ -6,6 +6,8 @@ import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
+import { judgeLimitHere } from "../counters/ratelimit/judge-here.js";
+import { limitSubject } from "../counters/ratelimit/subject.js";
 import { notFound } from "../errors.js";
 import { limitBody, limitResponse } from "../schemas/ratelimits.js";
 
@@ -38,14 +40,11 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     const override = resolveOverride(deps.state, namespaceId, body.identifier);
     const limit = override?.limit ?? body.limit;
     const durationMs = override?.durationMs ?? body.duration;
-    const judged = deps.limiter.limit(
-      [{ key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs), limit, durationMs, cost: body.cost ?? 1 }],
-      deps.nowMs(),
-    );
-    if (judged.touched.length > 0) await deps.counterDurability.cover(judged.touched);
-    const outcome = judged.outcomes[0]!;
-    return reply
-      .header(requestIdHeader, request.id)
-      .send({ success: judged.success, limit: outcome.limit, remaining: outcome.remaining, reset: outcome.resetAtMs });
+    const check = { key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs), limit, durationMs, cost: body.cost ?? 1 };
+    // In a cluster: judged by the node serving the identifier (async: here, reconciled in the background).
+    const isAsync = override?.async ?? body.async ?? false;
+    const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??
+      judgeLimitHere(deps.limiter, deps.counterDurability, check, deps.nowMs(), () => null));
+    return reply.header(requestIdHeader, request.id).send(answer);
   });
 }

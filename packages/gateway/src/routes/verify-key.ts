@@ -1,11 +1,13 @@
 // POST /v1/keys.verifyKey: the hot path. Hash once, decide, and answer without an await unless
 // credits were spent or a rate-limit count needs covering on disk first.
 
-import { decideVerification, type RatelimitRequest, type VerifyDecision } from "@keyraft/core";
+import { decideVerification, type RatelimitRequest, type VerifyDecision, type VerifyResult } from "@keyraft/core";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { hashKey } from "../auth/hash.js";
 import type { GatewayContext } from "../context.js";
+import type { VerifiedAnswer } from "../counters/ratelimit/cluster-limits.js";
+import { bothCovered } from "../counters/ratelimit/judge-here.js";
 import { badRequest } from "../errors.js";
 import { verifyKeyBody, verifyKeyResponse } from "../schemas/keys.js";
 
@@ -28,25 +30,55 @@ function recordOutcome(ctx: GatewayContext, decision: VerifyDecision, nowMs: num
   ctx.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
 }
 
+/** Where a verification's answer goes: the HTTP reply, or the answer to a verification another node forwarded here (counters/ratelimit). */
+interface VerifySink<R> {
+  header(name: string, value: string): unknown;
+  send(result: VerifyResult): R;
+}
+
+function answerSink(): VerifySink<VerifiedAnswer> {
+  let triggered: string | null = null;
+  return {
+    header(name, value) {
+      if (name === triggeredHeader) triggered = value;
+    },
+    send: (result) => ({ result, triggered }),
+  };
+}
+
+/** The rate-limit counts a decision admitted: on disk, and in a cluster at the owner's successor (counters/ratelimit). */
+function coverTouched(ctx: GatewayContext, decision: VerifyDecision): Promise<void> | null {
+  const disk = ctx.deps.counterDurability.cover(decision.touched);
+  const owner = decision.derived?.limitOwnerId;
+  return bothCovered(disk, owner === undefined ? null : (ctx.deps.rateLimits?.coverVerification(owner, decision.touched) ?? null));
+}
+
 /** Waits for the credit spend (its outcome is authoritative) and the counter coverage. */
-async function finish(
+async function finish<R>(
   ctx: GatewayContext,
-  reply: FastifyReply,
+  reply: VerifySink<R>,
   decision: VerifyDecision,
   cover: Promise<void> | null,
   nowMs: number,
   tags: readonly string[] | undefined,
-): Promise<FastifyReply> {
+): Promise<R> {
   const { result } = decision;
   if (decision.creditSpend !== undefined) {
-    const outcome = await ctx.deps.commandLog.append(decision.creditSpend);
-    // Under replication a concurrent spend may have been ordered first: then this one was
-    // refused at apply time and nothing was deducted.
-    if (!outcome.ok) {
-      result.valid = false;
-      result.code = "USAGE_EXCEEDED";
-    } else if (typeof outcome.remaining === "number") {
-      result.remaining = outcome.remaining;
+    // From this node's credit lease when it has one (counters/credits), else decided on the log.
+    const spend = decision.creditSpend;
+    const leased = ctx.deps.creditLeases === undefined ? null : await ctx.deps.creditLeases.spend(spend.keyId, spend.cost);
+    if (leased !== null) {
+      result.remaining = leased.remaining;
+    } else {
+      const outcome = await ctx.deps.commandLog.append(spend);
+      // Under replication a concurrent spend may have been ordered first: then this one was
+      // refused at apply time and nothing was deducted.
+      if (!outcome.ok) {
+        result.valid = false;
+        result.code = "USAGE_EXCEEDED";
+      } else if (typeof outcome.remaining === "number") {
+        result.remaining = outcome.remaining;
+      }
     }
   }
   if (cover !== null) await cover;
@@ -57,16 +89,15 @@ async function finish(
 export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
   const schema = { body: verifyKeyBody, response: verifyKeyResponse };
-  const handler = (request: FastifyRequest, reply: FastifyReply) => {
-    const body = request.body as VerifyKeyBody;
-    reply.header(requestIdHeader, request.id);
+  // The verification here: on a request, or on a verification forwarded by another node (this node serves its limits).
+  const verifyHere = <R>(body: Omit<VerifyKeyBody, "key">, hash: string, requestId: string, reply: VerifySink<R>): R | Promise<R> => {
     const nowMs = deps.nowMs();
     const decision = decideVerification(
       deps.state,
       deps.limiter,
       {
-        requestId: request.id,
-        hash: hashKey(body.key),
+        requestId,
+        hash,
         apiId: body.apiId,
         permissions: body.authorization?.permissions,
         creditCost: body.remaining?.cost ?? 1,
@@ -77,12 +108,25 @@ export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): 
     );
     if (decision.kind === "badRequest") throw badRequest(decision.message);
     if (decision.triggeredRatelimit !== undefined) reply.header(triggeredHeader, decision.triggeredRatelimit);
-    const cover = decision.touched.length === 0 ? null : deps.counterDurability.cover(decision.touched);
+    const cover = decision.touched.length === 0 ? null : coverTouched(ctx, decision);
     if (decision.creditSpend === undefined && cover === null) {
       recordOutcome(ctx, decision, nowMs, body.tags);
       return reply.send(decision.result);
     }
     return finish(ctx, reply, decision, cover, nowMs, body.tags);
+  };
+  deps.rateLimits?.setLocalVerifier((hash, requestId, fields) => Promise.resolve(verifyHere(fields, hash, requestId, answerSink())));
+  const handler = (request: FastifyRequest, reply: FastifyReply) => {
+    const body = request.body as VerifyKeyBody;
+    reply.header(requestIdHeader, request.id);
+    const hash = hashKey(body.key);
+    // In a cluster, a verification with rate limits is judged by the node serving their subject.
+    const elsewhere = deps.rateLimits?.verifyElsewhere(hash, body, request.id) ?? null;
+    if (elsewhere === null) return verifyHere(body, hash, request.id, reply);
+    return elsewhere.then(({ result, triggered }) => {
+      if (triggered !== null) reply.header(triggeredHeader, triggered);
+      return reply.send(result);
+    });
   };
   app.post("/v1/keys.verifyKey", { schema }, handler);
   // Legacy alias (upstream's deprecated REST route).

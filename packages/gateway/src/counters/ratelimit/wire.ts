@@ -1,7 +1,7 @@
 // Messages of the cluster rate limits on the cluster RPC (op "counters"): beats that carry the
 // async-limit counts, batches of checks forwarded to a limit's owner, reservations an owner asks
 // of its successor, and hand-backs. Plain data (msgpack on the authenticated cluster channel).
-import type { AsyncBucketCount, VerifyResult } from "@keyraft/core";
+import type { AsyncBucketCount, RatelimitRequest, VerifyResult } from "@keyraft/core";
 import type { V1ErrorCode } from "../../errors.js";
 
 /** The fields of a verifyKey body the owner needs; the key itself never leaves the node (only its hash). */
@@ -11,7 +11,7 @@ export interface VerifyFields {
   authorization?: { permissions?: unknown };
   remaining?: { cost?: number };
   ratelimit?: { cost?: number };
-  ratelimits?: { name: string; cost?: number; limit?: number; duration?: number }[];
+  ratelimits?: RatelimitRequest[];
 }
 
 /** A check forwarded to the node serving its subject. */
@@ -65,4 +65,16 @@ export interface CounterTransport {
   /** "notSent" when no connection to `peer` is open (nothing was sent); rejects when unanswered. */
   call(peer: string, request: CounterRequest): Promise<CounterReply | "notSent">;
   serve(handler: (from: string, request: CounterRequest) => Promise<CounterReply>): void;
+}
+
+/** The fields of a verifyKey body to forward: everything but the key (the owner gets its hash). */
+export function verifyFieldsOf(body: VerifyFields): VerifyFields {
+  const fields: VerifyFields = {};
+  if (body.apiId !== undefined) fields.apiId = body.apiId;
+  if (body.tags !== undefined) fields.tags = body.tags;
+  if (body.authorization !== undefined) fields.authorization = body.authorization;
+  if (body.remaining !== undefined) fields.remaining = body.remaining;
+  if (body.ratelimit !== undefined) fields.ratelimit = body.ratelimit;
+  if (body.ratelimits !== undefined) fields.ratelimits = body.ratelimits;
+  return fields;
 }

@@ -1,0 +1,265 @@
+// Rate limits across the cluster (docs/counters.md §2): where each check is judged, and the
+// cluster side of it. `async: false` limits are exact: each subject (subject.ts) is judged by its
+// owner (rendezvous hashing over the voters), which covers every admission with a reservation at
+// its successor (owner-side.ts, successor-side.ts); other nodes forward the check in batches
+// (forwarder.ts) and answer the owner's result. When the owner is down (liveness.ts) its
+// successor takes over, and hands back when the owner returns. `async: true` limits answer here
+// and reconcile through the beats (async-limits.ts). A one-member cluster judges everything
+// here, as a single node always did: no forwarding, no reservations, no beats.
+import { randomBytes } from "node:crypto";
+import { rankNodes, type KeyState, type LimitCheck, type SlidingWindowLimiter, type TouchedBucket, type VerifyResult } from "@keyraft/core";
+import type { Logger } from "pino";
+import { V1Error, type V1ErrorCode } from "../../errors.js";
+import type { CounterDurability } from "../../store/types.js";
+import { AsyncLimits } from "./async-limits.js";
+import type { RateLimitClusterConfig } from "./config.js";
+import { limitUnavailable } from "./errors.js";
+import { errorOfResult, Forwarder } from "./forwarder.js";
+import { judgeLimitHere, type LimitAnswer } from "./judge-here.js";
+import { PeerLiveness } from "./liveness.js";
+import { OwnerSide } from "./owner-side.js";
+import { subjectOfVerification, verifySubject } from "./subject.js";
+import { SuccessorSide } from "./successor-side.js";
+import { verifyFieldsOf, type CounterReply, type CounterRequest, type CounterTransport, type ForwardItem, type ForwardResult, type VerifyFields } from "./wire.js";
+
+/** How long reservations of the owner side are kept (longer windows just ask again). */
+const ownerCoveragePruneAfterMs = 10 * 60_000;
+const pruneEveryMs = 1000;
+
+export type Placement =
+  /** Judge here; `successor`: the node that must cover the admission (null: none, alone or serving after a takeover). */
+  | { kind: "here"; successor: string | null }
+  | { kind: "wait"; ready: Promise<void> }
+  | { kind: "forward"; target: string }
+  | { kind: "unavailable"; message: string };
+
+export interface VerifiedAnswer {
+  result: VerifyResult;
+  triggered: string | null;
+}
+
+/** The verify route's local path, for verifications forwarded to this node. */
+export type LocalVerifier = (hash: string, requestId: string, fields: VerifyFields) => Promise<VerifiedAnswer>;
+
+export interface ClusterRateLimitsOptions {
+  transport: CounterTransport;
+  state: KeyState;
+  limiter: SlidingWindowLimiter;
+  durability: CounterDurability;
+  config: RateLimitClusterConfig;
+  nowMs(): number;
+  logger: Logger;
+}
+
+const hereAlone: Placement = Object.freeze({ kind: "here", successor: null });
+
+export class ClusterRateLimits {
+  readonly liveness: PeerLiveness;
+  readonly owner: OwnerSide;
+  readonly successor: SuccessorSide;
+  readonly asyncLimits: AsyncLimits;
+  private readonly forwarder: Forwarder;
+  private readonly nodeId: string;
+  private localVerifier: LocalVerifier | null = null;
+  private beatTimer: NodeJS.Timeout | null = null;
+  private readonly beatsInFlight = new Set<string>();
+  private lastPruneMs = 0;
+
+  constructor(private readonly options: ClusterRateLimitsOptions) {
+    const { transport, limiter, durability, config, nowMs, logger } = options;
+    this.nodeId = transport.nodeId;
+    this.liveness = new PeerLiveness(config.suspectAfterMs);
+    this.owner = new OwnerSide({ transport, limiter, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs, logger });
+    this.successor = new SuccessorSide({ nodeId: this.nodeId, boot: randomBytes(8).toString("hex"), limiter, durability, voters: () => transport.voters(), nowMs, logger });
+    this.asyncLimits = new AsyncLimits(limiter);
+    this.forwarder = new Forwarder({ transport, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs });
+    transport.serve((from, request) => this.serve(from, request));
+  }
+
+  start(): void {
+    this.beatTimer = setInterval(() => this.beat(), this.options.config.reconcileMs);
+    this.beatTimer.unref();
+  }
+
+  stop(): void {
+    if (this.beatTimer !== null) clearInterval(this.beatTimer);
+    this.beatTimer = null;
+  }
+
+  setLocalVerifier(verifier: LocalVerifier): void {
+    this.localVerifier = verifier;
+  }
+
+  alone(): boolean {
+    return this.options.transport.voters().length <= 1;
+  }
+
+  /** Where a check of `subject` is judged, as this node sees the cluster now. */
+  placement(subject: string, nowMs: number): Placement {
+    const voters = this.options.transport.voters();
+    if (voters.length <= 1) return hereAlone;
+    const ranked = rankNodes(subject, voters);
+    const owner = ranked[0]!;
+    const successor = ranked[1]!;
+    if (owner === this.nodeId) {
+      const ready = this.owner.ready(successor);
+      return ready === null ? { kind: "here", successor } : { kind: "wait", ready };
+    }
+    const ownerUp = this.liveness.isUp(owner, nowMs);
+    if (successor === this.nodeId && !ownerUp) {
+      if (!this.successor.takeOver(owner)) return { kind: "unavailable", message: "too many owners tracked" };
+      return hereAlone;
+    }
+    if (ownerUp) return { kind: "forward", target: owner };
+    if (this.liveness.isUp(successor, nowMs)) return { kind: "forward", target: successor };
+    return { kind: "unavailable", message: `neither ${owner} (its owner) nor ${successor} (its successor) is reachable` };
+  }
+
+  /** The successor coverage of an admission this node just judged for `subject` (null: none needed). */
+  coverSubject(subject: string, touched: readonly TouchedBucket[]): Promise<void> | null {
+    if (touched.length === 0) return null;
+    const voters = this.options.transport.voters();
+    if (voters.length <= 1) return null;
+    const ranked = rankNodes(subject, voters);
+    if (ranked[0] !== this.nodeId) return null; // serving as the successor: its disk reservation is the coverage
+    return this.owner.cover(ranked[1]!, touched);
+  }
+
+  /** The verification's limits' coverage: `limitOwnerId` is the key's identity id or key id (KeyDerived.limitOwnerId). */
+  coverVerification(limitOwnerId: string, touched: readonly TouchedBucket[]): Promise<void> | null {
+    if (touched.length === 0) return null;
+    return this.coverSubject(verifySubject(limitOwnerId), touched);
+  }
+
+  /**
+   * null: judge the verification here, now (alone, no limit applies, or this node serves its
+   * subject and is ready). Otherwise the answer of the node that serves it, or of this node
+   * after a hand-back; rejects with a V1Error (503 while the subject cannot be judged).
+   */
+  verifyElsewhere(hash: string, fields: VerifyFields, requestId: string): Promise<VerifiedAnswer> | null {
+    if (this.alone()) return null;
+    const subject = subjectOfVerification(this.options.state, hash, (fields.ratelimits?.length ?? 0) > 0);
+    if (subject === null) return null;
+    const placement = this.placement(subject, this.options.nowMs());
+    switch (placement.kind) {
+      case "here":
+        return null;
+      case "wait":
+        return placement.ready.then(() => this.verifyHere(hash, requestId, fields));
+      case "forward":
+        return this.forwarder.forward(placement.target, { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) }).then(verifyAnswerOf);
+      case "unavailable":
+        return Promise.reject(limitUnavailable(placement.message));
+      default: {
+        const unknown: never = placement;
+        throw new Error(`unknown placement ${String(unknown)}`);
+      }
+    }
+  }
+
+  private verifyHere(hash: string, requestId: string, fields: VerifyFields): Promise<VerifiedAnswer> {
+    if (this.localVerifier === null) return Promise.reject(limitUnavailable("verification is not served here yet"));
+    return this.localVerifier(hash, requestId, fields);
+  }
+
+  /** ratelimits.limit: judged where its subject is served (`async: true`: here, reconciled in the background). */
+  async limit(subject: string, check: LimitCheck, isAsync: boolean): Promise<LimitAnswer> {
+    const { limiter, durability, nowMs } = this.options;
+    if (this.alone()) return judgeLimitHere(limiter, durability, check, nowMs(), () => null);
+    if (isAsync) return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs());
+    const placement = this.placement(subject, nowMs());
+    switch (placement.kind) {
+      case "here":
+        return judgeLimitHere(limiter, durability, check, nowMs(), (touched) => this.coverSubject(subject, touched));
+      case "wait":
+        await placement.ready;
+        return judgeLimitHere(limiter, durability, check, nowMs(), (touched) => this.coverSubject(subject, touched));
+      case "forward": {
+        const item: ForwardItem = { k: "limit", subject, key: check.key, limit: check.limit, durationMs: check.durationMs, cost: check.cost };
+        const result = await this.forwarder.forward(placement.target, item);
+        if (result.k === "limit") return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
+        throw result.k === "error" ? errorOfResult(result) : limitUnavailable("unexpected answer to a forwarded limit");
+      }
+      case "unavailable":
+        throw limitUnavailable(placement.message);
+      default: {
+        const unknown: never = placement;
+        throw new Error(`unknown placement ${String(unknown)}`);
+      }
+    }
+  }
+
+  private async serve(from: string, request: CounterRequest): Promise<CounterReply> {
+    const nowMs = this.options.nowMs();
+    this.liveness.heard(from, nowMs);
+    switch (request.t) {
+      case "beat":
+        this.asyncLimits.merge(from, request.asyncCounts);
+        return { t: "beat" };
+      case "batch":
+        return { t: "batch", results: await Promise.all(request.items.map((item) => this.judgeForwarded(item).catch(errorResult))) };
+      case "reserve":
+        return this.successor.accept(from, request.boot, request.asks);
+      case "handBack":
+        return this.successor.handBack(from);
+      default: {
+        const unknown: never = request;
+        return { t: "refused", message: `unknown counters request ${String(unknown)}` };
+      }
+    }
+  }
+
+  /** A check another node forwarded: judged only if this node serves its subject (never forwarded again). */
+  private async judgeForwarded(item: ForwardItem): Promise<ForwardResult> {
+    const placement = this.placement(item.subject, this.options.nowMs());
+    if (placement.kind === "forward") throw limitUnavailable(`${this.nodeId} does not serve this limit (it sees ${placement.target} serving it)`);
+    if (placement.kind === "unavailable") throw limitUnavailable(placement.message);
+    if (placement.kind === "wait") await placement.ready;
+    if (item.k === "verify") {
+      const answer = await this.verifyHere(item.hash, item.requestId, item.fields);
+      return { k: "verify", result: answer.result, triggered: answer.triggered };
+    }
+    const { limiter, durability, nowMs } = this.options;
+    const check = { key: item.key, limit: item.limit, durationMs: item.durationMs, cost: item.cost };
+    const answer = await judgeLimitHere(limiter, durability, check, nowMs(), (touched) => this.coverSubject(item.subject, touched));
+    return { k: "limit", ...answer };
+  }
+
+  private beat(): void {
+    const { transport, nowMs } = this.options;
+    const voters = transport.voters();
+    if (voters.length <= 1) return;
+    const now = nowMs();
+    const asyncCounts = this.asyncLimits.report(now);
+    for (const peer of voters) {
+      if (peer === this.nodeId || this.beatsInFlight.has(peer)) continue;
+      this.beatsInFlight.add(peer);
+      transport.call(peer, { t: "beat", asyncCounts }).then(
+        (reply) => {
+          this.beatsInFlight.delete(peer);
+          if (reply === "notSent") this.liveness.lost(peer);
+          else if (reply.t === "beat") this.liveness.heard(peer, nowMs());
+        },
+        () => this.beatsInFlight.delete(peer),
+      );
+    }
+    if (now - this.lastPruneMs >= pruneEveryMs) {
+      this.lastPruneMs = now;
+      this.asyncLimits.prune(now);
+      this.successor.prune(now);
+      this.owner.prune(now - ownerCoveragePruneAfterMs);
+    }
+  }
+}
+
+function verifyAnswerOf(result: ForwardResult): VerifiedAnswer {
+  if (result.k === "verify") return { result: result.result, triggered: result.triggered };
+  if (result.k === "error") throw errorOfResult(result);
+  throw limitUnavailable("unexpected answer to a forwarded verification");
+}
+
+function errorResult(error: unknown): ForwardResult {
+  if (error instanceof V1Error) return { k: "error", status: error.statusCode, code: error.code, message: error.message };
+  const code: V1ErrorCode = "INTERNAL_SERVER_ERROR";
+  return { k: "error", status: 500, code, message: error instanceof Error ? error.message : String(error) };
+}

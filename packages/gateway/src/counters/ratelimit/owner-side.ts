@@ -1,0 +1,230 @@
+// The owner's side of the reservations (docs/counters.md §2): an admission of a subject this node
+// owns is answered only once its successor acknowledged a reservation covering the bucket's
+// count, in the generation of the last hand-back this node restored. Before the first hand-back
+// from a successor (at start), and after an ask was refused (the successor took over, or it
+// restarted), decisions on that successor's subjects wait for a hand-back: its counts are
+// restored into the limiter first, so no admission is ever judged on counts older than it.
+// Asks go ahead of need (half a chunk early), batched per successor, so most admissions wait for
+// nothing.
+import { nextReservation, OwnerReservations, type SlidingWindowLimiter, type TouchedBucket } from "@keyraft/core";
+import type { Logger } from "pino";
+import { limitUnavailable, withTimeout } from "./errors.js";
+import type { PeerLiveness } from "./liveness.js";
+import { parseReservationKey, reservationKey } from "./subject.js";
+import type { CounterTransport, WireAsk } from "./wire.js";
+
+/** Admissions waiting for coverage per successor; past it new ones are answered 503. */
+export const coverWaitersMax = 100_000;
+/** Asks per reserve message. */
+export const reserveAsksMax = 1024;
+
+interface Waiter {
+  key: string;
+  bucketStartMs: number;
+  count: number;
+  limit: number;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+interface Link {
+  reservations: OwnerReservations | null;
+  /** The successor's boot id the generation belongs to. */
+  boot: string;
+  handingBack: Promise<void> | null;
+  waiters: Waiter[];
+  /** Highest count asked per bucket id, while the ask is in flight. */
+  inFlight: Map<string, number>;
+  /** Asks to send at the next flush. */
+  queued: Map<string, WireAsk>;
+  flushScheduled: boolean;
+}
+
+export interface OwnerSideOptions {
+  transport: CounterTransport;
+  limiter: SlidingWindowLimiter;
+  liveness: PeerLiveness;
+  timeoutMs: number;
+  nowMs(): number;
+  logger: Logger;
+}
+
+function bucketId(key: string, bucketStartMs: number): string {
+  return `${key}\u0000${bucketStartMs}`;
+}
+
+export class OwnerSide {
+  private readonly links = new Map<string, Link>();
+  handBacksRestored = 0;
+  asksSent = 0;
+
+  constructor(private readonly options: OwnerSideOptions) {}
+
+  private link(successor: string): Link {
+    let link = this.links.get(successor);
+    if (link === undefined) {
+      link = { reservations: null, boot: "", handingBack: null, waiters: [], inFlight: new Map(), queued: new Map(), flushScheduled: false };
+      this.links.set(successor, link);
+    }
+    return link;
+  }
+
+  /** null when decisions on `successor`'s subjects may be made now; else a hand-back to wait for (rejects: answer 503). */
+  ready(successor: string): Promise<void> | null {
+    const link = this.link(successor);
+    if (link.reservations !== null) return null;
+    link.handingBack ??= this.handBack(successor, link).finally(() => {
+      link.handingBack = null;
+    });
+    return link.handingBack;
+  }
+
+  private async handBack(successor: string, link: Link): Promise<void> {
+    const { transport, limiter, timeoutMs } = this.options;
+    const reply = await withTimeout(transport.call(successor, { t: "handBack" }), timeoutMs, () => limitUnavailable(`no hand-back from ${successor} in time`));
+    if (reply === "notSent") {
+      this.options.liveness.lost(successor);
+      throw limitUnavailable(`no connection to ${successor}, which holds this limit's reservations`);
+    }
+    if (reply.t !== "handBack") throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
+    this.options.liveness.heard(successor, this.options.nowMs());
+    if (link.reservations !== null) return; // a concurrent hand-back already restored (cannot happen: one at a time)
+    for (const bucket of reply.buckets) {
+      const parsed = parseReservationKey(bucket.key);
+      if (parsed === null) continue;
+      limiter.restoreBucket({ key: parsed.limiterKey, limit: bucket.limit, durationMs: parsed.durationMs, bucketStartMs: bucket.bucketStartMs, count: bucket.count });
+    }
+    // Only now, with every count the successor holds restored, may this node admit again.
+    link.reservations = new OwnerReservations(reply.generation);
+    link.boot = reply.boot;
+    this.handBacksRestored++;
+    this.options.logger.info({ successor, generation: reply.generation, buckets: reply.buckets.length }, "rate limits: hand-back restored; serving owned limits");
+  }
+
+  /**
+   * Coverage of an admission just judged (synchronously after `ready` returned null): null when
+   * every touched bucket is covered, else a promise that resolves once the successor acknowledged
+   * it, and rejects (503) if the generation is lost or the successor does not answer in time.
+   */
+  cover(successor: string, touched: readonly TouchedBucket[]): Promise<void> | null {
+    const link = this.link(successor);
+    const reservations = link.reservations;
+    // Judged while no generation is held (lost between ready() and the decision): its counts may
+    // predate the hand-back, so it is never answered; the count stays (it can only under-admit).
+    if (reservations === null) return Promise.reject(limitUnavailable(`the reservations at ${successor} are being handed back`));
+    let waits: Promise<void>[] | null = null;
+    for (const bucket of touched) {
+      const key = reservationKey(bucket.durationMs, bucket.key);
+      if (!reservations.covered(key, bucket.bucketStartMs, bucket.count)) {
+        if (link.waiters.length >= coverWaitersMax) return Promise.reject(limitUnavailable("too many admissions waiting for their reservation"));
+        waits ??= [];
+        waits.push(new Promise<void>((resolve, reject) => link.waiters.push({ key, bucketStartMs: bucket.bucketStartMs, count: bucket.count, limit: bucket.limit, resolve, reject })));
+      }
+      // Ask ahead, so the next admissions of the bucket find their count covered.
+      const ahead = Math.min(bucket.limit, bucket.count + Math.ceil(Math.max(1, Math.ceil(bucket.limit / 8)) / 2));
+      if (!reservations.covered(key, bucket.bucketStartMs, ahead)) this.ask(successor, link, reservations, key, bucket.limit, bucket.bucketStartMs, bucket.count);
+    }
+    if (waits === null) return null;
+    return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined);
+  }
+
+  private ask(successor: string, link: Link, reservations: OwnerReservations, key: string, limit: number, bucketStartMs: number, count: number): void {
+    const id = bucketId(key, bucketStartMs);
+    if ((link.inFlight.get(id) ?? -1) >= count) return;
+    const want = nextReservation(count, limit);
+    const queued = link.queued.get(id);
+    if (queued === undefined || queued.count < want) link.queued.set(id, { key, limit, bucketStartMs, count: want, generation: reservations.generation });
+    link.inFlight.set(id, want);
+    if (!link.flushScheduled) {
+      link.flushScheduled = true;
+      setImmediate(() => this.flush(successor, link));
+    }
+  }
+
+  private flush(successor: string, link: Link): void {
+    link.flushScheduled = false;
+    const reservations = link.reservations;
+    if (reservations === null) {
+      link.queued.clear();
+      return;
+    }
+    const asks = [...link.queued.values()];
+    link.queued.clear();
+    for (let at = 0; at < asks.length; at += reserveAsksMax) this.send(successor, link, reservations, asks.slice(at, at + reserveAsksMax));
+  }
+
+  private send(successor: string, link: Link, reservations: OwnerReservations, asks: WireAsk[]): void {
+    const { transport, timeoutMs } = this.options;
+    this.asksSent += asks.length;
+    const answered = withTimeout(transport.call(successor, { t: "reserve", boot: link.boot, asks }), timeoutMs, () => limitUnavailable(`no reservation from ${successor} in time`));
+    answered.then(
+      (reply) => {
+        if (reply === "notSent") {
+          this.options.liveness.lost(successor);
+          return this.failAsks(link, asks, limitUnavailable(`no connection to ${successor}, which must reserve this limit's counts`));
+        }
+        if (reply.t !== "reserve" || reply.acks.length !== asks.length) return this.failAsks(link, asks, limitUnavailable(`${successor} refused the reservation`));
+        this.options.liveness.heard(successor, this.options.nowMs());
+        if (link.reservations !== reservations) return; // a newer generation: its own waiters and asks
+        let refused = false;
+        for (let i = 0; i < asks.length; i++) {
+          const ack = reply.acks[i];
+          const ask = asks[i]!;
+          const id = bucketId(ask.key, ask.bucketStartMs);
+          if ((link.inFlight.get(id) ?? -1) <= ask.count) link.inFlight.delete(id);
+          if (ack === null || ack === undefined) refused = true;
+          else reservations.onAck(ack);
+        }
+        if (refused) return this.loseGeneration(successor, link);
+        this.settleWaiters(successor, link, reservations);
+      },
+      (error: unknown) => this.failAsks(link, asks, error instanceof Error ? error : limitUnavailable(String(error))),
+    );
+  }
+
+  /** Resolves the waiters now covered; asks again for the rest (a burst past the asked count). */
+  private settleWaiters(successor: string, link: Link, reservations: OwnerReservations): void {
+    const rest: Waiter[] = [];
+    for (const waiter of link.waiters) {
+      if (reservations.covered(waiter.key, waiter.bucketStartMs, waiter.count)) waiter.resolve();
+      else rest.push(waiter);
+    }
+    link.waiters = rest;
+    for (const waiter of rest) this.ask(successor, link, reservations, waiter.key, waiter.limit, waiter.bucketStartMs, waiter.count);
+  }
+
+  private failAsks(link: Link, asks: readonly WireAsk[], error: Error): void {
+    const ids = new Set<string>();
+    for (const ask of asks) {
+      const id = bucketId(ask.key, ask.bucketStartMs);
+      ids.add(id);
+      if ((link.inFlight.get(id) ?? -1) <= ask.count) link.inFlight.delete(id);
+    }
+    const rest: Waiter[] = [];
+    for (const waiter of link.waiters) {
+      if (ids.has(bucketId(waiter.key, waiter.bucketStartMs))) waiter.reject(error);
+      else rest.push(waiter);
+    }
+    link.waiters = rest;
+  }
+
+  /**
+   * The successor refused an ask of this generation: it took over (or restarted). Every admission
+   * judged in this generation and not yet covered is answered 503; the next decisions wait for a
+   * hand-back.
+   */
+  private loseGeneration(successor: string, link: Link): void {
+    this.options.logger.warn({ successor, generation: link.reservations?.generation }, "rate limits: successor refused a reservation (took over or restarted); asking for a hand-back");
+    link.reservations = null;
+    link.inFlight.clear();
+    link.queued.clear();
+    const waiters = link.waiters;
+    link.waiters = [];
+    for (const waiter of waiters) waiter.reject(limitUnavailable(`${successor} took this limit over; handing back`));
+  }
+
+  /** Drops coverage of buckets that left every window. */
+  prune(beforeMs: number): void {
+    for (const link of this.links.values()) link.reservations?.prune(beforeMs);
+  }
+}

@@ -1,0 +1,126 @@
+// The successor's side of the reservations (docs/counters.md §2): for each owner whose subjects
+// rank this node second, it acknowledges reservations (made durable first, through the same
+// reservation store as the node's own counts, so a restart restores them into the limiter), takes
+// over when the owner is unreachable (a fence: no more acknowledgements to the old owner; the
+// reserved counts restored into the limiter before it serves), and hands back when the owner
+// asks, with every count it holds for the owner's subjects (its limiter's buckets: what it
+// admitted while serving, and the reservations restored after a restart).
+//
+// A restart loses the generations (memory only) but never a count: a new boot id makes every
+// acknowledgement of the earlier life unusable (the owner asks for a hand-back), and the counts
+// come back from disk into the limiter, which is what a hand-back or a takeover serves from.
+import { rankNodes, SuccessorReservations, type SlidingWindowLimiter, type TouchedBucket } from "@keyraft/core";
+import type { Logger } from "pino";
+import type { CounterDurability } from "../../store/types.js";
+import { parseReservationKey, reservationKey, subjectOfLimiterKey } from "./subject.js";
+import type { CounterReply, WireAsk } from "./wire.js";
+
+/** Owners tracked (one per other member). */
+export const successorOwnersMax = 64;
+
+interface OwnerState {
+  reservations: SuccessorReservations;
+  serving: boolean;
+}
+
+export interface SuccessorSideOptions {
+  nodeId: string;
+  boot: string;
+  limiter: SlidingWindowLimiter;
+  durability: CounterDurability;
+  voters(): readonly string[];
+  nowMs(): number;
+  logger: Logger;
+}
+
+export class SuccessorSide {
+  private readonly owners = new Map<string, OwnerState>();
+  takeovers = 0;
+  handBacks = 0;
+
+  constructor(private readonly options: SuccessorSideOptions) {}
+
+  private state(owner: string): OwnerState | null {
+    let state = this.owners.get(owner);
+    if (state === undefined) {
+      if (this.owners.size >= successorOwnersMax) return null;
+      state = { reservations: new SuccessorReservations(), serving: false };
+      this.owners.set(owner, state);
+    }
+    return state;
+  }
+
+  isServing(owner: string): boolean {
+    return this.owners.get(owner)?.serving === true;
+  }
+
+  /** Acknowledges the asks it accepts, once they are durable; null for each refused one. */
+  async accept(owner: string, boot: string, asks: readonly WireAsk[]): Promise<CounterReply> {
+    const state = this.state(owner);
+    if (state === null || boot !== this.options.boot) return { t: "reserve", acks: asks.map(() => null) };
+    const acks: (WireAsk | null)[] = [];
+    const durable: TouchedBucket[] = [];
+    for (const ask of asks) {
+      const parsed = parseReservationKey(ask.key);
+      const ack = parsed === null ? null : state.reservations.accept(ask);
+      acks.push(ack);
+      if (ack !== null && parsed !== null) {
+        durable.push({ key: parsed.limiterKey, limit: ack.limit, durationMs: parsed.durationMs, bucketStartMs: ack.bucketStartMs, count: ack.count });
+      }
+    }
+    const written = durable.length === 0 ? null : this.options.durability.cover(durable);
+    if (written !== null) await written;
+    return { t: "reserve", acks };
+  }
+
+  /** The owner is unreachable: fence it and serve its subjects from at least every reserved count. */
+  takeOver(owner: string): boolean {
+    const state = this.state(owner);
+    if (state === null) return false;
+    if (state.serving) return true;
+    const { limiter } = this.options;
+    for (const bucket of state.reservations.takeOver()) {
+      const parsed = parseReservationKey(bucket.key);
+      if (parsed === null) continue;
+      limiter.restoreBucket({ key: parsed.limiterKey, limit: bucket.limit, durationMs: parsed.durationMs, bucketStartMs: bucket.bucketStartMs, count: bucket.count });
+    }
+    state.serving = true;
+    this.takeovers++;
+    this.options.logger.warn({ owner }, "rate limits: owner unreachable; this node (its successor) takes its limits over");
+    return true;
+  }
+
+  /** Drops reservations of buckets that left every window (one width plus one window after their start). */
+  prune(nowMs: number): void {
+    const { limiter } = this.options;
+    for (const state of this.owners.values()) {
+      state.reservations.prune((bucket) => {
+        const parsed = parseReservationKey(bucket.key);
+        if (parsed === null) return true;
+        return bucket.bucketStartMs + limiter.bucketWidthMs(parsed.durationMs) + parsed.durationMs <= nowMs;
+      });
+    }
+  }
+
+  /** The owner asks to serve again (it is back or just started): stop serving and hand every count of its subjects back. */
+  handBack(owner: string): CounterReply {
+    const state = this.state(owner);
+    if (state === null) return { t: "refused", message: "too many owners" };
+    const { limiter, nodeId } = this.options;
+    const voters = this.options.voters();
+    const served = [];
+    for (const bucket of limiter.snapshot(this.options.nowMs())) {
+      const subject = subjectOfLimiterKey(bucket.key);
+      if (subject === null) continue;
+      const ranked = rankNodes(subject, voters);
+      if (ranked[0] !== owner || ranked[1] !== nodeId) continue;
+      served.push({ key: reservationKey(bucket.durationMs, bucket.key), limit: bucket.limit, bucketStartMs: bucket.bucketStartMs, count: bucket.count });
+    }
+    const wasServing = state.serving;
+    state.serving = false;
+    const handBack = state.reservations.handBack(served);
+    this.handBacks++;
+    this.options.logger.info({ owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing }, "rate limits: handing limits back to their owner");
+    return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets: handBack.buckets };
+  }
+}
