@@ -55,6 +55,8 @@ export { RaftNode } from "./node.js";
 export type { NodeMetrics } from "./node.js";
 export type { RaftNodeOptions } from "./driver/options.js";
 export type { StateMachine } from "./driver/state-machine.js";
+export { applicationMessageType, isApplicationMessage } from "./driver/app-message.js";
+export type { ApplicationMessage, WireMessage } from "./driver/app-message.js";
 export type { NodeStatus, PeerStatus } from "./driver/status.js";
 export { RaftNodeError, NotLeaderError, TimeoutError, ShuttingDownError, StorageError, RAFT_IO_ERROR_CODES, RAFT_ERRORS } from "./errors.js";
 export type { RaftIoErrorCode, RaftNodeErrorCode } from "./errors.js";

@@ -23,6 +23,7 @@ import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
 import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { WsTransport } from "./transport/ws-transport.js";
+import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
 
 type Input =
   | { kind: "message"; message: Message }
@@ -53,6 +54,10 @@ export interface NodeMetrics {
   leaderChanges: number;
   /** Vote and pre-vote requests this node sent (campaigns x peers). */
   voteRequests: number;
+  /** Application messages sent, received (delivered to onAppMessage) and dropped on receipt (no handler, malformed payload, not running). */
+  appMessagesSent: number;
+  appMessagesReceived: number;
+  appMessagesDropped: number;
 }
 
 export class RaftNode {
@@ -61,7 +66,7 @@ export class RaftNode {
   private readonly logger: Logger;
   private readonly storage: RaftStorage & RaftStorageWriter;
   private readonly stateMachine: StateMachine;
-  private readonly transport: WsTransport<Message>;
+  private readonly transport: WsTransport<WireMessage>;
   private rawNode: RawNode | null = null;
   private state: State = "new";
   private inbox: Input[] = [];
@@ -82,7 +87,7 @@ export class RaftNode {
   /** A commit-only hard state not yet written (see persist). */
   private deferredHardState: HardState | null = null;
   private stopped: Promise<void> | null = null;
-  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0, voteRequests: 0 };
+  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0, voteRequests: 0, appMessagesSent: 0, appMessagesReceived: 0, appMessagesDropped: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
@@ -93,19 +98,37 @@ export class RaftNode {
     this.proposals = new ProposalWaiters(this.config.pendingProposalsMax);
     this.confChanges = new ProposalWaiters(64);
     this.reads = new ReadWaiters(this.config.pendingReadsMax);
-    this.transport = new WsTransport<Message>({
+    this.transport = new WsTransport<WireMessage>({
       id: options.id,
       secret: options.transport.secret,
       ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
       port: options.transport.port ?? 0,
       peers: options.transport.peers,
-      onMessage: (message) => this.push({ kind: "message", message }),
+      onMessage: (message) => (isApplicationMessage(message) ? this.receiveAppMessage(message.from, message.payload) : this.push({ kind: "message", message })),
       onPeerChange: (id, connected) => {
         if (!connected) this.push({ kind: "unreachable", id });
       },
       logger: this.logger,
       ...(options.transport.limits === undefined ? {} : { limits: options.transport.limits }),
     });
+  }
+
+  /** The leader this node knows of ("" when none), as of the last Ready; cheaper than status(). */
+  get leaderId(): NodeId {
+    return this.leader;
+  }
+
+  /**
+   * Sends an application payload to member `to` on the authenticated Raft connection (received
+   * by `to`'s onAppMessage, never by its Raft core). Best effort like every message: false, and
+   * nothing queued, when this node is not running or has no authenticated open connection to `to`.
+   * Payloads to one peer arrive in the order sent, while the connection stays up.
+   */
+  sendAppMessage(to: NodeId, payload: Uint8Array): boolean {
+    if (this.state !== "running" || to === this.id || !this.transport.isConnected(to)) return false;
+    this.transport.send([{ type: applicationMessageType, from: this.id, to, term: 0, payload }]);
+    this.counters.appMessagesSent++;
+    return true;
   }
 
   /** The port the transport listens on (after start). */
@@ -189,7 +212,7 @@ export class RaftNode {
     return { ...this.counters };
   }
 
-  transportStats(): ReturnType<WsTransport<Message>["stats"]> & { droppedInputs: number } {
+  transportStats(): ReturnType<WsTransport<WireMessage>["stats"]> & { droppedInputs: number } {
     return { ...this.transport.stats(), droppedInputs: this.droppedInputs };
   }
 
@@ -239,6 +262,21 @@ export class RaftNode {
     }
     this.inbox.push(input);
     this.wakeLoop?.();
+  }
+
+  private receiveAppMessage(from: NodeId, payload: unknown): void {
+    const handler = this.options.onAppMessage;
+    if (this.state !== "running" || handler === undefined || !(payload instanceof Uint8Array)) {
+      this.counters.appMessagesDropped++;
+      return;
+    }
+    this.counters.appMessagesReceived++;
+    try {
+      handler(from, payload);
+    } catch (error) {
+      // The application's bug must not take the transport's receive loop down with it.
+      this.logger.error({ id: this.id, from, err: error instanceof Error ? error.message : String(error) }, "raft node: onAppMessage threw");
+    }
   }
 
   private onTick(): void {

@@ -53,6 +53,12 @@ export interface RaftNodeOptions {
   logger?: Logger;
   /** Called once if the node stops on an unrecoverable error (storage failure, a failed invariant). */
   onFatal?: (error: unknown) => void;
+  /**
+   * Receives application payloads other members sent with sendAppMessage, on the same
+   * authenticated connection as Raft messages. Called synchronously from the socket handler; they
+   * never reach the Raft core. Without it, received application messages are counted and dropped.
+   */
+  onAppMessage?: (from: NodeId, payload: Uint8Array) => void;
 }
 
 export interface ResolvedNodeOptions {
