@@ -225,7 +225,8 @@ export class ClusterRateLimits {
     return { k: "limit", ...answer };
   }
 
-  private beat(): void {
+  /** One beat to every peer (the timer calls it every reconcile period). */
+  beat(): void {
     const { transport, nowMs } = this.options;
     const voters = transport.voters();
     if (voters.length <= 1) return;

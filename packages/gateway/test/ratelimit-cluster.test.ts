@@ -1,0 +1,281 @@
+// The cluster rate limits (src/counters/ratelimit) in one process: three ClusterRateLimits with
+// real limiters, joined by an in-memory transport that can take a node down or cut a link, and
+// an in-memory reservation store that survives a node's "restart". Checks: exact across nodes,
+// takeover and hand-back within the limit, a cut-off owner never admitting past it, the
+// single-node path, async reconciliation, and the small pieces (subjects, liveness, config).
+import { describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type TouchedBucket } from "@keyraft/core";
+import { ClusterRateLimits } from "../src/counters/ratelimit/cluster-limits.js";
+import { rateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counters/ratelimit/config.js";
+import { PeerLiveness } from "../src/counters/ratelimit/liveness.js";
+import { limitSubject, parseReservationKey, reservationKey, subjectOfLimiterKey, verifySubject } from "../src/counters/ratelimit/subject.js";
+import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
+import type { CounterDurability } from "../src/store/types.js";
+import { V1Error } from "../src/errors.js";
+
+const logger = pino({ level: "silent" });
+
+/** A node's reservation store: max count per bucket, kept across the node's restarts. */
+class MemoryDurability implements CounterDurability {
+  readonly buckets = new Map<string, TouchedBucket>();
+  cover(touched: readonly TouchedBucket[]): Promise<void> | null {
+    for (const bucket of touched) {
+      const id = `${bucket.key}\u0000${bucket.bucketStartMs}`;
+      const held = this.buckets.get(id);
+      if (held === undefined || held.count < bucket.count) this.buckets.set(id, { ...bucket });
+    }
+    return Promise.resolve();
+  }
+  restore(limiter: SlidingWindowLimiter): void {
+    for (const bucket of this.buckets.values()) limiter.restoreBucket(bucket);
+  }
+}
+
+interface SimNode {
+  id: string;
+  up: boolean;
+  limiter: SlidingWindowLimiter;
+  disk: MemoryDurability;
+  limits: ClusterRateLimits;
+  handler: ((from: string, request: CounterRequest) => Promise<CounterReply>) | null;
+  calls: number;
+}
+
+class SimCluster {
+  readonly nodes = new Map<string, SimNode>();
+  readonly cut = new Set<string>();
+  nowMs = 1_000_000;
+
+  constructor(readonly ids: readonly string[]) {
+    for (const id of ids) this.boot(id, new MemoryDurability());
+  }
+
+  node(id: string): SimNode {
+    return this.nodes.get(id)!;
+  }
+
+  /** Starts (or restarts, memory lost, disk kept) a node. */
+  boot(id: string, disk: MemoryDurability): SimNode {
+    const limiter = new SlidingWindowLimiter();
+    disk.restore(limiter);
+    const node: SimNode = { id, up: true, limiter, disk, limits: null as unknown as ClusterRateLimits, handler: null, calls: 0 };
+    const transport: CounterTransport = {
+      nodeId: id,
+      voters: () => this.ids,
+      call: async (peer, request) => {
+        node.calls++;
+        const target = this.nodes.get(peer);
+        if (!node.up || target === undefined || !target.up || this.cut.has(linkId(id, peer)) || target.handler === null) return "notSent";
+        await Promise.resolve();
+        const reply = await target.handler(id, structuredClone(request));
+        if (!node.up || !target.up) return new Promise<never>(() => undefined); // lost with a node
+        return structuredClone(reply);
+      },
+      serve: (handler) => {
+        node.handler = handler;
+      },
+    };
+    this.nodes.set(id, node);
+    node.limits = new ClusterRateLimits({
+      transport,
+      state: keyStateMachine().state,
+      limiter,
+      durability: disk,
+      config: { ...rateLimitClusterDefaults, timeoutMs: 200 },
+      nowMs: () => this.nowMs,
+      logger,
+    });
+    return node;
+  }
+
+  /** Every up node hears every other up node it is linked to (one round of beats). */
+  async beats(): Promise<void> {
+    for (const node of this.nodes.values()) if (node.up) node.limits.beat();
+    await settle();
+  }
+
+  cutLink(a: string, b: string): void {
+    this.cut.add(linkId(a, b));
+    this.cut.add(linkId(b, a));
+  }
+}
+
+function linkId(from: string, to: string): string {
+  return `${from}->${to}`;
+}
+
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+const subject = limitSubject("ns_1", "user-1");
+
+function check(limit: number, cost = 1): LimitCheck {
+  return { key: `r:ns_1:${limit}:60000:user-1`, limit, durationMs: 60_000, cost };
+}
+
+interface Tally {
+  admitted: number;
+  refused: number;
+  unavailable: number;
+}
+
+async function hit(cluster: SimCluster, from: readonly string[], perNode: number, limit: number): Promise<Tally> {
+  const tally: Tally = { admitted: 0, refused: 0, unavailable: 0 };
+  await Promise.all(
+    from.flatMap((id) =>
+      Array.from({ length: perNode }, async () => {
+        try {
+          const answer = await cluster.node(id).limits.limit(subject, check(limit), false);
+          if (answer.success) tally.admitted++;
+          else tally.refused++;
+        } catch (error) {
+          expect(error).toBeInstanceOf(V1Error);
+          expect((error as V1Error).statusCode).toBe(503);
+          tally.unavailable++;
+        }
+      }),
+    ),
+  );
+  return tally;
+}
+
+/** Hits until `rounds` rounds passed or nothing was admitted for two rounds in a row (beats in between). */
+async function hitUntilRefused(cluster: SimCluster, from: readonly string[], limit: number, rounds = 30): Promise<Tally> {
+  const total: Tally = { admitted: 0, refused: 0, unavailable: 0 };
+  let idle = 0;
+  for (let round = 0; round < rounds && idle < 2; round++) {
+    const tally = await hit(cluster, from, 5, limit);
+    total.admitted += tally.admitted;
+    total.refused += tally.refused;
+    total.unavailable += tally.unavailable;
+    idle = tally.admitted === 0 && tally.refused > 0 ? idle + 1 : 0;
+    cluster.nowMs += 10;
+    await cluster.beats();
+  }
+  return total;
+}
+
+describe("cluster rate limits (async: false)", () => {
+  const ids = ["n1", "n2", "n3"];
+  const [ownerId, successorId, otherId] = rankNodes(subject, ids) as [string, string, string];
+
+  it("admits exactly the limit in total when every node is hit at once", async () => {
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const tally = await hit(cluster, ids, 30, 40);
+    expect(tally).toEqual({ admitted: 40, refused: 50, unavailable: 0 });
+    // Only the owner counted; the others forwarded.
+    expect(cluster.node(otherId).limiter.size()).toBe(0);
+    expect(cluster.node(ownerId).limiter.size()).toBe(1);
+  });
+
+  it("a one-member cluster judges locally: no calls, today's behaviour", async () => {
+    const cluster = new SimCluster(["solo"]);
+    const tally = await hit(cluster, ["solo"], 30, 12);
+    expect(tally).toEqual({ admitted: 12, refused: 18, unavailable: 0 });
+    await cluster.beats();
+    expect(cluster.node("solo").calls).toBe(0);
+  });
+
+  it("after the owner dies the successor takes over without exceeding the limit, and hands back when it returns", async () => {
+    const limit = 40;
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const before = await hit(cluster, ids, 5, limit);
+    expect(before.admitted).toBe(15);
+    const ownerDisk = cluster.node(ownerId).disk;
+    cluster.node(ownerId).up = false;
+    const during = await hitUntilRefused(cluster, [successorId, otherId], limit);
+    expect(during.admitted).toBeGreaterThan(0); // the successor served
+    expect(before.admitted + during.admitted).toBeLessThanOrEqual(limit);
+    expect(cluster.node(successorId).limits.successor.takeovers).toBe(1);
+    // The owner restarts (memory lost, its disk kept) and asks for its limits back.
+    cluster.boot(ownerId, ownerDisk);
+    await cluster.beats();
+    await cluster.beats();
+    const after = await hitUntilRefused(cluster, ids, limit);
+    expect(before.admitted + during.admitted + after.admitted).toBeLessThanOrEqual(limit);
+    expect(cluster.node(successorId).limits.successor.handBacks).toBeGreaterThanOrEqual(1);
+    expect(cluster.node(ownerId).limits.owner.handBacksRestored).toBeGreaterThanOrEqual(1);
+  });
+
+  it("an owner cut off from its successor only (still reached by others) never lets the limit be exceeded", async () => {
+    const limit = 30;
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const before = await hit(cluster, ids, 4, limit);
+    cluster.cutLink(ownerId, successorId);
+    cluster.node(successorId).limits.liveness.lost(ownerId);
+    // The successor takes over for what reaches it; the owner keeps serving only what its acknowledgements cover.
+    const split = await hitUntilRefused(cluster, ids, limit);
+    expect(before.admitted + split.admitted).toBeLessThanOrEqual(limit);
+    // Healed: the owner gets its limits back through a hand-back, still within the limit.
+    cluster.cut.clear();
+    await cluster.beats();
+    const healed = await hitUntilRefused(cluster, ids, limit);
+    expect(before.admitted + split.admitted + healed.admitted).toBeLessThanOrEqual(limit);
+  });
+
+  it("fails closed (503) when neither the owner nor its successor is reachable", async () => {
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    cluster.node(ownerId).up = false;
+    cluster.node(successorId).up = false;
+    const tally = await hitUntilRefused(cluster, [otherId], 10, 3);
+    expect(tally.admitted).toBe(0);
+    expect(tally.unavailable).toBeGreaterThan(0);
+  });
+});
+
+describe("cluster rate limits (async: true)", () => {
+  it("answers locally and counts what the others reported at the last beat", async () => {
+    const ids = ["n1", "n2", "n3"];
+    const cluster = new SimCluster(ids);
+    const limit = 30;
+    const admit = async (id: string, times: number) => {
+      let admitted = 0;
+      for (let i = 0; i < times; i++) if ((await cluster.node(id).limits.limit(subject, check(limit), true)).success) admitted++;
+      return admitted;
+    };
+    // Before any beat each node sees only its own counts.
+    expect(await admit("n1", 10)).toBe(10);
+    expect(await admit("n2", 10)).toBe(10);
+    await cluster.beats();
+    // n3 now sees 20 elsewhere: 10 left.
+    expect(await admit("n3", 15)).toBe(10);
+    await cluster.beats();
+    expect(await admit("n1", 5)).toBe(0);
+    expect(cluster.node("n1").calls).toBeGreaterThan(0);
+  });
+});
+
+describe("subjects, liveness, config", () => {
+  it("maps limiter keys to their subjects", () => {
+    expect(subjectOfLimiterKey("v:key_1:default")).toBe(verifySubject("key_1"));
+    expect(subjectOfLimiterKey("v:id_9:per:minute")).toBe("v:id_9");
+    expect(subjectOfLimiterKey("r:ns_1:10:60000:user:with:colons")).toBe(limitSubject("ns_1", "user:with:colons"));
+    expect(subjectOfLimiterKey("x:other")).toBeNull();
+    expect(parseReservationKey(reservationKey(60_000, "v:key_1:default"))).toEqual({ durationMs: 60_000, limiterKey: "v:key_1:default" });
+    expect(parseReservationKey("nope")).toBeNull();
+  });
+
+  it("takes a peer for down after silence or a lost connection", () => {
+    const liveness = new PeerLiveness(1000);
+    expect(liveness.isUp("n2", 0)).toBe(false);
+    liveness.heard("n2", 0);
+    expect(liveness.isUp("n2", 999)).toBe(true);
+    expect(liveness.isUp("n2", 1000)).toBe(false);
+    liveness.heard("n2", 1000);
+    liveness.lost("n2");
+    expect(liveness.isUp("n2", 1001)).toBe(false);
+  });
+
+  it("reads its knobs and refuses bad ones", () => {
+    expect(rateLimitClusterConfig({})).toEqual(rateLimitClusterDefaults);
+    expect(rateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "20", KEYRAFT_RATELIMIT_SUSPECT_MS: "500" })).toMatchObject({ reconcileMs: 20, suspectAfterMs: 500 });
+    expect(() => rateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "0" })).toThrow(/KEYRAFT_RATELIMIT_RECONCILE_MS/);
+    expect(() => rateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "600", KEYRAFT_RATELIMIT_SUSPECT_MS: "1000" })).toThrow(/twice/);
+  });
+});
