@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import type { VerificationPeers } from "./analytics/peers.js";
 import type { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
 import type { VerificationRecorder } from "./analytics/recorder.js";
+import type { CreditSpender } from "./counters/credits/lease-spender.js";
 import { createContext } from "./context.js";
 import { V1Error, errorBody, type V1ErrorCode } from "./errors.js";
 import swagger from "@fastify/swagger";
@@ -47,6 +48,8 @@ export interface AppDeps {
   analytics?: VerificationRecorder;
   /** The cluster's other nodes for analytics queries; absent = this node only. */
   verificationPeers?: VerificationPeers;
+  /** Credit leases of this node (counters/credits); absent = every credit spend is a log entry. */
+  creditLeases?: CreditSpender;
   /** Rate limits across the cluster (counters/ratelimit); absent = judged here only. */
   rateLimits?: ClusterRateLimits;
 }

@@ -3,6 +3,7 @@
 // what it accepts, so a bad start fails with one clear line per mistake (main exits with code 2).
 import { resolve } from "node:path";
 import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
+import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
 
 export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -32,6 +33,8 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** The cluster: membership, secret, staleness bound and Raft timing (see cluster-config.ts). */
   cluster: ClusterConfig;
+  /** Credit leases: lease ttl, clock drift bound, lease size (counters/credits/config.ts). */
+  credits: CreditLeaseConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
@@ -73,6 +76,7 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, c
     writeQueueEntriesMax: integer(integerVariables.writeQueueEntriesMax),
     shutdownTimeoutMs: integer(integerVariables.shutdownTimeoutMs),
     cluster: parseClusterConfig(env, errors, integer),
+    credits: parseCreditLeaseConfig(env, errors),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
 }

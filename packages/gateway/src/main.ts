@@ -18,6 +18,8 @@ import { dataDirLayout } from "./cluster/data-dir.js";
 import { migrateLegacyStore } from "./cluster/migrate-legacy.js";
 import { registerClusterRoutes } from "./cluster/routes.js";
 import { createContext } from "./context.js";
+import { ObservedKeyMachine } from "./counters/credits/credit-events.js";
+import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
 import { rateLimitClusterConfig } from "./counters/ratelimit/config.js";
 import { V1Error } from "./errors.js";
@@ -78,7 +80,8 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
   const db = await openStoreDb(layout.nodeDir);
   let cluster: ClusterNode | null = null;
   try {
-    const machine = keyStateMachine();
+    // Observed: the credit leases (counters/credits) hear the lease outcomes and resets it applies.
+    const machine = new ObservedKeyMachine(keyStateMachine());
     cluster = await ClusterNode.open({
       config: config.cluster,
       raftDir: layout.raftDir,
@@ -109,6 +112,20 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
 
     await waitUntilFresh(cluster, logger);
     logger.info({ appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader }, "caught up with the cluster");
+    // Credit leases (counters/credits): verifications with credits spend from this node's leases.
+    const raftNode = cluster;
+    const creditLeases = await startCreditLeases({
+      nodeId,
+      db,
+      machine,
+      config: config.credits,
+      propose: (command) => raftNode.commandLog.append(command),
+      isLeader: () => raftNode.isLeader(),
+      voters: () => raftNode.raft.status().conf.voters,
+      nowMs,
+      logger: logger.child({ component: "credits" }),
+      onFatal,
+    });
     // Generate a root key only where no other member will: a one-member cluster, or the leader
     // of a new cluster (followers then receive it through the log).
     const commandLog = cluster.commandLog;
@@ -138,6 +155,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       limiter,
       counterDurability: counters,
       rateLimits,
+      creditLeases: creditLeases.spender,
       nowMs,
       randomBytes,
       bodyLimitBytes: config.bodyLimitBytes,
@@ -160,6 +178,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
         }
         await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) => logger.error({ err: error }, "could not save verification analytics"));
         rateLimits.stop();
+        await creditLeases.close(); // journal writes finish; open leases are settled after the next start
         await node.close(); // every acknowledged write is already committed and durable
         await counters.close();
         await db.close();

@@ -35,6 +35,7 @@ describe("parseConfig", () => {
         writeQueueEntriesMax: 10_000,
         shutdownTimeoutMs: 10_000,
         cluster: singleNodeCluster,
+        credits: { leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 100 },
       },
     });
   });
@@ -51,6 +52,9 @@ describe("parseConfig", () => {
         KEYRAFT_BODY_LIMIT_BYTES: "2048",
         KEYRAFT_WRITE_QUEUE_MAX: "7",
         KEYRAFT_SHUTDOWN_TIMEOUT_MS: "0",
+        KEYRAFT_CREDIT_LEASE_TTL_MS: "500",
+        KEYRAFT_CLOCK_DRIFT_MAX: "0.05",
+        KEYRAFT_CREDIT_LEASE_CREDITS: "1000",
         UNRELATED: "ignored",
       },
       cwd,
@@ -68,6 +72,7 @@ describe("parseConfig", () => {
         writeQueueEntriesMax: 7,
         shutdownTimeoutMs: 0,
         cluster: singleNodeCluster,
+        credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000 },
       },
     });
   });

@@ -64,14 +64,21 @@ async function finish<R>(
 ): Promise<R> {
   const { result } = decision;
   if (decision.creditSpend !== undefined) {
-    const outcome = await ctx.deps.commandLog.append(decision.creditSpend);
-    // Under replication a concurrent spend may have been ordered first: then this one was
-    // refused at apply time and nothing was deducted.
-    if (!outcome.ok) {
-      result.valid = false;
-      result.code = "USAGE_EXCEEDED";
-    } else if (typeof outcome.remaining === "number") {
-      result.remaining = outcome.remaining;
+    // From this node's credit lease when it has one (counters/credits), else decided on the log.
+    const spend = decision.creditSpend;
+    const leased = ctx.deps.creditLeases === undefined ? null : await ctx.deps.creditLeases.spend(spend.keyId, spend.cost);
+    if (leased !== null) {
+      result.remaining = leased.remaining;
+    } else {
+      const outcome = await ctx.deps.commandLog.append(spend);
+      // Under replication a concurrent spend may have been ordered first: then this one was
+      // refused at apply time and nothing was deducted.
+      if (!outcome.ok) {
+        result.valid = false;
+        result.code = "USAGE_EXCEEDED";
+      } else if (typeof outcome.remaining === "number") {
+        result.remaining = outcome.remaining;
+      }
     }
   }
   if (cover !== null) await cover;

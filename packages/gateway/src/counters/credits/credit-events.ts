@@ -1,0 +1,69 @@
+// Watches the key-state machine as it applies commands and reports what the credit-lease parts
+// of a node need: every lease outcome (the holder takes its own, the leader's expiry tracker all
+// of them) and every reset of a key's ledger epoch (the holder stops spending older leases).
+// A thin wrapper: apply is the machine's, plus a look at the ledgers the command touched.
+import type { CommandOutcome, CreditLeaseOutcome, KeyCommand, KeyStateMachine } from "@keyraft/core";
+
+export interface CreditEventListener {
+  /** A lease command was applied (for any node). */
+  onLease(outcome: CreditLeaseOutcome): void;
+  /** The ledger of `keyId` moved to `epoch` (a set, or a refill that reset it). */
+  onEpoch(keyId: string, epoch: number): void;
+  /** A snapshot replaced the state (the leader re-reads the open leases). */
+  onRestore(): void;
+}
+
+/** Keys whose ledger epoch a command may change. */
+function resetKeys(command: KeyCommand): readonly string[] {
+  switch (command.type) {
+    case "updateKey":
+    case "updateRemaining":
+    case "spendCredits":
+      return [command.keyId];
+    case "refillCredits":
+      return command.keyIds;
+    default:
+      return [];
+  }
+}
+
+export class ObservedKeyMachine implements KeyStateMachine {
+  private listener: CreditEventListener | null = null;
+
+  constructor(private readonly inner: KeyStateMachine) {}
+
+  get state() {
+    return this.inner.state;
+  }
+
+  /** Events go to `listener` from now on (before: none are kept; the holder resends what it owes). */
+  listen(listener: CreditEventListener | null): void {
+    this.listener = listener;
+  }
+
+  apply(command: KeyCommand): CommandOutcome {
+    const listener = this.listener;
+    if (listener === null) return this.inner.apply(command);
+    const keys = resetKeys(command);
+    const ledgers = this.inner.state.creditLedgers;
+    const before = keys.map((keyId) => ledgers.get(keyId)?.epoch);
+    const outcome = this.inner.apply(command);
+    if (!outcome.ok) return outcome;
+    if (outcome.lease !== undefined) listener.onLease(outcome.lease);
+    if (outcome.leases !== undefined) for (const lease of outcome.leases) listener.onLease(lease);
+    keys.forEach((keyId, i) => {
+      const epoch = ledgers.get(keyId)?.epoch;
+      if (epoch !== undefined && epoch !== before[i]) listener.onEpoch(keyId, epoch);
+    });
+    return outcome;
+  }
+
+  snapshot() {
+    return this.inner.snapshot();
+  }
+
+  restore(snapshot: unknown): void {
+    this.inner.restore(snapshot);
+    this.listener?.onRestore();
+  }
+}

@@ -1,0 +1,95 @@
+// Assembles the credit leases of one node (docs/counters.md §5): the journal restored and
+// compacted, the holder rebuilt from it (its close records made durable before anything is
+// served), the spender the verify route calls, the outbox, and the leader's expiry and refill
+// timers, all fed by the key-state machine's apply events.
+import { performance } from "node:perf_hooks";
+import { LeaseHolder, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
+import type { Logger } from "pino";
+import type { StoreDb } from "../../store/level-db.js";
+import type { ObservedKeyMachine } from "./credit-events.js";
+import { expiryMarginMs, holderOptions, holderPollIntervalMs, leaderTickMs, leaseWaitMs, type CreditLeaseConfig } from "./config.js";
+import { LeaseJournalStore } from "./journal-store.js";
+import { LeaseExpiryDriver } from "./lease-expiry.js";
+import { LeaseSpender } from "./lease-spender.js";
+import { LeaseOutbox } from "./outbox.js";
+import { RefillScheduler } from "./refill-scheduler.js";
+
+export interface CreditLeasesOptions {
+  nodeId: string;
+  db: StoreDb;
+  machine: ObservedKeyMachine;
+  config: CreditLeaseConfig;
+  propose(command: KeyCommand): Promise<CommandOutcome>;
+  isLeader(): boolean;
+  voters(): string[];
+  nowMs(): number;
+  logger: Logger;
+  onFatal(error: Error): void;
+}
+
+export interface CreditLeases {
+  spender: LeaseSpender;
+  status(): Record<string, number>;
+  close(): Promise<void>;
+}
+
+/** Failed proposals are expected during elections; log them at most this often. */
+const errorLogEveryMs = 5_000;
+
+export async function startCreditLeases(options: CreditLeasesOptions): Promise<CreditLeases> {
+  const { logger, config } = options;
+  const monoNowMs = () => performance.now();
+  let lastErrorLogMs = Number.NEGATIVE_INFINITY;
+  const onError = (error: unknown) => {
+    const now = monoNowMs();
+    if (now - lastErrorLogMs < errorLogEveryMs) return;
+    lastErrorLogMs = now;
+    logger.warn({ err: error instanceof Error ? error.message : String(error) }, "credit leases: a proposal failed (retried by the holder's timers)");
+  };
+  const { store: journal, records } = await LeaseJournalStore.open(options.db, { onFatal: options.onFatal });
+  const restored = LeaseHolder.restore(options.nodeId, records, holderOptions(config));
+  // Rule 3: leases known from before the restart are closed (durably) before anything else.
+  await journal.append(restored.journal);
+  const holder = restored.holder;
+  logger.info({ owedSettles: holder.owedSettles(), leasesOnDisk: journal.leasesOnDisk() }, "credit lease journal restored");
+
+  const outbox = new LeaseOutbox({ propose: options.propose, voters: options.voters, onError });
+  const state: KeyState = options.machine.state;
+  const spender = new LeaseSpender({ holder, journal, outbox, state, monoNowMs, leaseWaitMs, pollIntervalMs: holderPollIntervalMs, onError });
+  const expiry = new LeaseExpiryDriver({
+    ttlMs: config.leaseTtlMs,
+    driftMax: config.clockDriftMax,
+    marginMs: expiryMarginMs,
+    state,
+    isLeader: options.isLeader,
+    propose: options.propose,
+    monoNowMs,
+    onError,
+  });
+  const refills = new RefillScheduler({ state, isLeader: options.isLeader, propose: options.propose, nowMs: options.nowMs, onError });
+  options.machine.listen({
+    onLease(outcome) {
+      spender.onLease(outcome);
+      expiry.onLease(outcome);
+    },
+    onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch),
+    onRestore: () => expiry.onRestore(),
+  });
+  spender.start();
+  const leaderTimer = setInterval(() => {
+    expiry.tick();
+    refills.tick();
+  }, leaderTickMs);
+  leaderTimer.unref();
+
+  return {
+    spender,
+    status: () => ({ ...spender.status(), ...outbox.stats(), expiryWatched: expiry.watched(), leasesOnDisk: journal.leasesOnDisk() }),
+    async close() {
+      clearInterval(leaderTimer);
+      options.machine.listen(null);
+      spender.stop();
+      await journal.close();
+    },
+  };
+}
