@@ -138,7 +138,9 @@ export async function runClusterScenario(opts: { durationS?: number; log: (line:
 }
 
 function startMember(id: string, httpPort: number, raftPort: number, peers: string, dataDir: string): Member {
-  const child = spawn(process.execPath, [mainJs], {
+  // KEYRAFT_BENCH_NODE_ARGS: extra node flags for the members (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+  const nodeArgs = (process.env["KEYRAFT_BENCH_NODE_ARGS"] ?? "").split(" ").filter((arg) => arg !== "");
+  const child = spawn(process.execPath, [...nodeArgs, mainJs], {
     env: {
       PATH: process.env["PATH"] ?? "",
       PORT: String(httpPort),

@@ -9,6 +9,7 @@ import { keyStateMachine, ROOT_API_ID, SlidingWindowLimiter, type KeyState } fro
 import type { Logger } from "pino";
 import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
+import { analyticsPeerTimeoutMsDefault, ClusterVerificationPeers } from "./analytics/cluster-peers.js";
 import { bootstrapRootKey, buildApp } from "./app.js";
 import { parseConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -146,10 +147,16 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       return 0;
     });
     logger.info({ restoredSeries }, "verification analytics restored");
+    // Analytics queries merge every member's series (each node keeps only its own verifications).
+    const verificationPeers = new ClusterVerificationPeers(
+      cluster.analyticsPeers((filter) => analytics.select(filter)),
+      { timeoutMs: analyticsPeerTimeoutMsDefault, logger: logger.child({ component: "analytics" }) },
+    );
 
     const deps = {
       logger,
       analytics,
+      verificationPeers,
       state: machine.state,
       commandLog: cluster.commandLog,
       limiter,

@@ -2,7 +2,9 @@
 //
 // append(command) tags the command with this process's origin and a sequence number, then gets
 // it proposed: directly when this node leads, else forwarded to the leader over the cluster
-// connection. It resolves when this node applies the entry (the outcome is the apply outcome on
+// connection (the writes of one event-loop turn in one request, as one batch entry; the leader's
+// proposer batches its own writes and the forwarded ones of a turn the same way). It resolves
+// when this node applies the entry (the outcome is the apply outcome on
 // this node, so the client reads its own write here), and rejects with a 503 v1 error when no
 // leader takes it in time, or when the outcome is unknown (sent, but not seen applied in time).
 //
@@ -17,6 +19,7 @@ import { encodeEntry } from "./entry-codec.js";
 import { noLeaderError, outcomeUnknownError, shuttingDownError } from "./errors.js";
 import { PendingMap } from "./pending.js";
 import type { ClusterRpc, RpcResult } from "./rpc.js";
+import { TurnBatcher } from "./turn-batcher.js";
 
 /** What the command log needs from the Raft node. */
 export interface RaftLink {
@@ -48,10 +51,18 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
   private nextSeq = 1;
   private readonly waiting: PendingMap<CommandOutcome>;
   private readonly sweep: NodeJS.Timeout;
+  /** Writes of one event-loop turn go to the leader in one request (one batch entry). */
+  private readonly forwarder: TurnBatcher<RpcResult>;
   private closed = false;
 
   constructor(private readonly options: ClusterCommandLogOptions) {
     this.waiting = new PendingMap(options.pendingMax, options.timeoutMs);
+    this.forwarder = new TurnBatcher<RpcResult>(
+      (leader, data) => options.rpc.call(leader, { op: "propose", data }, options.nowMs()),
+      options.pendingMax,
+      // Unreachable: every queued item is a waiting write, and `waiting` holds at most pendingMax.
+      () => new Error("too many writes waiting to be forwarded"),
+    );
     this.sweep = setInterval(() => this.expire(), Math.max(10, Math.min(100, options.timeoutMs / 10)));
     this.sweep.unref();
   }
@@ -78,6 +89,11 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
     return this.options.appliedIndex();
   }
 
+  /** Forwarding requests sent and the writes they carried (their ratio is the batching factor). */
+  get forwarded(): { requests: number; writes: number } {
+    return { requests: this.forwarder.groupsSent, writes: this.forwarder.itemsSent };
+  }
+
   get pending(): number {
     return this.waiting.size;
   }
@@ -95,7 +111,7 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
 
   /** Gets the entry proposed once; settles the waiter only on failure (success settles through the apply). */
   private async submit(seq: number, data: Uint8Array, deadlineMs: number): Promise<void> {
-    const { raft, rpc } = this.options;
+    const { raft } = this.options;
     while (this.waiting.has(seq)) {
       const leader = raft.leader();
       let result: RpcResult;
@@ -103,7 +119,7 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
       else if (leader === raft.id) result = await proposeLocally(raft, data);
       else {
         try {
-          result = await rpc.call(leader, { op: "propose", data }, this.options.nowMs());
+          result = await this.forwarder.submit(leader, data);
         } catch (error) {
           this.waiting.reject(seq, outcomeUnknownError(`no answer from the leader ${leader}: ${(error as Error).message}`));
           return;

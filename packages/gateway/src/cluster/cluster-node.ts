@@ -14,7 +14,10 @@ import { ReplicatedKeyMachine } from "./replicated-machine.js";
 import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "./rpc.js";
 import { StalenessMonitor } from "./staleness.js";
 import { ApplyTimes } from "./apply-times.js";
-import { attachAppChannel } from "./app-channel.js";
+import { TurnBatcher } from "./turn-batcher.js";
+import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
+import { answerAnalytics, type AnalyticsPeerLink } from "../analytics/cluster-peers.js";
+import { RaftNodeError } from "@keyraft/raft";
 import type { CounterReply, CounterRequest, CounterTransport } from "../counters/ratelimit/wire.js";
 
 export interface ClusterNodeOptions {
@@ -65,11 +68,15 @@ export class ClusterNode {
   readonly staleness: StalenessMonitor;
   readonly applyTimes = new ApplyTimes();
   private readonly rpc: ClusterRpc;
+  /** The leader's proposals: this node's writes and the forwarded ones of one loop turn in one entry. */
+  private readonly proposer: TurnBatcher<{ index: number }>;
   private readonly replicated: ReplicatedKeyMachine;
   private readonly addresses = new Map<NodeId, string>();
   private promoter: NodeJS.Timeout | null = null;
   private rpcSweep: NodeJS.Timeout | null = null;
   private promoting = false;
+  /** This node's analytics for a peer's query (op "analytics"); null until the app is built. */
+  private analyticsSource: ((filter: VerificationFilter) => VerificationSeries[]) | null = null;
   private countersHandler: ((from: NodeId, request: CounterRequest) => Promise<CounterReply>) | null = null;
 
   private constructor(
@@ -107,14 +114,22 @@ export class ClusterNode {
       pendingProposalsMax: Math.max(options.pendingMax, 1024),
       logger: logger.child({ component: "raft" }),
       onFatal: options.onFatal,
-      ...({ onAppMessage: (from: NodeId, payload: Uint8Array) => this.rpc.receive(from, payload) } as object),
+      // The application channel (forwarded writes, membership, counters, analytics) rides the
+      // authenticated Raft connection; RPC payloads never reach the Raft core.
+      onAppMessage: (from: NodeId, payload: Uint8Array) => this.rpc.receive(from, payload),
     });
-    const sendApp = attachAppChannel(this.raft, (from, payload) => this.rpc.receive(from, payload));
-    this.rpc = new ClusterRpc({ send: sendApp }, { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs });
+    const raftNode = this.raft;
+    this.rpc = new ClusterRpc({ send: (to, payload) => raftNode.sendAppMessage(to, payload) }, { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs });
     this.rpc.serve((from, request) => this.serve(from, request));
     const raft = this.raft;
+    const proposalsMax = Math.max(options.pendingMax, 1024);
+    this.proposer = new TurnBatcher(
+      (_key, data) => raft.propose(data),
+      proposalsMax,
+      () => new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals waiting for the next entry", { leader: raft.status().leader }),
+    );
     commandLog = new ClusterCommandLog({
-      raft: { id: config.nodeId, leader: () => raft.status().leader, propose: (data) => raft.propose(data) },
+      raft: this.batchedRaft(),
       rpc: this.rpc,
       origin,
       appliedIndex: () => this.replicated.appliedIndex,
@@ -165,7 +180,7 @@ export class ClusterNode {
   }
 
   isLeader(): boolean {
-    return this.raft.status().leader === this.nodeId;
+    return this.leaderId() === this.nodeId;
   }
 
   /** Adds a node (runs on the leader; forwarded there from any member). */
@@ -194,6 +209,17 @@ export class ClusterNode {
         return seen === undefined ? peer : { ...peer, match: seen.match, lag: seen.lag, connected: seen.connected, state: seen.state };
       }),
       selfLag: progress[this.nodeId]?.lag ?? null,
+    };
+  }
+
+  /** Counters for diagnostics and benchmarks (GET /v1/cluster.metrics). */
+  metrics(): Record<string, unknown> {
+    return {
+      nodeId: this.nodeId,
+      raft: this.raft.metrics(),
+      transport: this.raft.transportStats(),
+      proposals: { entries: this.proposer.groupsSent, writes: this.proposer.itemsSent },
+      forwarded: this.commandLog.forwarded,
     };
   }
 
@@ -268,6 +294,18 @@ export class ClusterNode {
     };
   }
 
+  /** Answers peers' analytics queries from `select` (this node's recorder), and asks theirs through the link. */
+  analyticsPeers(select: (filter: VerificationFilter) => VerificationSeries[]): AnalyticsPeerLink {
+    this.analyticsSource = select;
+    return {
+      members: () => {
+        const { conf } = this.raft.status();
+        return [...conf.voters, ...conf.learners].filter((id) => id !== this.nodeId);
+      },
+      ask: (peer, filter) => this.rpc.call(peer, { op: "analytics", filter }, this.options.nowMs()),
+    };
+  }
+
   private async serveCounters(from: NodeId, request: CounterRequest): Promise<RpcResult> {
     const handler = this.countersHandler;
     const counters: CounterReply = handler === null ? { t: "refused", message: `${this.nodeId} does not serve rate limits yet` } : await handler(from, request);
@@ -276,6 +314,7 @@ export class ClusterNode {
 
   private serve(from: NodeId, request: RpcRequest): Promise<RpcResult> {
     if (request.op === "counters") return this.serveCounters(from, request.m);
+    if (request.op === "analytics") return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
     if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
     return this.serveLocally(request);
   }
@@ -283,13 +322,15 @@ export class ClusterNode {
   private serveLocally(request: RpcRequest): Promise<RpcResult> {
     switch (request.op) {
       case "propose":
-        return proposeLocally(this.membershipRaft(), request.data);
+        return proposeLocally(this.batchedRaft(), request.data);
       case "addNode":
         return addNodeOnLeader(this.membershipRaft(), request.id, request.url);
       case "removeNode":
         return removeNodeOnLeader(this.membershipRaft(), request.id);
       case "counters":
         return this.serveCounters(this.nodeId, request.m);
+      case "analytics":
+        return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
       case "progress": {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};
@@ -302,6 +343,17 @@ export class ClusterNode {
         return Promise.resolve({ ok: false, retry: false, message: `unknown request ${String(unknown)}` });
       }
     }
+  }
+
+  /** The Raft link of writes: proposals go through the turn batcher. */
+  private batchedRaft() {
+    const raft = this.raft;
+    return { id: this.nodeId, leader: () => this.leaderId(), propose: (data: Uint8Array) => this.proposer.submit("", data) };
+  }
+
+  /** The known leader ("" if none), without building a whole status (it is asked on every write). */
+  private leaderId(): NodeId {
+    return this.raft.leaderId;
   }
 
   private membershipRaft() {

@@ -5,7 +5,7 @@
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 import type { Entry, Snapshot, StateMachine } from "@keyraft/raft";
 import type { ReplicatedStateMachine } from "../store/types.js";
-import { decodeEntry, decodeSnapshot, encodeSnapshot } from "./entry-codec.js";
+import { decodeEntries, decodeSnapshot, encodeSnapshot, type ClusterEntry } from "./entry-codec.js";
 
 export interface ReplicatedMachineHooks {
   /** This process's origin tag (node id + a per-process nonce): entries it proposed. */
@@ -33,18 +33,23 @@ export class ReplicatedKeyMachine implements StateMachine {
   }
 
   apply(entry: Entry): void {
-    const decoded = decodeEntry(entry.data);
+    // One Raft entry may hold a batch (entry-codec.ts): its parts apply in order at this index.
+    const decoded = decodeEntries(entry.data);
+    this.appliedIndexValue = entry.index; // apply is synchronous: waiters resolved below run after it
+    for (const part of decoded) this.applyOne(part, entry.index);
+    this.hooks.onApplied?.(entry.index);
+  }
+
+  private applyOne(decoded: ClusterEntry, index: number): void {
     switch (decoded.kind) {
       case "command": {
         const outcome = this.machine.apply(decoded.command);
-        this.appliedIndexValue = entry.index;
-        if (decoded.origin === this.hooks.origin) this.hooks.onOwnApplied(decoded.seq, outcome, entry.index);
+        if (decoded.origin === this.hooks.origin) this.hooks.onOwnApplied(decoded.seq, outcome, index);
         break;
       }
       case "peer":
         if (decoded.url === null) this.peers.delete(decoded.id);
         else this.peers.set(decoded.id, decoded.url);
-        this.appliedIndexValue = entry.index;
         this.hooks.onPeer(decoded.id, decoded.url);
         break;
       default: {
@@ -52,7 +57,6 @@ export class ReplicatedKeyMachine implements StateMachine {
         throw new Error(`apply: unknown entry ${String(unknown)}`);
       }
     }
-    this.hooks.onApplied?.(entry.index);
   }
 
   takeSnapshot(): Uint8Array {

@@ -1,5 +1,6 @@
 // The cluster's HTTP surface, added to the app from outside (buildApp stays cluster-agnostic):
 //   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers (no auth)
+//   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching (no auth)
 //   POST /v1/cluster.addNode     { nodeId, address: "host:raftPort" } root key holding `*`
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
@@ -55,6 +56,8 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
   });
 
   app.get(clusterStatusPath, async (request, reply) => reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress()));
+
+  app.get("/v1/cluster.metrics", (request, reply) => reply.header(requestIdHeader, request.id).send(cluster.metrics()));
 
   // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
   // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.

@@ -2,6 +2,7 @@
 // transport's application channel): forwarded admin writes and membership changes. At most one
 // answer per request; a request that was not even queued (no open connection to the leader)
 // answers `notSent`, so the caller knows it was not proposed and may try again.
+import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
 import type { NodeId } from "@keyraft/raft";
 import type { CounterReply, CounterRequest } from "../counters/ratelimit/wire.js";
 import { decodeValue, encodeValue } from "../store/codec.js";
@@ -14,10 +15,12 @@ export type RpcRequest =
   /** The leader's view of every member's progress (for a follower's status). */
   | { op: "progress" }
   /** Cluster rate limits (counters/ratelimit): served by any member, not only the leader. */
-  | { op: "counters"; m: CounterRequest };
+  | { op: "counters"; m: CounterRequest }
+  /** This member's verification analytics for a query (analytics/cluster-peers.ts): served by any member. */
+  | { op: "analytics"; filter: VerificationFilter };
 
 export type RpcResult =
-  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress>; counters?: CounterReply }
+  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress>; counters?: CounterReply; series?: VerificationSeries[] }
   /** `retry`: certainly not applied (e.g. the receiver is not the leader), safe to send again. */
   | { ok: false; retry: boolean; message: string; overloaded?: boolean };
 
