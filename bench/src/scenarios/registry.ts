@@ -1,6 +1,7 @@
 import type { ScenarioName } from "../args.js";
 import { adminScenario } from "./admin.js";
 import { clusterScenario } from "./cluster.js";
+import { countersScenario } from "./counters.js";
 import { NotAvailableError } from "../errors.js";
 import { mixedScenario } from "./mixed.js";
 import { raftScenario } from "./raft-runner.js";
@@ -27,5 +28,5 @@ export const scenarios: Record<ScenarioName, Scenario> = {
   mixed: mixedScenario,
   raft: raftScenario,
   cluster: clusterScenario,
-  counters: notYetAvailable("counters", "replicated counters"),
+  counters: countersScenario,
 };
