@@ -13,8 +13,8 @@ describe("fault campaign (short)", () => {
   it.skipIf(missing !== null)(`seed ${seed}: no overspent credit, limits within bound, no lost write, linearizable, converged${missing === null ? "" : ` (SKIPPED: ${missing})`}`, async () => {
     const lines: string[] = [];
     const nodes = 3;
-    // Rate limits are counted per node until issue 5's owner-based counting is wired: bound nodes x limit.
-    const report = await runCampaign({ seed, durationMs: 25_000, nodes, ratelimitBoundFactor: nodes, log: (line) => lines.push(line) });
+    // The campaign's limit is async:false, judged by its owner across the cluster: exact, bound = the limit (factor 1).
+    const report = await runCampaign({ seed, durationMs: 25_000, nodes, ratelimitBoundFactor: 1, log: (line) => lines.push(line) });
     const context = `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts (or npm run test:faults -- --seed ${seed} --duration 25000)\n${lines.join("\n")}\n${JSON.stringify(report)}`;
     expect(report.violations, context).toEqual([]);
     expect(report.converged, context).toBe(true);

@@ -14,7 +14,7 @@ export interface CampaignOptions {
   seed: number;
   durationMs: number;
   nodes: number;
-  /** Rate-limit bound as a multiple of the limit (1 = exact across the cluster; the node count while limits are per node). */
+  /** Rate-limit bound as a multiple of the limit (1 = exact across the cluster, as async:false limits are since they are judged by owners). */
   ratelimitBoundFactor: number;
   log?: (line: string) => void;
   keepData?: boolean;

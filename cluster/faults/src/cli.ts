@@ -27,8 +27,8 @@ async function main(): Promise<number> {
     console.error(`test:faults cannot run: ${missing}`);
     return 2;
   }
-  // Until rate limits are counted cluster-wide (issue 5 wiring), each node counts its own: bound N x limit.
-  const factor = options.factor > 0 ? options.factor : options.nodes;
+  // async:false limits are judged by their owner across the cluster (docs/counters.md §2): the bound is the limit itself.
+  const factor = options.factor > 0 ? options.factor : 1;
   console.log(`seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`);
   const report = await runCampaign({ seed: options.seed, durationMs: options.durationMs, nodes: options.nodes, ratelimitBoundFactor: factor, log: (line) => console.log(line) });
   for (const v of report.violations) console.log(`VIOLATION: ${v}`);
