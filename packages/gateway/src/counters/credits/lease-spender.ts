@@ -6,9 +6,10 @@
 // Ordering rules kept here: every journal record is enqueued (in holder order) at the moment the
 // holder produces it, so a spend is never written before the grant it spends from; requests are
 // proposed only after their journal records are durable.
-import type { CreditLeaseOutcome, HolderOutput, KeyState, LeaseHolder } from "@keyraft/core";
+import { assert, type CreditLeaseOutcome, type HolderOutput, type KeyState, type LeaseHolder } from "@keyraft/core";
 import type { LeaseJournalStore } from "./journal-store.js";
 import type { LeaseOutbox } from "./outbox.js";
+import { SpendReservations } from "./spend-reservations.js";
 
 export interface LeaseSpenderOptions {
   holder: LeaseHolder;
@@ -43,7 +44,8 @@ export class LeaseSpender implements CreditSpender {
   private waiting = 0;
   private timer: NodeJS.Timeout | null = null;
   private pollSoon = false;
-  private stats = { leased: 0, waitedThenLeased: 0, fallback: 0 };
+  private stats = { leased: 0, waitedThenLeased: 0, fallback: 0, spendWrites: 0 };
+  private readonly reservations = new SpendReservations();
 
   constructor(private readonly options: LeaseSpenderOptions) {}
 
@@ -62,6 +64,7 @@ export class LeaseSpender implements CreditSpender {
 
   /** Journals the holder's records now (in order) and queues its requests once they are durable. */
   private emit(out: HolderOutput): void {
+    this.reservations.observe(out.journal);
     if (out.journal.length === 0) {
       this.options.outbox.push(out.requests);
       return;
@@ -108,8 +111,26 @@ export class LeaseSpender implements CreditSpender {
       return { spend: null, forwardTo: result.forwardTo === this.options.holder.nodeId ? null : result.forwardTo };
     }
     this.stats.leased++;
-    const remaining = result.leaseRemaining + this.unleased(keyId);
-    return { spend: this.options.journal.append(journal).then(() => ({ remaining })), forwardTo: null };
+    const answer: LeaseSpend = { remaining: result.leaseRemaining + this.unleased(keyId) };
+    const record = journal[0];
+    assert(journal.length === 1 && record?.t === "spend", "lease spender: one spend record per admitted verification");
+    const cover = this.reservations.cover(record);
+    switch (cover.type) {
+      case "durable":
+        return { spend: Promise.resolve(answer), forwardTo: null };
+      case "pending":
+        return { spend: cover.durable.then(() => answer), forwardTo: null };
+      case "write": {
+        this.stats.spendWrites++;
+        const durable = this.options.journal.append([cover.record]);
+        cover.onQueued(durable);
+        return { spend: durable.then(() => answer), forwardTo: null };
+      }
+      default: {
+        const never: never = cover;
+        throw new Error(`unknown cover ${JSON.stringify(never)}`);
+      }
+    }
   }
 
   /** Asks for the lease now rather than at the next timer tick. */
