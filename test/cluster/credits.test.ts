@@ -10,7 +10,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { call, eventually, kill, killAllMembers, leaderOf, peersOf, planMembers, rootKey, spawnMember, status, waitLive, type ClusterMember } from "./cluster-harness.js";
 
 // A short ttl so an idle lease is settled soon after its last use.
-const leaseEnv = { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_CREDIT_LEASE_TTL_MS: "600", KEYRAFT_CREDIT_LEASE_CREDITS: "50" };
+const leaseCredits = 50;
+/**
+ * Credits a kill -9 may forfeit: the spends journaled ahead of the answers, less than a quarter
+ * lease for each of the (at most 2) leases per key the dead node held (spend-reservations.ts).
+ */
+const crashForfeitMax = 2 * (Math.ceil(leaseCredits / 4) - 1);
+const leaseEnv = { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_CREDIT_LEASE_TTL_MS: "600", KEYRAFT_CREDIT_LEASE_CREDITS: String(leaseCredits) };
 let root = "";
 
 beforeAll(async () => {
@@ -128,31 +134,47 @@ describe("credits on a three-node cluster", () => {
       return (await getRemaining(members[0]!, keyId)) === 0 && more.admitted === 0;
     }, 30_000, "every credit spent");
     const total = before.admitted + during.admitted + (after as Tally | null)!.admitted;
-    expect(total).toBe(credits);
+    expect(total).toBeLessThanOrEqual(credits);
+    expect(total).toBeGreaterThanOrEqual(credits - crashForfeitMax);
     for (const member of members) await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
   }, 90_000);
 });
 
 describe("credits on a single node", () => {
-  it("are exact, and survive a kill -9 restart", async () => {
+  it("are exact across a graceful restart, and never overspent across kill -9", async () => {
     const [node] = await planMembers(["solo"], (id) => join(root, id));
-    spawnMember(node!, peersOf([node!]), leaseEnv);
-    await waitLive(node!);
+    const start = async () => {
+      spawnMember(node!, peersOf([node!]), leaseEnv);
+      await waitLive(node!);
+    };
+    await start();
     const created = await call(node!, "/v1/apis.createApi", { name: "credits-single" });
     const { key, keyId } = await keyWithCredits(created.body.apiId as string, 400, [node!]);
     const indexBefore = (await status(node!)).commitIndex;
     const first = await verifyMany([node!], key, 250, 10);
     expect(first.admitted).toBe(250);
-    expect((await status(node!)).commitIndex - indexBefore).toBeLessThan(60);
     expect(first.unavailable).toBe(0);
+    // Spent from leases: far fewer log entries than verifications.
+    expect((await status(node!)).commitIndex - indexBefore).toBeLessThan(60);
+    // A graceful stop settles its leases with the exact spends.
+    await kill(node!, "SIGTERM");
+    await start();
+    expect(await getRemaining(node!, keyId)).toBe(150);
+    const second = await verifyMany([node!], key, 100, 10);
+    expect(second.admitted).toBe(100);
+    // kill -9: the restarted holder settles with what it journaled (at least what it answered).
     await kill(node!, "SIGKILL");
-    spawnMember(node!, peersOf([node!]), leaseEnv);
-    await waitLive(node!);
-    // The restarted holder settles its old lease with exactly the spends it journaled.
-    await eventually(async () => (await getRemaining(node!, keyId)) === 150, 15_000, "150 left after the restart");
-    const second = await verifyMany([node!], key, 200, 10);
-    expect(second.admitted).toBe(150);
-    expect(second.exceeded).toBe(50);
+    await start();
+    let left = -1;
+    await eventually(async () => {
+      left = (await getRemaining(node!, keyId)) ?? -1;
+      const ledgerSettled = left <= 50;
+      return ledgerSettled;
+    }, 15_000, "the old lease settled after the restart");
+    expect(left).toBeGreaterThanOrEqual(50 - crashForfeitMax);
+    const third = await verifyMany([node!], key, 80, 10);
+    expect(third.admitted).toBe(left);
+    expect(first.admitted + second.admitted + third.admitted).toBeLessThanOrEqual(400);
     await eventually(async () => (await getRemaining(node!, keyId)) === 0, 15_000, "0 left");
     await kill(node!, "SIGTERM");
   }, 60_000);

@@ -35,6 +35,8 @@ export interface CreditLeases {
 
 /** Failed proposals are expected during elections; log them at most this often. */
 const errorLogEveryMs = 5_000;
+/** A graceful stop waits at most this long for its leases' settles. */
+const drainTimeoutMs = 1_500;
 
 export async function startCreditLeases(options: CreditLeasesOptions): Promise<CreditLeases> {
   const { logger, config } = options;
@@ -86,6 +88,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     spender,
     status: () => ({ ...spender.status(), ...outbox.stats(), expiryWatched: expiry.watched(), leasesOnDisk: journal.leasesOnDisk() }),
     async close() {
+      await spender.drain(drainTimeoutMs);
       clearInterval(leaderTimer);
       options.machine.listen(null);
       spender.stop();

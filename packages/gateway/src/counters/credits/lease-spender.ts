@@ -184,6 +184,21 @@ export class LeaseSpender implements CreditSpender {
     if (outcome.type === "granted" || outcome.type === "refused") this.wake(outcome.keyId);
   }
 
+  /**
+   * A graceful stop: closes every lease now and waits (at most `timeoutMs`) for the settles to be
+   * applied, so the exact spends are reported rather than the journal's reservations after the
+   * next start. Leases still unsettled then are settled after the restart, as after a crash.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const now = this.options.monoNowMs();
+    // An epoch above any real one closes every lease of the key (the holder stops spending it).
+    for (const keyId of this.reservations.keysWithLeases()) this.emit(this.options.holder.onEpoch(keyId, Number.MAX_SAFE_INTEGER, now));
+    const deadline = now + timeoutMs;
+    while (this.options.holder.owedSettles() > 0 && this.options.monoNowMs() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
   onEpoch(keyId: string, epoch: number): void {
     this.emit(this.options.holder.onEpoch(keyId, epoch, this.options.monoNowMs()));
   }

@@ -12,6 +12,7 @@ export const reservationChunkDivisor = 4;
 export const reservedLeasesMax = 250_000;
 
 interface Reserved {
+  keyId: string;
   granted: number;
   /** Credits answered from the lease. */
   spent: number;
@@ -36,7 +37,7 @@ export class SpendReservations {
   observe(records: readonly HolderJournalRecord[]): void {
     for (const record of records) {
       if (record.t === "grant" && this.leases.size < reservedLeasesMax) {
-        this.leases.set(record.seq, { granted: record.granted, spent: 0, reserved: 0, pending: null });
+        this.leases.set(record.seq, { keyId: record.keyId, granted: record.granted, spent: 0, reserved: 0, pending: null });
       } else if (record.t === "close" || record.t === "settled") {
         this.leases.delete(record.seq);
       }
@@ -67,6 +68,11 @@ export class SpendReservations {
         );
       },
     };
+  }
+
+  /** Keys with a lease in use (a graceful stop settles them). */
+  keysWithLeases(): string[] {
+    return [...new Set([...this.leases.values()].map((lease) => lease.keyId))];
   }
 
   tracked(): number {
