@@ -5,7 +5,7 @@
 // Exit codes: 0 clean shutdown; 1 fatal error (a failed disk write, an uncaught error, a failed
 // start, a second signal or a shutdown that timed out); 2 invalid configuration.
 import { randomBytes } from "node:crypto";
-import { keyStateMachine, ROOT_API_ID, SlidingWindowLimiter, type KeyState } from "@keyraft/core";
+import { keyStateMachine, newKeySecret, ROOT_API_ID, SlidingWindowLimiter, type KeyState } from "@keyraft/core";
 import type { Logger } from "pino";
 import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
@@ -17,6 +17,9 @@ import { LevelCounterDurability } from "./store/counter-durability.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
 import { dataDirLayout } from "./cluster/data-dir.js";
 import { migrateLegacyStore } from "./cluster/migrate-legacy.js";
+import { generateRootKeyOnce, type RootKeyLink } from "./cluster/root-key.js";
+import { generatedRootKeyBytes } from "./state/bootstrap.js";
+import { hashKey } from "./auth/hash.js";
 import { registerClusterRoutes } from "./cluster/routes.js";
 import { createContext } from "./context.js";
 import { ObservedKeyMachine } from "./counters/credits/credit-events.js";
@@ -34,9 +37,8 @@ const idleReapIntervalMs = 50;
 const freshWaitLogEveryMs = 5000;
 /** Attempts of the root-key bootstrap write when the cluster answers 503 (an election at start). */
 const startWriteAttemptsMax = 5;
-/** A follower at start checks this often, this many times, whether a root key exists (see watchForMissingRootKey). */
-const rootKeyWatchIntervalMs = 1000;
-const rootKeyWatchChecksMax = 60;
+/** Without KEYRAFT_ROOT_KEY, a node checks this often whether the cluster has its root key yet (cluster/root-key.ts). */
+const rootKeyPollMs = 200;
 
 interface Node {
   close(): Promise<void>;
@@ -127,18 +129,20 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       logger: logger.child({ component: "credits" }),
       onFatal,
     });
-    // Generate a root key only where no other member will: a one-member cluster, or the leader
-    // of a new cluster (followers then receive it through the log).
+    // The root key: KEYRAFT_ROOT_KEY is ensured by every node (the same key, idempotent by hash);
+    // without it, exactly one key is generated for the cluster (cluster/root-key.ts). The leader
+    // at start waits for it before listening; the others watch in the background and generate
+    // one only if they come to lead while there is none.
     const commandLog = cluster.commandLog;
-    const ensureRootKey = async () => {
+    let rootKeyLoopStopped = false;
+    if (config.rootKey !== null) {
       const root = await withRetries(() => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }), logger);
-      logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: config.rootKey !== null }, "root key ready");
-      // Printed once, straight to stdout and never through the logger (which would keep it in log files).
-      if (root.generatedKey !== null) process.stdout.write(`\nroot key (shown once, store it now): ${root.generatedKey}\n\n`);
-    };
-    const mayGenerate = config.rootKey !== null || (peers.length === 1 && !join) || cluster.isLeader();
-    if (mayGenerate) await ensureRootKey();
-    else if (!hasRootKey(machine.state)) watchForMissingRootKey(cluster, machine.state, ensureRootKey, logger);
+      logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
+    } else {
+      const generation = generateRootKey(cluster, machine.state, commandLog, { nowMs, logger, stopped: () => rootKeyLoopStopped });
+      if (cluster.isLeader()) await generation;
+      else void generation;
+    }
 
     const analytics = new VerificationRecorder(nowMs);
     const restoredSeries = await loadAnalytics(analytics, layout.nodeDir).catch((error: unknown) => {
@@ -183,6 +187,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
         } finally {
           clearInterval(reaper);
         }
+        rootKeyLoopStopped = true;
         await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) => logger.error({ err: error }, "could not save verification analytics"));
         rateLimits.stop();
         await creditLeases.close(); // journal writes finish; open leases are settled after the next start
@@ -198,25 +203,34 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
   }
 }
 
-function hasRootKey(state: KeyState): boolean {
-  for (const key of state.keys.values()) if (key.apiId === ROOT_API_ID) return true;
-  return false;
-}
-
-/**
- * A founder that was a follower when it started leaves the generated root key to the leader. If
- * leadership moved just then, no node may have generated one: whichever node leads later does.
- */
-function watchForMissingRootKey(cluster: ClusterNode, state: KeyState, ensure: () => Promise<void>, logger: Logger): void {
-  let checks = 0;
-  const timer = setInterval(() => {
-    checks++;
-    if (hasRootKey(state) || checks > rootKeyWatchChecksMax) return clearInterval(timer);
-    if (!cluster.isLeader()) return;
-    clearInterval(timer);
-    ensure().catch((error: unknown) => logger.error({ err: error }, "root key bootstrap failed; set KEYRAFT_ROOT_KEY and restart a node"));
-  }, rootKeyWatchIntervalMs);
-  timer.unref();
+/** Runs the generation loop (cluster/root-key.ts) and prints a generated key once. Never rejects. */
+async function generateRootKey(
+  cluster: ClusterNode,
+  state: KeyState,
+  commandLog: ClusterNode["commandLog"],
+  options: { nowMs(): number; logger: Logger; stopped(): boolean },
+): Promise<void> {
+  const secret = newKeySecret("unkey", randomBytes(generatedRootKeyBytes));
+  const link: RootKeyLink = {
+    isLeader: () => cluster.isLeader(),
+    barrier: () => cluster.raft.readIndex(),
+    rootKeyHash: () => {
+      for (const key of state.keys.values()) if (key.apiId === ROOT_API_ID) return key.hash;
+      return null;
+    },
+    propose: async (plaintext) => {
+      await bootstrapRootKey({ state, commandLog, rootKey: plaintext, nowMs: options.nowMs, randomBytes });
+    },
+    hash: hashKey,
+  };
+  try {
+    const result = await generateRootKeyOnce(link, secret, { pollMs: rootKeyPollMs, logger: options.logger, stopped: options.stopped });
+    options.logger.info({ generatedHere: result === "generated", fromEnvironment: false }, result === "stopped" ? "root key: stopped before one existed" : "root key ready");
+    // Printed once, straight to stdout and never through the logger (which would keep it in log files).
+    if (result === "generated") process.stdout.write(`\nroot key (shown once, store it now): ${secret}\n\n`);
+  } catch (error) {
+    options.logger.error({ err: error }, "root key generation failed; set KEYRAFT_ROOT_KEY and restart a node");
+  }
 }
 
 /** A start-time write that met a leader change (503: retry) is tried again a few times. */
