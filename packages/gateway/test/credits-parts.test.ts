@@ -1,0 +1,346 @@
+// Unit tests of the credit-lease parts of a node (src/counters/credits): the journal on disk,
+// the spend reservations, the outbox, the leader's expiry and refill timers, the config, and the
+// spender wired to an in-process key state (the "log" applies each proposal at once).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  applyCommand,
+  createKeyState,
+  creditBatchCommandsMax,
+  keyStateMachine,
+  LeaseHolder,
+  replayHolderJournal,
+  type CommandOutcome,
+  type KeyCommand,
+} from "@keyraft/core";
+import { parseCreditLeaseConfig, holderOptions } from "../src/counters/credits/config.js";
+import { ObservedKeyMachine } from "../src/counters/credits/credit-events.js";
+import { LeaseJournalStore } from "../src/counters/credits/journal-store.js";
+import { LeaseExpiryDriver } from "../src/counters/credits/lease-expiry.js";
+import { LeaseSpender } from "../src/counters/credits/lease-spender.js";
+import { LeaseOutbox, outboxInFlightMax } from "../src/counters/credits/outbox.js";
+import { dueRefillBatches, RefillScheduler } from "../src/counters/credits/refill-scheduler.js";
+import { SpendReservations } from "../src/counters/credits/spend-reservations.js";
+import { openStoreDb, type StoreDb } from "../src/store/level-db.js";
+
+const dirs: string[] = [];
+const dbs: StoreDb[] = [];
+afterEach(async () => {
+  for (const db of dbs.splice(0)) await db.close().catch(() => undefined);
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+async function tempDb(): Promise<{ dir: string; db: StoreDb }> {
+  const dir = await mkdtemp(join(tmpdir(), "keyraft-credits-"));
+  dirs.push(dir);
+  const db = await openStoreDb(dir);
+  dbs.push(db);
+  return { dir, db };
+}
+const fatal = (error: Error) => {
+  throw error;
+};
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+const startMs = Date.UTC(2026, 0, 1, 12);
+
+function createKey(keyId: string, remaining: number, refill: number | null = null): KeyCommand {
+  return {
+    type: "createKey", keyId, apiId: "api_a", hash: `h_${keyId}`, start: "s", name: null, ownerId: null, identity: null, meta: null,
+    expiresAtMs: null, remaining, refill: refill === null ? null : { interval: "daily", amount: refill, refillDay: null }, ratelimit: null,
+    enabled: true, environment: null, permissions: [], roles: [], allowCreatePermissions: false, allowCreateRoles: false, nowMs: startMs,
+  };
+}
+
+describe("LeaseJournalStore", () => {
+  it("replays what was appended after a reopen, drops settled leases and keeps the numbering", async () => {
+    const { dir, db } = await tempDb();
+    const { store, records } = await LeaseJournalStore.open(db, { onFatal: fatal });
+    expect(records).toEqual([]);
+    await store.append([{ t: "request", keyId: "k", seq: 1 }, { t: "grant", keyId: "k", seq: 1, granted: 10, epoch: 0 }]);
+    await store.append([{ t: "spend", keyId: "k", seq: 1, cost: 3 }, { t: "request", keyId: "k", seq: 2 }]);
+    await store.append([{ t: "close", keyId: "k", seq: 2 }, { t: "settled", keyId: "k", seq: 2 }]);
+    await store.append([{ t: "request", keyId: "j", seq: 3 }, { t: "close", keyId: "j", seq: 3 }, { t: "settled", keyId: "j", seq: 3 }]);
+    expect(store.leasesOnDisk()).toBe(1);
+    await store.close();
+    await db.close();
+    const reopened = await openStoreDb(dir);
+    dbs.push(reopened);
+    const again = await LeaseJournalStore.open(reopened, { onFatal: fatal });
+    const { leases, seqMax } = replayHolderJournal(again.records);
+    expect(seqMax).toBe(3);
+    expect(leases.get(1)).toMatchObject({ keyId: "k", granted: 10, spent: 3, closed: false, settled: false });
+    const restored = LeaseHolder.restore("n1", again.records);
+    expect(restored.holder.owedSettles()).toBe(1);
+    expect(restored.journal).toEqual([{ t: "close", keyId: "k", seq: 1 }]);
+    await again.store.close();
+  });
+
+  it("refuses appends after close", async () => {
+    const { db } = await tempDb();
+    const { store } = await LeaseJournalStore.open(db, { onFatal: fatal });
+    await store.close();
+    await expect(store.append([{ t: "request", keyId: "k", seq: 1 }])).rejects.toThrow();
+  });
+});
+
+describe("SpendReservations", () => {
+  it("journals ahead in chunks: the journal always covers what was answered, never past the grant", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 200 }), fc.array(fc.integer({ min: 1, max: 9 }), { maxLength: 100 }), (granted, costs) => {
+        const reservations = new SpendReservations();
+        reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted, epoch: 0 }]);
+        let answered = 0;
+        let journaled = 0;
+        let writes = 0;
+        for (const cost of costs) {
+          if (answered + cost > granted) break; // the holder never spends past its grant
+          answered += cost;
+          const cover = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost });
+          if (cover.type === "write") {
+            expect(cover.record.t).toBe("spend");
+            journaled += (cover.record as { cost: number }).cost;
+            writes++;
+            cover.onQueued(Promise.resolve());
+          }
+          expect(journaled).toBeGreaterThanOrEqual(answered);
+          expect(journaled).toBeLessThanOrEqual(granted);
+        }
+        // About one write per quarter lease (plus one per cost larger than a chunk).
+        expect(writes).toBeLessThanOrEqual(Math.min(costs.length, 5 + Math.ceil(answered / Math.max(1, Math.ceil(granted / 4)))));
+      }),
+    );
+  });
+
+  it("waits for a covering write still in flight, and writes spends of untracked leases one by one", async () => {
+    const reservations = new SpendReservations();
+    reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 }]);
+    const first = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 });
+    expect(first.type).toBe("write");
+    let release = () => undefined as void;
+    const durable = new Promise<void>((resolve) => (release = resolve));
+    if (first.type === "write") first.onQueued(durable);
+    const second = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 });
+    expect(second.type).toBe("pending");
+    release();
+    await durable;
+    await tick();
+    expect(reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 }).type).toBe("durable");
+    reservations.observe([{ t: "close", keyId: "k", seq: 1 }]);
+    const untracked = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 2 });
+    expect(untracked.type === "write" && untracked.record).toEqual({ t: "spend", keyId: "k", seq: 1, cost: 2 });
+    expect(reservations.tracked()).toBe(0);
+  });
+});
+
+describe("LeaseOutbox", () => {
+  it("proposes queued requests in creditBatch commands of bounded size, with the voters on grants", async () => {
+    const proposed: KeyCommand[] = [];
+    const outbox = new LeaseOutbox({
+      propose: async (command) => {
+        proposed.push(command);
+        return { ok: true };
+      },
+      voters: () => ["n2", "n1"],
+      onError: () => undefined,
+    });
+    const requests = Array.from({ length: creditBatchCommandsMax + 3 }, (_, i) => ({ type: "grantCreditLease" as const, keyId: "k", nodeId: "n1", seq: i + 1, requested: 5 }));
+    outbox.push(requests);
+    await tick();
+    await tick();
+    expect(proposed.length).toBe(2);
+    const batches = proposed.map((command) => (command.type === "creditBatch" ? command.commands : []));
+    expect(batches.map((b) => b.length)).toEqual([creditBatchCommandsMax, 3]);
+    expect(batches[0]?.[0]).toMatchObject({ seq: 1, voters: ["n1", "n2"] });
+    expect(outbox.stats()).toMatchObject({ queued: 0, dropped: 0 });
+  });
+
+  it("keeps at most a few proposals in flight and survives failed proposals", async () => {
+    let inFlight = 0;
+    let most = 0;
+    let errors = 0;
+    const outbox = new LeaseOutbox({
+      propose: async () => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        inFlight--;
+        throw new Error("no leader");
+      },
+      voters: () => ["n1"],
+      onError: () => errors++,
+    });
+    for (let i = 0; i < 10; i++) outbox.push(Array.from({ length: creditBatchCommandsMax }, (_, j) => ({ type: "settleCreditLease" as const, keyId: "k", nodeId: "n1", seq: i * 1000 + j + 1, spent: 0 })));
+    for (let i = 0; i < 50 && errors < 10; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(errors).toBe(10);
+    expect(most).toBe(outboxInFlightMax);
+  });
+});
+
+/** A one-node world: the key state is the log; proposals apply at once (after a turn). */
+async function world(options: { leaseWaitMs?: number; propose?: (command: KeyCommand) => Promise<CommandOutcome> } = {}) {
+  const { db } = await tempDb();
+  const machine = new ObservedKeyMachine(keyStateMachine());
+  machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+  let mono = 0;
+  const propose = options.propose ?? (async (command: KeyCommand) => {
+    await tick();
+    return machine.apply(command);
+  });
+  const { store: journal, records } = await LeaseJournalStore.open(db, { onFatal: fatal });
+  const holder = LeaseHolder.restore("n1", records, holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10 })).holder;
+  const outbox = new LeaseOutbox({ propose, voters: () => ["n1"], onError: () => undefined });
+  const spender = new LeaseSpender({
+    holder, journal, outbox, state: machine.state, monoNowMs: () => mono, leaseWaitMs: options.leaseWaitMs ?? 200, pollIntervalMs: 10_000, onError: () => undefined,
+  });
+  machine.listen({ onLease: (outcome) => spender.onLease(outcome), onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch), onRestore: () => undefined });
+  return { machine, spender, holder, journal, advance: (ms: number) => (mono += ms) };
+}
+
+describe("LeaseSpender", () => {
+  it("spends from a lease it asks for, exactly the key's credits in all, and the replica agrees once settled", async () => {
+    const w = await world();
+    w.machine.apply(createKey("k1", 25));
+    let admitted = 0;
+    let fellBack = 0;
+    const answers = await Promise.all(Array.from({ length: 40 }, () => w.spender.spend("k1", 1)));
+    for (const answer of answers) {
+      if (answer === null) fellBack++;
+      else admitted++;
+    }
+    // Fallbacks go to the log; apply them as the route would.
+    let logAdmitted = 0;
+    for (let i = 0; i < fellBack; i++) if (w.machine.apply({ type: "spendCredits", keyId: "k1", cost: 1, nowMs: startMs }).ok) logAdmitted++;
+    expect(admitted).toBeGreaterThan(0);
+    expect(admitted + logAdmitted).toBe(25);
+    for (const answer of answers) if (answer !== null) expect(answer.remaining).toBeGreaterThanOrEqual(0);
+    // Past the ttl the leases close and settle: the replica shows exactly what is left.
+    w.advance(5000);
+    w.spender.poll();
+    for (let i = 0; i < 20 && w.holder.owedSettles() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(w.holder.owedSettles()).toBe(0);
+    expect(w.machine.state.keys.get("k1")?.remaining).toBe(0);
+    expect(w.machine.state.creditLedgers.get("k1")?.leases).toEqual([]);
+    await w.journal.close();
+  });
+
+  it("falls back to the log when no lease comes within the wait", async () => {
+    const w = await world({ leaseWaitMs: 20, propose: () => new Promise<CommandOutcome>(() => undefined) });
+    w.machine.apply(createKey("k1", 25));
+    expect(await w.spender.spend("k1", 1)).toBeNull();
+    expect(w.spender.status()).toMatchObject({ fallback: 1, leased: 0 });
+    await w.journal.close();
+  });
+
+  it("a reset stops the old lease; a graceful drain settles every lease with its exact spends", async () => {
+    const w = await world();
+    w.machine.apply(createKey("k1", 100));
+    // First use: the spend waits for the lease its node asks for, then spends from it.
+    expect(await w.spender.spend("k1", 1)).toEqual({ remaining: 99 });
+    expect(await w.spender.spend("k1", 2)).toEqual({ remaining: 97 });
+    expect(w.holder.heldLeases()).toBeGreaterThan(0);
+    // A reset: the old lease stops at once and returns nothing; the next spend takes a new lease.
+    w.machine.apply({ type: "updateRemaining", keyId: "k1", op: "set", value: 50, nowMs: startMs });
+    expect(await w.spender.spend("k1", 5)).toEqual({ remaining: 45 });
+    await w.spender.drain(1000);
+    expect(w.holder.owedSettles()).toBe(0);
+    expect(w.machine.state.creditLedgers.get("k1")?.leases).toEqual([]);
+    expect(w.machine.state.keys.get("k1")?.remaining).toBe(45);
+    expect(w.machine.state.creditLedgers.get("k1")).toMatchObject({ epoch: 1, epochBalance: 50, epochSpent: 5, unleased: 45 });
+    await w.journal.close();
+  });
+});
+
+describe("LeaseExpiryDriver", () => {
+  it("as leader, proposes expiry only after ttl * (1 + drift) + margin of its clock since the grant was applied", async () => {
+    const state = createKeyState();
+    applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    applyCommand(state, createKey("k1", 100));
+    const granted = applyCommand(state, { type: "grantCreditLease", keyId: "k1", nodeId: "n2", seq: 1, requested: 10, voters: ["n1", "n2"] });
+    let leader = false;
+    let mono = 0;
+    const proposed: KeyCommand[] = [];
+    const driver = new LeaseExpiryDriver({
+      ttlMs: 1000, driftMax: 0.1, marginMs: 50, state, isLeader: () => leader, monoNowMs: () => mono, onError: () => undefined,
+      propose: async (command) => {
+        proposed.push(command);
+        return applyCommand(state, command);
+      },
+    });
+    driver.tick();
+    expect(driver.watched()).toBe(0);
+    leader = true;
+    driver.tick(); // became leader: watches the open lease from now
+    expect(driver.watched()).toBe(1);
+    mono = 1149;
+    driver.tick();
+    expect(proposed).toEqual([]);
+    mono = 1150;
+    driver.tick();
+    expect(proposed).toEqual([{ type: "creditBatch", commands: [{ type: "expireCreditLease", keyId: "k1", nodeId: "n2", seq: 1 }] }]);
+    await tick();
+    expect(state.creditLedgers.get("k1")?.leases[0]?.state).toBe("expired");
+    if (granted.ok && granted.lease !== undefined) driver.onLease({ type: "expired", keyId: "k1", nodeId: "n2", seq: 1 });
+    expect(driver.watched()).toBe(0);
+    leader = false;
+    driver.tick();
+  });
+});
+
+describe("refills", () => {
+  it("lists the keys whose 00:00 UTC refill is due and proposes them once per day as leader", async () => {
+    const state = createKeyState();
+    applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    applyCommand(state, createKey("k1", 10, 50));
+    applyCommand(state, createKey("k2", 10));
+    expect(dueRefillBatches(state, startMs + 1000)).toEqual([]);
+    const nextDay = Date.UTC(2026, 0, 2, 0, 0, 1);
+    expect(dueRefillBatches(state, nextDay)).toEqual([["k1"]]);
+    const proposed: KeyCommand[] = [];
+    const scheduler = new RefillScheduler({
+      state, isLeader: () => true, nowMs: () => nextDay, onError: () => undefined,
+      propose: async (command) => {
+        proposed.push(command);
+        return applyCommand(state, command);
+      },
+    });
+    scheduler.tick();
+    await tick();
+    await tick();
+    scheduler.tick();
+    await tick();
+    expect(proposed).toEqual([{ type: "refillCredits", keyIds: ["k1"], nowMs: nextDay }]);
+    expect(state.keys.get("k1")?.remaining).toBe(50);
+    expect(dueRefillBatches(state, nextDay)).toEqual([]);
+  });
+});
+
+describe("credit lease config", () => {
+  it("reads the knobs and names each invalid one", () => {
+    const errors: string[] = [];
+    expect(parseCreditLeaseConfig({}, errors)).toEqual({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 100 });
+    expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "750", KEYRAFT_CLOCK_DRIFT_MAX: "0", KEYRAFT_CREDIT_LEASE_CREDITS: "5" }, errors)).toEqual({ leaseTtlMs: 750, clockDriftMax: 0, leaseCredits: 5 });
+    expect(errors).toEqual([]);
+    parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "10", KEYRAFT_CLOCK_DRIFT_MAX: "0.5", KEYRAFT_CREDIT_LEASE_CREDITS: "1.5" }, errors);
+    expect(errors.length).toBe(3);
+    for (const name of ["KEYRAFT_CREDIT_LEASE_TTL_MS", "KEYRAFT_CLOCK_DRIFT_MAX", "KEYRAFT_CREDIT_LEASE_CREDITS"]) expect(errors.join("\n")).toContain(name);
+    const options = holderOptions({ leaseTtlMs: 400, clockDriftMax: 0.01, leaseCredits: 7 });
+    expect(options).toMatchObject({ ttlMs: 400, requestTimeoutMs: 200, requestCredits: 7 });
+  });
+});
+
+describe("ObservedKeyMachine", () => {
+  it("reports lease outcomes and epoch resets as it applies them", () => {
+    const machine = new ObservedKeyMachine(keyStateMachine());
+    const events: string[] = [];
+    machine.listen({ onLease: (o) => events.push(`${o.type}:${o.seq}`), onEpoch: (k, e) => events.push(`epoch:${k}:${e}`), onRestore: () => events.push("restore") });
+    machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    machine.apply(createKey("k1", 100));
+    machine.apply({ type: "creditBatch", commands: [{ type: "grantCreditLease", keyId: "k1", nodeId: "n1", seq: 1, requested: 5, voters: ["n1"] }] });
+    machine.apply({ type: "updateRemaining", keyId: "k1", op: "set", value: 7, nowMs: startMs });
+    machine.apply({ type: "settleCreditLease", keyId: "k1", nodeId: "n1", seq: 1, spent: 2 });
+    machine.restore(machine.snapshot());
+    expect(events).toEqual(["granted:1", "epoch:k1:1", "settled:1", "restore"]);
+  });
+});
