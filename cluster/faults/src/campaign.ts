@@ -39,6 +39,8 @@ const creditsPerKey = 300;
 const registerKeys = 3;
 const creditKeys = 2;
 const topUpCredits = 30;
+/** The final credit read waits at most this long for the nodes' credit leases to settle (ttl 2 s + request timeout + settle retries). */
+const creditLeaseSettleWaitMs = 10_000;
 const limit = 20;
 const limitDurationMs = 2_000;
 
@@ -303,9 +305,19 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     if (set.result === "unknown") violations.push(`set history undecided: ${set.reason}`);
 
     for (const keyId of creditKeyIds) {
-      const answer = await call(anyUp(), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
-      const remaining = field(answer.body, "remaining");
-      report.credits.push({ keyId, supplied: supplied.get(keyId) ?? creditsPerKey, admittedCost: admitted.get(keyId) ?? 0, finalRemaining: typeof remaining === "number" ? remaining : null });
+      // Verifications spend from per-node credit leases; until a lease is settled its spent credits
+      // still count in `remaining` (docs/counters.md). Read again (bounded) until the leases settle.
+      const read = async () => {
+        const answer = await call(anyUp(), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
+        const remaining = field(answer.body, "remaining");
+        return { keyId, supplied: supplied.get(keyId) ?? creditsPerKey, admittedCost: admitted.get(keyId) ?? 0, finalRemaining: typeof remaining === "number" ? remaining : null };
+      };
+      let outcome = await read();
+      for (let waitedMs = 0; creditViolations([outcome]).length > 0 && waitedMs < creditLeaseSettleWaitMs; waitedMs += 250) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        outcome = await read();
+      }
+      report.credits.push(outcome);
     }
     violations.push(...creditViolations(report.credits));
     report.ratelimit.certainWindowMax = certainWindowMax(limitAdmissions, limitDurationMs);
