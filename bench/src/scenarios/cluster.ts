@@ -15,7 +15,8 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { Pool } from "undici";
 import { requestSpec, resultOf } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
@@ -51,7 +52,7 @@ export interface BenchCluster {
   stop(): Promise<void>;
 }
 
-export async function startBenchCluster(log: (line: string) => void): Promise<BenchCluster> {
+export async function startBenchCluster(log: (line: string) => void, memberIds: readonly string[] = ids, keysToSeed = keysSeeded): Promise<BenchCluster> {
   const root = await mkdtemp(join(tmpdir(), "keyraft-bench-cluster-"));
   const members: Member[] = [];
   const stop = async () => {
@@ -62,18 +63,18 @@ export async function startBenchCluster(log: (line: string) => void): Promise<Be
     await rm(root, { recursive: true, force: true });
   };
   try {
-    const ports = await Promise.all(ids.map(async () => ({ http: await freePort(), raft: await freePort() })));
-    const peers = ids.map((id, i) => `${id}=127.0.0.1:${ports[i]?.raft}`).join(",");
-    for (const [i, id] of ids.entries()) {
+    const ports = await Promise.all(memberIds.map(async () => ({ http: await freePort(), raft: await freePort() })));
+    const peers = memberIds.map((id, i) => `${id}=127.0.0.1:${ports[i]?.raft}`).join(",");
+    for (const [i, id] of memberIds.entries()) {
       const port = ports[i] as { http: number; raft: number };
       members.push(startMember(id, port.http, port.raft, peers, join(root, id)));
     }
     await Promise.all(members.map((member) => waitLive(member)));
     const leader = await findLeader(members);
-    log(`cluster: 3 nodes up, leader ${leader.id}`);
+    log(`cluster: ${members.length} node(s) up, leader ${leader.id}`);
     const apiId = (await post(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
     const keys: string[] = [];
-    for (let i = 0; i < keysSeeded; i++) keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
+    for (let i = 0; i < keysToSeed; i++) keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
     await waitApplied(members, (await status(leader)).appliedIndex);
     return { members, leader, apiId, keys, targets: members.map((member) => `http://127.0.0.1:${member.httpPort}`), stop };
   } catch (error) {
@@ -87,10 +88,13 @@ export async function measureWritesAndFailover(cluster: BenchCluster, durationMs
   const { members, leader, apiId, keys } = cluster;
   log(`cluster: admin writes for ${durationMs} ms (${adminConcurrency} clients over all nodes)`);
   const firstIndex = (await status(leader)).appliedIndex + 1;
+  const cpuBefore = cpuSnapshot(members);
   const adminRun = await closedLoop(members, adminConcurrency / members.length, durationMs, async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200);
+  const cpu = cpuSince(cpuBefore, members, adminRun.ok, adminRun.elapsedMs, leader.id);
   const lastIndex = (await status(leader)).appliedIndex;
   const adminWritesPerSec = adminRun.ok / (adminRun.elapsedMs / 1000);
-  log(`cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed)`);
+  log(`cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`);
+  if (cpu !== null) log(`cluster: CPU during the admin phase: ${cpu.line}`);
   await waitApplied(members, lastIndex);
   const saturated = await propagationMs(members, leader, firstIndex, lastIndex);
   log(`cluster: propagation at saturation over ${saturated.count} entries: p50 ${saturated.p50Ms.toFixed(2)} ms, p99 ${saturated.p99Ms.toFixed(2)} ms`);
@@ -118,7 +122,73 @@ export async function measureWritesAndFailover(cluster: BenchCluster, durationMs
     propagationP50Ms: round(propagation.p50Ms, 2),
     propagationP99Ms: round(propagation.p99Ms, 2),
     failedVerificationsDuringFailover: failed.failed,
+    adminWritesPerRaftEntry: round(adminRun.ok / Math.max(1, lastIndex - firstIndex + 1), 1),
+    ...(cpu === null ? {} : { adminCpuUsPerWrite: cpu.totalUsPerWrite, ...(cpu.leaderUsPerWrite === null ? {} : { adminLeaderCpuUsPerWrite: cpu.leaderUsPerWrite }) }),
   };
+}
+
+/**
+ * Same-run baseline of the admin figure: a one-member cluster (same code path, no replication)
+ * under the same closed loop, so the three-node figure can be read as a ratio on a shared machine.
+ */
+export async function measureSingleNodeAdmin(durationMs: number, log: (line: string) => void): Promise<{ writesPerSec: number; cpuUsPerWrite: number | null }> {
+  const single = await startBenchCluster(log, ["s1"], 0);
+  try {
+    const cpuBefore = cpuSnapshot(single.members);
+    const run = await closedLoop(single.members, adminConcurrency, durationMs, async (member) => (await post(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200);
+    const cpu = cpuSince(cpuBefore, single.members, run.ok, run.elapsedMs);
+    const writesPerSec = run.ok / (run.elapsedMs / 1000);
+    log(`baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`);
+    return { writesPerSec: round(writesPerSec), cpuUsPerWrite: cpu?.totalUsPerWrite ?? null };
+  } finally {
+    await single.stop();
+  }
+}
+
+interface CpuSnapshot {
+  membersMs: (number | null)[];
+  self: NodeJS.CpuUsage;
+}
+
+/** CPU time of a process (user + system, ms) from /proc; null where /proc is not there. */
+function processCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return Number.isFinite(ticks) ? ticks * (1000 / clockTicksPerSecond) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** USER_HZ: 100 on every Linux this runs on. */
+const clockTicksPerSecond = 100;
+
+function cpuSnapshot(members: readonly Member[]): CpuSnapshot {
+  return { membersMs: members.map((member) => processCpuMs(member.child.pid)), self: process.cpuUsage() };
+}
+
+/** Cores used and CPU microseconds per write of every node and of this process (the load generator). */
+function cpuSince(before: CpuSnapshot, members: readonly Member[], writes: number, elapsedMs: number, leaderId?: string): { line: string; totalUsPerWrite: number; leaderUsPerWrite: number | null } | null {
+  if (writes === 0 || before.membersMs.some((ms) => ms === null)) return null;
+  const parts: string[] = [];
+  let totalMs = 0;
+  let leaderUsPerWrite: number | null = null;
+  members.forEach((member, i) => {
+    const nowMs = processCpuMs(member.child.pid);
+    const spentMs = nowMs === null ? 0 : nowMs - (before.membersMs[i] as number);
+    totalMs += spentMs;
+    const usPerWrite = (spentMs * 1000) / writes;
+    parts.push(`${member.id}${member.id === leaderId ? " (leader)" : ""} ${(spentMs / elapsedMs).toFixed(2)} cores ${Math.round(usPerWrite)} us/write`);
+    if (member.id === leaderId) leaderUsPerWrite = Math.round(usPerWrite);
+  });
+  const self = process.cpuUsage(before.self);
+  const generatorMs = (self.user + self.system) / 1000;
+  parts.push(`load generator ${(generatorMs / elapsedMs).toFixed(2)} cores ${Math.round((generatorMs * 1000) / writes)} us/write`);
+  const totalUsPerWrite = Math.round(((totalMs + generatorMs) * 1000) / writes);
+  parts.push(`total ${totalUsPerWrite} us/write (${((totalMs + generatorMs) / elapsedMs).toFixed(2)} of ${availableParallelism()} cores)`);
+  return { line: parts.join(", "), totalUsPerWrite, leaderUsPerWrite };
 }
 
 /** Everything in this process (verification load from an in-process closed loop). */
@@ -131,10 +201,23 @@ export async function runClusterScenario(opts: { durationS?: number; log: (line:
     const verifyRps = verifyRun.ok / (verifyRun.elapsedMs / 1000);
     opts.log(`cluster: ${Math.round(verifyRps)} verifications/s (${verifyRun.failed} failed)`);
     const rest = await measureWritesAndFailover(cluster, durationMs, opts.log);
-    return { verifyRps: round(verifyRps), ...rest };
+    await cluster.stop();
+    return { verifyRps: round(verifyRps), ...rest, ...(await singleNodeFigures(durationMs, rest, opts.log)) };
   } finally {
     await cluster.stop();
   }
+}
+
+/** The one-member baseline and the ratio of the three-node admin figure to it. */
+async function singleNodeFigures(durationMs: number, rest: Record<string, number>, log: (line: string) => void): Promise<Record<string, number>> {
+  const single = await measureSingleNodeAdmin(durationMs, log);
+  const ratio = single.writesPerSec > 0 ? round((rest["adminWritesPerSec"] ?? 0) / single.writesPerSec, 3) : 0;
+  log(`cluster: three-node admin writes / one-member admin writes in the same run: ${ratio}`);
+  return {
+    adminWritesPerSecOneMember: single.writesPerSec,
+    adminRatioToOneMember: ratio,
+    ...(single.cpuUsPerWrite === null ? {} : { adminCpuUsPerWriteOneMember: single.cpuUsPerWrite }),
+  };
 }
 
 function startMember(id: string, httpPort: number, raftPort: number, peers: string, dataDir: string): Member {
@@ -342,8 +425,10 @@ export const clusterScenario: Scenario = {
       close: () => cluster.stop(),
       finish: async (results) => {
         const verify = resultOf(results, verifyPhase);
-        const rest = await measureWritesAndFailover(cluster, Math.round(context.options.durationS * 1000), context.log);
-        const figures = { verifyRps: round(verify.rps), ...rest };
+        const durationMs = Math.round(context.options.durationS * 1000);
+        const rest = await measureWritesAndFailover(cluster, durationMs, context.log);
+        await cluster.stop(); // the one-member baseline runs alone
+        const figures = { verifyRps: round(verify.rps), ...rest, ...(await singleNodeFigures(durationMs, rest, context.log)) };
         return {
           figures,
           // Verification throughput is what the baselines (single node, other engines) compare against.
@@ -353,6 +438,8 @@ export const clusterScenario: Scenario = {
           notes: [
             "cluster: three node processes and the load generator share this machine's cores",
             "cluster: admin p50/p99 are closed-loop latencies at saturation (96 clients); propagation is measured at 2 writers per node (the saturated figure is in the log)",
+            "cluster: adminWritesPerSecOneMember is a one-member cluster under the same admin closed loop in the same run (same code path, no replication); adminRatioToOneMember = three-node / one-member",
+            "cluster: adminCpuUsPerWrite = CPU time of the three nodes and the load generator per acknowledged write (from /proc); with every core busy, throughput ≈ cores / that",
           ],
         };
       },
