@@ -22,6 +22,8 @@ import { subjectOfVerification, verifySubject } from "./subject.js";
 import { SuccessorSide } from "./successor-side.js";
 import { verifyFieldsOf, type CounterReply, type CounterRequest, type CounterTransport, type ForwardItem, type ForwardResult, type VerifyFields } from "./wire.js";
 
+/** Subjects whose ranking is cached (cleared when full or when the voters change). */
+export const rankCacheMax = 100_000;
 /** How long reservations of the owner side are kept (longer windows just ask again). */
 const ownerCoveragePruneAfterMs = 10 * 60_000;
 const pruneEveryMs = 1000;
@@ -64,6 +66,13 @@ export class ClusterRateLimits {
   private beatTimer: NodeJS.Timeout | null = null;
   private readonly beatsInFlight = new Set<string>();
   private lastPruneMs = 0;
+  /**
+   * The voters as of the last beat (every R ms): the verify path reads a field instead of
+   * building the Raft status per request. A membership change is seen within R.
+   */
+  private voters: readonly string[];
+  private votersKey: string;
+  private readonly ranks = new Map<string, readonly string[]>();
 
   constructor(private readonly options: ClusterRateLimitsOptions) {
     const { transport, limiter, durability, config, nowMs, logger } = options;
@@ -74,6 +83,29 @@ export class ClusterRateLimits {
     this.asyncLimits = new AsyncLimits(limiter);
     this.forwarder = new Forwarder({ transport, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs });
     transport.serve((from, request) => this.serve(from, request));
+    this.voters = transport.voters();
+    this.votersKey = this.voters.join(",");
+  }
+
+  private refreshVoters(): void {
+    const voters = this.options.transport.voters();
+    const key = voters.join(",");
+    if (key === this.votersKey) return;
+    this.options.logger.info({ voters }, "rate limits: voters changed; subjects are placed over the new set");
+    this.voters = voters;
+    this.votersKey = key;
+    this.ranks.clear();
+  }
+
+  /** Owner first, then its successors (cached per subject). */
+  private rank(subject: string): readonly string[] {
+    let ranked = this.ranks.get(subject);
+    if (ranked === undefined) {
+      if (this.ranks.size >= rankCacheMax) this.ranks.clear();
+      ranked = rankNodes(subject, this.voters);
+      this.ranks.set(subject, ranked);
+    }
+    return ranked;
   }
 
   start(): void {
@@ -84,6 +116,11 @@ export class ClusterRateLimits {
   stop(): void {
     if (this.beatTimer !== null) clearInterval(this.beatTimer);
     this.beatTimer = null;
+    const { forwarder, owner, successor, asyncLimits } = this;
+    this.options.logger.info(
+      { forwardedBatches: forwarder.batchesSent, forwardedChecks: forwarder.itemsSent, reservationAsks: owner.asksSent, handBacksRestored: owner.handBacksRestored, takeovers: successor.takeovers, handBacks: successor.handBacks, asyncAdmitted: asyncLimits.admitted },
+      "rate limits: stopped",
+    );
   }
 
   setLocalVerifier(verifier: LocalVerifier): void {
@@ -91,14 +128,13 @@ export class ClusterRateLimits {
   }
 
   alone(): boolean {
-    return this.options.transport.voters().length <= 1;
+    return this.voters.length <= 1;
   }
 
   /** Where a check of `subject` is judged, as this node sees the cluster now. */
   placement(subject: string, nowMs: number): Placement {
-    const voters = this.options.transport.voters();
-    if (voters.length <= 1) return hereAlone;
-    const ranked = rankNodes(subject, voters);
+    if (this.voters.length <= 1) return hereAlone;
+    const ranked = this.rank(subject);
     const owner = ranked[0]!;
     const successor = ranked[1]!;
     if (owner === this.nodeId) {
@@ -117,10 +153,8 @@ export class ClusterRateLimits {
 
   /** The successor coverage of an admission this node just judged for `subject` (null: none needed). */
   coverSubject(subject: string, touched: readonly TouchedBucket[]): Promise<void> | null {
-    if (touched.length === 0) return null;
-    const voters = this.options.transport.voters();
-    if (voters.length <= 1) return null;
-    const ranked = rankNodes(subject, voters);
+    if (touched.length === 0 || this.voters.length <= 1) return null;
+    const ranked = this.rank(subject);
     if (ranked[0] !== this.nodeId) return null; // serving as the successor: its disk reservation is the coverage
     return this.owner.cover(ranked[1]!, touched);
   }
@@ -228,7 +262,8 @@ export class ClusterRateLimits {
   /** One beat to every peer (the timer calls it every reconcile period). */
   beat(): void {
     const { transport, nowMs } = this.options;
-    const voters = transport.voters();
+    this.refreshVoters();
+    const voters = this.voters;
     if (voters.length <= 1) return;
     const now = nowMs();
     const asyncCounts = this.asyncLimits.report(now);
