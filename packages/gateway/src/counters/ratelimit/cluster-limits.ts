@@ -155,8 +155,12 @@ export class ClusterRateLimits {
   coverSubject(subject: string, touched: readonly TouchedBucket[]): Promise<void> | null {
     if (touched.length === 0 || this.voters.length <= 1) return null;
     const ranked = this.rank(subject);
-    if (ranked[0] !== this.nodeId) return null; // serving as the successor: its disk reservation is the coverage
-    return this.owner.cover(ranked[1]!, touched);
+    if (ranked[0] === this.nodeId) return this.owner.cover(ranked[1]!, touched);
+    // Serving as the successor after a takeover: its disk reservation is the coverage.
+    if (ranked[1] === this.nodeId && this.successor.isServing(ranked[0]!)) return null;
+    // Judged here although this node does not serve the subject (the key's identity changed between
+    // placement and decision on another replica): never answered.
+    return Promise.reject(limitUnavailable("this node does not serve the limit it judged"));
   }
 
   /** The verification's limits' coverage: `limitOwnerId` is the key's identity id or key id (KeyDerived.limitOwnerId). */
