@@ -81,7 +81,7 @@ export class ClusterRateLimits {
     this.owner = new OwnerSide({ transport, limiter, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs, logger });
     this.successor = new SuccessorSide({ nodeId: this.nodeId, boot: randomBytes(8).toString("hex"), limiter, durability, voters: () => transport.voters(), nowMs, logger });
     this.asyncLimits = new AsyncLimits(limiter);
-    this.forwarder = new Forwarder({ transport, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs });
+    this.forwarder = new Forwarder({ transport, liveness: this.liveness, timeoutMs: config.timeoutMs, delayMs: config.forwardDelayMs, nowMs });
     transport.serve((from, request) => this.serve(from, request));
     this.voters = transport.voters();
     this.votersKey = this.voters.join(",");

@@ -6,14 +6,17 @@ export interface RateLimitClusterConfig {
   suspectAfterMs: number;
   /** Most a check waits for its owner, a reservation or a hand-back before a 503 (KEYRAFT_RATELIMIT_TIMEOUT_MS). */
   timeoutMs: number;
+  /** Forwarded checks wait this long to travel in a bigger batch; 0: the end of the event-loop turn (KEYRAFT_RATELIMIT_FORWARD_DELAY_MS). */
+  forwardDelayMs: number;
 }
 
-export const rateLimitClusterDefaults: RateLimitClusterConfig = { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000 };
+export const rateLimitClusterDefaults: RateLimitClusterConfig = { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 };
 
 const variables = {
   reconcileMs: { name: "KEYRAFT_RATELIMIT_RECONCILE_MS", min: 5, max: 10_000 },
   suspectAfterMs: { name: "KEYRAFT_RATELIMIT_SUSPECT_MS", min: 50, max: 600_000 },
   timeoutMs: { name: "KEYRAFT_RATELIMIT_TIMEOUT_MS", min: 50, max: 600_000 },
+  forwardDelayMs: { name: "KEYRAFT_RATELIMIT_FORWARD_DELAY_MS", min: 0, max: 100 },
 } as const;
 
 /** Reads the knobs; throws with every invalid one named. */

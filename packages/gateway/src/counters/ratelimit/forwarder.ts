@@ -19,6 +19,8 @@ export interface ForwarderOptions {
   transport: CounterTransport;
   liveness: PeerLiveness;
   timeoutMs: number;
+  /** 0: send at the end of the event-loop turn; more: wait this long to gather a bigger batch. */
+  delayMs: number;
   nowMs(): number;
 }
 
@@ -38,7 +40,8 @@ export class Forwarder {
       }
       if (!this.flushScheduled) {
         this.flushScheduled = true;
-        setImmediate(() => this.flush());
+        if (this.options.delayMs > 0) setTimeout(() => this.flush(), this.options.delayMs);
+        else setImmediate(() => this.flush());
       }
     });
   }
