@@ -27,9 +27,13 @@ export async function runRaftScenario(opts: { durationS?: number; log: (line: st
     opts.log(`raft: starting ${ids.length} node processes (tick ${tickMs} ms, election ${electionTicks} ticks)`);
     await cluster.start();
     const one = await cluster.load(1, durationMs);
-    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms; ${describeLeader(one)}`);
+    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ${describeLeader(one)}`);
     const many = await cluster.load(64, durationMs);
-    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}); ${describeLeader(many)}`);
+    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ${describeLeader(many)}`);
+    if (process.env["KEYRAFT_RAFT_BENCH_PROFILE"] !== undefined) {
+      await cluster.stopGracefully(); // profiles are written on a clean exit; failover trials (kill -9) are skipped
+      throw new Error("raft bench: profiling run (KEYRAFT_RAFT_BENCH_PROFILE) stops after the load phases");
+    }
     const failoversMs: number[] = [];
     for (let trial = 0; trial < failoverTrials; trial++) {
       failoversMs.push(await cluster.failover());
@@ -102,6 +106,10 @@ class BenchCluster {
     return committedAtMs - killedAtMs;
   }
 
+  async stopGracefully(): Promise<void> {
+    await Promise.all([...this.processes.values()].map((p) => p.stop()));
+  }
+
   async destroy(): Promise<void> {
     await Promise.all([...this.processes.values()].map((p) => p.kill("SIGKILL")));
   }
@@ -146,9 +154,11 @@ class BenchCluster {
       keepEntries: 10_000,
       requestTimeoutMs: 10_000,
     };
-    const process = await NodeProcess.spawn({ config, secret });
-    this.processes.set(id, process);
-    this.ports.set(id, process.port);
+    // KEYRAFT_RAFT_BENCH_PROFILE=<dir>: every node process writes a CPU profile there on exit (for profiling, not for figures).
+    const profileDir = process.env["KEYRAFT_RAFT_BENCH_PROFILE"];
+    const child = await NodeProcess.spawn({ config, secret, ...(profileDir === undefined ? {} : { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] }) });
+    this.processes.set(id, child);
+    this.ports.set(id, child.port);
   }
 
   private peerUrls(): Record<string, string> {
@@ -163,6 +173,11 @@ function describeLeader(result: LoadResult): string {
   const persistMs = result.leader["persistMs"] ?? 0;
   if (synced === 0) return "no synced writes";
   return `leader: ${synced} synced appends, ${(entries / synced).toFixed(1)} entries each, ${(persistMs / synced).toFixed(2)} ms per append`;
+}
+
+function describeErrors(result: LoadResult): string {
+  const codes = Object.entries(result.errorCodes);
+  return codes.length === 0 ? "" : `: ${codes.map(([code, count]) => `${code} ${count}`).join(", ")}`;
 }
 
 function median(values: readonly number[]): number {

@@ -390,11 +390,15 @@ export class RaftNode {
   /** Steps 1-3 of the Ready contract. Returns settlements to run after advance() (membership is applied there). */
   private async handleReady(ready: Ready): Promise<(() => void)[]> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader);
+    // A leader's appends go out before its own write, so the followers' fsyncs overlap it.
+    // A Ready that writes to disk flushes its messages at once: the appends must be on the wire
+    // before this node spends the write (and the acknowledgements before the apply). Others wait
+    // for the end of the turn, where a commit notice shares its frame with the next round's appends.
+    const writes = ready.mustSync || ready.snapshot !== null;
+    this.send(coalesceAppends(ready.messagesBeforePersist), writes);
     if (ready.snapshot !== null) await this.storage.applySnapshot(ready.snapshot);
     await this.persist(ready);
-    const messages = coalesceAppends(ready.messages);
-    this.send(messages);
-    this.counters.messagesSent += messages.length;
+    this.send(coalesceAppends(ready.messages), writes);
     if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
     const settled: (() => void)[] = [];
     for (const entry of ready.committedEntries) await this.applyEntry(entry, settled);
@@ -425,9 +429,11 @@ export class RaftNode {
     else this.counters.unsyncedWrites++;
   }
 
-  private send(messages: readonly Message[]): void {
+  private send(messages: readonly Message[], flushNow: boolean): void {
     if (messages.length === 0) return;
     this.transport.send(messages);
+    if (flushNow) this.transport.flushNow();
+    this.counters.messagesSent += messages.length;
     const unreachable = new Set<NodeId>();
     for (const message of messages) {
       // etcd's ReportUnreachable: the leader stops pipelining to a peer it cannot reach.

@@ -8,6 +8,7 @@ import { Xoshiro128, seedFromString } from "../src/core/prng.js";
 import { RawNode } from "../src/core/raw-node.js";
 import { isReadyEmpty } from "../src/core/ready.js";
 import { SimStorage } from "../src/sim/sim-storage.js";
+import { InteractionEnv } from "../src/sim/interaction/env.js";
 import { electLeader, newCluster } from "./scenario-helpers.js";
 
 describe("Xoshiro128 PRNG", () => {
@@ -111,7 +112,7 @@ describe("RawNode and the Ready contract", () => {
     expect(first.hardState).toBeNull();
     env.raw("n1").advance(first);
     env.node("n1").storage.appendSync(first.entries, null, true);
-    env.queue.push(...first.messages);
+    env.queue.push(...first.messagesBeforePersist, ...first.messages);
     env.deliver(["n2", "n3"]);
     for (const id of ["n2", "n3"]) env.processReady(id);
     env.deliver(["n1"]);
@@ -145,7 +146,7 @@ describe("RawNode and the Ready contract", () => {
   });
 
   it("an empty Ready is recognised", () => {
-    expect(isReadyEmpty({ hardState: null, entries: [], snapshot: null, committedEntries: [], messages: [], mustSync: false, readStates: [] })).toBe(true);
+    expect(isReadyEmpty({ hardState: null, entries: [], snapshot: null, committedEntries: [], messagesBeforePersist: [], messages: [], mustSync: false, readStates: [] })).toBe(true);
   });
 });
 
@@ -158,5 +159,110 @@ describe("error registry", () => {
       expect(code).toMatch(/^RAFT_ERR_[A-Z_]+$/);
       expect(docs).toContain(code);
     }
+  });
+});
+
+describe("sending before persisting (Ready.messagesBeforePersist)", () => {
+  it("a leader's appends may leave before its write; acknowledgements and votes wait for it", () => {
+    const env = newCluster(["n1", "n2", "n3"]);
+    electLeader(env, "n1");
+    env.raw("n1").propose(new Uint8Array([1]));
+    const leaderReady = env.raw("n1").ready();
+    expect(leaderReady.entries).toHaveLength(1);
+    expect(leaderReady.messagesBeforePersist.map((m) => [m.type, m.to]).sort()).toEqual([["app", "n2"], ["app", "n3"]]);
+    expect(leaderReady.messages).toEqual([]);
+    env.node("n1").storage.appendSync(leaderReady.entries, leaderReady.hardState, leaderReady.mustSync);
+    env.raw("n1").advance(leaderReady);
+    env.queue.push(...leaderReady.messagesBeforePersist);
+    env.deliver(["n2"]);
+    const followerReady = env.raw("n2").ready();
+    expect(followerReady.entries).toHaveLength(1);
+    expect(followerReady.messagesBeforePersist).toEqual([]); // its acknowledgement promises its write
+    expect(followerReady.messages.map((m) => m.type)).toEqual(["appResp"]);
+    env.raw("n2").advance(followerReady);
+    // A campaign's vote requests (new term and vote to persist) never go early either.
+    env.raw("n3").campaign();
+    const campaign = env.raw("n3").ready();
+    expect(campaign.messagesBeforePersist).toEqual([]);
+    expect(campaign.messages.some((m) => m.type === "vote")).toBe(true);
+    env.raw("n3").advance(campaign);
+  });
+
+  it("the leader counts its own copy only once its write is acknowledged (advance)", () => {
+    const env = newCluster(["solo"]);
+    electLeader(env, "solo");
+    const raw = env.raw("solo");
+    const committedBefore = raw.status().commit;
+    raw.propose(new Uint8Array([9]));
+    const write = raw.ready();
+    expect(write.entries).toHaveLength(1);
+    expect(write.committedEntries).toEqual([]); // one voter, yet not committed before its own write
+    expect(raw.status().commit).toBe(committedBefore);
+    env.node("solo").storage.appendSync(write.entries, write.hardState, write.mustSync);
+    raw.advance(write);
+    expect(raw.status().commit).toBe(write.entries[0]?.index);
+    const apply = raw.ready();
+    expect(apply.committedEntries.map((e) => e.index)).toEqual([write.entries[0]?.index]);
+    raw.advance(apply);
+  });
+
+  it("a leader elected in the Ready that raises its term sends nothing before that term is durable", () => {
+    const env = new InteractionEnv();
+    env.addNode({ id: "solo", voters: ["solo"], learners: ["l1"] });
+    env.addNode({ id: "l1", voters: ["solo"], learners: ["l1"] });
+    env.stabilize();
+    env.raw("solo").campaign(); // the only voter wins at once: new term and appends to the learner in one Ready
+    const ready = env.raw("solo").ready();
+    expect(ready.softState?.role).toBe("leader");
+    expect(ready.hardState?.term).toBeGreaterThan(0);
+    expect(ready.messages.some((m) => m.type === "app" && m.to === "l1")).toBe(true);
+    expect(ready.messagesBeforePersist).toEqual([]);
+    env.raw("solo").advance(ready);
+  });
+});
+
+describe("losing the connection to the leader (reportUnreachable on a follower)", () => {
+  const tickUntil = (env: InteractionEnv, id: string, done: () => boolean, ticksMax: number): number => {
+    for (let tick = 1; tick <= ticksMax; tick++) {
+      env.raw(id).tick();
+      if (done()) return tick;
+    }
+    return -1;
+  };
+
+  it("a follower that alone lost the leader campaigns early, and a peer still in the leader's lease refuses it", () => {
+    const env = newCluster(["n1", "n2", "n3"]);
+    electLeader(env, "n1");
+    const term = env.raw("n1").status().term;
+    env.raw("n2").reportUnreachable("n1");
+    // Without the report n2 would wait at least electionTicks (10) ticks; now it pre-campaigns within them.
+    expect(tickUntil(env, "n2", () => env.raw("n2").status().role === "preCandidate", 10)).toBeGreaterThan(0);
+    env.isolated.add("n1"); // the leader's heartbeats do not reach n2 meanwhile
+    env.stabilize(["n2", "n3"]);
+    expect(env.raw("n2").status().role).not.toBe("leader"); // n3 still holds n1's lease
+    expect(env.raw("n3").status()).toMatchObject({ term, leader: "n1" });
+  });
+
+  it("when every follower lost the leader (its process died), one is elected within one election timeout", () => {
+    const env = newCluster(["n1", "n2", "n3"]);
+    electLeader(env, "n1");
+    const term = env.raw("n1").status().term;
+    env.crash("n1");
+    for (const id of ["n2", "n3"]) env.raw(id).reportUnreachable("n1");
+    let elected = "";
+    for (let tick = 1; tick <= 10 && elected === ""; tick++) {
+      for (const id of ["n2", "n3"]) env.raw(id).tick();
+      env.stabilize(["n2", "n3"]);
+      elected = ["n2", "n3"].find((id) => env.raw(id).status().role === "leader") ?? "";
+    }
+    expect(elected).not.toBe("");
+    expect(env.raw(elected).status().term).toBe(term + 1);
+  });
+
+  it("is ignored for a peer that is not the leader", () => {
+    const env = newCluster(["n1", "n2", "n3"]);
+    electLeader(env, "n1");
+    env.raw("n2").reportUnreachable("n3");
+    expect(tickUntil(env, "n2", () => env.raw("n2").status().role !== "follower", 9)).toBe(-1);
   });
 });

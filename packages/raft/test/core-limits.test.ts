@@ -41,7 +41,8 @@ describe("core limits", () => {
     for (let i = 0; i < messagesPerReadyMax / 2 + 1; i++) raw.tick(); // two heartbeats per tick
     expect(raw.status().droppedMessages).toBe(2);
     const ready = raw.ready();
-    expect(ready.messages).toHaveLength(messagesPerReadyMax);
+    expect(ready.messagesBeforePersist.length + ready.messages.length).toBe(messagesPerReadyMax);
+    expect(ready.messagesBeforePersist).toHaveLength(messagesPerReadyMax); // heartbeats of a durable term: sendable before the write
     raw.advance(ready);
   });
 

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
-import { decodeLogKey, encodeLogKey } from "../src/storage/keys.js";
+import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "../src/storage/keys.js";
 import { LevelStorage } from "../src/storage/level-storage.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
 import { entry, storageConformance, type StorageHarness } from "./storage-conformance.js";
@@ -34,6 +34,14 @@ describe("log keys", () => {
     expect(sorted.map(decodeLogKey)).toEqual(indexes);
     expect(() => encodeLogKey(-1)).toThrow();
     expect(() => encodeLogKey(1.5)).toThrow();
+  });
+
+  it("prefixed for the root database, they are the sublevel's bytes: prefix then the 8-byte key", () => {
+    const prefix = new TextEncoder().encode("!log!");
+    for (const index of [0, 1, 300, 2 ** 32 + 5]) {
+      expect(Buffer.from(encodePrefixedLogKey(prefix, index))).toEqual(Buffer.concat([prefix, encodeLogKey(index)]));
+    }
+    expect(() => encodePrefixedLogKey(prefix, -1)).toThrow();
   });
 });
 

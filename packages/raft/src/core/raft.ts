@@ -222,6 +222,13 @@ export class Raft {
   }
 
   reportUnreachable(id: NodeId): void {
+    if (this.role === "follower" && id === this.leader && id !== "") {
+      // The transport lost the leader (its process died, or the link did): stop honouring its lease
+      // and campaign after the random part of the election timeout only, [0, electionTicks) ticks
+      // from now. Safe by pre-vote: a peer that still hears the leader keeps its lease and refuses.
+      this.electionElapsed = Math.max(this.electionElapsed, this.config.electionTicks);
+      return;
+    }
     const pr = this.progress.get(id);
     if (this.role !== "leader" || pr === undefined) return;
     if (pr.state === "replicate") pr.becomeProbe();
@@ -517,12 +524,11 @@ export class Raft {
 
   private appendEntries(entries: Entry[]): void {
     assert(this.role === "leader", "only a leader appends its own entries");
-    const last = this.log.append(entries);
+    // The leader's own match advances in advance(), once these entries are persisted: its appends
+    // go out before (or while) it writes them (Ready.messagesBeforePersist), so counting itself now
+    // could commit an entry that only one disk holds.
+    this.log.append(entries);
     for (const entry of entries) this.uncommittedBytes += entryBytes(entry);
-    const self = this.progress.get(this.id);
-    assert(self !== undefined, "leader must track itself");
-    self.maybeUpdate(last);
-    this.maybeCommit();
   }
 
   /** Sends the next append to `to` if flow control allows. Returns whether a message went out. */
@@ -774,6 +780,7 @@ export class Raft {
     for (const id of this.conf.learners) this.progress.set(id, new Progress(next, this.config.maxInflightMsgs, true));
     const self = this.progress.get(this.id);
     assert(self !== undefined, "a leader is a voter");
+    self.maybeUpdate(this.persistedLastIndex());
     self.becomeReplicate();
     self.recentActive = true;
     // Conf changes wait until everything before this term is applied (single-server change safety).
@@ -823,6 +830,14 @@ export class Raft {
     else for (const id of added) this.sendAppend(id, true);
   }
 
+  /** The last index known durable: storage's, below any unstable suffix that will replace it. */
+  private persistedLastIndex(): number {
+    const stored = this.log.storage.lastIndex();
+    const unstable = this.log.unstable;
+    if (unstable.snapshot !== null) return Math.min(stored, unstable.snapshot.metadata.index - 1, unstable.offset - 1);
+    return unstable.entries.length > 0 ? Math.min(stored, unstable.offset - 1) : stored;
+  }
+
   // ---- ready ----------------------------------------------------------------------------------
 
   private send(m: Outgoing): void {
@@ -869,12 +884,16 @@ export class Raft {
     const hard = this.hardState();
     const entries = [...this.log.unstable.entries];
     const hardChanged = !hardStateEqual(hard, this.prevHardState);
+    const messagesBeforePersist: Message[] = [];
+    const messages: Message[] = [];
+    for (const message of this.messages) (sendableBeforePersist(message, this.prevHardState.term) ? messagesBeforePersist : messages).push(message);
     const ready: Ready = {
       hardState: hardChanged ? hard : null,
       entries,
       snapshot: this.log.unstable.snapshot,
       committedEntries: this.log.nextCommittedEntries(this.config.maxCommittedSizePerReadyBytes),
-      messages: this.messages,
+      messagesBeforePersist,
+      messages,
       mustSync: entries.length > 0 || hard.term !== this.prevHardState.term || hard.vote !== this.prevHardState.vote,
       readStates: this.readStates,
     };
@@ -892,7 +911,12 @@ export class Raft {
       this.log.appliedTo(ready.snapshot.metadata.index);
     }
     const lastEntry = ready.entries[ready.entries.length - 1];
-    if (lastEntry !== undefined) this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+    if (lastEntry !== undefined) {
+      this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+      // Now durable here too: the leader counts itself (see appendEntries). Followers may have acknowledged first.
+      const self = this.role === "leader" ? this.progress.get(this.id) : undefined;
+      if (self !== undefined && self.maybeUpdate(lastEntry.index) && this.maybeCommit()) this.broadcastPending = true;
+    }
     let appliedBytes = 0;
     for (const entry of ready.committedEntries) {
       this.log.appliedTo(entry.index);
@@ -928,6 +952,16 @@ export class Raft {
 
 function copyConf(conf: ConfState): ConfState {
   return { voters: [...conf.voters], learners: [...conf.learners] };
+}
+
+/**
+ * A leader's append, heartbeat or snapshot chunk promises nothing about this node's disk beyond its
+ * term (and its vote in it), and that is durable when the last persisted hard state has reached the
+ * message's term: it may go out before this Ready's write (Raft dissertation 10.2.1; etcd's leader
+ * sends MsgApp while it persists). Everything else (votes, acknowledgements) waits for the write.
+ */
+function sendableBeforePersist(message: Message, persistedTerm: number): boolean {
+  return (message.type === "app" || message.type === "heartbeat" || message.type === "snap") && message.term <= persistedTerm;
 }
 
 function hardStateEqual(a: HardState, b: HardState): boolean {

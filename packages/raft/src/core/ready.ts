@@ -18,6 +18,7 @@ export interface ReadState {
 
 /**
  * One batch of work for the driver. The Ready contract (docs/raft-core.md):
+ * 0. `messagesBeforePersist` may be sent at once, before or while persisting (or with `messages`);
  * 1. persist `snapshot` (if any), then `entries` and `hardState` in ONE atomic batch, fsynced when `mustSync`;
  * 2. then send `messages` (they may depend on what was just persisted);
  * 3. then install `snapshot` into the state machine (if any) and apply `committedEntries` in order;
@@ -35,6 +36,12 @@ export interface Ready {
   snapshot: Snapshot | null;
   /** Entries committed and not yet applied, to apply in order (after `snapshot`). */
   committedEntries: Entry[];
+  /**
+   * Messages that depend on nothing this Ready persists: a leader's appends, heartbeats and snapshot
+   * chunks of a term already durable. Send them first so the followers' writes overlap this one (the
+   * leader counts its own copy of `entries` only at advance()).
+   */
+  messagesBeforePersist: Message[];
   /** Messages to send, only after the writes above are durable. */
   messages: Message[];
   /** True when term, vote or entries changed: the write must be fsynced before sending. */
@@ -50,6 +57,7 @@ export function isReadyEmpty(ready: Ready): boolean {
     ready.entries.length === 0 &&
     ready.snapshot === null &&
     ready.committedEntries.length === 0 &&
+    ready.messagesBeforePersist.length === 0 &&
     ready.messages.length === 0 &&
     ready.readStates.length === 0
   );

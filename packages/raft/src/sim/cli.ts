@@ -40,7 +40,7 @@ function main(): number {
   const seeds = options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
   const startedMs = performance.now();
   let failures = 0;
-  const totals = { terms: 0, appliedMax: 0, crashes: 0, partitions: 0, confChanges: 0, snapshotsTaken: 0, readsChecked: 0, messagesSent: 0 };
+  const totals = { terms: 0, appliedMax: 0, crashes: 0, crashesLosingSentEntries: 0, partitions: 0, confChanges: 0, snapshotsTaken: 0, readsChecked: 0, messagesSent: 0 };
   let livenessStepsMax = 0;
   let slowestSeed = 0;
   for (const [i, seed] of seeds.entries()) {

@@ -55,6 +55,12 @@ export class SimNode {
     return this.pending !== null;
   }
 
+  /** A write is in flight whose entries already left in appends (a leader between send and persist). */
+  writingSentEntries(): boolean {
+    const ready = this.pending?.ready;
+    return ready !== undefined && ready.entries.length > 0 && ready.messagesBeforePersist.some((m) => m.type === "app" && m.entries.length > 0);
+  }
+
   /** Boots (or reboots) from whatever storage holds durably; the app is rebuilt from the snapshot. */
   start(): void {
     assert(this.raw === null, "start: already running");
@@ -64,8 +70,12 @@ export class SimNode {
     this.raw = new RawNode(this.makeConfig(), this.storage);
   }
 
-  /** Power loss: the in-flight write, the inbox, the app's memory and unsynced storage are lost. */
-  crash(): void {
+  /**
+   * Power loss: the in-flight write, the inbox, the app's memory and unsynced storage are lost.
+   * Returns true when the lost write held entries whose appends had already left (messagesBeforePersist).
+   */
+  crash(): boolean {
+    const lostSentEntries = this.writingSentEntries();
     this.raw = null;
     this.pending = null;
     this.inbox = [];
@@ -73,6 +83,7 @@ export class SimNode {
     this.pendingTicks = 0;
     this.reads.clear();
     this.storage.crash();
+    return lostSentEntries;
   }
 
   /** The transport could not deliver to `peer` (a snapshot chunk when `snapshot`). */
@@ -106,11 +117,13 @@ export class SimNode {
       this.unreachable = [];
       if (!raw.hasReady()) return;
       const ready = raw.ready();
+      // The leader's appends leave now, before its write completes (a crash meanwhile loses the write, not them).
+      for (const message of ready.messagesBeforePersist) network.send(message, nowStep);
       this.pending = { ready, completeAtStep: nowStep + this.random.intBelow(this.writeLatencyMax + 1) };
     }
   }
 
-  /** The Ready contract: persist, then send, then apply, then advance. */
+  /** The Ready contract: persist, then send (messagesBeforePersist already went at ready()), then apply, then advance. */
   private complete(ready: Ready, nowStep: number, network: SimNetwork, checker: SafetyChecker): void {
     const raw = this.raw;
     assert(raw !== null, "complete on a crashed node");

@@ -21,6 +21,8 @@ export interface SimStats {
   terms: number;
   appliedMax: number;
   crashes: number;
+  /** Crashes that lost a write whose entries a leader had already sent (appends go out before the write). */
+  crashesLosingSentEntries: number;
   partitions: number;
   confChanges: number;
   snapshotsTaken: number;
@@ -74,6 +76,8 @@ export class Simulation {
   private readonly checker = new SafetyChecker();
   private readonly trace: (line: string) => void;
   private step = 0;
+  /** Until this step, the next leader caught between sending its appends and finishing its write crashes (-1: off). */
+  private crashMidWriteUntilStep = -1;
   private proposalCounter = 0;
   private readonly stats: SimStats;
   private readonly leaderSeen = new Map<NodeId, number>();
@@ -91,7 +95,7 @@ export class Simulation {
       this.nodes.set(id, new SimNode(id, makeConfig, nodeRandom, this.params.writeLatencyMax, this.params.keepEntries));
     }
     this.stats = {
-      nodes: this.nodes.size, terms: 0, appliedMax: 0, crashes: 0, partitions: 0, confChanges: 0,
+      nodes: this.nodes.size, terms: 0, appliedMax: 0, crashes: 0, crashesLosingSentEntries: 0, partitions: 0, confChanges: 0,
       snapshotsTaken: 0, readsChecked: 0, messagesSent: 0, messagesDropped: 0, livenessSteps: 0,
     };
     this.trace(`seed ${options.seed} params ${JSON.stringify(this.params)}`);
@@ -111,6 +115,7 @@ export class Simulation {
       for (let i = 0; i < this.options.steps; i++) {
         this.injectFaults();
         this.advanceOneStep(true);
+        this.maybeCrashLeaderMidWrite();
       }
       this.checkLiveness();
       return this.result(true);
@@ -154,6 +159,19 @@ export class Simulation {
     }
   }
 
+  private maybeCrashLeaderMidWrite(): void {
+    if (this.step > this.crashMidWriteUntilStep) return;
+    for (const node of this.nodes.values()) {
+      if (node.raw === null || node.raw.status().role !== "leader" || !node.writingSentEntries()) continue;
+      node.crash();
+      this.stats.crashes++;
+      this.stats.crashesLosingSentEntries++;
+      this.crashMidWriteUntilStep = -1;
+      this.trace(`step ${this.step}: crash leader ${node.id} mid-write (its appends already sent)`);
+      return;
+    }
+  }
+
   private leader(): SimNode | null {
     let best: SimNode | null = null;
     let bestTerm = -1;
@@ -179,7 +197,7 @@ export class Simulation {
     if (this.random.chance(p.crashRate)) {
       const victim = this.pick(all.filter((n) => n.alive()));
       if (victim !== undefined) {
-        victim.crash();
+        if (victim.crash()) this.stats.crashesLosingSentEntries++;
         this.stats.crashes++;
         this.trace(`step ${this.step}: crash ${victim.id}`);
       }
@@ -213,7 +231,12 @@ export class Simulation {
     const leader = this.leader();
     if (leader === null) return;
     if (this.random.chance(0.5)) {
-      leader.crash();
+      // Half of the leader crashes wait for the worst moment: its appends are out, its own write is not done.
+      if (this.random.chance(0.5)) {
+        this.crashMidWriteUntilStep = this.step + 3 * electionTicks;
+        return;
+      }
+      if (leader.crash()) this.stats.crashesLosingSentEntries++;
       this.stats.crashes++;
       this.trace(`step ${this.step}: crash leader ${leader.id}`);
       return;

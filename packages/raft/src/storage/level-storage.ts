@@ -12,7 +12,7 @@ import { assert } from "../core/assert.js";
 import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot } from "../core/types.js";
 import { StorageError } from "../errors.js";
 import { copyBytes, decodeEntryValue, decodeHardState, decodeLogMark, decodeSnapshotMetadata, encodeEntryValue, encodeRecord, type LogMark } from "./codec.js";
-import { decodeLogKey, encodeLogKey } from "./keys.js";
+import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "./keys.js";
 import { copyConf, LogState, type LogPlan } from "./log-state.js";
 
 /** Writes queued behind the one in progress; the driver awaits each write, so a handful at most. */
@@ -33,6 +33,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   private tail: Promise<void> = Promise.resolve();
   private pendingWrites = 0;
   private closed = false;
+  /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
+  private readonly logPrefix: Uint8Array;
 
   private constructor(
     private readonly db: Level<Bytes, Bytes>,
@@ -42,6 +44,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     private readonly keepEntries: number,
   ) {
     super();
+    this.logPrefix = new TextEncoder().encode(logLevel.prefix);
+    assert(this.logPrefix.byteLength > 0, "level storage: the log sublevel has no prefix");
   }
 
   static async open(options: LevelStorageOptions): Promise<LevelStorage> {
@@ -106,8 +110,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   private async write(plan: LogPlan, sync: boolean): Promise<void> {
     const batch = this.db.batch();
     const atomicFrom = Math.max(plan.deleteFrom, plan.mark.index + 1);
-    for (let index = atomicFrom; index <= plan.deleteTo; index++) batch.del(encodeLogKey(index), { sublevel: this.logLevel });
-    for (const entry of plan.put) batch.put(encodeLogKey(entry.index), encodeEntryValue(entry), { sublevel: this.logLevel });
+    // Log operations carry the sublevel prefix themselves: identical bytes on disk, without
+    // abstract-level's per-operation sublevel delegation (a measurable share of a leader's CPU).
+    for (let index = atomicFrom; index <= plan.deleteTo; index++) batch.del(encodePrefixedLogKey(this.logPrefix, index));
+    for (const entry of plan.put) batch.put(encodePrefixedLogKey(this.logPrefix, entry.index), encodeEntryValue(entry));
     if (plan.hardState !== null) batch.put("hardState", encodeRecord(plan.hardState), { sublevel: this.metaLevel });
     if (plan.mark.index !== this.mark.index) batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
     if (plan.snapshot !== null) {

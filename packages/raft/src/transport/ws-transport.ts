@@ -150,6 +150,15 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     this.scheduleFlush();
   }
 
+  /**
+   * Writes what is queued now instead of at the end of this event-loop turn. The driver calls it
+   * before work that would otherwise delay the frames (building and syncing a disk write): a
+   * leader's appends should be on the wire while it writes. Otherwise batching per turn is better.
+   */
+  flushNow(): void {
+    if (!this.closing) this.flush();
+  }
+
   addPeer(id: NodeId, url: string): void {
     assert(id !== this.options.id, "transport: a node is not its own peer");
     const existing = this.peers.get(id);

@@ -66,7 +66,7 @@ export class InteractionEnv {
     if (ready.snapshot !== null) node.storage.applySnapshotSync(ready.snapshot);
     node.storage.appendSync(ready.entries, ready.hardState, ready.mustSync);
     let cut = 0;
-    for (const message of ready.messages) {
+    for (const message of [...ready.messagesBeforePersist, ...ready.messages]) {
       assert(this.queue.length < queuedMessagesMax, "message queue overflow");
       if (this.isCut(message.from, message.to)) cut++;
       else this.queue.push(message);

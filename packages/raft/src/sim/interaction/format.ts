@@ -74,6 +74,7 @@ export function formatReady(ready: Ready): string[] {
   }
   if (ready.committedEntries.length > 0) lines.push(`  apply: ${ready.committedEntries.map(formatEntry).join(", ")}`);
   for (const read of ready.readStates) lines.push(`  readState index=${read.index}${formatContext(read.context)}`);
+  for (const message of ready.messagesBeforePersist) lines.push(`  send ${formatMessage(message)}`);
   for (const message of ready.messages) lines.push(`  send ${formatMessage(message)}`);
   return lines;
 }
