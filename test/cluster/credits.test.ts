@@ -110,6 +110,22 @@ describe("credits on a three-node cluster", () => {
     for (const member of members) await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
   }, 60_000);
 
+  it("a key's last credits (held by its owner's lease) are spent for the other nodes by the owner: no false USAGE_EXCEEDED", async () => {
+    const credits = 30; // at or below the low mark: only the key's owner gets leases
+    const { key, keyId } = await keyWithCredits(apiId, credits, members);
+    const answers: string[] = [];
+    for (let i = 0; i < credits; i++) {
+      const answer = await call(members[i % 3]!, "/v1/keys.verifyKey", { key }, false);
+      answers.push(answer.status === 200 ? String(answer.body.code) : `status ${answer.status}`);
+    }
+    expect(answers, JSON.stringify(answers)).toEqual(Array.from({ length: credits }, () => "VALID"));
+    for (const member of members) {
+      const answer = await call(member, "/v1/keys.verifyKey", { key }, false);
+      expect(answer.body).toMatchObject({ valid: false, code: "USAGE_EXCEEDED" });
+    }
+    for (const member of members) await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
+  }, 60_000);
+
   it("after kill -9 of a node holding a lease: never more than the credits, and its unspent lease returns once it restarts", async () => {
     const credits = 900;
     const { key, keyId } = await keyWithCredits(apiId, credits, members);

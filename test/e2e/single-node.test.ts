@@ -78,7 +78,7 @@ const made = {
 
 describe("single node end to end", () => {
   it("serves the v1 API through the official client", async () => {
-    node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
+    node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey, KEYRAFT_CREDIT_LEASE_TTL_MS: "300" });
     const unkey = client(node.baseUrl);
 
     const api = ok(await unkey.apis.create({ name: "e2e-api" }));
@@ -128,8 +128,17 @@ describe("single node end to end", () => {
     expect(verified).toMatchObject({ valid: true, remaining: 46, ownerId: "user_e2e" });
     made.creditsAfterFirstRun = 46;
 
-    const me = await whoami(node.baseUrl, credit.key);
+    // whoami and getKey show the replicated value: every credit not known spent, so while the
+    // node's credit lease is open it counts the lease's grant in full (between 46 and 50 here);
+    // exactly 46 once the lease is settled (its ttl is short on this node).
+    let me = await whoami(node.baseUrl, credit.key);
     expect(me.status).toBe(200);
+    expect(me.body.remaining).toBeGreaterThanOrEqual(46);
+    expect(me.body.remaining).toBeLessThanOrEqual(50);
+    for (let i = 0; i < 100 && me.body.remaining !== 46; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      me = await whoami(node.baseUrl, credit.key);
+    }
     expect(me.body).toMatchObject({ id: credit.keyId, name: "credits", remaining: 46, enabled: true });
 
     const got = ok(await unkey.keys.get({ keyId: credit.keyId }));
@@ -202,12 +211,22 @@ describe("single node end to end", () => {
     expect(await node!.exited).toBe("SIGKILL");
 
     node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
-    const after = ok(await client(node.baseUrl).keys.get({ keyId: key.keyId })).remaining!;
+    // The restarted node settles its credit leases from its journal (until then getKey counts
+    // their grants in full); wait for that, bounded.
+    const readRemaining = async () => ok(await client(node!.baseUrl).keys.get({ keyId: key.keyId })).remaining!;
+    let after = await readRemaining();
+    for (let i = 0; i < 100 && after > creditsGranted - traffic.counts.valid; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = await readRemaining();
+    }
     // Nothing acknowledged was lost ...
     expect(after).toBeLessThanOrEqual(creditsGranted - traffic.counts.valid);
     expect(after).toBeLessThanOrEqual(traffic.counts.lowestReported);
-    // ... and at most the requests in flight at the kill were spent without an answer.
-    expect(after).toBeGreaterThanOrEqual(creditsGranted - traffic.counts.valid - workers);
+    // ... and at most the requests in flight at the kill, plus the spends journaled ahead of the
+    // answers (less than a quarter of each of at most 2 leases of 100 credits, docs/counters.md),
+    // were spent without an answer.
+    const journaledAheadMax = 2 * (Math.ceil(100 / 4) - 1);
+    expect(after).toBeGreaterThanOrEqual(creditsGranted - traffic.counts.valid - workers - journaledAheadMax);
     // The exhausted rate limit is still exhausted: a crash never lets a limit admit more.
     expect(ok(await limitCrash(client(node.baseUrl))).success).toBe(false);
   });

@@ -125,6 +125,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       propose: (command) => raftNode.commandLog.append(command),
       isLeader: () => raftNode.isLeader(),
       voters: () => raftNode.raft.status().conf.voters,
+      transport: raftNode.creditTransport(),
       nowMs,
       logger: logger.child({ component: "credits" }),
       onFatal,

@@ -12,12 +12,14 @@ import {
   creditBatchCommandsMax,
   keyStateMachine,
   LeaseHolder,
+  rankNodes,
   replayHolderJournal,
   type CommandOutcome,
   type KeyCommand,
 } from "@keyraft/core";
 import { parseCreditLeaseConfig, holderOptions } from "../src/counters/credits/config.js";
 import { ObservedKeyMachine } from "../src/counters/credits/credit-events.js";
+import type { ForwardedSpendReply } from "../src/counters/credits/forward.js";
 import { LeaseJournalStore } from "../src/counters/credits/journal-store.js";
 import { LeaseExpiryDriver } from "../src/counters/credits/lease-expiry.js";
 import { LeaseSpender } from "../src/counters/credits/lease-spender.js";
@@ -179,7 +181,12 @@ describe("LeaseOutbox", () => {
 });
 
 /** A one-node world: the key state is the log; proposals apply at once (after a turn). */
-async function world(options: { leaseWaitMs?: number; propose?: (command: KeyCommand) => Promise<CommandOutcome> } = {}) {
+async function world(options: {
+  leaseWaitMs?: number;
+  propose?: (command: KeyCommand) => Promise<CommandOutcome>;
+  voters?: string[];
+  forward?: (owner: string, keyId: string, cost: number) => Promise<ForwardedSpendReply>;
+} = {}) {
   const { db } = await tempDb();
   const machine = new ObservedKeyMachine(keyStateMachine());
   machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
@@ -190,9 +197,10 @@ async function world(options: { leaseWaitMs?: number; propose?: (command: KeyCom
   });
   const { store: journal, records } = await LeaseJournalStore.open(db, { onFatal: fatal });
   const holder = LeaseHolder.restore("n1", records, holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10 })).holder;
-  const outbox = new LeaseOutbox({ propose, voters: () => ["n1"], onError: () => undefined });
+  const outbox = new LeaseOutbox({ propose, voters: () => options.voters ?? ["n1"], onError: () => undefined });
   const spender = new LeaseSpender({
     holder, journal, outbox, state: machine.state, monoNowMs: () => mono, leaseWaitMs: options.leaseWaitMs ?? 200, pollIntervalMs: 10_000, onError: () => undefined,
+    ...(options.forward === undefined ? {} : { forward: options.forward }),
   });
   machine.listen({ onLease: (outcome) => spender.onLease(outcome), onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch), onRestore: () => undefined });
   return { machine, spender, holder, journal, advance: (ms: number) => (mono += ms) };
@@ -214,7 +222,7 @@ describe("LeaseSpender", () => {
     for (let i = 0; i < fellBack; i++) if (w.machine.apply({ type: "spendCredits", keyId: "k1", cost: 1, nowMs: startMs }).ok) logAdmitted++;
     expect(admitted).toBeGreaterThan(0);
     expect(admitted + logAdmitted).toBe(25);
-    for (const answer of answers) if (answer !== null) expect(answer.remaining).toBeGreaterThanOrEqual(0);
+    for (const answer of answers) if (answer !== null) expect(answer).toMatchObject({ t: "admitted" });
     // Past the ttl the leases close and settle: the replica shows exactly what is left.
     w.advance(5000);
     w.spender.poll();
@@ -237,17 +245,48 @@ describe("LeaseSpender", () => {
     const w = await world();
     w.machine.apply(createKey("k1", 100));
     // First use: the spend waits for the lease its node asks for, then spends from it.
-    expect(await w.spender.spend("k1", 1)).toEqual({ remaining: 99 });
-    expect(await w.spender.spend("k1", 2)).toEqual({ remaining: 97 });
+    expect(await w.spender.spend("k1", 1)).toEqual({ t: "admitted", remaining: 99 });
+    expect(await w.spender.spend("k1", 2)).toEqual({ t: "admitted", remaining: 97 });
     expect(w.holder.heldLeases()).toBeGreaterThan(0);
     // A reset: the old lease stops at once and returns nothing; the next spend takes a new lease.
     w.machine.apply({ type: "updateRemaining", keyId: "k1", op: "set", value: 50, nowMs: startMs });
-    expect(await w.spender.spend("k1", 5)).toEqual({ remaining: 45 });
+    expect(await w.spender.spend("k1", 5)).toEqual({ t: "admitted", remaining: 45 });
     await w.spender.drain(1000);
     expect(w.holder.owedSettles()).toBe(0);
     expect(w.machine.state.creditLedgers.get("k1")?.leases).toEqual([]);
     expect(w.machine.state.keys.get("k1")?.remaining).toBe(45);
     expect(w.machine.state.creditLedgers.get("k1")).toMatchObject({ epoch: 1, epochBalance: 50, epochSpent: 5, unleased: 45 });
+    await w.journal.close();
+  });
+});
+
+describe("LeaseSpender forwarding a low key to its owner", () => {
+  // A key id whose owner among [n1, n2] is n2, so n1 (this holder) is refused low-not-owner.
+  const keyId = Array.from({ length: 100 }, (_, i) => `k${i}`).find((id) => rankNodes(id, ["n1", "n2"])[0] === "n2")!;
+
+  it("asks the owner, answers its outcome, and spends on the log when the owner cannot be asked", async () => {
+    const asked: string[] = [];
+    let reply: ForwardedSpendReply | Error = { t: "admitted", remaining: 7 };
+    const w = await world({
+      voters: ["n1", "n2"],
+      forward: async (owner, key, cost) => {
+        asked.push(`${owner}:${key}:${cost}`);
+        if (reply instanceof Error) throw reply;
+        return reply;
+      },
+    });
+    w.machine.apply(createKey(keyId, 20)); // at or below the low mark: leases for the owner only
+    // The first spend waits for its lease request, which is refused (low-not-owner, owner n2): it asks n2.
+    expect(await w.spender.spend(keyId, 2)).toEqual({ t: "admitted", remaining: 7 });
+    expect(await w.spender.spend(keyId, 2)).toEqual({ t: "admitted", remaining: 7 });
+    reply = { t: "exceeded", remaining: 1 };
+    expect(await w.spender.spend(keyId, 3)).toEqual({ t: "exceeded", remaining: 1 });
+    expect(asked).toEqual([`n2:${keyId}:2`, `n2:${keyId}:2`, `n2:${keyId}:3`]);
+    reply = new Error("no connection");
+    expect(await w.spender.spend(keyId, 1)).toBeNull();
+    // A spend forwarded to this node is never forwarded again.
+    expect(await w.spender.spend(keyId, 1, { forwarded: true })).toBeNull();
+    expect(asked.length).toBe(4);
     await w.journal.close();
   });
 });

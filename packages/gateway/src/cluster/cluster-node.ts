@@ -19,6 +19,7 @@ import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
 import { answerAnalytics, type AnalyticsPeerLink } from "../analytics/cluster-peers.js";
 import { RaftNodeError } from "@keyraft/raft";
 import type { CounterReply, CounterRequest, CounterTransport } from "../counters/ratelimit/wire.js";
+import type { CreditTransport, ForwardedSpendReply } from "../counters/credits/forward.js";
 
 export interface ClusterNodeOptions {
   config: ClusterConfig;
@@ -78,6 +79,7 @@ export class ClusterNode {
   /** This node's analytics for a peer's query (op "analytics"); null until the app is built. */
   private analyticsSource: ((filter: VerificationFilter) => VerificationSeries[]) | null = null;
   private countersHandler: ((from: NodeId, request: CounterRequest) => Promise<CounterReply>) | null = null;
+  private creditsHandler: ((keyId: string, cost: number) => Promise<ForwardedSpendReply>) | null = null;
 
   private constructor(
     private readonly options: ClusterNodeOptions,
@@ -306,6 +308,26 @@ export class ClusterNode {
     };
   }
 
+  /** Credit spends forwarded to this node as the owner of a key's last credits (counters/credits). */
+  creditTransport(): CreditTransport {
+    return {
+      call: async (peer, keyId, cost) => {
+        const result = await this.rpc.call(peer, { op: "credits", keyId, cost }, this.options.nowMs());
+        if (result.ok && result.credits !== undefined) return result.credits;
+        throw new Error(result.ok ? "no credits reply" : result.message);
+      },
+      serve: (handler) => {
+        this.creditsHandler = handler;
+      },
+    };
+  }
+
+  private async serveCredits(keyId: string, cost: number): Promise<RpcResult> {
+    const handler = this.creditsHandler;
+    if (handler === null) return { ok: false, retry: true, message: `${this.nodeId} does not serve credits yet` };
+    return { ok: true, index: 0, credits: await handler(keyId, cost) };
+  }
+
   private async serveCounters(from: NodeId, request: CounterRequest): Promise<RpcResult> {
     const handler = this.countersHandler;
     const counters: CounterReply = handler === null ? { t: "refused", message: `${this.nodeId} does not serve rate limits yet` } : await handler(from, request);
@@ -315,6 +337,7 @@ export class ClusterNode {
   private serve(from: NodeId, request: RpcRequest): Promise<RpcResult> {
     if (request.op === "counters") return this.serveCounters(from, request.m);
     if (request.op === "analytics") return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
+    if (request.op === "credits") return this.serveCredits(request.keyId, request.cost);
     if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
     return this.serveLocally(request);
   }
@@ -331,6 +354,8 @@ export class ClusterNode {
         return this.serveCounters(this.nodeId, request.m);
       case "analytics":
         return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
+      case "credits":
+        return this.serveCredits(request.keyId, request.cost);
       case "progress": {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};

@@ -4,6 +4,7 @@
 // answers `notSent`, so the caller knows it was not proposed and may try again.
 import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
 import type { NodeId } from "@keyraft/raft";
+import type { ForwardedSpendReply } from "../counters/credits/forward.js";
 import type { CounterReply, CounterRequest } from "../counters/ratelimit/wire.js";
 import { decodeValue, encodeValue } from "../store/codec.js";
 import { PendingMap } from "./pending.js";
@@ -17,10 +18,12 @@ export type RpcRequest =
   /** Cluster rate limits (counters/ratelimit): served by any member, not only the leader. */
   | { op: "counters"; m: CounterRequest }
   /** This member's verification analytics for a query (analytics/cluster-peers.ts): served by any member. */
-  | { op: "analytics"; filter: VerificationFilter };
+  | { op: "analytics"; filter: VerificationFilter }
+  /** A credit spend forwarded to the owner of a key's last credits (counters/credits): served by any member. */
+  | { op: "credits"; keyId: string; cost: number };
 
 export type RpcResult =
-  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress>; counters?: CounterReply; series?: VerificationSeries[] }
+  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress>; counters?: CounterReply; series?: VerificationSeries[]; credits?: ForwardedSpendReply }
   /** `retry`: certainly not applied (e.g. the receiver is not the leader), safe to send again. */
   | { ok: false; retry: boolean; message: string; overloaded?: boolean };
 

@@ -67,7 +67,12 @@ async function finish<R>(
     // From this node's credit lease when it has one (counters/credits), else decided on the log.
     const spend = decision.creditSpend;
     const leased = ctx.deps.creditLeases === undefined ? null : await ctx.deps.creditLeases.spend(spend.keyId, spend.cost);
-    if (leased !== null) {
+    if (leased !== null && leased.t === "admitted") {
+      if (leased.remaining !== null) result.remaining = leased.remaining;
+    } else if (leased !== null) {
+      // The owner of the key's last credits found too few (docs/counters.md): nothing was spent.
+      result.valid = false;
+      result.code = "USAGE_EXCEEDED";
       result.remaining = leased.remaining;
     } else {
       const outcome = await ctx.deps.commandLog.append(spend);
@@ -76,6 +81,9 @@ async function finish<R>(
       if (!outcome.ok) {
         result.valid = false;
         result.code = "USAGE_EXCEEDED";
+        // What a spend on the log could still draw from: the credits in no node's lease.
+        const ledger = ctx.deps.state.creditLedgers.get(spend.keyId);
+        if (ledger !== undefined) result.remaining = ledger.unleased;
       } else if (typeof outcome.remaining === "number") {
         result.remaining = outcome.remaining;
       }

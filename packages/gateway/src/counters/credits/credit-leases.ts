@@ -3,11 +3,12 @@
 // served), the spender the verify route calls, the outbox, and the leader's expiry and refill
 // timers, all fed by the key-state machine's apply events.
 import { performance } from "node:perf_hooks";
-import { LeaseHolder, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
+import { LeaseHolder, ownerOf, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
 import type { Logger } from "pino";
 import type { StoreDb } from "../../store/level-db.js";
 import type { ObservedKeyMachine } from "./credit-events.js";
 import { expiryMarginMs, holderOptions, holderPollIntervalMs, leaderTickMs, leaseWaitMs, type CreditLeaseConfig } from "./config.js";
+import { spendOnLog, type CreditTransport } from "./forward.js";
 import { LeaseJournalStore } from "./journal-store.js";
 import { LeaseExpiryDriver } from "./lease-expiry.js";
 import { LeaseSpender } from "./lease-spender.js";
@@ -22,6 +23,8 @@ export interface CreditLeasesOptions {
   propose(command: KeyCommand): Promise<CommandOutcome>;
   isLeader(): boolean;
   voters(): string[];
+  /** Forwarded spends of low keys to and from their owner (the cluster channel). */
+  transport: CreditTransport;
   nowMs(): number;
   logger: Logger;
   onFatal(error: Error): void;
@@ -55,9 +58,24 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
   const holder = restored.holder;
   logger.info({ owedSettles: holder.owedSettles(), leasesOnDisk: journal.leasesOnDisk() }, "credit lease journal restored");
 
+  const votersOrSelf = () => {
+    const voters = options.voters();
+    return voters.length === 0 ? [options.nodeId] : voters;
+  };
   const outbox = new LeaseOutbox({ propose: options.propose, voters: options.voters, onError });
   const state: KeyState = options.machine.state;
-  const spender = new LeaseSpender({ holder, journal, outbox, state, monoNowMs, leaseWaitMs, pollIntervalMs: holderPollIntervalMs, onError });
+  const spender = new LeaseSpender({
+    holder, journal, outbox, state, monoNowMs, leaseWaitMs, pollIntervalMs: holderPollIntervalMs, onError,
+    forward: (owner, keyId, cost) => options.transport.call(owner, keyId, cost),
+    ownerOf: (keyId) => ownerOf(keyId, votersOrSelf()),
+  });
+  // As the owner of low keys: spend for the other nodes, from a lease or on the log.
+  options.transport.serve(async (keyId, cost) => {
+    if (typeof keyId !== "string" || !Number.isSafeInteger(cost) || cost < 1) return { t: "undecided", message: "malformed credit spend" };
+    const spent = await spender.spend(keyId, cost, { forwarded: true });
+    if (spent !== null) return spent;
+    return spendOnLog(options.propose, keyId, cost, options.nowMs(), () => state.creditLedgers.get(keyId)?.unleased ?? 0);
+  });
   const expiry = new LeaseExpiryDriver({
     ttlMs: config.leaseTtlMs,
     driftMax: config.clockDriftMax,

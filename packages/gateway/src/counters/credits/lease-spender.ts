@@ -6,8 +6,9 @@
 // Ordering rules kept here: every journal record is enqueued (in holder order) at the moment the
 // holder produces it, so a spend is never written before the grant it spends from; requests are
 // proposed only after their journal records are durable.
-import { assert, type CreditLeaseOutcome, type HolderOutput, type KeyState, type LeaseHolder } from "@keyraft/core";
+import { assert, creditLeasePolicyDefaults, type CreditLeaseOutcome, type HolderOutput, type KeyState, type LeaseHolder } from "@keyraft/core";
 import type { LeaseJournalStore } from "./journal-store.js";
+import type { ForwardedSpendReply } from "./forward.js";
 import type { LeaseOutbox } from "./outbox.js";
 import { SpendReservations } from "./spend-reservations.js";
 
@@ -24,19 +25,24 @@ export interface LeaseSpenderOptions {
   /** Timer period of holder.poll (closing, renewing, abandoning, resending). */
   pollIntervalMs: number;
   onError(error: unknown): void;
+  /** Asks the owner of a low key's last credits to spend for this node (absent: spend on the log). */
+  forward?: (owner: string, keyId: string, cost: number) => Promise<ForwardedSpendReply>;
+  /** The owner of a key's last credits (rendezvous hash over the voters as this node sees them). */
+  ownerOf?: (keyId: string) => string;
 }
 
 /** Verifications waiting for a lease at once; past it they spend on the log at once. */
 export const leaseWaitersMax = 10_000;
 
-export interface LeaseSpend {
-  /** Credits this node's leases hold for the key plus the replica's unleased ones (see docs/counters.md). */
-  remaining: number;
-}
+export type LeaseSpend =
+  /** Spent. `remaining`: this node's lease remainder plus its replica's unleased credits (see docs/counters.md), or the owner's answer when forwarded. */
+  | { t: "admitted"; remaining: number | null }
+  /** The owner of the key's last credits found too few for this cost (nothing spent). */
+  | { t: "exceeded"; remaining: number };
 
 /** What the verify route needs (AppDeps.creditLeases). */
 export interface CreditSpender {
-  spend(keyId: string, cost: number): Promise<LeaseSpend | null>;
+  spend(keyId: string, cost: number, options?: { forwarded?: boolean }): Promise<LeaseSpend | null>;
 }
 
 export class LeaseSpender implements CreditSpender {
@@ -44,7 +50,7 @@ export class LeaseSpender implements CreditSpender {
   private waiting = 0;
   private timer: NodeJS.Timeout | null = null;
   private pollSoon = false;
-  private stats = { leased: 0, waitedThenLeased: 0, fallback: 0, spendWrites: 0 };
+  private stats = { leased: 0, waitedThenLeased: 0, fallback: 0, forwarded: 0, spendWrites: 0 };
   private readonly reservations = new SpendReservations();
 
   constructor(private readonly options: LeaseSpenderOptions) {}
@@ -85,22 +91,56 @@ export class LeaseSpender implements CreditSpender {
   }
 
   /** Spends `cost` (>= 1) of `keyId` from a lease; null: spend on the log instead. */
-  async spend(keyId: string, cost: number): Promise<LeaseSpend | null> {
+  async spend(keyId: string, cost: number, options: { forwarded?: boolean } = {}): Promise<LeaseSpend | null> {
     const first = this.tryLease(keyId, cost);
     if (first.spend !== null) return first.spend;
-    // The key runs low and another node owns its last credits, or too many wait: the log decides.
-    if (first.forwardTo !== null || this.waiting >= leaseWaitersMax) {
+    if (first.forwardTo !== null) return this.forward(first.forwardTo, keyId, cost, options.forwarded === true);
+    // Already low in the replica and owned elsewhere: the owner holds (or will get) the last
+    // credits; a refusal would only say "empty" once its lease took them all.
+    const owner = this.lowKeyOwner(keyId);
+    if (owner !== null) return this.forward(owner, keyId, cost, options.forwarded === true);
+    if (this.waiting >= leaseWaitersMax) {
       this.stats.fallback++;
       return null;
     }
     await this.waitForLease(keyId);
     const second = this.tryLease(keyId, cost);
-    if (second.spend === null) {
-      this.stats.fallback++;
-      return null;
+    if (second.spend !== null) {
+      this.stats.waitedThenLeased++;
+      return second.spend;
     }
-    this.stats.waitedThenLeased++;
-    return second.spend;
+    const secondOwner = second.forwardTo ?? this.lowKeyOwner(keyId);
+    if (secondOwner !== null) return this.forward(secondOwner, keyId, cost, options.forwarded === true);
+    this.stats.fallback++;
+    return null;
+  }
+
+  /** The key's owner when the replica shows it low and another node owns it, else null. */
+  private lowKeyOwner(keyId: string): string | null {
+    const ledger = this.options.state.creditLedgers.get(keyId);
+    if (ledger === undefined || this.options.ownerOf === undefined || ledger.unleased > creditLeasePolicyDefaults.lowWatermark) return null;
+    const owner = this.options.ownerOf(keyId);
+    return owner === this.options.holder.nodeId ? null : owner;
+  }
+
+  /**
+   * The key runs low and another node owns its last credits: ask it (never forwarding a spend
+   * that was forwarded here), else null and the log decides.
+   */
+  private async forward(owner: string, keyId: string, cost: number, forwarded: boolean): Promise<LeaseSpend | null> {
+    const { forward } = this.options;
+    if (forward !== undefined && !forwarded) {
+      const reply = await forward(owner, keyId, cost).catch((error: unknown) => {
+        this.options.onError(error);
+        return null;
+      });
+      if (reply !== null && reply.t !== "undecided") {
+        this.stats.forwarded++;
+        return reply;
+      }
+    }
+    this.stats.fallback++;
+    return null;
   }
 
   /** A spend from a live lease, answered once durable; else the owner named by a low-credit refusal (or null). */
@@ -111,7 +151,7 @@ export class LeaseSpender implements CreditSpender {
       return { spend: null, forwardTo: result.forwardTo === this.options.holder.nodeId ? null : result.forwardTo };
     }
     this.stats.leased++;
-    const answer: LeaseSpend = { remaining: result.leaseRemaining + this.unleased(keyId) };
+    const answer: LeaseSpend = { t: "admitted", remaining: result.leaseRemaining + this.unleased(keyId) };
     const record = journal[0];
     assert(journal.length === 1 && record?.t === "spend", "lease spender: one spend record per admitted verification");
     const cover = this.reservations.cover(record);
