@@ -11,6 +11,7 @@ import { rateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counter
 import { PeerLiveness } from "../src/counters/ratelimit/liveness.js";
 import { limitSubject, parseReservationKey, reservationKey, subjectOfLimiterKey, verifySubject } from "../src/counters/ratelimit/subject.js";
 import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
+import { mergePerKey } from "../src/counters/ratelimit/successor-side.js";
 import type { CounterDurability } from "../src/store/types.js";
 import { V1Error } from "../src/errors.js";
 
@@ -259,6 +260,18 @@ describe("subjects, liveness, config", () => {
     expect(subjectOfLimiterKey("x:other")).toBeNull();
     expect(parseReservationKey(reservationKey(60_000, "v:key_1:default"))).toEqual({ durationMs: 60_000, limiterKey: "v:key_1:default" });
     expect(parseReservationKey("nope")).toBeNull();
+  });
+
+  it("a hand-back too big for one message merges each key's counts into its newest bucket, losing none", () => {
+    const merged = mergePerKey([
+      { key: "60000|v:a:x", limit: 10, bucketStartMs: 6000, count: 3 },
+      { key: "60000|v:a:x", limit: 10, bucketStartMs: 12000, count: 4 },
+      { key: "60000|v:b:x", limit: 5, bucketStartMs: 6000, count: 1 },
+    ]);
+    expect(merged).toEqual([
+      { key: "60000|v:a:x", limit: 10, bucketStartMs: 12000, count: 7 },
+      { key: "60000|v:b:x", limit: 5, bucketStartMs: 6000, count: 1 },
+    ]);
   });
 
   it("takes a peer for down after silence or a lost connection", () => {

@@ -9,7 +9,7 @@
 // A restart loses the generations (memory only) but never a count: a new boot id makes every
 // acknowledgement of the earlier life unusable (the owner asks for a hand-back), and the counts
 // come back from disk into the limiter, which is what a hand-back or a takeover serves from.
-import { rankNodes, SuccessorReservations, type SlidingWindowLimiter, type TouchedBucket } from "@keyraft/core";
+import { rankNodes, SuccessorReservations, type ReservationBucket, type SlidingWindowLimiter, type TouchedBucket } from "@keyraft/core";
 import type { Logger } from "pino";
 import type { CounterDurability } from "../../store/types.js";
 import { parseReservationKey, reservationKey, subjectOfLimiterKey } from "./subject.js";
@@ -17,6 +17,8 @@ import type { CounterReply, WireAsk } from "./wire.js";
 
 /** Owners tracked (one per other member). */
 export const successorOwnersMax = 64;
+/** Buckets per hand-back message (a message holds at most 8 MiB); past it, each key's buckets are merged into its newest. */
+export const handBackBucketsMax = 40_000;
 
 interface OwnerState {
   reservations: SuccessorReservations;
@@ -121,6 +123,25 @@ export class SuccessorSide {
     const handBack = state.reservations.handBack(served);
     this.handBacks++;
     this.options.logger.info({ owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing }, "rate limits: handing limits back to their owner");
-    return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets: handBack.buckets };
+    const buckets = handBack.buckets.length > handBackBucketsMax ? mergePerKey(handBack.buckets) : handBack.buckets;
+    return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets };
   }
+}
+
+/**
+ * One bucket per key: the sum of its buckets, at the newest one's start. Conservative: every
+ * count is kept, and counts moved to a later bucket leave the window later (under-admission only).
+ */
+export function mergePerKey(buckets: readonly ReservationBucket[]): ReservationBucket[] {
+  const merged = new Map<string, ReservationBucket>();
+  for (const bucket of buckets) {
+    const held = merged.get(bucket.key);
+    if (held === undefined) merged.set(bucket.key, { ...bucket });
+    else {
+      held.count += bucket.count;
+      held.bucketStartMs = Math.max(held.bucketStartMs, bucket.bucketStartMs);
+      held.limit = Math.max(held.limit, bucket.limit);
+    }
+  }
+  return [...merged.values()];
 }
