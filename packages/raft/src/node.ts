@@ -401,7 +401,12 @@ export class RaftNode {
     this.send(coalesceAppends(ready.messages), writes);
     if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
     const settled: (() => void)[] = [];
-    for (const entry of ready.committedEntries) await this.applyEntry(entry, settled);
+    for (const entry of ready.committedEntries) {
+      // Awaited only when the state machine is asynchronous: no promise and no microtask per entry otherwise.
+      const applying = this.applyEntry(entry);
+      if (applying !== undefined) await applying;
+      this.settleEntry(entry, settled);
+    }
     for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);
     this.reads.resolveUpTo(this.applied);
     return settled;
@@ -452,13 +457,18 @@ export class RaftNode {
     this.logger.info({ id: this.id, index: this.applied }, "raft node: installed a snapshot from the leader");
   }
 
-  private async applyEntry(entry: Entry, settled: (() => void)[]): Promise<void> {
-    if (entry.index <= this.applied) return; // already covered by an installed snapshot
+  /** Hands a normal entry to the state machine; returns its promise if it is asynchronous. */
+  private applyEntry(entry: Entry): Promise<void> | undefined {
+    if (entry.index <= this.applied) return undefined; // already covered by an installed snapshot
     if (entry.index !== this.applied + 1) throw new RaftAssertionError(`apply: entry ${entry.index} after applied ${this.applied}`);
-    if (entry.type === "normal" && entry.data.byteLength > 0) {
-      const applying = this.stateMachine.apply(entry);
-      if (applying instanceof Promise) await applying;
-    }
+    if (entry.type !== "normal" || entry.data.byteLength === 0) return undefined;
+    const applying = this.stateMachine.apply(entry);
+    return applying instanceof Promise ? applying : undefined;
+  }
+
+  /** After applyEntry: advances `applied` and settles the entry's waiter. */
+  private settleEntry(entry: Entry, settled: (() => void)[]): void {
+    if (entry.index <= this.applied) return;
     this.applied = entry.index;
     this.counters.entriesApplied++;
     const overwritten = this.overwritten(entry.index);

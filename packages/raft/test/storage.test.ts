@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "../src/storage/keys.js";
+import { decodeEntryValue, encodeEntryValue } from "../src/storage/codec.js";
 import { LevelStorage } from "../src/storage/level-storage.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
 import { entry, storageConformance, type StorageHarness } from "./storage-conformance.js";
@@ -38,10 +39,17 @@ describe("log keys", () => {
 
   it("prefixed for the root database, they are the sublevel's bytes: prefix then the 8-byte key", () => {
     const prefix = new TextEncoder().encode("!log!");
-    for (const index of [0, 1, 300, 2 ** 32 + 5]) {
+    for (const index of [0, 1, 300, 2 ** 32 + 5, 2 ** 40 + 2 ** 33 + 258, Number.MAX_SAFE_INTEGER]) {
       expect(Buffer.from(encodePrefixedLogKey(prefix, index))).toEqual(Buffer.concat([prefix, encodeLogKey(index)]));
     }
     expect(() => encodePrefixedLogKey(prefix, -1)).toThrow();
+  });
+
+  it("entry values round-trip their term (both 32-bit halves), type and data", () => {
+    for (const term of [1, 2 ** 32 - 1, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER]) {
+      const original = { index: 5, term, type: "conf" as const, data: new Uint8Array([1, 2, 3]) };
+      expect(decodeEntryValue(5, encodeEntryValue(original))).toEqual(original);
+    }
   });
 });
 

@@ -5,6 +5,7 @@ import { Packr } from "msgpackr";
 import { assert } from "../core/assert.js";
 import type { ConfState, Entry, EntryType, HardState, SnapshotMetadata } from "../core/types.js";
 import { StorageError } from "../errors.js";
+import { writeUint64 } from "./keys.js";
 
 const entryHeaderBytes = 9;
 // Records off: every value must decode on its own, without structures shared across writes.
@@ -14,10 +15,8 @@ const entryTypeCodes: Record<EntryType, number> = { normal: 0, conf: 1 };
 
 export function encodeEntryValue(entry: Entry): Uint8Array {
   const value = new Uint8Array(entryHeaderBytes + entry.data.byteLength);
-  const view = new DataView(value.buffer);
-  view.setUint32(0, Math.floor(entry.term / 2 ** 32));
-  view.setUint32(4, entry.term >>> 0);
-  view.setUint8(8, entryTypeCodes[entry.type]);
+  writeUint64(value, 0, entry.term);
+  value[8] = entryTypeCodes[entry.type];
   value.set(entry.data, entryHeaderBytes);
   return value;
 }

@@ -23,10 +23,22 @@ export function encodePrefixedLogKey(prefix: Uint8Array, index: number): Uint8Ar
   assert(Number.isSafeInteger(index) && index >= 0, `log key: index ${index} must be a safe non-negative integer`);
   const key = new Uint8Array(prefix.byteLength + logKeyBytes);
   key.set(prefix, 0);
-  const view = new DataView(key.buffer);
-  view.setUint32(prefix.byteLength, Math.floor(index / 2 ** 32));
-  view.setUint32(prefix.byteLength + 4, index >>> 0);
+  writeUint64(key, prefix.byteLength, index); // no DataView per key: one is written per log entry
   return key;
+}
+
+/** Big-endian `value` (a safe non-negative integer) into bytes[at..at+8). */
+export function writeUint64(bytes: Uint8Array, at: number, value: number): void {
+  const high = Math.floor(value / 2 ** 32);
+  const low = value >>> 0;
+  bytes[at] = high >>> 24;
+  bytes[at + 1] = (high >>> 16) & 0xff;
+  bytes[at + 2] = (high >>> 8) & 0xff;
+  bytes[at + 3] = high & 0xff;
+  bytes[at + 4] = low >>> 24;
+  bytes[at + 5] = (low >>> 16) & 0xff;
+  bytes[at + 6] = (low >>> 8) & 0xff;
+  bytes[at + 7] = low & 0xff;
 }
 
 export function decodeLogKey(key: Uint8Array): number {
