@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LevelStorage, NodeProcess, type LoadResult, type NodeProcessConfig, type NodeStatus } from "@keyraft/raft";
+import { LevelStorage, NodeProcess, type LoadResult, type NodeMetrics, type NodeProcessConfig, type NodeStatus } from "@keyraft/raft";
 
 const ids = ["n1", "n2", "n3"];
 const tickMs = 20;
@@ -27,9 +27,9 @@ export async function runRaftScenario(opts: { durationS?: number; log: (line: st
     opts.log(`raft: starting ${ids.length} node processes (tick ${tickMs} ms, election ${electionTicks} ticks)`);
     await cluster.start();
     const one = await cluster.load(1, durationMs);
-    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ${describeLeader(one)}`);
+    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ${describeLeader(one)}; ${one.followers}`);
     const many = await cluster.load(64, durationMs);
-    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ${describeLeader(many)}`);
+    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ${describeLeader(many)}; ${many.followers}`);
     if (process.env["KEYRAFT_RAFT_BENCH_PROFILE"] !== undefined) {
       await cluster.stopGracefully(); // profiles are written on a clean exit; failover trials (kill -9) are skipped
       throw new Error("raft bench: profiling run (KEYRAFT_RAFT_BENCH_PROFILE) stops after the load phases");
@@ -82,9 +82,13 @@ class BenchCluster {
     await Promise.all([...this.processes.values()].map((p) => p.request({ op: "peers", peers })));
   }
 
-  async load(concurrency: number, durationMs: number): Promise<LoadResult> {
+  async load(concurrency: number, durationMs: number): Promise<LoadResult & { followers: string }> {
     const leader = await this.leader();
-    return leader.request<LoadResult>({ op: "load", concurrency, durationMs, payloadBytes }, durationMs + 30_000);
+    const followers = [...this.processes.values()].filter((p) => p.running && p !== leader);
+    const before = await Promise.all(followers.map((p) => p.request<NodeMetrics>({ op: "metrics" })));
+    const result = await leader.request<LoadResult>({ op: "load", concurrency, durationMs, payloadBytes }, durationMs + 30_000);
+    const after = await Promise.all(followers.map((p) => p.request<NodeMetrics>({ op: "metrics" })));
+    return { ...result, followers: followers.map((p, i) => describeFollower(p.id, before[i], after[i])).join("; ") };
   }
 
   /** Kills the leader; returns ms until a surviving node commits a proposal as the new leader. Restarts the victim after. */
@@ -164,6 +168,16 @@ class BenchCluster {
   private peerUrls(): Record<string, string> {
     return Object.fromEntries([...this.ports].map(([id, port]) => [id, `ws://127.0.0.1:${port}`]));
   }
+}
+
+/** A follower's synced appends over a load phase and their mean duration (its share of each round). */
+function describeFollower(id: string, before: NodeMetrics | undefined, after: NodeMetrics | undefined): string {
+  if (before === undefined || after === undefined) return `${id}: no metrics`;
+  const synced = after.syncedWrites - before.syncedWrites;
+  const entries = after.entriesPersisted - before.entriesPersisted;
+  const persistMs = after.persistMs - before.persistMs;
+  if (synced === 0) return `${id}: no synced writes`;
+  return `${id}: ${synced} synced appends, ${(entries / synced).toFixed(1)} entries each, ${(persistMs / synced).toFixed(2)} ms per append`;
 }
 
 /** The leader's Ready-loop counters: how many entries each fsync carried and how long fsyncs took. */

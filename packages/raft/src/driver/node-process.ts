@@ -61,6 +61,8 @@ async function handle(node: RaftNode, machine: DigestMachine, request: ControlRe
       return machine.state;
     case "status":
       return node.status();
+    case "metrics":
+      return node.metrics();
     case "state":
       return machine.state;
     case "transfer":

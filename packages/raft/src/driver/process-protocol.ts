@@ -31,6 +31,8 @@ export type ControlRequest =
   | { op: "propose"; data: string }
   | { op: "read" }
   | { op: "status" }
+  /** The node's cumulative Ready-loop counters (NodeMetrics). */
+  | { op: "metrics" }
   | { op: "state" }
   | { op: "transfer"; to: NodeId }
   /** Runs `concurrency` proposers for `durationMs` on this node; reports commits and latencies. */
