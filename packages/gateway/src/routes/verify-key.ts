@@ -53,7 +53,7 @@ function coverTouched(ctx: GatewayContext, decision: VerifyDecision): Promise<vo
   return bothCovered(disk, owner === undefined ? null : (ctx.deps.rateLimits?.coverVerification(owner, decision.touched) ?? null));
 }
 
-/** Waits for the credit spend (its outcome is authoritative) and the counter coverage. */
+/** Waits for the counter coverage, then the credit spend (its outcome is authoritative). */
 async function finish<R>(
   ctx: GatewayContext,
   reply: VerifySink<R>,
@@ -63,6 +63,9 @@ async function finish<R>(
   tags: readonly string[] | undefined,
 ): Promise<R> {
   const { result } = decision;
+  // Coverage first: a verification whose rate-limit count cannot be covered (a 503 in a cluster
+  // takeover, counters/ratelimit) must not have spent a credit.
+  if (cover !== null) await cover;
   if (decision.creditSpend !== undefined) {
     // From this node's credit lease when it has one (counters/credits), else decided on the log.
     const spend = decision.creditSpend;
@@ -89,7 +92,6 @@ async function finish<R>(
       }
     }
   }
-  if (cover !== null) await cover;
   recordOutcome(ctx, decision, nowMs, tags);
   return reply.send(result);
 }
