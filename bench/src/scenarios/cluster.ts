@@ -24,7 +24,8 @@ import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 const ids = ["n1", "n2", "n3"];
 const rootKey = "root_bench_cluster_key_0123456789";
 const secret = "bench-cluster-secret-loopback-only-0123456789";
-const mainJs = fileURLToPath(new URL("../../../packages/gateway/dist/main.js", import.meta.url));
+/** KEYRAFT_BENCH_MAIN_JS: another build of the node (an A/B comparison of two commits in one session). */
+const mainJs = process.env["KEYRAFT_BENCH_MAIN_JS"] ?? fileURLToPath(new URL("../../../packages/gateway/dist/main.js", import.meta.url));
 const verifyConcurrencyPerNode = 32;
 const adminConcurrency = 96;
 const keysSeeded = 200;
