@@ -36,6 +36,9 @@ class MemoryDurability implements CounterDurability {
 interface SimNode {
   id: string;
   up: boolean;
+  /** Stopped (SIGSTOP): calls to it wait until it resumes. */
+  paused: Promise<void> | null;
+  resume: () => void;
   limiter: SlidingWindowLimiter;
   disk: MemoryDurability;
   limits: ClusterRateLimits;
@@ -60,7 +63,7 @@ class SimCluster {
   boot(id: string, disk: MemoryDurability): SimNode {
     const limiter = new SlidingWindowLimiter();
     disk.restore(limiter);
-    const node: SimNode = { id, up: true, limiter, disk, limits: null as unknown as ClusterRateLimits, handler: null, calls: 0 };
+    const node: SimNode = { id, up: true, paused: null, resume: () => undefined, limiter, disk, limits: null as unknown as ClusterRateLimits, handler: null, calls: 0 };
     const transport: CounterTransport = {
       nodeId: id,
       voters: () => this.ids,
@@ -69,6 +72,7 @@ class SimCluster {
         const target = this.nodes.get(peer);
         if (!node.up || target === undefined || !target.up || this.cut.has(linkId(id, peer)) || target.handler === null) return "notSent";
         await Promise.resolve();
+        if (target.paused !== null) await target.paused;
         const reply = await target.handler(id, structuredClone(request));
         if (!node.up || !target.up) return new Promise<never>(() => undefined); // lost with a node
         return structuredClone(reply);
@@ -92,8 +96,18 @@ class SimCluster {
 
   /** Every up node hears every other up node it is linked to (one round of beats). */
   async beats(): Promise<void> {
-    for (const node of this.nodes.values()) if (node.up) node.limits.beat();
+    for (const node of this.nodes.values()) if (node.up && node.paused === null) node.limits.beat();
     await settle();
+  }
+
+  pause(id: string): void {
+    const node = this.node(id);
+    node.paused = new Promise<void>((resolve) => {
+      node.resume = () => {
+        node.paused = null;
+        resolve();
+      };
+    });
   }
 
   cutLink(a: string, b: string): void {
@@ -217,6 +231,29 @@ describe("cluster rate limits (async: false)", () => {
     await cluster.beats();
     const healed = await hitUntilRefused(cluster, ids, limit);
     expect(before.admitted + split.admitted + healed.admitted).toBeLessThanOrEqual(limit);
+  });
+
+  it("an owner stopped (SIGSTOP) past the suspicion time is taken over; resumed, it serves only what was covered, then asks for a hand-back", async () => {
+    const limit = 40;
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const before = await hit(cluster, ids, 4, limit);
+    expect(before.admitted).toBe(12);
+    cluster.pause(ownerId);
+    // Checks forwarded to the stopped owner time out (503) until it has been silent for suspectAfterMs.
+    const waiting = await hit(cluster, [otherId], 2, limit);
+    expect(waiting).toEqual({ admitted: 0, refused: 0, unavailable: 2 });
+    cluster.nowMs += rateLimitClusterDefaults.suspectAfterMs + 1;
+    await cluster.beats();
+    const during = await hitUntilRefused(cluster, [successorId, otherId], limit);
+    expect(during.admitted).toBeGreaterThan(0);
+    expect(cluster.node(successorId).limits.successor.takeovers).toBe(1);
+    // Resumed: its late work is answered from its old acknowledgements only; then it gets its limits back.
+    cluster.node(ownerId).resume();
+    await cluster.beats();
+    const after = await hitUntilRefused(cluster, ids, limit);
+    expect(before.admitted + during.admitted + after.admitted).toBeLessThanOrEqual(limit);
+    expect(cluster.node(ownerId).limits.owner.handBacksRestored).toBeGreaterThanOrEqual(2);
   });
 
   it("fails closed (503) when neither the owner nor its successor is reachable", async () => {
