@@ -121,12 +121,14 @@ export class RaftNode {
   /**
    * Sends an application payload to member `to` on the authenticated Raft connection (received
    * by `to`'s onAppMessage, never by its Raft core). Best effort like every message: false, and
-   * nothing queued, when this node is not running or has no authenticated open connection to `to`.
-   * Payloads to one peer arrive in the order sent, while the connection stays up.
+   * nothing queued, when this node is not running, has no authenticated open connection to `to`,
+   * or the encoded message exceeds the transport's messageBytesMax. Payloads to one peer arrive in
+   * the order sent, while the connection stays up.
    */
   sendAppMessage(to: NodeId, payload: Uint8Array): boolean {
     if (this.state !== "running" || to === this.id || !this.transport.isConnected(to)) return false;
-    this.transport.send([{ type: applicationMessageType, from: this.id, to, term: 0, payload }]);
+    const queued = this.transport.send([{ type: applicationMessageType, from: this.id, to, term: 0, payload }]);
+    if (queued === 0) return false;
     this.counters.appMessagesSent++;
     return true;
   }

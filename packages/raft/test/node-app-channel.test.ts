@@ -67,6 +67,22 @@ describe("RaftNode application channel", () => {
     expect(stepped).not.toContain("application");
   });
 
+  it("refuses a payload larger than the transport's message limit (false, nothing sent)", async () => {
+    const got: Received[] = [];
+    const transportLimits = { messageBytesMax: 4096, frameBytesMax: 8192 };
+    const onAppMessage = (from: string, payload: Uint8Array) => got.push({ from, text: String(payload.byteLength) });
+    const a = await startMember("a", ["a", "b"], { transportLimits });
+    const b = await startMember("b", ["a", "b"], { onAppMessage, transportLimits });
+    running.push(a, b);
+    connect([a, b]);
+    await until(() => a.node.transportStats().peers["b"]?.connected === true);
+    expect(a.node.sendAppMessage("b", new Uint8Array(8000))).toBe(false);
+    expect(a.node.sendAppMessage("b", new Uint8Array(1000))).toBe(true);
+    await until(() => got.length === 1);
+    expect(got).toEqual([{ from: "a", text: "1000" }]);
+    expect(a.node.metrics().appMessagesSent).toBe(1);
+  });
+
   it("without onAppMessage, received application messages are counted as dropped", async () => {
     const { a, b } = await pair(false);
     connect([a, b]);

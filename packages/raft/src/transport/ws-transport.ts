@@ -129,8 +129,9 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     return { port: address.port };
   }
 
-  send(messages: readonly M[]): void {
-    if (this.closing) return;
+  send(messages: readonly M[]): number {
+    if (this.closing) return 0;
+    let queued = 0;
     for (const message of messages) {
       assert(message.from === this.options.id, `transport: sending a message from ${message.from}`);
       const peer = this.peers.get(message.to);
@@ -145,9 +146,11 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
         continue;
       }
       peer.queue.push(encoded);
+      queued++;
       if (peer.active === null) this.maybeDial(peer);
     }
     this.scheduleFlush();
+    return queued;
   }
 
   /**
