@@ -24,6 +24,7 @@ import { registerLivenessRoute } from "./routes/liveness.js";
 import { registerOverrideRoutes } from "./routes/overrides.js";
 import { registerRatelimitRoute } from "./routes/ratelimit.js";
 import { registerVerifyRoute } from "./routes/verify-key.js";
+import { requestLoggerFactory } from "./logger.js";
 import { isStoreError } from "./store/errors.js";
 import type { CommandLog, CounterDurability } from "./store/types.js";
 import { validatorCompiler } from "./validation/ajv.js";
@@ -101,6 +102,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     loggerInstance: deps.logger as unknown as FastifyBaseLogger,
     // No per-request log lines (the hot path); errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
+    // request.log is made lazily: a pino child per request costs a few µs and is rarely used.
+    childLoggerFactory: (logger, bindings, options) => requestLoggerFactory(logger as unknown as Logger, bindings, options) as unknown as FastifyBaseLogger,
     bodyLimit: deps.bodyLimitBytes,
     genReqId: () => ctx.ids.next("req"),
     requestIdHeader: false,
