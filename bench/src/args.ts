@@ -3,6 +3,8 @@ import { limits } from "./limits.js";
 
 export const scenarioNames = ["verify", "ratelimit", "admin", "mixed", "raft", "cluster", "counters"] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
+/** Scenarios that load a deployment (one node, --cluster N, or --target); the others start their own. */
+export const clusterScenarios: ReadonlySet<ScenarioName> = new Set(["verify", "ratelimit", "admin", "mixed"]);
 export type Distribution = "uniform" | "zipf";
 
 export interface BenchOptions {
@@ -13,7 +15,7 @@ export interface BenchOptions {
   durationS: number;
   /** Unmeasured seconds per phase before measuring (JIT, connection set-up). */
   warmupS: number;
-  /** Interleaved rounds: every phase runs this many times (A B C, A B C, ...), each for duration/rounds. */
+  /** Interleaved rounds: every phase runs this many times (A B C, C B A, ...), each for duration/rounds. */
   rounds: number;
   /** Closed-loop concurrency: requests in flight at any time, spread over all targets. */
   connections: number;
@@ -22,7 +24,7 @@ export interface BenchOptions {
   distribution: Distribution;
   /** Zipf exponent s (probability of rank k is proportional to 1/k^s). */
   zipfExponent: number;
-  /** Nodes of a cluster to start (later issue); null for a single node. */
+  /** Nodes of a local cluster to start instead of a single node; null for a single node. */
   cluster: number | null;
   /** Load-generator worker threads. */
   workers: number;
@@ -50,12 +52,13 @@ flags:
   --root-key KEY             root key for seeding a --target (default: env KEYRAFT_ROOT_KEY)
   --duration S               measured seconds per phase (default ${limits.durationSDefault})
   --warmup S                 unmeasured warm-up seconds per phase (default ${limits.warmupSDefault})
-  --rounds N                 interleave all phases N times, each for duration/N (default 1)
+  --rounds N                 interleave all phases N times (A B C, C B A, ...), each for duration/N
+                             (default ${limits.roundsDefault}, fewer when --duration is under ${limits.roundsDefault} s)
   --connections N            requests in flight, spread over all targets (default ${limits.connectionsDefault})
   --keys N                   keys the node holds (default ${limits.keysDefault})
   --distribution D           uniform | zipf: how keys are chosen (default uniform)
   --zipf-exponent S          exponent of the zipf distribution (default ${limits.zipfExponentDefault})
-  --cluster N                run the scenario on a local N-node cluster (not yet available; see the cluster scenario)
+  --cluster N                start a local N-node cluster instead of one node (verify, ratelimit, admin, mixed)
   --workers N                load-generator threads (default 1)
   --no-baselines             skip the Fastify and Redis baselines
   --report-dir DIR           where the JSON and HTML reports go (default bench/reports)
@@ -110,7 +113,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     targets,
     durationS: numberFlag(flags, "duration", limits.durationSDefault, 1, limits.durationSMax),
     warmupS: numberFlag(flags, "warmup", limits.warmupSDefault, 0, limits.durationSMax),
-    rounds: intFlag(flags, "rounds", 1, 1, limits.roundsMax),
+    rounds: 1, // set below: its default depends on --duration
     connections: intFlag(flags, "connections", limits.connectionsDefault, 1, limits.connectionsMax),
     keys: intFlag(flags, "keys", limits.keysDefault, 1, limits.keysMax),
     distribution,
@@ -123,14 +126,28 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     nodeEntry: flags.get("node-entry") ?? null,
     help,
   };
+  // Rounds by default, so that a shared machine's drift hits the scenario and the baselines
+  // alike; as many as fit whole seconds of --duration.
+  options.rounds = flags.has("rounds")
+    ? intFlag(flags, "rounds", 1, 1, limits.roundsMax)
+    : Math.max(1, Math.min(limits.roundsDefault, Math.floor(options.durationS)));
   if (options.targets.length > 0 && options.cluster !== null) {
     throw new ArgsError("--cluster starts a local cluster; it cannot be combined with --target");
+  }
+  if (options.cluster !== null && !clusterScenarios.has(options.scenario)) {
+    throw new ArgsError(`--cluster runs ${[...clusterScenarios].join(", ")} on a local cluster; the ${options.scenario} scenario starts what it measures itself`);
+  }
+  if (options.cluster !== null && options.nodeEntry !== null) {
+    throw new ArgsError("--node-entry starts a single local node; a --cluster runs packages/gateway/dist/main.js (or KEYRAFT_BENCH_MAIN_JS)");
   }
   if (options.targets.length > 0 && options.nodeEntry !== null) {
     throw new ArgsError("--node-entry starts a local node; it cannot be combined with --target");
   }
   if (options.durationS / options.rounds < 1) {
     throw new ArgsError(`--duration ${options.durationS} over --rounds ${options.rounds} leaves under a second per round`);
+  }
+  if (options.cluster !== null && options.connections < options.cluster) {
+    throw new ArgsError(`--connections (${options.connections}) must be at least the number of --cluster nodes (${options.cluster}), so every node is loaded`);
   }
   if (options.connections < options.targets.length) {
     throw new ArgsError(`--connections (${options.connections}) must be at least the number of targets (${options.targets.length})`);

@@ -94,7 +94,9 @@ function placement(options: BenchOptions): string {
   const generator = `load generator: ${options.workers} worker thread(s) of this process, ${options.connections} closed-loop keep-alive connections`;
   const target = options.targets.length > 0
     ? `targets: ${options.targets.length} given with --target`
-    : "target: one keyraft node started as a child process on 127.0.0.1";
+    : options.cluster !== null
+      ? `targets: a ${options.cluster}-node keyraft cluster started as child processes on 127.0.0.1 (seeded through its leader, load spread over every node)`
+      : "target: one keyraft node started as a child process on 127.0.0.1";
   const baselines = options.baselines
     ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), all started up front and idle except during their own phases"
     : "baselines: skipped";

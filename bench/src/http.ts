@@ -50,3 +50,10 @@ function parseOrText(text: string): unknown {
     return text;
   }
 }
+
+/** GET a JSON answer (set-up and status checks); a transport error or a non-JSON answer throws. */
+export async function getJson(baseUrl: string, path: string): Promise<JsonResponse> {
+  const response = await request(`${baseUrl}${path}`, { method: "GET", headersTimeout: 5_000, bodyTimeout: 5_000 });
+  const text = await response.body.text();
+  return { status: response.statusCode, body: JSON.parse(text) as unknown };
+}

@@ -10,6 +10,7 @@ export const limits = {
   zipfExponentDefault: 1.0,
   clusterNodesMax: 9,
   workersMax: 16,
+  roundsDefault: 3,
   roundsMax: 100,
   targetsMax: 64,
   /** Requests in flight while seeding a node through its HTTP API. */
@@ -22,6 +23,10 @@ export const limits = {
   statusesMax: 32,
   /** Time a started process gets to become ready. */
   startTimeoutMs: 30_000,
+  /** Time every node of a cluster gets to apply the seed written through one of them. */
+  convergeTimeoutMs: 60_000,
+  /** How often the nodes' progress is read while waiting for it. */
+  convergePollMs: 50,
   /** Time a process gets between SIGTERM and SIGKILL. */
   stopTimeoutMs: 5_000,
   /** A request without a complete answer after this long counts as an error (a hung target cannot stall a phase). */

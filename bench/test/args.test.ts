@@ -5,7 +5,7 @@ describe("parseArgs", () => {
   it("gives the defaults for a bare scenario", () => {
     const options = parseArgs(["verify"]);
     expect(options).toMatchObject({
-      scenario: "verify", targets: [], durationS: 10, rounds: 1, connections: 64, keys: 10_000, distribution: "uniform",
+      scenario: "verify", targets: [], durationS: 10, rounds: 3, connections: 64, keys: 10_000, distribution: "uniform",
       cluster: null, workers: 1, rootKey: null, baselines: true, help: false,
     });
   });
@@ -28,6 +28,14 @@ describe("parseArgs", () => {
 
   it("accepts --cluster with a node count", () => {
     expect(parseArgs(["verify", "--cluster", "3"]).cluster).toBe(3);
+    for (const scenario of ["ratelimit", "admin", "mixed"]) expect(parseArgs([scenario, "--cluster", "2"]).cluster).toBe(2);
+  });
+
+  it("runs 3 interleaved rounds by default, fewer when --duration has fewer whole seconds", () => {
+    expect(parseArgs(["verify", "--duration", "30"]).rounds).toBe(3);
+    expect(parseArgs(["verify", "--duration", "2"]).rounds).toBe(2);
+    expect(parseArgs(["verify", "--duration", "1.5"]).rounds).toBe(1);
+    expect(parseArgs(["verify", "--duration", "30", "--rounds", "1"]).rounds).toBe(1);
   });
 
   it("allows --help without a scenario", () => {
@@ -52,6 +60,11 @@ describe("parseArgs", () => {
     [["verify", "--target", "ftp://x"], /must be http/],
     [["verify", "--target", ","], /at least one URL/],
     [["verify", "--target", "http://a", "--cluster", "3"], /cannot be combined with --target/],
+    [["raft", "--cluster", "3"], /starts what it measures itself/],
+    [["cluster", "--cluster", "3"], /starts what it measures itself/],
+    [["verify", "--cluster", "3", "--node-entry", "x.js"], /--node-entry starts a single local node/],
+    [["verify", "--cluster", "3", "--connections", "2"], /at least the number of --cluster nodes/],
+    [["verify", "--cluster", "10"], /--cluster must be between 1 and 9/],
     [["verify", "--no-baselines=yes"], /takes no value/],
     [["verify", "--keys", "5", "--keys", "6"], /given twice/],
     [["verify", "--rounds", "0"], /--rounds must be between/],

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { newHistogram, recordUs } from "../src/hdr.js";
 import type { LoadPlan } from "../src/load/plan.js";
 import { phaseResult, type LoadRun } from "../src/load/run-load.js";
+import { roundOrder } from "../src/scenarios/phase.js";
 
 const plan: LoadPlan = {
   label: "verify plain", targets: ["http://127.0.0.1:1"], connections: 4, warmupMs: 0, durationMs: 2000, seed: 1,
@@ -43,5 +44,19 @@ describe("phase result over rounds", () => {
 
   it("reports the target CPU as unknown when any run could not measure it", () => {
     expect(phaseResult("x", [run(1000, 10, 1), run(1000, 10, null)]).targetCpuCores).toBeNull();
+  });
+});
+
+describe("round order", () => {
+  it("runs the phases as given in odd rounds and reversed in even ones, every phase once per round", () => {
+    const phases = ["verify plain", "verify ratelimit", "baseline fastify"];
+    const rounds = [0, 1, 2, 3].map((round) => roundOrder(phases, round));
+    expect(rounds[0]).toEqual(phases);
+    expect(rounds[1]).toEqual(["baseline fastify", "verify ratelimit", "verify plain"]);
+    expect(rounds[2]).toEqual(phases);
+    // Over an even number of rounds every phase has the same mean position.
+    const meanPosition = (label: string) => rounds.reduce((sum, order) => sum + order.indexOf(label), 0) / rounds.length;
+    for (const label of phases) expect(meanPosition(label)).toBe(1);
+    expect(phases).toEqual(["verify plain", "verify ratelimit", "baseline fastify"]); // not reordered in place
   });
 });

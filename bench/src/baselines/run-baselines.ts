@@ -69,13 +69,22 @@ export async function startBaselines(context: ScenarioContext): Promise<RunningB
   };
 }
 
-/** The same request shape as verify: a JSON body with a key drawn from --keys identifiers. */
+/**
+ * The request of keyraft's plain verify phase, byte for byte in shape and size: `{"apiId":…,"key":…}`
+ * with an api id as long as keyraft's (`api_` + 16) and keys as long as the seeded ones
+ * (`bench_` + 22), drawn from --keys of them, so both parse the same amount of JSON.
+ */
+export const baselineApiId = "api_baseline00000000";
+export function baselineKey(index: number): string {
+  return `bench_baseline${index.toString(36).padStart(14, "0")}`;
+}
+
 function baselinePhase(options: BenchOptions, label: string, url: string, processes: readonly StartedProcess[]): PhaseDefinition {
-  const pool = Array.from({ length: options.keys }, (_, i) => `bench_baseline_${i.toString(36)}`);
+  const pool = Array.from({ length: options.keys }, (_, i) => baselineKey(i));
   const pids = processes.map((started) => started.pid);
   return {
     label, targets: [url], cpuSeconds: () => processesCpuSeconds(pids),
-    requests: [requestSpec(options, { name: "baseline", path: "/v1/keys.verifyKey", bodyTemplate: `{"key":{{pick}}}`, pool, okMarker: '"valid":true' })],
+    requests: [requestSpec(options, { name: "baseline", path: "/v1/keys.verifyKey", bodyTemplate: `{"apiId":${JSON.stringify(baselineApiId)},"key":{{pick}}}`, pool, okMarker: '"valid":true' })],
   };
 }
 

@@ -29,10 +29,18 @@ export interface StartOptions {
 }
 
 const running = new Set<StartedProcess>();
+/** Stops of things started elsewhere (a local cluster's members) that stopAll must run too. */
+const otherStops = new Set<() => Promise<void>>();
 
 /** Stops everything still running (used on SIGINT and on fatal errors). */
 export async function stopAll(): Promise<void> {
-  await Promise.all([...running].map((started) => started.stop()));
+  await Promise.all([...[...running].map((started) => started.stop()), ...[...otherStops].map((stop) => stop())]);
+}
+
+/** Makes stopAll run `stop` as well; returns the function that withdraws it (call it once stopped). */
+export function stopWithAll(stop: () => Promise<void>): () => void {
+  otherStops.add(stop);
+  return () => { otherStops.delete(stop); };
 }
 
 export async function startProcess(options: StartOptions): Promise<StartedProcess> {

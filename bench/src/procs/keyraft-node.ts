@@ -20,6 +20,14 @@ export interface LocalNode {
   stop(): Promise<void>;
 }
 
+/**
+ * KEYRAFT_BENCH_NODE_ARGS: extra Node flags for the nodes the harness starts (profiling:
+ * "--cpu-prof --cpu-prof-dir=/tmp/prof"; the profile is written when the node stops).
+ */
+export function nodeArgsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env["KEYRAFT_BENCH_NODE_ARGS"] ?? "").split(" ").filter((arg) => arg !== "");
+}
+
 export async function startLocalNode(entry: string): Promise<LocalNode> {
   const script = isAbsolute(entry) ? entry : join(repoRoot, entry);
   if (!existsSync(script)) {
@@ -34,7 +42,7 @@ export async function startLocalNode(entry: string): Promise<LocalNode> {
     started = await startProcess({
       name: "keyraft node",
       command: process.execPath,
-      args: [script],
+      args: [...nodeArgsFromEnv(), script],
       cwd: repoRoot,
       env: { PORT: String(port), HOST: "127.0.0.1", KEYRAFT_DATA_DIR: dataDir, KEYRAFT_ROOT_KEY: rootKey, KEYRAFT_LOG_LEVEL: "warn" },
       ready: async () => (await getStatus(url, "/v1/liveness")) === 200,

@@ -24,6 +24,7 @@ async function prepareAdmin(context: ScenarioContext): Promise<PreparedScenario>
     const apiId = await createApi(seedTarget, `bench-admin-${Date.now()}`);
     const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({ prefix: "bench", name: `admin-${i}` }));
     context.log(`seeded api ${apiId} with ${keys.length} keys`);
+    await deployment.settle(context.log);
     const keyIds = keys.map((seeded) => seeded.keyId);
     return {
       phases: [{

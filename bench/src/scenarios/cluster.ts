@@ -50,6 +50,8 @@ export interface BenchCluster {
   keys: string[];
   /** Every node's HTTP base URL (verification load goes to all of them). */
   targets: string[];
+  /** The root key (holding `*`) every member was started with (the harness seeds with it). */
+  rootKey: string;
   stop(): Promise<void>;
 }
 
@@ -77,7 +79,7 @@ export async function startBenchCluster(log: (line: string) => void, memberIds: 
     const keys: string[] = [];
     for (let i = 0; i < keysToSeed; i++) keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
     await waitApplied(members, (await status(leader)).appliedIndex);
-    return { members, leader, apiId, keys, targets: members.map((member) => `http://127.0.0.1:${member.httpPort}`), stop };
+    return { members, leader, apiId, keys, targets: members.map((member) => `http://127.0.0.1:${member.httpPort}`), rootKey, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -20,6 +20,7 @@ async function prepareMixed(context: ScenarioContext): Promise<PreparedScenario>
     const apiId = await createApi(seedTarget, `bench-mixed-${Date.now()}`);
     const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({ prefix: "bench", name: `mixed-${i}` }));
     context.log(`seeded api ${apiId} with ${keys.length} keys`);
+    await deployment.settle(context.log);
     const verifyTemplate = `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}}`;
     return {
       phases: [{

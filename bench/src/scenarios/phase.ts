@@ -48,7 +48,7 @@ export function requestSpec(options: BenchOptions, input: SpecInput): RequestSpe
 }
 
 /**
- * Runs every definition `options.rounds` times, interleaved (A B C, A B C, ...), each run getting
+ * Runs every definition `options.rounds` times, interleaved (A B C, C B A, ...), each run getting
  * an equal share of --duration, and merges each definition's runs into one result.
  */
 export async function runPhases(context: ScenarioContext, definitions: readonly PhaseDefinition[]): Promise<Map<string, PhaseResult>> {
@@ -56,7 +56,7 @@ export async function runPhases(context: ScenarioContext, definitions: readonly 
   const runs = new Map<string, LoadRun[]>(definitions.map((definition) => [definition.label, []]));
   if (runs.size !== definitions.length) throw new Error("phase labels must be unique");
   for (let round = 0; round < options.rounds; round++) {
-    for (const definition of definitions) {
+    for (const definition of roundOrder(definitions, round)) {
       const roundLabel = options.rounds === 1 ? definition.label : `${definition.label} (round ${round + 1}/${options.rounds})`;
       const warmupS = round === 0 ? options.warmupS : Math.min(options.warmupS, laterRoundWarmupSMax);
       const durationS = options.durationS / options.rounds;
@@ -75,6 +75,16 @@ export async function runPhases(context: ScenarioContext, definitions: readonly 
     results.set(label, result);
   }
   return results;
+}
+
+/**
+ * The order of the phases in a round: as given in odd rounds (the first one: the scenario's
+ * phases first, so what seeding left behind costs keyraft), reversed in even ones (A B C, C B A,
+ * A B C, ...). A machine whose speed drifts steadily then slows the first and the last phase of
+ * the list alike, over an even number of rounds exactly, where a fixed order would favour one.
+ */
+export function roundOrder<T>(definitions: readonly T[], round: number): readonly T[] {
+  return round % 2 === 0 ? definitions : [...definitions].reverse();
 }
 
 /** The result of a phase that must have run (a programmer error otherwise). */

@@ -29,6 +29,7 @@ async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScena
     overrides.push({ identifier: "user_1*", limit: 500, duration: 10_000 }, { identifier: "user_2*", limit: 2_000, duration: 10_000 });
     await setOverrides(seedTarget, namespace, overrides);
     context.log(`seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`);
+    await deployment.settle(context.log);
     const bodyTemplate = `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
     return {
       phases: [{

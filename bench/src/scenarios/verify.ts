@@ -38,6 +38,7 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
       prefix: "bench", name: `permissions-${i}`, permissions: verifyPermissions,
     }));
     context.log(`seeded api ${apiId} with ${options.keys} keys (4 groups)`);
+    await deployment.settle(context.log);
     const pool = (keys: ReadonlyArray<{ key: string }>): string[] => keys.map((seeded) => seeded.key);
     const body = (extra: string): string => `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}${extra}}`;
     const phase = (label: string, keys: string[], extra: string): PhaseDefinition => ({
