@@ -7,7 +7,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LevelStorage, NodeProcess, type LoadResult, type NodeMetrics, type NodeProcessConfig, type NodeStatus } from "@keyraft/raft";
+import { LevelStorage, NodeProcess, type LoadResult, type LoopDelay, type NodeMetrics, type NodeProcessConfig, type NodeStatus } from "@keyraft/raft";
 
 const ids = ["n1", "n2", "n3"];
 const tickMs = 20;
@@ -84,11 +84,15 @@ class BenchCluster {
 
   async load(concurrency: number, durationMs: number): Promise<LoadResult & { followers: string }> {
     const leader = await this.leader();
-    const followers = [...this.processes.values()].filter((p) => p.running && p !== leader);
+    const running = [...this.processes.values()].filter((p) => p.running);
+    const followers = running.filter((p) => p !== leader);
     const before = await Promise.all(followers.map((p) => p.request<NodeMetrics>({ op: "metrics" })));
+    await Promise.all(running.map((p) => p.request<LoopDelay>({ op: "loopDelay" }))); // starts the window
     const result = await leader.request<LoadResult>({ op: "load", concurrency, durationMs, payloadBytes }, durationMs + 30_000);
+    const delays = await Promise.all(running.map((p) => p.request<LoopDelay>({ op: "loopDelay" })));
     const after = await Promise.all(followers.map((p) => p.request<NodeMetrics>({ op: "metrics" })));
-    return { ...result, followers: followers.map((p, i) => describeFollower(p.id, before[i], after[i])).join("; ") };
+    const loop = running.map((p, i) => `${p.id} p50 ${delays[i]?.p50Ms.toFixed(2)} ms p99 ${delays[i]?.p99Ms.toFixed(2)} ms`).join(", ");
+    return { ...result, followers: `${followers.map((p, i) => describeFollower(p.id, before[i], after[i])).join("; ")}; event-loop delay: ${loop}` };
   }
 
   /** Kills the leader; returns ms until a surviving node commits a proposal as the new leader. Restarts the victim after. */

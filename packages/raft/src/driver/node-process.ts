@@ -3,6 +3,7 @@
 // and folds them into an FNV-1a hash, so histories can be compared across nodes cheaply.
 // Run: KEYRAFT_CLUSTER_SECRET=... node dist/driver/node-process.js '<NodeProcessConfig JSON>'
 
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import type { Entry, Snapshot } from "../core/types.js";
 import { RaftNodeError } from "../errors.js";
@@ -10,7 +11,7 @@ import type { Logger } from "../logger.js";
 import { RaftNode } from "../node.js";
 import { LevelStorage } from "../storage/level-storage.js";
 import { runLoad } from "./load.js";
-import { secretEnvVar, type ControlRequest, type ControlResponse, type MachineState, type NodeProcessConfig } from "./process-protocol.js";
+import { secretEnvVar, type ControlRequest, type ControlResponse, type LoopDelay, type MachineState, type NodeProcessConfig } from "./process-protocol.js";
 import type { StateMachine } from "./state-machine.js";
 
 class DigestMachine implements StateMachine {
@@ -49,6 +50,16 @@ function reply(response: ControlResponse | object): void {
   process.stdout.write(`${JSON.stringify(response)}\n`);
 }
 
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
+
+function takeLoopDelay(): LoopDelay {
+  const nsPerMs = 1e6;
+  const window = { p50Ms: loopDelay.percentile(50) / nsPerMs, p99Ms: loopDelay.percentile(99) / nsPerMs, meanMs: loopDelay.mean / nsPerMs };
+  loopDelay.reset();
+  return window;
+}
+
 async function handle(node: RaftNode, machine: DigestMachine, request: ControlRequest): Promise<unknown> {
   switch (request.op) {
     case "peers":
@@ -63,6 +74,8 @@ async function handle(node: RaftNode, machine: DigestMachine, request: ControlRe
       return node.status();
     case "metrics":
       return node.metrics();
+    case "loopDelay":
+      return takeLoopDelay();
     case "state":
       return machine.state;
     case "transfer":

@@ -33,6 +33,8 @@ export type ControlRequest =
   | { op: "status" }
   /** The node's cumulative Ready-loop counters (NodeMetrics). */
   | { op: "metrics" }
+  /** Event-loop delay since the previous loopDelay request (LoopDelay), then starts a new window. */
+  | { op: "loopDelay" }
   | { op: "state" }
   | { op: "transfer"; to: NodeId }
   /** Runs `concurrency` proposers for `durationMs` on this node; reports commits and latencies. */
@@ -73,4 +75,11 @@ export interface StartedEvent {
   id: NodeId;
   port: number;
   pid: number;
+}
+
+/** Event-loop delay of a node process over a window: how late a 1 ms timer fired (busy, or waiting for a CPU). */
+export interface LoopDelay {
+  p50Ms: number;
+  p99Ms: number;
+  meanMs: number;
 }
