@@ -39,7 +39,9 @@ const creditsPerKey = 300;
 const registerKeys = 3;
 const creditKeys = 2;
 const topUpCredits = 30;
-/** The final credit read waits at most this long for the nodes' credit leases to settle (ttl 2 s + request timeout + settle retries). */
+/** The nodes' credit lease ttl (KEYRAFT_CREDIT_LEASE_TTL_MS). */
+const creditLeaseTtlMs = 1_000;
+/** The final credit read waits at most this long for the nodes' credit leases to settle (ttl + request timeout + settle retries). */
 const creditLeaseSettleWaitMs = 10_000;
 const limit = 20;
 const limitDurationMs = 2_000;
@@ -63,7 +65,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   const dir = mkdtempSync(join(tmpdir(), "keyraft-faults-"));
   const rootKey = `faults_root_${options.seed}_${"x".repeat(16)}`;
-  const cluster = await ProcessCluster.start({ nodes: options.nodes, dir, rootKey, secret: `secret-${options.seed}-${"s".repeat(32)}` });
+  // A short credit lease ttl: leases expire, renew and settle many times within a campaign.
+  const env = { KEYRAFT_CREDIT_LEASE_TTL_MS: String(creditLeaseTtlMs) };
+  const cluster = await ProcessCluster.start({ nodes: options.nodes, dir, rootKey, secret: `secret-${options.seed}-${"s".repeat(32)}`, env });
   const faults: Record<string, number> = { kill9: 0, pause: 0, partition: 0, linkCut: 0 };
   const operations: Record<string, number> = { verify: 0, verifyValid: 0, limit: 0, limitSuccess: 0, write: 0, writeAcked: 0, writeUnknown: 0, read: 0 };
   const violations: string[] = [];

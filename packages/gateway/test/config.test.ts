@@ -35,7 +35,7 @@ describe("parseConfig", () => {
         writeQueueEntriesMax: 10_000,
         shutdownTimeoutMs: 10_000,
         cluster: singleNodeCluster,
-        credits: { leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 100 },
+        credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100 },
       },
     });
   });

@@ -12,6 +12,7 @@ import {
   creditBatchCommandsMax,
   keyStateMachine,
   LeaseHolder,
+  ownerOf,
   rankNodes,
   replayHolderJournal,
   type CommandOutcome,
@@ -201,9 +202,15 @@ async function world(options: {
   const spender = new LeaseSpender({
     holder, journal, outbox, state: machine.state, monoNowMs: () => mono, leaseWaitMs: options.leaseWaitMs ?? 200, pollIntervalMs: 10_000, onError: () => undefined,
     ...(options.forward === undefined ? {} : { forward: options.forward }),
+    ownerOf: (keyId: string) => ownerOf(keyId, options.voters ?? ["n1"]),
   });
   machine.listen({ onLease: (outcome) => spender.onLease(outcome), onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch), onRestore: () => undefined });
   return { machine, spender, holder, journal, advance: (ms: number) => (mono += ms) };
+}
+
+async function untilLeased(w: { holder: LeaseHolder }, keyId: string): Promise<void> {
+  for (let i = 0; i < 100 && w.holder.leaseRemaining(keyId, 0) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 2));
+  expect(w.holder.leaseRemaining(keyId, 0)).toBeGreaterThan(0);
 }
 
 describe("LeaseSpender", () => {
@@ -244,12 +251,17 @@ describe("LeaseSpender", () => {
   it("a reset stops the old lease; a graceful drain settles every lease with its exact spends", async () => {
     const w = await world();
     w.machine.apply(createKey("k1", 100));
-    // First use: the spend waits for the lease its node asks for, then spends from it.
-    expect(await w.spender.spend("k1", 1)).toEqual({ t: "admitted", remaining: 99 });
-    expect(await w.spender.spend("k1", 2)).toEqual({ t: "admitted", remaining: 97 });
+    // First use: the verification that asks for the key's first lease spends on the log (null);
+    // the ones after it spend from the lease.
+    expect(await w.spender.spend("k1", 1)).toBeNull();
+    await untilLeased(w, "k1");
+    expect(await w.spender.spend("k1", 2)).toEqual({ t: "admitted", remaining: 98 });
     expect(w.holder.heldLeases()).toBeGreaterThan(0);
     // A reset: the old lease stops at once and returns nothing; the next spend takes a new lease.
     w.machine.apply({ type: "updateRemaining", keyId: "k1", op: "set", value: 50, nowMs: startMs });
+    expect(w.holder.leaseRemaining("k1", 0)).toBe(0);
+    expect(await w.spender.spend("k1", 5)).toBeNull();
+    await untilLeased(w, "k1");
     expect(await w.spender.spend("k1", 5)).toEqual({ t: "admitted", remaining: 45 });
     await w.spender.drain(1000);
     expect(w.holder.owedSettles()).toBe(0);
@@ -358,7 +370,7 @@ describe("refills", () => {
 describe("credit lease config", () => {
   it("reads the knobs and names each invalid one", () => {
     const errors: string[] = [];
-    expect(parseCreditLeaseConfig({}, errors)).toEqual({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 100 });
+    expect(parseCreditLeaseConfig({}, errors)).toEqual({ leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100 });
     expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "750", KEYRAFT_CLOCK_DRIFT_MAX: "0", KEYRAFT_CREDIT_LEASE_CREDITS: "5" }, errors)).toEqual({ leaseTtlMs: 750, clockDriftMax: 0, leaseCredits: 5 });
     expect(errors).toEqual([]);
     parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "10", KEYRAFT_CLOCK_DRIFT_MAX: "0.5", KEYRAFT_CREDIT_LEASE_CREDITS: "1.5" }, errors);

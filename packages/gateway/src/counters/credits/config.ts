@@ -11,7 +11,7 @@ export interface CreditLeaseConfig {
   leaseCredits: number;
 }
 
-export const creditLeaseConfigDefaults: CreditLeaseConfig = { leaseTtlMs: 2_000, clockDriftMax: 0.01, leaseCredits: 100 };
+export const creditLeaseConfigDefaults: CreditLeaseConfig = { leaseTtlMs: 10_000, clockDriftMax: 0.01, leaseCredits: 100 };
 export const creditLeaseTtlMsRange = { min: 100, max: 600_000 } as const;
 export const clockDriftMaxRange = { min: 0, max: 0.5 } as const;
 export const leaseCreditsRange = { min: 1, max: 1_000_000 } as const;

@@ -6,7 +6,7 @@
 // Ordering rules kept here: every journal record is enqueued (in holder order) at the moment the
 // holder produces it, so a spend is never written before the grant it spends from; requests are
 // proposed only after their journal records are durable.
-import { assert, creditLeasePolicyDefaults, type CreditLeaseOutcome, type HolderOutput, type KeyState, type LeaseHolder } from "@keyraft/core";
+import { assert, creditLeasePolicyDefaults, holderKeysMax, type CreditLeaseOutcome, type HolderOutput, type KeyState, type LeaseHolder } from "@keyraft/core";
 import type { LeaseJournalStore } from "./journal-store.js";
 import type { ForwardedSpendReply } from "./forward.js";
 import type { LeaseOutbox } from "./outbox.js";
@@ -31,6 +31,8 @@ export interface LeaseSpenderOptions {
   ownerOf?: (keyId: string) => string;
 }
 
+/** Least time between two polls asked for by verifications that found no lease. */
+export const requestSoonMinMs = 20;
 /** Verifications waiting for a lease at once; past it they spend on the log at once. */
 export const leaseWaitersMax = 10_000;
 
@@ -50,8 +52,13 @@ export class LeaseSpender implements CreditSpender {
   private waiting = 0;
   private timer: NodeJS.Timeout | null = null;
   private pollSoon = false;
+  private lastPollMonoMs = Number.NEGATIVE_INFINITY;
   private stats = { leased: 0, waitedThenLeased: 0, fallback: 0, forwarded: 0, spendWrites: 0 };
   private readonly reservations = new SpendReservations();
+  /** keyId -> the lease number asked for and not answered yet (bounded like the holder's keys). */
+  private readonly asked = new Map<string, number>();
+  /** Keys whose first lease a verification wanted since the last poll (it asks for them). */
+  private readonly wantedSincePoll = new Set<string>();
 
   constructor(private readonly options: LeaseSpenderOptions) {}
 
@@ -71,6 +78,13 @@ export class LeaseSpender implements CreditSpender {
   /** Journals the holder's records now (in order) and queues its requests once they are durable. */
   private emit(out: HolderOutput): void {
     this.reservations.observe(out.journal);
+    for (const record of out.journal) {
+      if (record.t === "request") {
+        if (this.asked.size < holderKeysMax) this.asked.set(record.keyId, record.seq);
+      } else if ((record.t === "grant" || record.t === "close") && this.asked.get(record.keyId) === record.seq) {
+        this.asked.delete(record.keyId);
+      }
+    }
     if (out.journal.length === 0) {
       this.options.outbox.push(out.requests);
       return;
@@ -83,7 +97,9 @@ export class LeaseSpender implements CreditSpender {
   }
 
   poll(): void {
+    this.lastPollMonoMs = this.options.monoNowMs();
     this.emit(this.options.holder.poll(this.options.monoNowMs()));
+    this.wantedSincePoll.clear();
   }
 
   private unleased(keyId: string): number {
@@ -99,7 +115,11 @@ export class LeaseSpender implements CreditSpender {
     // credits; a refusal would only say "empty" once its lease took them all.
     const owner = this.lowKeyOwner(keyId);
     if (owner !== null) return this.forward(owner, keyId, cost, options.forwarded === true);
-    if (this.waiting >= leaseWaitersMax) {
+    // Wait only for a lease already on its way (a key in use): the verification that asks for a
+    // key's first lease spends on the log at once rather than waiting for the grant alone.
+    const onItsWay = this.asked.has(keyId) || this.wantedSincePoll.has(keyId);
+    if (!onItsWay && this.wantedSincePoll.size < leaseWaitersMax) this.wantedSincePoll.add(keyId);
+    if (!onItsWay || this.waiting >= leaseWaitersMax) {
       this.stats.fallback++;
       return null;
     }
@@ -173,14 +193,20 @@ export class LeaseSpender implements CreditSpender {
     }
   }
 
-  /** Asks for the lease now rather than at the next timer tick. */
+  /**
+   * Asks for the lease soon rather than at the next timer tick: a poll at most every
+   * `requestSoonMinMs` (a poll walks every key the holder tracks).
+   */
   private requestSoon(): void {
     if (this.pollSoon) return;
     this.pollSoon = true;
-    setImmediate(() => {
+    const sinceMs = this.options.monoNowMs() - this.lastPollMonoMs;
+    const run = () => {
       this.pollSoon = false;
       this.poll();
-    });
+    };
+    if (sinceMs >= requestSoonMinMs) setImmediate(run);
+    else setTimeout(run, Math.ceil(requestSoonMinMs - sinceMs));
   }
 
   private waitForLease(keyId: string): Promise<void> {
@@ -220,6 +246,7 @@ export class LeaseSpender implements CreditSpender {
   onLease(outcome: CreditLeaseOutcome): void {
     const { holder } = this.options;
     if (outcome.nodeId !== holder.nodeId) return;
+    if (outcome.type === "refused" && this.asked.get(outcome.keyId) === outcome.seq) this.asked.delete(outcome.keyId);
     this.emit(holder.onOutcome(outcome, this.options.monoNowMs()));
     if (outcome.type === "granted" || outcome.type === "refused") this.wake(outcome.keyId);
   }
