@@ -107,6 +107,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     status: () => ({ ...spender.status(), ...outbox.stats(), expiryWatched: expiry.watched(), leasesOnDisk: journal.leasesOnDisk() }),
     async close() {
       await spender.drain(drainTimeoutMs);
+      logger.info({ ...spender.status(), ...outbox.stats() }, "credit leases stopped");
       clearInterval(leaderTimer);
       options.machine.listen(null);
       spender.stop();
