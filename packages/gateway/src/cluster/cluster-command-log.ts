@@ -53,6 +53,8 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
   private readonly sweep: NodeJS.Timeout;
   /** Writes of one event-loop turn go to the leader in one request (one batch entry). */
   private readonly forwarder: TurnBatcher<RpcResult>;
+  /** Writes sent to a leader whose answer did not say "not proposed"; every settle of a waiter removes its seq (so bounded by `waiting`). */
+  private readonly maybeProposed = new Set<number>();
   private closed = false;
 
   constructor(private readonly options: ClusterCommandLogOptions) {
@@ -82,6 +84,7 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
 
   /** Called by the machine when an entry this process proposed is applied here. */
   onOwnApplied(seq: number, outcome: CommandOutcome): void {
+    this.maybeProposed.delete(seq);
     this.waiting.resolve(seq, outcome);
   }
 
@@ -102,11 +105,21 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweep);
+    this.maybeProposed.clear();
     this.waiting.rejectAll(shuttingDownError);
   }
 
+  private fail(seq: number, error: Error): void {
+    this.maybeProposed.delete(seq);
+    this.waiting.reject(seq, error);
+  }
+
+  /** Past the deadline: "outcome unknown" only for a write that may have been proposed; else nothing was changed. */
   private expire(): void {
-    this.waiting.expire(this.options.nowMs(), () => outcomeUnknownError(`not applied on this node within ${this.options.timeoutMs} ms`));
+    this.waiting.expire(this.options.nowMs(), (seq) => {
+      const sent = this.maybeProposed.delete(seq);
+      return sent ? outcomeUnknownError(`not applied on this node within ${this.options.timeoutMs} ms`) : noLeaderError(this.options.timeoutMs);
+    });
   }
 
   /** Gets the entry proposed once; settles the waiter only on failure (success settles through the apply). */
@@ -116,27 +129,31 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
       const leader = raft.leader();
       let result: RpcResult;
       if (leader === "") result = { ok: false, retry: true, message: "no leader is known" };
-      else if (leader === raft.id) result = await proposeLocally(raft, data);
       else {
-        try {
-          result = await this.forwarder.submit(leader, data);
-        } catch (error) {
-          this.waiting.reject(seq, outcomeUnknownError(`no answer from the leader ${leader}: ${(error as Error).message}`));
-          return;
+        this.maybeProposed.add(seq);
+        if (leader === raft.id) result = await proposeLocally(raft, data);
+        else {
+          try {
+            result = await this.forwarder.submit(leader, data);
+          } catch (error) {
+            this.fail(seq, outcomeUnknownError(`no answer from the leader ${leader}: ${(error as Error).message}`));
+            return;
+          }
         }
+        if (!result.ok && result.retry) this.maybeProposed.delete(seq); // certainly not proposed
       }
       if (result.ok) return; // committed; the local apply resolves the waiter (or the deadline does)
       if (result.overloaded === true) {
-        this.waiting.reject(seq, overloadedError(`${what} (leader ${leader})`, this.options.pendingMax));
+        this.fail(seq, overloadedError(`${what} (leader ${leader})`, this.options.pendingMax));
         return;
       }
       if (!result.retry) {
-        this.waiting.reject(seq, this.closed ? shuttingDownError() : outcomeUnknownError(result.message));
+        this.fail(seq, this.closed ? shuttingDownError() : outcomeUnknownError(result.message));
         return;
       }
       if (this.closed) return;
       if (this.options.nowMs() + this.options.retryDelayMs >= deadlineMs) {
-        this.waiting.reject(seq, noLeaderError(this.options.timeoutMs));
+        this.fail(seq, noLeaderError(this.options.timeoutMs));
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, this.options.retryDelayMs));

@@ -55,11 +55,11 @@ export class PendingMap<T> {
   }
 
   /** Rejects every waiter whose deadline passed. */
-  expire(nowMs: number, error: () => Error): void {
+  expire(nowMs: number, error: (seq: number) => Error): void {
     for (const [seq, waiter] of this.waiters) {
       if (waiter.deadlineMs > nowMs) return;
       this.waiters.delete(seq);
-      waiter.reject(error());
+      waiter.reject(error(seq));
     }
   }
 
