@@ -84,13 +84,20 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
   const supplied = new Map<string, number>();
   const admitted = new Map<string, number>();
   const add = (map: Map<string, number>, keyId: string, n: number) => map.set(keyId, (map.get(keyId) ?? 0) + n);
+  // Per key and epoch: credits admitted against that epoch (a lease's spends count in its epoch).
+  const byEpoch = new Map<string, Map<number, number>>();
+  const addEpoch = (keyId: string, epoch: number, n: number) => {
+    const epochs = byEpoch.get(keyId) ?? new Map<number, number>();
+    epochs.set(epoch, (epochs.get(epoch) ?? 0) + n);
+    byEpoch.set(keyId, epochs);
+  };
   const held: HeldLease[] = [];
   const nextSeq = new Map<string, number>();
   let lastCommand: KeyCommand | null = null;
   apply({ type: "createApi", apiId: "api_a", name: "a", nowMs });
   for (const keyId of keyIds) {
-    apply(createKey(keyId, 50, 30, nowMs));
-    add(supplied, keyId, 50);
+    apply(createKey(keyId, 200, 30, nowMs));
+    add(supplied, keyId, 200);
   }
   const epochOf = (keyId: string) => state.creditLedgers.get(keyId)?.epoch ?? -1;
   const trackReset = (keyId: string, epochBefore: number) => {
@@ -118,6 +125,7 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
         if (lease !== undefined) {
           lease.spent += step.cost;
           add(admitted, step.keyId, step.cost);
+          addEpoch(step.keyId, lease.epoch, step.cost);
         }
         break;
       }
@@ -140,7 +148,10 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
         command = { type: "spendCredits", keyId: step.keyId, cost: step.cost, nowMs };
         const outcome = apply(command);
         trackReset(step.keyId, before);
-        if (outcome.ok && outcome.remaining !== null) add(admitted, step.keyId, step.cost);
+        if (outcome.ok && outcome.remaining !== null) {
+          add(admitted, step.keyId, step.cost);
+          addEpoch(step.keyId, epochOf(step.keyId), step.cost);
+        }
         break;
       }
       case "set": {
@@ -176,6 +187,7 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
         if (apply(command).ok) {
           // Holders of a deleted key's leases stop using them; new keys reuse nothing.
           for (let i = held.length - 1; i >= 0; i--) if (held[i]?.keyId === step.keyId) held.splice(i, 1);
+          byEpoch.delete(step.keyId);
           apply(createKey(step.keyId, 20, null, nowMs));
           add(supplied, step.keyId, 20);
         }
@@ -192,6 +204,15 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
     if (command !== null) lastCommand = command;
     for (const keyId of keyIds) {
       expect(admitted.get(keyId) ?? 0).toBeLessThanOrEqual(supplied.get(keyId) ?? 0);
+      // Theorem 1 per epoch: the current epoch's admitted credits are within what left its unleased pool.
+      const ledger = state.creditLedgers.get(keyId);
+      if (ledger !== undefined) {
+        const admittedNow = byEpoch.get(keyId)?.get(ledger.epoch) ?? 0;
+        expect(admittedNow).toBeLessThanOrEqual(ledger.epochBalance - ledger.unleased);
+        // The proof's accounting: every admitted credit is known spent or inside an unsettled lease's spends.
+        const unsettledSpent = held.filter((l) => l.keyId === keyId && l.epoch === ledger.epoch).reduce((sum, l) => sum + l.spent, 0);
+        expect(admittedNow).toBeLessThanOrEqual(ledger.epochSpent + unsettledSpent);
+      }
     }
   }
   return { state, commands, held };
@@ -200,7 +221,7 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
 describe("key state: credit leases", () => {
   it("keeps its invariants and never lets holders and direct spends together overspend", () => {
     fc.assert(
-      fc.property(fc.array(stepArb, { maxLength: 120 }), (steps) => {
+      fc.property(fc.array(stepArb, { minLength: 20, maxLength: 200, size: "max" }), (steps) => {
         simulate(steps, (state) => expect(keyStateViolation(state)).toBeNull());
       }),
       { numRuns: 300 },
@@ -209,7 +230,7 @@ describe("key state: credit leases", () => {
 
   it("replays to the same state and outcomes, and snapshots restore to a state that evolves identically", () => {
     fc.assert(
-      fc.property(fc.array(stepArb, { maxLength: 80 }), fc.integer({ min: 0, max: 80 }), (steps, cut) => {
+      fc.property(fc.array(stepArb, { minLength: 10, maxLength: 120, size: "max" }), fc.integer({ min: 0, max: 120 }), (steps, cut) => {
         const { state, commands } = simulate(steps, () => undefined);
         const replay = createKeyState();
         const outcomes = commands.map((command) => applyCommand(replay, structuredClone(command)));
