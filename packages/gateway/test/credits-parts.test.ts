@@ -27,7 +27,7 @@ import { LeaseSpender } from "../src/counters/credits/lease-spender.js";
 import { LeaseOutbox, outboxInFlightMax } from "../src/counters/credits/outbox.js";
 import { dueRefillBatches, RefillScheduler } from "../src/counters/credits/refill-scheduler.js";
 import { SpendReservations } from "../src/counters/credits/spend-reservations.js";
-import { openStoreDb, type StoreDb } from "../src/store/level-db.js";
+import { openStoreDb, syncedBatchWrite, type StoreDb, type SyncedBatchWrite } from "../src/store/level-db.js";
 
 const dirs: string[] = [];
 const dbs: StoreDb[] = [];
@@ -187,6 +187,8 @@ async function world(options: {
   propose?: (command: KeyCommand) => Promise<CommandOutcome>;
   voters?: string[];
   forward?: (owner: string, keyId: string, cost: number) => Promise<ForwardedSpendReply>;
+  /** Wraps the journal's synced write (to hold writes back). */
+  write?: (write: SyncedBatchWrite) => SyncedBatchWrite;
 } = {}) {
   const { db } = await tempDb();
   const machine = new ObservedKeyMachine(keyStateMachine());
@@ -196,7 +198,8 @@ async function world(options: {
     await tick();
     return machine.apply(command);
   });
-  const { store: journal, records } = await LeaseJournalStore.open(db, { onFatal: fatal });
+  const write = options.write === undefined ? syncedBatchWrite(db) : options.write(syncedBatchWrite(db));
+  const { store: journal, records } = await LeaseJournalStore.open(db, { onFatal: fatal, write });
   const holder = LeaseHolder.restore("n1", records, holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10 })).holder;
   const outbox = new LeaseOutbox({ propose, voters: () => options.voters ?? ["n1"], onError: () => undefined });
   const spender = new LeaseSpender({
@@ -237,6 +240,32 @@ describe("LeaseSpender", () => {
     expect(w.holder.owedSettles()).toBe(0);
     expect(w.machine.state.keys.get("k1")?.remaining).toBe(0);
     expect(w.machine.state.creditLedgers.get("k1")?.leases).toEqual([]);
+    await w.journal.close();
+  });
+
+  it("answers a spend only once its journal record is durable (rule 1)", async () => {
+    let hold = false;
+    const held: Array<() => void> = [];
+    const w = await world({
+      write: (write) => async (ops) => {
+        if (hold) await new Promise<void>((resolve) => held.push(resolve));
+        return write(ops);
+      },
+    });
+    w.machine.apply(createKey("k1", 100));
+    expect(await w.spender.spend("k1", 1)).toBeNull();
+    await untilLeased(w, "k1");
+    hold = true;
+    let answered = false;
+    const spend = w.spender.spend("k1", 1).then((answer) => {
+      answered = true;
+      return answer;
+    });
+    for (let i = 0; i < 20; i++) await tick();
+    expect(answered).toBe(false); // the chunk covering it is not on disk yet
+    hold = false;
+    for (const release of held.splice(0)) release();
+    expect(await spend).toEqual({ t: "admitted", remaining: 99 });
     await w.journal.close();
   });
 
