@@ -191,7 +191,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
         rootKeyLoopStopped = true;
         await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) => logger.error({ err: error }, "could not save verification analytics"));
         rateLimits.stop();
-        await creditLeases.close(); // journal writes finish; open leases are settled after the next start
+        await creditLeases.close(); // settles open leases with their exact spends (bounded wait), then the journal
         await node.close(); // every acknowledged write is already committed and durable
         await counters.close();
         await db.close();
