@@ -420,7 +420,10 @@ describe("ObservedKeyMachine", () => {
     machine.apply({ type: "creditBatch", commands: [{ type: "grantCreditLease", keyId: "k1", nodeId: "n1", seq: 1, requested: 5, voters: ["n1"] }] });
     machine.apply({ type: "updateRemaining", keyId: "k1", op: "set", value: 7, nowMs: startMs });
     machine.apply({ type: "settleCreditLease", keyId: "k1", nodeId: "n1", seq: 1, spent: 2 });
+    // A refill at 00:00 UTC that tops the key up is a reset too (the holder stops older leases).
+    machine.apply(createKey("k2", 5, 40));
+    machine.apply({ type: "refillCredits", keyIds: ["k2"], nowMs: Date.UTC(2026, 0, 2, 0, 0, 5) });
     machine.restore(machine.snapshot());
-    expect(events).toEqual(["granted:1", "epoch:k1:1", "settled:1", "restore"]);
+    expect(events).toEqual(["granted:1", "epoch:k1:1", "settled:1", "epoch:k2:1", "restore"]);
   });
 });
