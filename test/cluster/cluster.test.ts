@@ -335,6 +335,17 @@ describe("a pre-cluster single-node data dir", () => {
   }, 30_000);
 });
 
+describe("a node stopped while it starts", () => {
+  it("exits 0 on SIGTERM while it waits for a quorum that never comes", async () => {
+    const [member, absent] = (await planMembers(["w1", "w2"], (id) => join(root, "waiting", id))) as [ClusterMember, ClusterMember];
+    spawnMember(member, peersOf([member, absent])); // w2 is never started: no quorum, no leader
+    await eventually(async () => member.output().includes("waiting for a leader backed by a quorum"), 30_000, "the wait-for-quorum warning");
+    member.child?.kill("SIGTERM");
+    expect(await member.exited).toBe(0);
+    expect(member.output()).toContain("stopped while starting");
+  }, 45_000);
+});
+
 describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
   async function portsFree(base: number, count: number): Promise<boolean> {
     for (let port = base; port < base + count; port++) {

@@ -59,6 +59,15 @@ async function main(): Promise<void> {
   process.on("uncaughtException", (error) => die("uncaught exception; stopping", error));
   process.on("unhandledRejection", (reason) => die("unhandled rejection; stopping", reason));
 
+  // A stop asked for while the node starts (it may wait long for a quorum) ends the process at
+  // once with 0: nothing was acknowledged yet, and every write so far is synced, so this is no
+  // different from a crash the store is built to survive. handleSignals takes over once it is up.
+  const onSignalWhileStarting = (signal: NodeJS.Signals) => {
+    logger.info({ signal }, "stopped while starting");
+    process.exit(0);
+  };
+  process.on("SIGTERM", onSignalWhileStarting);
+  process.on("SIGINT", onSignalWhileStarting);
   let node: Node;
   try {
     node = await startNode(config, logger, (error) => die("the store failed (a disk write, or apply threw); stopping so nothing unacknowledged is served", error));
@@ -67,6 +76,8 @@ async function main(): Promise<void> {
     die("could not start", error);
     return;
   }
+  process.off("SIGTERM", onSignalWhileStarting);
+  process.off("SIGINT", onSignalWhileStarting);
   handleSignals(node, config, logger);
 }
 
@@ -249,7 +260,6 @@ async function withRetries<T>(attempt: () => Promise<T>, logger: Logger): Promis
 }
 
 /** Waits for the first confirmation by a quorum-backed leader, saying every few seconds what it waits for. */
-// Signals before the node is up keep their default action (the process ends; nothing was acknowledged yet).
 async function waitUntilFresh(cluster: ClusterNode, logger: Logger): Promise<void> {
   for (;;) {
     try {
