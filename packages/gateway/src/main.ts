@@ -25,7 +25,6 @@ import { createContext } from "./context.js";
 import { ObservedKeyMachine } from "./counters/credits/credit-events.js";
 import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
-import { rateLimitClusterConfig } from "./counters/ratelimit/config.js";
 import { V1Error } from "./errors.js";
 import { openStoreDb, type StoreDb } from "./store/level-db.js";
 
@@ -118,7 +117,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       state: machine.state,
       limiter,
       durability: counters,
-      config: rateLimitClusterConfig(process.env),
+      config: config.rateLimits,
       nowMs,
       logger: logger.child({ component: "ratelimits" }),
     });

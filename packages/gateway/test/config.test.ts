@@ -36,6 +36,7 @@ describe("parseConfig", () => {
         shutdownTimeoutMs: 10_000,
         cluster: singleNodeCluster,
         credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100 },
+        rateLimits: { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 },
       },
     });
   });
@@ -55,6 +56,10 @@ describe("parseConfig", () => {
         KEYRAFT_CREDIT_LEASE_TTL_MS: "500",
         KEYRAFT_CLOCK_DRIFT_MAX: "0.05",
         KEYRAFT_CREDIT_LEASE_CREDITS: "1000",
+        KEYRAFT_RATELIMIT_RECONCILE_MS: "20",
+        KEYRAFT_RATELIMIT_SUSPECT_MS: "300",
+        KEYRAFT_RATELIMIT_TIMEOUT_MS: "400",
+        KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "5",
         UNRELATED: "ignored",
       },
       cwd,
@@ -73,8 +78,20 @@ describe("parseConfig", () => {
         shutdownTimeoutMs: 0,
         cluster: singleNodeCluster,
         credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000 },
+        rateLimits: { reconcileMs: 20, suspectAfterMs: 300, timeoutMs: 400, forwardDelayMs: 5 },
       },
     });
+  });
+
+  it("reports invalid rate-limit knobs as configuration errors, each by name", () => {
+    const result = parseConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "0", KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "soon" }, cwd);
+    expect(result.ok).toBe(false);
+    if (!result.ok) {
+      expect(result.errors.some((error) => error.startsWith("KEYRAFT_RATELIMIT_RECONCILE_MS"))).toBe(true);
+      expect(result.errors.some((error) => error.startsWith("KEYRAFT_RATELIMIT_FORWARD_DELAY_MS"))).toBe(true);
+    }
+    const tooClose = parseConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "600", KEYRAFT_RATELIMIT_SUSPECT_MS: "1000" }, cwd);
+    expect(tooClose.ok ? [] : tooClose.errors).toEqual([expect.stringMatching(/must exceed twice/)]);
   });
 
   it("resolves a relative data dir against cwd", () => {
