@@ -5,6 +5,7 @@
 // Exit codes: 0 clean shutdown; 1 fatal error (a failed disk write, an uncaught error, a failed
 // start, a second signal or a shutdown that timed out); 2 invalid configuration.
 import { randomBytes } from "node:crypto";
+import { RandomPool } from "./state/random-pool.js";
 import { keyStateMachine, newKeySecret, ROOT_API_ID, SlidingWindowLimiter, type KeyState } from "@keyraft/core";
 import type { Logger } from "pino";
 import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
@@ -168,6 +169,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       { timeoutMs: analyticsPeerTimeoutMsDefault, logger: logger.child({ component: "analytics" }) },
     );
 
+    const secretRandom = new RandomPool(randomBytes);
     const deps = {
       logger,
       analytics,
@@ -179,7 +181,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       rateLimits,
       creditLeases: creditLeases.spender,
       nowMs,
-      randomBytes,
+      randomBytes: (length: number) => secretRandom.take(length),
       bodyLimitBytes: config.bodyLimitBytes,
     };
     const app = buildApp(deps);
