@@ -6,6 +6,7 @@ import {
   keyStateViolation,
   ledgerRemaining,
   restoreKeyState,
+  captureKeyState,
   snapshotKeyState,
   type KeyCommand,
   type KeyState,
@@ -245,6 +246,13 @@ describe("key state: credit leases", () => {
           expect(applyCommand(restored, structuredClone(command))).toEqual(applyCommand(prefix, structuredClone(command)));
         }
         expect(snapshotKeyState(restored)).toEqual(snapshotKeyState(state));
+        // A capture at the cut is not changed by the lease commands after it (ledgers are replaced, not edited).
+        const captured = createKeyState();
+        for (const command of commands.slice(0, at)) applyCommand(captured, structuredClone(command));
+        const capture = captureKeyState(captured);
+        const copyThen = structuredClone(capture);
+        for (const command of commands.slice(at)) applyCommand(captured, structuredClone(command));
+        expect(capture).toEqual(copyThen);
       }),
       { numRuns: 150 },
     );

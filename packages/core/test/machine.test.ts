@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  captureKeyState,
   applyCommand,
   createKeyState,
   keyCreditsAt,
@@ -228,6 +229,20 @@ describe("key state machine", () => {
         const b = run(structuredClone(after), restored);
         expect(b.outcomes).toEqual(a.outcomes);
         expect(snapshotKeyState(b.state)).toEqual(snapshotKeyState(a.state));
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("a capture is not changed by later commands (they replace records, never edit one in place)", () => {
+    fc.assert(
+      fc.property(sequenceArb, sequenceArb, (before, after) => {
+        const state = run(before).state;
+        const capture = captureKeyState(state);
+        const copyThen = structuredClone(capture);
+        expect(capture).toEqual(snapshotKeyState(state));
+        run(after, state);
+        expect(capture).toEqual(copyThen);
       }),
       { numRuns: 150 },
     );

@@ -5,7 +5,8 @@ import { keyStateMachine, type CommandOutcome, type KeyCommand } from "@keyraft/
 import { NotLeaderError, RaftNodeError, TimeoutError } from "@keyraft/raft";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterCommandLog, type RaftLink } from "../src/cluster/cluster-command-log.js";
-import { decodeEntry, encodeEntry, decodeSnapshot } from "../src/cluster/entry-codec.js";
+import { decodeEntry, encodeEntry, decodeSnapshot, snapshotSliceRecords } from "../src/cluster/entry-codec.js";
+import { encodeValue } from "../src/store/codec.js";
 import { ReplicatedKeyMachine } from "../src/cluster/replicated-machine.js";
 import type { RpcRequest, RpcResult } from "../src/cluster/rpc.js";
 import { V1Error } from "../src/errors.js";
@@ -186,7 +187,7 @@ describe("ClusterCommandLog", () => {
 });
 
 describe("ReplicatedKeyMachine", () => {
-  it("applies commands and address-book entries, and a snapshot restores both on another node", () => {
+  it("applies commands and address-book entries, and a snapshot restores both on another node", async () => {
     const ownApplied: number[] = [];
     const peersSeen: [string, string | null][] = [];
     const source = new ReplicatedKeyMachine(keyStateMachine(), {
@@ -206,7 +207,7 @@ describe("ReplicatedKeyMachine", () => {
     expect(source.appliedIndex).toBe(5);
     expect([...source.peers]).toEqual([["n4", "ws://127.0.0.1:7004"]]);
 
-    const data = source.takeSnapshot();
+    const data = await source.takeSnapshot();
     expect(decodeSnapshot(data).peers).toEqual({ n4: "ws://127.0.0.1:7004" });
     const machine = keyStateMachine();
     const restoredPeers: string[] = [];
@@ -215,6 +216,48 @@ describe("ReplicatedKeyMachine", () => {
     expect(target.appliedIndex).toBe(5);
     expect(restoredPeers).toEqual(["n4"]);
     expect([...machine.state.apis.keys()].sort()).toEqual(expect.arrayContaining(["api_a", "api_b"]));
+  });
+
+  it("a snapshot is the state of the moment it was taken, though commands apply while it is encoded in slices", async () => {
+    const keys = keyStateMachine();
+    const source = new ReplicatedKeyMachine(keys, { origin, onOwnApplied: () => undefined, onPeer: () => undefined });
+    let index = 0;
+    const apply = (command: KeyCommand) => source.apply({ term: 1, index: ++index, type: "normal", data: encodeEntry({ kind: "command", origin, seq: index, command }) });
+    apply(createApi("api_a"));
+    const apiCount = snapshotSliceRecords * 2 + 7; // several slices of apis
+    for (let i = 0; i < apiCount; i++) apply(createApi(`api_${String(i).padStart(6, "0")}`));
+    const expected = keys.snapshot();
+    const pending = source.takeSnapshot();
+    // While it encodes, later entries apply: new apis, and deletions of captured ones.
+    let appliedDuring = 0;
+    const writer = setInterval(() => {
+      apply({ type: "deleteApi", apiId: `api_${String(appliedDuring).padStart(6, "0")}` });
+      apply(createApi(`api_late_${appliedDuring++}`));
+    }, 0);
+    const data = await pending;
+    clearInterval(writer);
+    expect(appliedDuring).toBeGreaterThan(0); // the encoding yielded, and commands applied meanwhile
+    expect(keys.state.apis.has("api_000000")).toBe(false); // ...and changed the live state
+    const restored = keyStateMachine();
+    new ReplicatedKeyMachine(restored, { origin: "n3/x", onOwnApplied: () => undefined, onPeer: () => undefined }).installSnapshot({
+      metadata: { index: apiCount + 1, term: 1, conf: { voters: ["n1"], learners: [] } },
+      data,
+    });
+    expect(restored.snapshot()).toEqual(expected);
+  });
+
+  it("still reads a snapshot of the single-value format (version 1)", () => {
+    const keys = keyStateMachine();
+    keys.apply(createApi("api_a"));
+    const data = encodeValue({ v: 1, keys: keys.snapshot(), peers: { n4: "ws://127.0.0.1:7004" } });
+    const restored = keyStateMachine();
+    const restoredPeers: string[] = [];
+    new ReplicatedKeyMachine(restored, { origin: "n3/x", onOwnApplied: () => undefined, onPeer: (id) => restoredPeers.push(id) }).installSnapshot({
+      metadata: { index: 1, term: 1, conf: { voters: ["n1"], learners: [] } },
+      data,
+    });
+    expect(restored.snapshot()).toEqual(keys.snapshot());
+    expect(restoredPeers).toEqual(["n4"]);
   });
 
   it("refuses an entry it did not write (a broken invariant stops the node)", () => {

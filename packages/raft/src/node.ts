@@ -14,7 +14,7 @@ import { RaftError } from "./core/errors.js";
 import { RawNode } from "./core/raw-node.js";
 import { Xoshiro128, seedFromString } from "./core/prng.js";
 import type { Ready, Role } from "./core/ready.js";
-import type { ConfChange, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "./core/types.js";
+import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "./core/types.js";
 import { driverLimits, resolveNodeOptions, type RaftNodeOptions, type ResolvedNodeOptions } from "./driver/options.js";
 import type { StateMachine } from "./driver/state-machine.js";
 import { coalesceAppends } from "./driver/coalesce.js";
@@ -87,6 +87,8 @@ export class RaftNode {
   /** A commit-only hard state not yet written (see persist). */
   private deferredHardState: HardState | null = null;
   private stopped: Promise<void> | null = null;
+  /** The snapshot the state machine is encoding (at most one); the loop writes it once its bytes are ready. */
+  private snapshotInFlight: { index: number; conf: ConfState; startMs: number; data: Uint8Array | null } | null = null;
   private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0, voteRequests: 0, appMessagesSent: 0, appMessagesReceived: 0, appMessagesDropped: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
@@ -301,6 +303,7 @@ export class RaftNode {
     const rawNode = this.rawNode;
     if (rawNode === null) throw new RaftAssertionError("loop without a RawNode");
     while (this.state === "running") {
+      if (this.snapshotInFlight?.data) await this.writeSnapshot();
       this.drain(rawNode);
       if (!rawNode.hasReady()) {
         await new Promise<void>((resolve) => (this.wakeLoop = resolve));
@@ -312,7 +315,7 @@ export class RaftNode {
       const settled = await this.handleReady(ready);
       rawNode.advance(ready);
       for (const settle of settled) settle();
-      await this.maybeSnapshot(rawNode);
+      this.maybeSnapshot(rawNode);
       this.counters.readies++;
       const readyMs = performance.now() - startMs;
       this.counters.loopMs += readyMs;
@@ -499,15 +502,37 @@ export class RaftNode {
     this.leader = leader;
   }
 
-  /** Snapshot policy: every snapshotEntries applied entries, the application snapshots and storage compacts. */
-  private async maybeSnapshot(rawNode: RawNode): Promise<void> {
+  /**
+   * Snapshot policy: every snapshotEntries applied entries, the application snapshots and storage
+   * compacts. The state machine captures its state now, at `applied`, and may take its time to
+   * encode it: the loop goes on (heartbeats, appends, applies) and writes the bytes when they are
+   * ready (writeSnapshot), so a large state never stalls replication or causes an election.
+   */
+  private maybeSnapshot(rawNode: RawNode): void {
     const every = this.config.snapshotEntries;
-    if (every === 0 || this.applied - this.storage.snapshot().metadata.index < every) return;
-    const startMs = performance.now();
-    const data = await this.stateMachine.takeSnapshot();
-    await this.storage.createSnapshot(this.applied, rawNode.confState(), data);
-    const durationMs = Math.round(performance.now() - startMs);
-    this.logger.info({ id: this.id, index: this.applied, bytes: data.byteLength, durationMs }, "raft node: snapshot taken, log compacted");
+    if (this.snapshotInFlight !== null || every === 0 || this.applied - this.storage.snapshot().metadata.index < every) return;
+    const taken: { index: number; conf: ConfState; startMs: number; data: Uint8Array | null } = { index: this.applied, conf: rawNode.confState(), startMs: performance.now(), data: null };
+    this.snapshotInFlight = taken;
+    Promise.resolve(this.stateMachine.takeSnapshot()).then(
+      (data) => {
+        taken.data = data;
+        this.wakeLoop?.();
+      },
+      (error: unknown) => {
+        if (this.state === "running") this.fatal(error);
+      },
+    );
+  }
+
+  private async writeSnapshot(): Promise<void> {
+    const taken = this.snapshotInFlight;
+    if (taken === null || taken.data === null) throw new RaftAssertionError("writeSnapshot without encoded bytes");
+    this.snapshotInFlight = null;
+    // A snapshot from the leader installed meanwhile is newer: this one is of no use.
+    if (taken.index <= this.storage.snapshot().metadata.index) return;
+    await this.storage.createSnapshot(taken.index, taken.conf, taken.data);
+    const durationMs = Math.round(performance.now() - taken.startMs);
+    this.logger.info({ id: this.id, index: taken.index, bytes: taken.data.byteLength, durationMs }, "raft node: snapshot taken, log compacted");
   }
 
   private rejectEverything(error: () => RaftNodeError): void {

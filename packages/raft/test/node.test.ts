@@ -75,6 +75,26 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     }
   });
 
+  it("goes on committing, with no election, while the state machine takes its time to encode a snapshot", async () => {
+    const members = await cluster(["n1", "n2", "n3"], { snapshotEntries: 20 }); // election timeout 100-200 ms
+    const leader = await leaderOf(members);
+    const term = leader.node.status().term;
+    for (const member of members) member.machine.snapshotDelayMs = 3000;
+    for (let i = 0; i < 25; i++) await leader.node.propose(bytes(`e${i}`)); // a snapshot is due: encoding starts
+    const proposedWhileEncodingMs = Date.now();
+    for (let i = 0; i < 10; i++) await leader.node.propose(bytes(`late${i}`));
+    expect(Date.now() - proposedWhileEncodingMs).toBeLessThan(3000); // committed before the snapshot's bytes were ready
+    expect(leader.node.status().snapshotIndex).toBe(0);
+    await until(() => members.every((m) => m.node.status().snapshotIndex > 0), 10_000);
+    expect(leader.node.status()).toMatchObject({ role: "leader", term });
+    for (const m of members) {
+      // The bytes are the state captured when the snapshot was due, not the state when they were written.
+      const snapshotted = JSON.parse(new TextDecoder().decode(m.storage.snapshot().data)) as string[];
+      expect(snapshotted.some((command) => command.startsWith("late"))).toBe(false);
+      expect(m.machine.commands.slice(0, snapshotted.length)).toEqual(snapshotted);
+    }
+  });
+
   it("a follower whose loop was busy for several election timeouts does not campaign on the missed ticks", async () => {
     const members = await cluster(["n1", "n2", "n3"]); // election timeout 100-200 ms
     const leader = await leaderOf(members);

@@ -32,7 +32,7 @@ import {
 } from "./apply-rbac.js";
 import type { KeyCommand } from "./commands.js";
 import type { CommandOutcome } from "./outcome.js";
-import { restoreKeyStateInto, snapshotKeyState, type KeyStateSnapshot } from "./snapshot.js";
+import { captureKeyState, restoreKeyStateInto, snapshotKeyState, type KeyStateSnapshot } from "./snapshot.js";
 import { createKeyState } from "./state.js";
 import { ROOT_API_ID, type KeyState } from "./types.js";
 
@@ -115,7 +115,10 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
 export interface KeyStateMachine {
   readonly state: KeyState;
   apply(command: KeyCommand): CommandOutcome;
+  /** A deep copy of the state (shares nothing with it). */
   snapshot(): KeyStateSnapshot;
+  /** The state's records as they are now, uncopied (see captureKeyState): for encoding in slices. */
+  capture(): KeyStateSnapshot;
   restore(snapshot: unknown): void;
 }
 
@@ -124,6 +127,7 @@ export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMac
     state,
     apply: (command) => applyCommand(state, command),
     snapshot: () => snapshotKeyState(state),
+    capture: () => captureKeyState(state),
     restore: (snapshot) => restoreKeyStateInto(state, snapshot),
   };
 }

@@ -46,8 +46,28 @@ export function cloneJson<T>(value: T): T {
   return copy as T;
 }
 
-function byId<T extends { id: string }>(records: Iterable<T>, copy: (record: T) => T): T[] {
-  return [...records].map(copy).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+function sortedById<T extends { id: string }>(records: Iterable<T>): T[] {
+  return [...records].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * The state at this moment, snapshot-shaped, as arrays of the live records sorted by id: nothing
+ * is copied. Commands replace a record and never change one in place (a property test checks
+ * it), so a capture keeps describing the state of its moment while later commands apply. That is
+ * what lets a node encode its snapshot in slices, between other work. Read it; never change it.
+ */
+export function captureKeyState(state: KeyState): KeyStateSnapshot {
+  return {
+    version: snapshotVersion,
+    apis: sortedById(state.apis.values()),
+    keys: sortedById(state.keys.values()),
+    identities: sortedById(state.identities.values()),
+    permissions: sortedById(state.permissions.values()),
+    roles: sortedById(state.roles.values()),
+    namespaces: sortedById(state.namespaces.values()),
+    overrides: sortedById(state.overrides.values()),
+    credits: [...state.creditLedgers.values()].sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
+  };
 }
 
 function copyKey(key: KeyRecord): KeyRecord {
@@ -66,16 +86,17 @@ function copyIdentity(identity: IdentityRecord): IdentityRecord {
 }
 
 export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
+  const capture = captureKeyState(state);
   return {
-    version: snapshotVersion,
-    apis: byId(state.apis.values(), (api) => ({ ...api })),
-    keys: byId(state.keys.values(), copyKey),
-    identities: byId(state.identities.values(), copyIdentity),
-    permissions: byId(state.permissions.values(), (permission) => ({ ...permission })),
-    roles: byId(state.roles.values(), (role) => ({ ...role, permissionIds: [...role.permissionIds] })),
-    namespaces: byId(state.namespaces.values(), (namespace) => ({ ...namespace })),
-    overrides: byId(state.overrides.values(), (override) => ({ ...override })),
-    credits: [...state.creditLedgers.values()].map(copyLedger).sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
+    version: capture.version,
+    apis: capture.apis.map((api) => ({ ...api })),
+    keys: capture.keys.map(copyKey),
+    identities: capture.identities.map(copyIdentity),
+    permissions: capture.permissions.map((permission) => ({ ...permission })),
+    roles: capture.roles.map((role) => ({ ...role, permissionIds: [...role.permissionIds] })),
+    namespaces: capture.namespaces.map((namespace) => ({ ...namespace })),
+    overrides: capture.overrides.map((override) => ({ ...override })),
+    credits: (capture.credits ?? []).map(copyLedger),
   };
 }
 

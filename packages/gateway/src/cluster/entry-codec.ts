@@ -101,18 +101,57 @@ export interface ClusterSnapshot {
   peers: Record<string, string>;
 }
 
-const snapshotVersion = 1;
+/** Version 1: one msgpack value. Still read (snapshots written before version 2). */
+const snapshotVersionWhole = 1;
+/** Version 2: the key state's record arrays encoded in slices, so no slice blocks the event loop for long. */
+const snapshotVersionSliced = 2;
+/** Records encoded per slice; about 2 ms of encoding for key records. */
+export const snapshotSliceRecords = 2000;
 
-export function encodeSnapshot(snapshot: ClusterSnapshot): Uint8Array {
-  return encodeValue({ v: snapshotVersion, keys: snapshot.keys, peers: snapshot.peers });
+/**
+ * Encodes a snapshot in slices of `snapshotSliceRecords` records, awaiting `betweenSlices` after
+ * each (the node passes a turn of the event loop, so verifications go on meanwhile). `keys` must
+ * not change while this runs: a capture (captureKeyState) of immutable records.
+ */
+export async function encodeSnapshotSliced(snapshot: ClusterSnapshot, betweenSlices: () => Promise<void>): Promise<Uint8Array> {
+  assert(typeof snapshot.keys === "object" && snapshot.keys !== null, "encodeSnapshotSliced: keys is an object");
+  const head: Record<string, unknown> = {};
+  const parts: [string, Uint8Array][] = [];
+  for (const [name, value] of Object.entries(snapshot.keys as Record<string, unknown>)) {
+    if (!Array.isArray(value)) {
+      head[name] = value;
+      continue;
+    }
+    if (value.length === 0) parts.push([name, encodeValue([])]);
+    for (let start = 0; start < value.length; start += snapshotSliceRecords) {
+      parts.push([name, encodeValue(value.slice(start, start + snapshotSliceRecords))]);
+      await betweenSlices();
+    }
+  }
+  return encodeValue({ v: snapshotVersionSliced, head, parts, peers: snapshot.peers });
 }
 
 export function decodeSnapshot(bytes: Uint8Array): ClusterSnapshot {
-  const value = decodeValue(bytes) as { v?: unknown; keys?: unknown; peers?: unknown } | null;
-  if (value === null || typeof value !== "object" || value.v !== snapshotVersion || typeof value.peers !== "object" || value.peers === null) {
-    throw new Error("decodeSnapshot: not a cluster snapshot of version 1");
+  const value = decodeValue(bytes) as { v?: unknown; keys?: unknown; head?: unknown; parts?: unknown; peers?: unknown } | null;
+  if (value === null || typeof value !== "object" || typeof value.peers !== "object" || value.peers === null) {
+    throw new Error("decodeSnapshot: not a cluster snapshot");
   }
-  return { keys: value.keys, peers: value.peers as Record<string, string> };
+  const peers = value.peers as Record<string, string>;
+  if (value.v === snapshotVersionWhole) return { keys: value.keys, peers };
+  if (value.v !== snapshotVersionSliced || typeof value.head !== "object" || value.head === null || !Array.isArray(value.parts)) {
+    throw new Error(`decodeSnapshot: not a cluster snapshot of version ${snapshotVersionWhole} or ${snapshotVersionSliced}`);
+  }
+  const keys: Record<string, unknown> = { ...(value.head as Record<string, unknown>) };
+  for (const part of value.parts as unknown[]) {
+    if (!Array.isArray(part) || typeof part[0] !== "string" || !(part[1] instanceof Uint8Array)) throw new Error("decodeSnapshot: a malformed part");
+    const records = decodeValue(part[1]);
+    if (!Array.isArray(records)) throw new Error("decodeSnapshot: a part is not an array of records");
+    const name = part[0];
+    const collected = (keys[name] ??= []) as unknown[];
+    if (!Array.isArray(collected)) throw new Error(`decodeSnapshot: ${name} is both a value and a part`);
+    for (const record of records) collected.push(record);
+  }
+  return { keys, peers };
 }
 
 export type { CommandOutcome };

@@ -17,7 +17,7 @@ import { LevelStorage } from "@keyraft/raft";
 import type { Logger } from "pino";
 import { LevelCommandLog } from "../store/level-command-log.js";
 import { openStoreDb, storeSublevel, syncedBatchWrite, type StoreOp } from "../store/level-db.js";
-import { encodeSnapshot } from "./entry-codec.js";
+import { encodeSnapshotSliced } from "./entry-codec.js";
 
 export const backupDirName = "pre-cluster-backup";
 const migratingDirName = "raft.migrating";
@@ -73,7 +73,7 @@ export async function migrateLegacyStore(options: MigrationOptions): Promise<voi
   const storage = await LevelStorage.open({ path: migrating });
   try {
     const conf = { voters: [options.nodeId], learners: [] };
-    await storage.applySnapshot({ metadata: { index: 1, term: 1, conf }, data: encodeSnapshot({ keys: machine.snapshot(), peers: {} }) });
+    await storage.applySnapshot({ metadata: { index: 1, term: 1, conf }, data: await encodeSnapshotSliced({ keys: machine.capture(), peers: {} }, async () => undefined) });
     await storage.append([], { term: 1, vote: "", commit: 1 }, true);
   } finally {
     await storage.close();

@@ -5,7 +5,7 @@
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 import type { Entry, Snapshot, StateMachine } from "@keyraft/raft";
 import type { ReplicatedStateMachine } from "../store/types.js";
-import { decodeEntries, decodeSnapshot, encodeSnapshot, type ClusterEntry } from "./entry-codec.js";
+import { decodeEntries, decodeSnapshot, encodeSnapshotSliced, type ClusterEntry } from "./entry-codec.js";
 
 export interface ReplicatedMachineHooks {
   /** This process's origin tag (node id + a per-process nonce): entries it proposed. */
@@ -59,8 +59,15 @@ export class ReplicatedKeyMachine implements StateMachine {
     }
   }
 
-  takeSnapshot(): Uint8Array {
-    return encodeSnapshot({ keys: this.machine.snapshot(), peers: Object.fromEntries(this.peers) });
+  /**
+   * Captures the state at the applied index now (arrays of the live records, which later commands
+   * replace but never edit), then encodes it a slice per event-loop turn: verifications, and the
+   * Raft loop, go on while a large state is written (one encoding blocked everything for ~0.6 s
+   * at 170,000 keys).
+   */
+  takeSnapshot(): Promise<Uint8Array> {
+    const snapshot = { keys: this.machine.capture(), peers: Object.fromEntries(this.peers) };
+    return encodeSnapshotSliced(snapshot, nextTurn);
   }
 
   installSnapshot(snapshot: Snapshot): void {
@@ -74,4 +81,8 @@ export class ReplicatedKeyMachine implements StateMachine {
     this.appliedIndexValue = snapshot.metadata.index;
     this.hooks.onApplied?.(snapshot.metadata.index);
   }
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }

@@ -9,6 +9,8 @@
 export interface ReplicatedStateMachine<Command, Outcome> {
   apply(command: Command): Outcome;
   snapshot(): unknown;
+  /** The state as it is now, uncopied and never changed afterwards (records are replaced, not edited): encoded in slices by the Raft snapshot. */
+  capture(): unknown;
   restore(snapshot: unknown): void;
 }
 

@@ -2,7 +2,8 @@ import type { Entry, Snapshot } from "../core/types.js";
 
 /**
  * The application replicated by a RaftNode. Called only from the driver's loop, one call at a time,
- * in log order. Every method may return a promise; the loop waits for it before going on.
+ * in log order. `apply` and `installSnapshot` may return a promise, which the loop waits for before
+ * going on; `takeSnapshot`'s promise it does not wait for (below).
  */
 export interface StateMachine {
   /**
@@ -11,7 +12,12 @@ export interface StateMachine {
    * same entries in the same order and must reach the same state. Throwing stops the node.
    */
   apply(entry: Entry): void | Promise<void>;
-  /** The whole application state as bytes, as of the last applied entry (used for log compaction). */
+  /**
+   * The whole application state as bytes, as of the last applied entry at the time of the call
+   * (used for log compaction). The state must be captured synchronously, in this call; a returned
+   * promise may settle later, while the node goes on applying newer entries, so what it encodes
+   * must not change with them. The node writes the bytes when the promise settles.
+   */
   takeSnapshot(): Uint8Array | Promise<Uint8Array>;
   /** Replaces the whole application state with `snapshot.data` (state as of `snapshot.metadata.index`). */
   installSnapshot(snapshot: Snapshot): void | Promise<void>;

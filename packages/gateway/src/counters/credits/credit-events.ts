@@ -62,6 +62,10 @@ export class ObservedKeyMachine implements KeyStateMachine {
     return this.inner.snapshot();
   }
 
+  capture() {
+    return this.inner.capture();
+  }
+
   restore(snapshot: unknown): void {
     this.inner.restore(snapshot);
     this.listener?.onRestore();
