@@ -55,14 +55,26 @@ export interface BenchCluster {
   stop(): Promise<void>;
 }
 
+/** How long a member may take to stop on SIGTERM before it is killed. */
+const memberStopTimeoutMs = 5000;
+
+async function stopMember(member: Member): Promise<void> {
+  if (member.exited) return;
+  const exited = new Promise<void>((resolve) => member.child.once("exit", () => resolve()));
+  member.child.kill("SIGTERM");
+  const timer = setTimeout(() => member.child.kill("SIGKILL"), memberStopTimeoutMs);
+  await exited;
+  clearTimeout(timer);
+}
+
 export async function startBenchCluster(log: (line: string) => void, memberIds: readonly string[] = ids, keysToSeed = keysSeeded): Promise<BenchCluster> {
   const root = await mkdtemp(join(tmpdir(), "keyraft-bench-cluster-"));
   const members: Member[] = [];
+  // SIGTERM first (a node stops cleanly, and writes its CPU profile under KEYRAFT_BENCH_NODE_ARGS),
+  // SIGKILL for any still running after memberStopTimeoutMs.
   const stop = async () => {
-    for (const member of members) {
-      if (!member.exited) member.child.kill("SIGKILL");
-      await member.pool.close().catch(() => undefined);
-    }
+    await Promise.all(members.map((member) => stopMember(member)));
+    for (const member of members) await member.pool.close().catch(() => undefined);
     await rm(root, { recursive: true, force: true });
   };
   try {
