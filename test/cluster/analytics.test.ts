@@ -78,8 +78,10 @@ describe("verification analytics across the cluster", () => {
     // B is gone: C's answer counts A's verifications only, and says so in its log.
     await kill(b);
     expect(await successes(c, keyId)).toBe(2);
-    const warning = c.output().split("\n").find((line) => line.includes("analytics: partial answer"));
-    expect(warning).toBeDefined();
+    // The line is written before the answer, but the pipe may deliver it to this process after the HTTP response.
+    const partialWarning = () => c.output().split("\n").find((line) => line.includes("analytics: partial answer"));
+    await eventually(async () => partialWarning() !== undefined, 10_000, "the partial-answer warning in C's log");
+    const warning = partialWarning();
     expect(warning).toContain(`"nodeId":"${b.id}"`);
   }, 40_000);
 });

@@ -67,7 +67,8 @@ export function spawnMember(member: ClusterMember, peers: string, extraEnv: Reco
   member.child = child;
   member.output = () => out;
   member.exited = new Promise((resolve) =>
-    child.on("exit", (code, signal) => {
+    // "close", not "exit": it comes after the output pipes are drained, so output() holds the last lines.
+    child.on("close", (code, signal) => {
       running.delete(child);
       resolve(signal ?? code ?? -1);
     }),

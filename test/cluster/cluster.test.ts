@@ -379,7 +379,7 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
     let out = "";
     child.stdout.on("data", (chunk) => (out += String(chunk)));
     child.stderr.on("data", (chunk) => (out += String(chunk)));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code))); // after the output is drained
     try {
       // Followers may listen (and the status line name the leader) before the leader has printed the key.
       await eventually(async () => /leader: n\d \|/.test(out) && out.includes("root key (shown once"), 30_000, "a status line naming the leader, and the root key");

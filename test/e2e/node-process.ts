@@ -52,7 +52,8 @@ export function spawnNode(env: Record<string, string>): { child: ChildProcess; s
   child.stdout?.on("data", (chunk) => (out += String(chunk)));
   child.stderr?.on("data", (chunk) => (err += String(chunk)));
   const exited = new Promise<number | NodeJS.Signals>((resolve) =>
-    child.on("exit", (code, signal) => {
+    // "close", not "exit": it comes after the output pipes are drained, so output() holds the last lines.
+    child.on("close", (code, signal) => {
       running.delete(child);
       resolve(signal ?? code ?? -1);
     }),
