@@ -60,6 +60,14 @@ export interface NodeMetrics {
   appMessagesDropped: number;
 }
 
+/** A snapshot captured at `index` whose bytes the state machine is still encoding (`data` null until then). */
+interface SnapshotInFlight {
+  index: number;
+  conf: ConfState;
+  startMs: number;
+  data: Uint8Array | null;
+}
+
 export class RaftNode {
   readonly id: NodeId;
   private readonly config: ResolvedNodeOptions;
@@ -88,7 +96,7 @@ export class RaftNode {
   private deferredHardState: HardState | null = null;
   private stopped: Promise<void> | null = null;
   /** The snapshot the state machine is encoding (at most one); the loop writes it once its bytes are ready. */
-  private snapshotInFlight: { index: number; conf: ConfState; startMs: number; data: Uint8Array | null } | null = null;
+  private snapshotInFlight: SnapshotInFlight | null = null;
   private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0, voteRequests: 0, appMessagesSent: 0, appMessagesReceived: 0, appMessagesDropped: 0 };
 
   constructor(private readonly options: RaftNodeOptions) {
@@ -511,7 +519,7 @@ export class RaftNode {
   private maybeSnapshot(rawNode: RawNode): void {
     const every = this.config.snapshotEntries;
     if (this.snapshotInFlight !== null || every === 0 || this.applied - this.storage.snapshot().metadata.index < every) return;
-    const taken: { index: number; conf: ConfState; startMs: number; data: Uint8Array | null } = { index: this.applied, conf: rawNode.confState(), startMs: performance.now(), data: null };
+    const taken: SnapshotInFlight = { index: this.applied, conf: rawNode.confState(), startMs: performance.now(), data: null };
     this.snapshotInFlight = taken;
     Promise.resolve(this.stateMachine.takeSnapshot()).then(
       (data) => {
