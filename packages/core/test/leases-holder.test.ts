@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { compactHolderJournal, expiryWaitMs, LeaseExpiryTracker, LeaseHolder, replayHolderJournal, type HolderJournalRecord, type LeaseHolderOptions } from "@keyraft/core";
 
-const options: LeaseHolderOptions = { ttlMs: 1000, requestTimeoutMs: 300, settleRetryMs: 100, requestCredits: 10, renewFraction: 0.25, refusedBackoffMs: 50 };
+const options: LeaseHolderOptions = { ttlMs: 1000, requestTimeoutMs: 300, settleRetryMs: 100, requestCredits: 10, requestCreditsMax: 10, renewFraction: 0.25, refusedBackoffMs: 50 };
 
 function granted(seq: number, amount: number) {
   return { type: "granted" as const, keyId: "k", nodeId: "n1", seq, granted: amount, epoch: 0, ownerNodeId: "n1", low: false };
@@ -43,6 +43,37 @@ describe("LeaseHolder", () => {
     expect(out.requests).toContainEqual({ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 6 });
     // The next lease number continues after the journal's (no seq is reused for a request that was sent).
     expect(out.requests.find((r) => r.type === "grantCreditLease")).toMatchObject({ seq: 2 });
+  });
+
+  it("asks for twice as much after a lease ran low fast (up to the maximum), and for half after one neared its deadline unspent", () => {
+    const holder = LeaseHolder.create("n1", { ...options, requestCreditsMax: 40 });
+    let seq = 0;
+    let nowMs = 0;
+    const requestedNext = (): number => {
+      const request = holder.poll(nowMs).requests.find((r) => r.type === "grantCreditLease");
+      if (request === undefined || request.type !== "grantCreditLease") throw new Error("no request");
+      seq = request.seq;
+      return request.requested;
+    };
+    const grantAll = (amount: number) => holder.onOutcome(granted(seq, amount), nowMs);
+    // A busy key: each lease is used up within an eighth of the ttl (125 ms).
+    holder.verify("k", 1, nowMs);
+    const sizes = [requestedNext()];
+    for (let round = 0; round < 4; round++) {
+      grantAll(sizes[sizes.length - 1] as number);
+      nowMs += 10;
+      const lastGranted = sizes[sizes.length - 1] as number;
+      for (let i = 0; i < lastGranted - 1; i++) expect(holder.verify("k", 1, nowMs).result.type).toBe("admitted");
+      sizes.push(requestedNext()); // running low: the renewal
+      // settle the spent-out lease's remainder by spending it, then time moves on a little
+      expect(holder.verify("k", 1, nowMs).result.type).toBe("admitted");
+    }
+    expect(sizes).toEqual([10, 20, 40, 40, 40]); // doubled, capped at requestCreditsMax
+    // A quiet key: the renewal is due because the deadline nears with most of the lease unspent.
+    grantAll(40);
+    nowMs += 900; // deadline at sent + 1000: within renewFraction (250 ms) of it
+    holder.verify("k", 1, nowMs);
+    expect(requestedNext()).toBe(20);
   });
 
   it("abandons an unanswered request by settling it with 0 spent, and ignores its late grant", () => {

@@ -22,8 +22,15 @@ export interface LeaseHolderOptions {
   requestTimeoutMs: number;
   /** Settles are resent this often until the ledger answers. */
   settleRetryMs: number;
-  /** Credits asked per lease (a verification costing more asks for its cost). */
+  /** Credits asked for a key's first lease, and the least ever asked (a verification costing more asks for its cost). */
   requestCredits: number;
+  /**
+   * Most credits asked per lease. A key whose lease was used up within an eighth of the ttl asks
+   * for twice as much next time (up to this), one whose lease neared its deadline unused for half
+   * as much (down to requestCredits): a busy key costs few lease commands and journal writes, a
+   * quiet one holds little (a crash forfeits less than a quarter of a lease).
+   */
+  requestCreditsMax: number;
   /** Ask for the next lease once the usable credits of a key drop below this fraction of the last grant, or its deadline is this fraction of ttl away. */
   renewFraction: number;
   /** After a refusal, how long to wait before asking again for that key. */
@@ -35,6 +42,7 @@ export const leaseHolderDefaults: LeaseHolderOptions = {
   requestTimeoutMs: 1_000,
   settleRetryMs: 500,
   requestCredits: 100,
+  requestCreditsMax: 1600,
   renewFraction: 0.25,
   refusedBackoffMs: 250,
 };
@@ -77,6 +85,8 @@ interface KeyHold {
   /** The owner named by a low-credit refusal: verifications of this key go there. */
   forwardTo: string | null;
   lastGranted: number;
+  /** Credits the next request asks for (adapts between requestCredits and requestCreditsMax). */
+  requestSize: number;
   /** Last time a verification wanted credits of this key (renewals only for keys in use). */
   usedAtMonoMs: number;
   /** Highest ledger epoch of this key seen in the local replica: older grants are closed at once. */
@@ -105,7 +115,8 @@ export class LeaseHolder {
     nextSeq: number,
   ) {
     assert(options.ttlMs > 0 && options.requestTimeoutMs > 0 && options.settleRetryMs > 0, "holder: positive timings");
-    assert(options.requestCredits >= 1 && options.renewFraction >= 0 && options.renewFraction < 1, "holder: sizes in range");
+    assert(options.requestCredits >= 1 && options.requestCreditsMax >= options.requestCredits, "holder: request sizes in range");
+    assert(options.renewFraction >= 0 && options.renewFraction < 1, "holder: renewFraction in range");
     this.nextSeq = nextSeq;
   }
 
@@ -137,7 +148,7 @@ export class LeaseHolder {
     let hold = this.keys.get(keyId);
     if (hold === undefined) {
       if (this.keys.size >= holderKeysMax) return undefined;
-      hold = { leases: [], pending: null, wanted: 0, retryAtMonoMs: 0, forwardTo: null, lastGranted: 0, usedAtMonoMs: -Infinity, epochSeen: 0 };
+      hold = { leases: [], pending: null, wanted: 0, retryAtMonoMs: 0, forwardTo: null, lastGranted: 0, requestSize: this.options.requestCredits, usedAtMonoMs: -Infinity, epochSeen: 0 };
       this.keys.set(keyId, hold);
     }
     return hold;
@@ -220,18 +231,29 @@ export class LeaseHolder {
     if (hold.pending !== null || nowMonoMs < hold.retryAtMonoMs) return;
     if (hold.leases.length >= holderLeasesPerKeyMax) return;
     const usable = this.usable(hold, nowMonoMs);
-    const renewDue =
-      hold.leases.length > 0 &&
-      nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs &&
-      (usable < hold.lastGranted * this.options.renewFraction ||
-        hold.leases.every((l) => l.deadlineMonoMs - nowMonoMs < this.options.ttlMs * this.options.renewFraction));
-    if (hold.wanted === 0 && !renewDue) return;
-    const requested = Math.max(this.options.requestCredits, hold.wanted);
+    const inUse = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs;
+    const runningLow = inUse && usable < hold.lastGranted * this.options.renewFraction;
+    const nearDeadline = inUse && hold.leases.every((l) => l.deadlineMonoMs - nowMonoMs < this.options.ttlMs * this.options.renewFraction);
+    if (hold.wanted === 0 && !runningLow && !nearDeadline) return;
+    this.adaptRequestSize(hold, runningLow, nowMonoMs);
+    const requested = Math.max(hold.requestSize, hold.wanted);
     const seq = this.nextSeq++;
     hold.pending = { seq, requested, sentAtMonoMs: nowMonoMs };
     hold.wanted = 0;
     out.journal.push({ t: "request", keyId, seq });
     out.requests.push({ type: "grantCreditLease", keyId, nodeId: this.nodeId, seq, requested });
+  }
+
+  /**
+   * Doubles the next request when the newest lease ran low within an eighth of the ttl, halves it
+   * when a renewal is due with the lease still mostly unspent (its deadline came first).
+   */
+  private adaptRequestSize(hold: KeyHold, runningLow: boolean, nowMonoMs: number): void {
+    const newest = hold.leases[hold.leases.length - 1];
+    if (newest === undefined) return;
+    const ageMs = nowMonoMs - (newest.deadlineMonoMs - this.options.ttlMs);
+    if (runningLow && ageMs < this.options.ttlMs / 8) hold.requestSize = Math.min(hold.requestSize * 2, this.options.requestCreditsMax);
+    else if (!runningLow) hold.requestSize = Math.max(Math.floor(hold.requestSize / 2), this.options.requestCredits);
   }
 
   /** An outcome of a lease command this node proposed (or saw applied for its own node id). */

@@ -103,9 +103,11 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     requestTimeoutMs: 50 + random.intBelow(10) * 20,
     settleRetryMs: 30 + random.intBelow(5) * 20,
     requestCredits: steady ? 100 : 1 + random.intBelow(30),
+    requestCreditsMax: 0, // set below: a multiple of requestCredits, so leases grow and shrink
     renewFraction: random.nextFloat() * 0.5,
     refusedBackoffMs: 20 + random.intBelow(5) * 10,
   };
+  holderOptions.requestCreditsMax = holderOptions.requestCredits * (steady ? 16 : 1 + random.intBelow(16));
   const expiryOptions = { ttlMs, driftMax, marginMs: random.chance(0.5) ? 0 : random.intBelow(3) * 10 };
   const policy = { lowWatermark: random.intBelow(40), shareDivisor: 1 + random.intBelow(3) };
   const dropRate = steady ? 0 : random.nextFloat() * 0.2;

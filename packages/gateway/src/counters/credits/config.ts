@@ -15,6 +15,8 @@ export const creditLeaseConfigDefaults: CreditLeaseConfig = { leaseTtlMs: 10_000
 export const creditLeaseTtlMsRange = { min: 100, max: 600_000 } as const;
 export const clockDriftMaxRange = { min: 0, max: 0.5 } as const;
 export const leaseCreditsRange = { min: 1, max: 1_000_000 } as const;
+/** A busy key's leases grow up to this multiple of KEYRAFT_CREDIT_LEASE_CREDITS (LeaseHolderOptions.requestCreditsMax). */
+export const leaseGrowthFactorMax = 16;
 
 /** Extra wait of the leader before expiring a lease: scheduling pauses between a holder's clock read and its journal write. */
 export const expiryMarginMs = 250;
@@ -50,5 +52,5 @@ export function parseCreditLeaseConfig(env: Readonly<Record<string, string | und
 /** The holder's options for a configuration: timeouts scale down with a short ttl. */
 export function holderOptions(config: CreditLeaseConfig): LeaseHolderOptions {
   const requestTimeoutMs = Math.max(50, Math.min(leaseHolderDefaults.requestTimeoutMs, Math.floor(config.leaseTtlMs / 2)));
-  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits };
+  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits, requestCreditsMax: config.leaseCredits * leaseGrowthFactorMax };
 }
