@@ -16,7 +16,8 @@ const leaseCredits = 50;
  * lease for each of the (at most 2) leases per key the dead node held (spend-reservations.ts).
  */
 const crashForfeitMax = 2 * (Math.ceil(leaseCredits / 4) - 1);
-const leaseEnv = { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_CREDIT_LEASE_TTL_MS: "600", KEYRAFT_CREDIT_LEASE_CREDITS: String(leaseCredits) };
+// Leases of a fixed size (no growth), so the forfeit bound below is tight.
+const leaseEnv = { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_CREDIT_LEASE_TTL_MS: "600", KEYRAFT_CREDIT_LEASE_CREDITS: String(leaseCredits), KEYRAFT_CREDIT_LEASE_CREDITS_MAX: String(leaseCredits) };
 let root = "";
 
 beforeAll(async () => {

@@ -35,7 +35,7 @@ describe("parseConfig", () => {
         writeQueueEntriesMax: 10_000,
         shutdownTimeoutMs: 10_000,
         cluster: singleNodeCluster,
-        credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100 },
+        credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 },
         rateLimits: { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 },
       },
     });
@@ -77,7 +77,7 @@ describe("parseConfig", () => {
         writeQueueEntriesMax: 7,
         shutdownTimeoutMs: 0,
         cluster: singleNodeCluster,
-        credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000 },
+        credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000, leaseCreditsMax: 16000 },
         rateLimits: { reconcileMs: 20, suspectAfterMs: 300, timeoutMs: 400, forwardDelayMs: 5 },
       },
     });

@@ -200,7 +200,7 @@ async function world(options: {
   });
   const write = options.write === undefined ? syncedBatchWrite(db) : options.write(syncedBatchWrite(db));
   const { store: journal, records } = await LeaseJournalStore.open(db, { onFatal: fatal, write });
-  const holder = LeaseHolder.restore("n1", records, holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10 })).holder;
+  const holder = LeaseHolder.restore("n1", records, holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10, leaseCreditsMax: 10 })).holder;
   const outbox = new LeaseOutbox({ propose, voters: () => options.voters ?? ["n1"], onError: () => undefined });
   const spender = new LeaseSpender({
     holder, journal, outbox, state: machine.state, monoNowMs: () => mono, leaseWaitMs: options.leaseWaitMs ?? 200, pollIntervalMs: 10_000, onError: () => undefined,
@@ -399,14 +399,18 @@ describe("refills", () => {
 describe("credit lease config", () => {
   it("reads the knobs and names each invalid one", () => {
     const errors: string[] = [];
-    expect(parseCreditLeaseConfig({}, errors)).toEqual({ leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100 });
-    expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "750", KEYRAFT_CLOCK_DRIFT_MAX: "0", KEYRAFT_CREDIT_LEASE_CREDITS: "5" }, errors)).toEqual({ leaseTtlMs: 750, clockDriftMax: 0, leaseCredits: 5 });
+    expect(parseCreditLeaseConfig({}, errors)).toEqual({ leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 });
+    expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "750", KEYRAFT_CLOCK_DRIFT_MAX: "0", KEYRAFT_CREDIT_LEASE_CREDITS: "5" }, errors)).toEqual({ leaseTtlMs: 750, clockDriftMax: 0, leaseCredits: 5, leaseCreditsMax: 80 });
+    expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_CREDITS: "50", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "50" }, errors)).toMatchObject({ leaseCredits: 50, leaseCreditsMax: 50 });
     expect(errors).toEqual([]);
-    parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "10", KEYRAFT_CLOCK_DRIFT_MAX: "0.5", KEYRAFT_CREDIT_LEASE_CREDITS: "1.5" }, errors);
-    expect(errors.length).toBe(3);
-    for (const name of ["KEYRAFT_CREDIT_LEASE_TTL_MS", "KEYRAFT_CLOCK_DRIFT_MAX", "KEYRAFT_CREDIT_LEASE_CREDITS"]) expect(errors.join("\n")).toContain(name);
-    const options = holderOptions({ leaseTtlMs: 400, clockDriftMax: 0.01, leaseCredits: 7 });
-    expect(options).toMatchObject({ ttlMs: 400, requestTimeoutMs: 200, requestCredits: 7 });
+    parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "10", KEYRAFT_CLOCK_DRIFT_MAX: "0.5", KEYRAFT_CREDIT_LEASE_CREDITS: "1.5", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "lots" }, errors);
+    expect(errors.length).toBe(4);
+    for (const name of ["KEYRAFT_CREDIT_LEASE_TTL_MS", "KEYRAFT_CLOCK_DRIFT_MAX", "KEYRAFT_CREDIT_LEASE_CREDITS", "KEYRAFT_CREDIT_LEASE_CREDITS_MAX"]) expect(errors.join("\n")).toContain(name);
+    const below: string[] = [];
+    parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_CREDITS: "50", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "49" }, below);
+    expect(below).toEqual([expect.stringContaining("KEYRAFT_CREDIT_LEASE_CREDITS_MAX=49 is invalid")]);
+    const options = holderOptions({ leaseTtlMs: 400, clockDriftMax: 0.01, leaseCredits: 7, leaseCreditsMax: 70 });
+    expect(options).toMatchObject({ ttlMs: 400, requestTimeoutMs: 200, requestCredits: 7, requestCreditsMax: 70 });
   });
 });
 

@@ -7,16 +7,18 @@ export interface CreditLeaseConfig {
   leaseTtlMs: number;
   /** KEYRAFT_CLOCK_DRIFT_MAX: bound on the relative rate difference of any two nodes' monotonic clocks. */
   clockDriftMax: number;
-  /** KEYRAFT_CREDIT_LEASE_CREDITS: credits a node asks for per lease (a costlier verification asks for its cost). */
+  /** KEYRAFT_CREDIT_LEASE_CREDITS: credits a node asks for in a key's first lease (a costlier verification asks for its cost). */
   leaseCredits: number;
+  /** KEYRAFT_CREDIT_LEASE_CREDITS_MAX: most a busy key's lease grows to (default 16 x leaseCredits). */
+  leaseCreditsMax: number;
 }
 
-export const creditLeaseConfigDefaults: CreditLeaseConfig = { leaseTtlMs: 10_000, clockDriftMax: 0.01, leaseCredits: 100 };
+export const creditLeaseConfigDefaults: CreditLeaseConfig = { leaseTtlMs: 10_000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 };
 export const creditLeaseTtlMsRange = { min: 100, max: 600_000 } as const;
 export const clockDriftMaxRange = { min: 0, max: 0.5 } as const;
 export const leaseCreditsRange = { min: 1, max: 1_000_000 } as const;
-/** A busy key's leases grow up to this multiple of KEYRAFT_CREDIT_LEASE_CREDITS (LeaseHolderOptions.requestCreditsMax). */
-export const leaseGrowthFactorMax = 16;
+/** Without KEYRAFT_CREDIT_LEASE_CREDITS_MAX, a busy key's leases grow up to this multiple of KEYRAFT_CREDIT_LEASE_CREDITS. */
+export const leaseGrowthFactorDefault = 16;
 
 /** Extra wait of the leader before expiring a lease: scheduling pauses between a holder's clock read and its journal write. */
 export const expiryMarginMs = 250;
@@ -44,7 +46,13 @@ export function parseCreditLeaseConfig(env: Readonly<Record<string, string | und
     leaseTtlMs: parseNumber(env, "KEYRAFT_CREDIT_LEASE_TTL_MS", creditLeaseTtlMsRange, true, d.leaseTtlMs, errors),
     clockDriftMax: parseNumber(env, "KEYRAFT_CLOCK_DRIFT_MAX", clockDriftMaxRange, false, d.clockDriftMax, errors),
     leaseCredits: parseNumber(env, "KEYRAFT_CREDIT_LEASE_CREDITS", leaseCreditsRange, true, d.leaseCredits, errors),
+    leaseCreditsMax: 0,
   };
+  const maxDefault = Math.min(config.leaseCredits * leaseGrowthFactorDefault, leaseCreditsRange.max);
+  config.leaseCreditsMax = parseNumber(env, "KEYRAFT_CREDIT_LEASE_CREDITS_MAX", leaseCreditsRange, true, maxDefault, errors);
+  if (config.leaseCreditsMax < config.leaseCredits) {
+    errors.push(`KEYRAFT_CREDIT_LEASE_CREDITS_MAX=${config.leaseCreditsMax} is invalid: expected at least KEYRAFT_CREDIT_LEASE_CREDITS (${config.leaseCredits})`);
+  }
   if (config.clockDriftMax >= 0.5) errors.push(`KEYRAFT_CLOCK_DRIFT_MAX=${config.clockDriftMax} is invalid: expected below 0.5`);
   return config;
 }
@@ -52,5 +60,5 @@ export function parseCreditLeaseConfig(env: Readonly<Record<string, string | und
 /** The holder's options for a configuration: timeouts scale down with a short ttl. */
 export function holderOptions(config: CreditLeaseConfig): LeaseHolderOptions {
   const requestTimeoutMs = Math.max(50, Math.min(leaseHolderDefaults.requestTimeoutMs, Math.floor(config.leaseTtlMs / 2)));
-  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits, requestCreditsMax: config.leaseCredits * leaseGrowthFactorMax };
+  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits, requestCreditsMax: Math.max(config.leaseCredits, config.leaseCreditsMax) };
 }
