@@ -60,5 +60,5 @@ export function parseCreditLeaseConfig(env: Readonly<Record<string, string | und
 /** The holder's options for a configuration: timeouts scale down with a short ttl. */
 export function holderOptions(config: CreditLeaseConfig): LeaseHolderOptions {
   const requestTimeoutMs = Math.max(50, Math.min(leaseHolderDefaults.requestTimeoutMs, Math.floor(config.leaseTtlMs / 2)));
-  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits, requestCreditsMax: Math.max(config.leaseCredits, config.leaseCreditsMax) };
+  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits, requestCreditsMax: config.leaseCreditsMax };
 }
