@@ -4,7 +4,7 @@
 import { resolve } from "node:path";
 import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
-import { rateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
+import { parseRateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
 
 export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -80,18 +80,9 @@ export function parseConfig(env: Readonly<Record<string, string | undefined>>, c
     shutdownTimeoutMs: integer(integerVariables.shutdownTimeoutMs),
     cluster: parseClusterConfig(env, errors, integer),
     credits: parseCreditLeaseConfig(env, errors),
-    rateLimits: parseRateLimitConfig(env, errors),
+    rateLimits: parseRateLimitClusterConfig(env, errors),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
-}
-
-function parseRateLimitConfig(env: Readonly<Record<string, string | undefined>>, errors: string[]): RateLimitClusterConfig {
-  try {
-    return rateLimitClusterConfig(env);
-  } catch (error) {
-    errors.push(...(error as Error).message.split("; "));
-    return rateLimitClusterConfig({});
-  }
 }
 
 export function parseInteger(raw: string | undefined, variable: IntegerVariable, errors: string[]): number {

@@ -5,7 +5,6 @@
 // Exit codes: 0 clean shutdown; 1 fatal error (a failed disk write, an uncaught error, a failed
 // start, a second signal or a shutdown that timed out); 2 invalid configuration.
 import { randomBytes } from "node:crypto";
-import { RandomPool } from "./state/random-pool.js";
 import { keyStateMachine, newKeySecret, ROOT_API_ID, SlidingWindowLimiter, type KeyState } from "@keyraft/core";
 import type { Logger } from "pino";
 import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
@@ -20,6 +19,7 @@ import { dataDirLayout } from "./cluster/data-dir.js";
 import { migrateLegacyStore } from "./cluster/migrate-legacy.js";
 import { generateRootKeyOnce, type RootKeyLink } from "./cluster/root-key.js";
 import { generatedRootKeyBytes } from "./state/bootstrap.js";
+import { RandomPool } from "./state/random-pool.js";
 import { hashKey } from "./auth/hash.js";
 import { registerClusterRoutes } from "./cluster/routes.js";
 import { createContext } from "./context.js";

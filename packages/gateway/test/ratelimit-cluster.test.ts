@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type TouchedBucket } from "@keyraft/core";
 import { ClusterRateLimits } from "../src/counters/ratelimit/cluster-limits.js";
-import { rateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counters/ratelimit/config.js";
+import { parseRateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counters/ratelimit/config.js";
 import { PeerLiveness } from "../src/counters/ratelimit/liveness.js";
 import { limitSubject, parseReservationKey, reservationKey, subjectOfLimiterKey, verifySubject } from "../src/counters/ratelimit/subject.js";
 import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
@@ -323,9 +323,14 @@ describe("subjects, liveness, config", () => {
   });
 
   it("reads its knobs and refuses bad ones", () => {
-    expect(rateLimitClusterConfig({})).toEqual(rateLimitClusterDefaults);
-    expect(rateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "20", KEYRAFT_RATELIMIT_SUSPECT_MS: "500" })).toMatchObject({ reconcileMs: 20, suspectAfterMs: 500 });
-    expect(() => rateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "0" })).toThrow(/KEYRAFT_RATELIMIT_RECONCILE_MS/);
-    expect(() => rateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "600", KEYRAFT_RATELIMIT_SUSPECT_MS: "1000" })).toThrow(/twice/);
+    const errors: string[] = [];
+    expect(parseRateLimitClusterConfig({}, errors)).toEqual(rateLimitClusterDefaults);
+    expect(parseRateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "20", KEYRAFT_RATELIMIT_SUSPECT_MS: "500" }, errors)).toMatchObject({ reconcileMs: 20, suspectAfterMs: 500 });
+    expect(errors).toEqual([]);
+    parseRateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "0" }, errors);
+    expect(errors).toEqual([expect.stringMatching(/^KEYRAFT_RATELIMIT_RECONCILE_MS/)]);
+    const tooClose: string[] = [];
+    parseRateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "600", KEYRAFT_RATELIMIT_SUSPECT_MS: "1000" }, tooClose);
+    expect(tooClose).toEqual([expect.stringMatching(/twice/)]);
   });
 });

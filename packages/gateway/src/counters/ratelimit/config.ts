@@ -19,10 +19,9 @@ const variables = {
   forwardDelayMs: { name: "KEYRAFT_RATELIMIT_FORWARD_DELAY_MS", min: 0, max: 100 },
 } as const;
 
-/** Reads the knobs; throws with every invalid one named. */
-export function rateLimitClusterConfig(env: Record<string, string | undefined>): RateLimitClusterConfig {
+/** Reads the knobs; each invalid one is added to `errors` by name (and its default kept). */
+export function parseRateLimitClusterConfig(env: Readonly<Record<string, string | undefined>>, errors: string[]): RateLimitClusterConfig {
   const config = { ...rateLimitClusterDefaults };
-  const errors: string[] = [];
   for (const field of Object.keys(variables) as (keyof RateLimitClusterConfig)[]) {
     const { name, min, max } = variables[field];
     const raw = env[name];
@@ -32,6 +31,5 @@ export function rateLimitClusterConfig(env: Record<string, string | undefined>):
     else config[field] = value;
   }
   if (config.suspectAfterMs <= 2 * config.reconcileMs) errors.push(`KEYRAFT_RATELIMIT_SUSPECT_MS (${config.suspectAfterMs}) must exceed twice KEYRAFT_RATELIMIT_RECONCILE_MS (${config.reconcileMs})`);
-  if (errors.length > 0) throw new Error(errors.join("; "));
   return config;
 }
