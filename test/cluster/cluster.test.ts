@@ -383,10 +383,12 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
     try {
       // Followers may listen (and the status line name the leader) before the leader has printed the key.
       await eventually(async () => /leader: n\d \|/.test(out) && out.includes("root key (shown once"), 30_000, "a status line naming the leader, and the root key");
+      // ctl asks n2 below: wait until a status line shows it serving (it listens once it has caught up).
+      await eventually(async () => /\| n2 (leader|follower) term/.test(out), 30_000, "a status line with n2 serving");
       const rootKeys = out.match(/root key \(shown once, store it now\): (\S+)/g) ?? [];
       expect(rootKeys).toHaveLength(1); // one root key, printed once
       const ctl = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "status", "--url", `http://127.0.0.1:${httpBase + 1}`], { encoding: "utf8" });
-      expect(ctl.status).toBe(0);
+      expect(ctl.status, ctl.stderr).toBe(0);
       expect(ctl.stdout).toMatch(/^n2: (leader|follower), term \d+, leader n\d/);
       expect(existsSync(join(dir, "secret"))).toBe(true);
     } finally {
