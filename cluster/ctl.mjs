@@ -69,13 +69,17 @@ async function post(path, body) {
     signal: AbortSignal.timeout(30_000),
   });
   const answer = await response.json().catch(() => ({}));
-  if (response.status !== 200) throw new Error(`${path}: ${response.status} ${answer?.error?.code ?? ""} ${answer?.error?.message ?? ""}`);
+  if (response.status !== 200)
+    throw new Error(`${path}: ${response.status} ${answer?.error?.code ?? ""} ${answer?.error?.message ?? ""}`);
   return answer;
 }
 
 function describe(status) {
   const peers = status.peers
-    .map((peer) => `    ${peer.id.padEnd(8)} ${peer.voter ? "voter  " : "learner"} ${peer.address ?? "(address unknown here)"}  lag ${peer.lag ?? "?"}${peer.connected === false ? "  DISCONNECTED" : ""}`)
+    .map(
+      (peer) =>
+        `    ${peer.id.padEnd(8)} ${peer.voter ? "voter  " : "learner"} ${peer.address ?? "(address unknown here)"}  lag ${peer.lag ?? "?"}${peer.connected === false ? "  DISCONNECTED" : ""}`,
+    )
     .join("\n");
   return (
     `${status.nodeId}: ${status.role}, term ${status.term}, leader ${status.leader ?? "none"}, commit ${status.commitIndex}, applied ${status.appliedIndex}, ` +
@@ -86,12 +90,17 @@ function describe(status) {
 async function status() {
   const status = await getStatus(baseUrl);
   process.stdout.write(`${describe(status)}\n`);
-  if (status.selfLag !== null && status.role !== "leader") process.stdout.write(`(${status.nodeId} is ${status.selfLag} entries behind the leader ${status.leader}; lags are the leader's view)\n`);
+  if (status.selfLag !== null && status.role !== "leader")
+    process.stdout.write(
+      `(${status.nodeId} is ${status.selfLag} entries behind the leader ${status.leader}; lags are the leader's view)\n`,
+    );
 }
 
 async function add(nodeId, address) {
   const answer = await post("/v1/cluster.addNode", { nodeId, address });
-  process.stdout.write(`${nodeId} added as a learner at index ${answer.index}; waiting until it has caught up and is a voter\n`);
+  process.stdout.write(
+    `${nodeId} added as a learner at index ${answer.index}; waiting until it has caught up and is a voter\n`,
+  );
   const deadline = Date.now() + timeoutS * 1000;
   while (Date.now() < deadline) {
     const status = await getStatus(baseUrl).catch(() => null);
@@ -103,7 +112,9 @@ async function add(nodeId, address) {
     process.stdout.write(`  ${nodeId}: lag ${peer?.lag ?? "?"}\n`);
     await new Promise((done) => setTimeout(done, 1000));
   }
-  throw new Error(`${nodeId} did not become a voter within ${timeoutS} s; is it running with KEYRAFT_JOIN=true and reachable at ${address}?`);
+  throw new Error(
+    `${nodeId} did not become a voter within ${timeoutS} s; is it running with KEYRAFT_JOIN=true and reachable at ${address}?`,
+  );
 }
 
 async function remove(nodeId) {

@@ -66,7 +66,12 @@ function startNode(id, httpPort) {
     KEYRAFT_CLUSTER_SECRET: secret,
   };
   // Own process group: a Ctrl-C in the terminal reaches this script only, which stops the nodes one signal each.
-  const child = spawn(process.execPath, [mainJs], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(process.execPath, [mainJs], {
+    cwd: repoRoot,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   const node = { id, httpPort, child, exited: null };
   let pending = "";
   child.stdout.on("data", (chunk) => {
@@ -86,7 +91,8 @@ function startNode(id, httpPort) {
   child.on("exit", (code, signal) => {
     node.exited = signal ?? code;
     log.end();
-    if (!stopping) process.stderr.write(`\ncluster: ${id} exited (${signal ?? code}); see ${join(dataDir, "node.log")}\n`);
+    if (!stopping)
+      process.stderr.write(`\ncluster: ${id} exited (${signal ?? code}); see ${join(dataDir, "node.log")}\n`);
   });
   return node;
 }
@@ -94,7 +100,9 @@ function startNode(id, httpPort) {
 async function nodeStatus(node) {
   if (node.exited !== null) return `${node.id} exited(${node.exited})`;
   try {
-    const response = await fetch(`http://127.0.0.1:${node.httpPort}/v1/cluster.status`, { signal: AbortSignal.timeout(800) });
+    const response = await fetch(`http://127.0.0.1:${node.httpPort}/v1/cluster.status`, {
+      signal: AbortSignal.timeout(800),
+    });
     if (response.status !== 200) return `${node.id} starting`;
     const status = await response.json();
     const stale = status.stale ? ` STALE ${status.stalenessMs}ms` : "";
@@ -122,7 +130,9 @@ async function stopAll(signal) {
   stopping = true;
   clearInterval(statusTimer);
   process.stdout.write(`\ncluster: ${signal}: stopping every node\n`);
-  const exits = nodes.map((node) => (node.exited !== null ? Promise.resolve() : new Promise((done) => node.child.once("exit", done))));
+  const exits = nodes.map((node) =>
+    node.exited !== null ? Promise.resolve() : new Promise((done) => node.child.once("exit", done)),
+  );
   for (const node of nodes) if (node.exited === null) node.child.kill("SIGTERM");
   const timer = setTimeout(() => {
     process.stderr.write("cluster: a node did not stop in time; killing it\n");

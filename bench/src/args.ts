@@ -67,18 +67,36 @@ flags:
 
 type FlagKind = "string" | "int" | "number" | "boolean";
 const flagKinds: Record<string, FlagKind> = {
-  target: "string", "root-key": "string", duration: "number", warmup: "number", rounds: "int", connections: "int",
-  keys: "int", distribution: "string", "zipf-exponent": "number", cluster: "int", workers: "int",
-  "no-baselines": "boolean", "report-dir": "string", "node-entry": "string", help: "boolean",
+  target: "string",
+  "root-key": "string",
+  duration: "number",
+  warmup: "number",
+  rounds: "int",
+  connections: "int",
+  keys: "int",
+  distribution: "string",
+  "zipf-exponent": "number",
+  cluster: "int",
+  workers: "int",
+  "no-baselines": "boolean",
+  "report-dir": "string",
+  "node-entry": "string",
+  help: "boolean",
 };
 
 /** Parses argv (without node and script). Throws ArgsError with a message meant for the user. */
-export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): BenchOptions {
+export function parseArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+): BenchOptions {
   const flags = new Map<string, string>();
   const positionals: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (!arg.startsWith("--")) { positionals.push(arg); continue; }
+    if (!arg.startsWith("--")) {
+      positionals.push(arg);
+      continue;
+    }
     const eq = arg.indexOf("=");
     const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
     const kind = flagKinds[name];
@@ -100,7 +118,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   const scenarioArg = positionals[0];
   if (scenarioArg === undefined && !help) throw new ArgsError(`missing scenario: one of ${scenarioNames.join(", ")}`);
   const scenario = scenarioArg ?? "verify";
-  if (!isScenarioName(scenario)) throw new ArgsError(`unknown scenario "${scenario}": one of ${scenarioNames.join(", ")}`);
+  if (!isScenarioName(scenario))
+    throw new ArgsError(`unknown scenario "${scenario}": one of ${scenarioNames.join(", ")}`);
 
   const distribution = flags.get("distribution") ?? "uniform";
   if (distribution !== "uniform" && distribution !== "zipf") {
@@ -135,22 +154,32 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     throw new ArgsError("--cluster starts a local cluster; it cannot be combined with --target");
   }
   if (options.cluster !== null && !clusterScenarios.has(options.scenario)) {
-    throw new ArgsError(`--cluster runs ${[...clusterScenarios].join(", ")} on a local cluster; the ${options.scenario} scenario starts what it measures itself`);
+    throw new ArgsError(
+      `--cluster runs ${[...clusterScenarios].join(", ")} on a local cluster; the ${options.scenario} scenario starts what it measures itself`,
+    );
   }
   if (options.cluster !== null && options.nodeEntry !== null) {
-    throw new ArgsError("--node-entry starts a single local node; a --cluster runs packages/gateway/dist/main.js (or KEYRAFT_BENCH_MAIN_JS)");
+    throw new ArgsError(
+      "--node-entry starts a single local node; a --cluster runs packages/gateway/dist/main.js (or KEYRAFT_BENCH_MAIN_JS)",
+    );
   }
   if (options.targets.length > 0 && options.nodeEntry !== null) {
     throw new ArgsError("--node-entry starts a local node; it cannot be combined with --target");
   }
   if (options.durationS / options.rounds < 1) {
-    throw new ArgsError(`--duration ${options.durationS} over --rounds ${options.rounds} leaves under a second per round`);
+    throw new ArgsError(
+      `--duration ${options.durationS} over --rounds ${options.rounds} leaves under a second per round`,
+    );
   }
   if (options.cluster !== null && options.connections < options.cluster) {
-    throw new ArgsError(`--connections (${options.connections}) must be at least the number of --cluster nodes (${options.cluster}), so every node is loaded`);
+    throw new ArgsError(
+      `--connections (${options.connections}) must be at least the number of --cluster nodes (${options.cluster}), so every node is loaded`,
+    );
   }
   if (options.connections < options.targets.length) {
-    throw new ArgsError(`--connections (${options.connections}) must be at least the number of targets (${options.targets.length})`);
+    throw new ArgsError(
+      `--connections (${options.connections}) must be at least the number of targets (${options.targets.length})`,
+    );
   }
   return options;
 }
@@ -161,7 +190,10 @@ function isScenarioName(name: string): name is ScenarioName {
 
 function parseTargets(raw: string | undefined): string[] {
   if (raw === undefined) return [];
-  const parts = raw.split(",").map((part) => part.trim()).filter((part) => part !== "");
+  const parts = raw
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
   if (parts.length === 0) throw new ArgsError("--target needs at least one URL");
   if (parts.length > limits.targetsMax) throw new ArgsError(`--target takes at most ${limits.targetsMax} URLs`);
   return parts.map((part) => {
@@ -174,7 +206,8 @@ function parseTargets(raw: string | undefined): string[] {
     if (url.protocol !== "http:" && url.protocol !== "https:") {
       throw new ArgsError(`--target: "${part}" must be http:// or https://`);
     }
-    if (url.search !== "" || url.hash !== "") throw new ArgsError(`--target: "${part}" must not have a query or fragment`);
+    if (url.search !== "" || url.hash !== "")
+      throw new ArgsError(`--target: "${part}" must not have a query or fragment`);
     return url.href.replace(/\/+$/, "");
   });
 }
@@ -183,7 +216,8 @@ function numberFlag(flags: Map<string, string>, name: string, fallback: number, 
   const raw = flags.get(name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!/^[0-9]*\.?[0-9]+$/.test(raw) || !Number.isFinite(value)) throw new ArgsError(`--${name} must be a number, got "${raw}"`);
+  if (!/^[0-9]*\.?[0-9]+$/.test(raw) || !Number.isFinite(value))
+    throw new ArgsError(`--${name} must be a number, got "${raw}"`);
   if (value < min || value > max) throw new ArgsError(`--${name} must be between ${min} and ${max}, got ${raw}`);
   return value;
 }

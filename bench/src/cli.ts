@@ -17,7 +17,14 @@ import { renderTable } from "./report/table.js";
 import { writeReport } from "./report/write.js";
 import { scenarios } from "./scenarios/registry.js";
 import type { ScenarioContext, ScenarioOutcome } from "./scenarios/types.js";
-import { dataDirNotes, errorNotes, generatorBoundNotes, lowOkNotes, noisyMachineNotes, variationNotes } from "./report/notes.js";
+import {
+  dataDirNotes,
+  errorNotes,
+  generatorBoundNotes,
+  lowOkNotes,
+  noisyMachineNotes,
+  variationNotes,
+} from "./report/notes.js";
 import { filesystemTypeOf } from "./procs/filesystem.js";
 
 const exitUsage = 2;
@@ -33,7 +40,10 @@ async function main(argv: readonly string[]): Promise<number> {
     console.log(`bench: ${error.message}\n\n${usage}`);
     return exitUsage;
   }
-  if (options.help) { process.stdout.write(`${usage}\n`); return 0; }
+  if (options.help) {
+    process.stdout.write(`${usage}\n`);
+    return 0;
+  }
   const stop = (signal: string): void => {
     console.log(`bench: ${signal}, stopping what was started`);
     void stopAll().finally(() => process.exit(130));
@@ -67,13 +77,22 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     const summary = buildSummary(options.scenario, outcome, baselines);
     const report: Report = {
-      summary, startedAt, finishedAt: new Date().toISOString(), options: publicOptions(options), machine,
+      summary,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      options: publicOptions(options),
+      machine,
       placement: placement(options),
       phases: [...[baselines.fastify, baselines.redisLimiter].filter((phase) => phase !== null), ...outcome.phases],
       notes: [...baselines.notes, ...outcome.notes, ...noisyMachineNotes(machine)],
     };
     if (options.targets.length === 0) report.notes.push(...dataDirNotes(tmpdir(), filesystemTypeOf(tmpdir())));
-    report.notes.push(...errorNotes(report.phases), ...lowOkNotes(report.phases), ...generatorBoundNotes(report.phases, options.workers), ...variationNotes(report.phases));
+    report.notes.push(
+      ...errorNotes(report.phases),
+      ...lowOkNotes(report.phases),
+      ...generatorBoundNotes(report.phases, options.workers),
+      ...variationNotes(report.phases),
+    );
     const dir = isAbsolute(options.reportDir) ? options.reportDir : join(repoRoot, options.reportDir);
     const { jsonPath, htmlPath } = await writeReport(report, dir);
     console.log(`\n${renderTable(report)}\n`);
@@ -83,8 +102,14 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     await stopAll();
-    if (error instanceof NotAvailableError) { console.log(`bench: ${error.message}`); return exitNotAvailable; }
-    if (error instanceof BenchError) { console.log(`bench: ${error.message}`); return 1; }
+    if (error instanceof NotAvailableError) {
+      console.log(`bench: ${error.message}`);
+      return exitNotAvailable;
+    }
+    if (error instanceof BenchError) {
+      console.log(`bench: ${error.message}`);
+      return 1;
+    }
     throw error;
   }
 }
@@ -92,11 +117,12 @@ async function main(argv: readonly string[]): Promise<number> {
 /** Where everything runs, said in every report so that figures are read with it in mind. */
 function placement(options: BenchOptions): string {
   const generator = `load generator: ${options.workers} worker thread(s) of this process, ${options.connections} closed-loop keep-alive connections`;
-  const target = options.targets.length > 0
-    ? `targets: ${options.targets.length} given with --target`
-    : options.cluster !== null
-      ? `targets: a ${options.cluster}-node keyraft cluster started as child processes on 127.0.0.1 (seeded through its leader, load spread over every node)`
-      : "target: one keyraft node started as a child process on 127.0.0.1";
+  const target =
+    options.targets.length > 0
+      ? `targets: ${options.targets.length} given with --target`
+      : options.cluster !== null
+        ? `targets: a ${options.cluster}-node keyraft cluster started as child processes on 127.0.0.1 (seeded through its leader, load spread over every node)`
+        : "target: one keyraft node started as a child process on 127.0.0.1";
   const baselines = options.baselines
     ? "baselines: each its own child process on 127.0.0.1 (Redis baseline: plus redis-server), all started up front and idle except during their own phases"
     : "baselines: skipped";
@@ -123,7 +149,9 @@ function machineInfo(): MachineInfo {
 
 // Exit explicitly once output is flushed: idle keep-alive sockets of the set-up client would
 // otherwise hold the process open for a few seconds.
-const exitAfterFlush = (code: number): void => { process.stdout.write("", () => process.exit(code)); };
+const exitAfterFlush = (code: number): void => {
+  process.stdout.write("", () => process.exit(code));
+};
 main(process.argv.slice(2)).then(exitAfterFlush, (error: unknown) => {
   process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   void stopAll().finally(() => exitAfterFlush(1));

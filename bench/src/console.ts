@@ -10,12 +10,17 @@ export function stderrConsole(stream: NodeJS.WriteStream = process.stderr): Cons
   let showing = false;
   return {
     log(line) {
-      if (showing) { stream.write("\r\x1b[2K"); showing = false; }
+      if (showing) {
+        stream.write("\r\x1b[2K");
+        showing = false;
+      }
       stream.write(`${line}\n`);
     },
     progress(line) {
-      if (inPlace) { stream.write(`\r\x1b[2K${line}`); showing = true; }
-      else stream.write(`${line}\n`);
+      if (inPlace) {
+        stream.write(`\r\x1b[2K${line}`);
+        showing = true;
+      } else stream.write(`${line}\n`);
     },
   };
 }

@@ -46,7 +46,8 @@ export interface LatencySummary {
 /** Summary in milliseconds (3 decimals). An empty histogram gives zeros. */
 export function summarize(histogram: Histogram): LatencySummary {
   const ms = (us: number): number => Math.round(us) / 1000;
-  const at = (percentile: number): number => (histogram.totalCount === 0 ? 0 : ms(histogram.getValueAtPercentile(percentile)));
+  const at = (percentile: number): number =>
+    histogram.totalCount === 0 ? 0 : ms(histogram.getValueAtPercentile(percentile));
   return {
     count: histogram.totalCount,
     meanMs: histogram.totalCount === 0 ? 0 : Math.round(histogram.mean) / 1000,

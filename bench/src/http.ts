@@ -7,7 +7,12 @@ export interface JsonResponse {
   body: unknown;
 }
 
-export async function postJson(baseUrl: string, path: string, body: unknown, rootKey: string | null): Promise<JsonResponse> {
+export async function postJson(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  rootKey: string | null,
+): Promise<JsonResponse> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (rootKey !== null) headers["authorization"] = `Bearer ${rootKey}`;
   let status: number, text: string;
@@ -39,7 +44,9 @@ export function stringField(response: JsonResponse, field: string, what: string)
 
 export function expectOk(response: JsonResponse, what: string): void {
   if (response.status < 200 || response.status >= 300) {
-    throw new SetupRequestError(`${what} failed: HTTP ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`);
+    throw new SetupRequestError(
+      `${what} failed: HTTP ${response.status} ${JSON.stringify(response.body).slice(0, 500)}`,
+    );
   }
 }
 

@@ -39,10 +39,12 @@ function zipfSampler(cdf: Float64Array, random: Random): IndexSampler {
   return () => {
     const u = random();
     // Smallest index whose cumulative probability exceeds u.
-    let low = 0, high = last;
+    let low = 0,
+      high = last;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if ((cdf[mid] as number) > u) high = mid; else low = mid + 1;
+      if ((cdf[mid] as number) > u) high = mid;
+      else low = mid + 1;
     }
     return low;
   };

@@ -5,19 +5,57 @@ describe("parseArgs", () => {
   it("gives the defaults for a bare scenario", () => {
     const options = parseArgs(["verify"]);
     expect(options).toMatchObject({
-      scenario: "verify", targets: [], durationS: 10, rounds: 3, connections: 64, keys: 10_000, distribution: "uniform",
-      cluster: null, workers: 1, rootKey: null, baselines: true, help: false,
+      scenario: "verify",
+      targets: [],
+      durationS: 10,
+      rounds: 3,
+      connections: 64,
+      keys: 10_000,
+      distribution: "uniform",
+      cluster: null,
+      workers: 1,
+      rootKey: null,
+      baselines: true,
+      help: false,
     });
   });
 
   it("reads every flag, in both --flag value and --flag=value forms", () => {
     const options = parseArgs([
-      "mixed", "--target", "http://a:1/,https://b.example", "--duration=5", "--connections", "8", "--keys", "100",
-      "--distribution", "zipf", "--zipf-exponent", "1.2", "--workers=2", "--root-key", "rk", "--no-baselines", "--warmup", "0", "--rounds", "5",
+      "mixed",
+      "--target",
+      "http://a:1/,https://b.example",
+      "--duration=5",
+      "--connections",
+      "8",
+      "--keys",
+      "100",
+      "--distribution",
+      "zipf",
+      "--zipf-exponent",
+      "1.2",
+      "--workers=2",
+      "--root-key",
+      "rk",
+      "--no-baselines",
+      "--warmup",
+      "0",
+      "--rounds",
+      "5",
     ]);
     expect(options).toMatchObject({
-      scenario: "mixed", targets: ["http://a:1", "https://b.example"], durationS: 5, connections: 8, keys: 100,
-      distribution: "zipf", zipfExponent: 1.2, workers: 2, rootKey: "rk", baselines: false, warmupS: 0, rounds: 5,
+      scenario: "mixed",
+      targets: ["http://a:1", "https://b.example"],
+      durationS: 5,
+      connections: 8,
+      keys: 100,
+      distribution: "zipf",
+      zipfExponent: 1.2,
+      workers: 2,
+      rootKey: "rk",
+      baselines: false,
+      warmupS: 0,
+      rounds: 5,
     });
   });
 
@@ -28,7 +66,8 @@ describe("parseArgs", () => {
 
   it("accepts --cluster with a node count", () => {
     expect(parseArgs(["verify", "--cluster", "3"]).cluster).toBe(3);
-    for (const scenario of ["ratelimit", "admin", "mixed"]) expect(parseArgs([scenario, "--cluster", "2"]).cluster).toBe(2);
+    for (const scenario of ["ratelimit", "admin", "mixed"])
+      expect(parseArgs([scenario, "--cluster", "2"]).cluster).toBe(2);
   });
 
   it("runs 3 interleaved rounds by default, fewer when --duration has fewer whole seconds", () => {

@@ -11,18 +11,31 @@ import { getStatus } from "../src/http.js";
 // Child processes are tiny `node -e` scripts: these tests check start, readiness and teardown,
 // not load.
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 describe("child processes", () => {
-  afterAll(async () => { await stopAll(); });
+  afterAll(async () => {
+    await stopAll();
+  });
 
   it("waits until ready, then stops with SIGTERM and runs the clean-up", async () => {
     const port = await freePort();
     const dir = await mkdtemp(join(tmpdir(), "keyraft-bench-child-"));
     const started = await startProcess({
-      name: "http child", command: process.execPath, cwd: dir, env: { PORT: String(port) },
-      args: ["-e", "require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')"],
+      name: "http child",
+      command: process.execPath,
+      cwd: dir,
+      env: { PORT: String(port) },
+      args: [
+        "-e",
+        "require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')",
+      ],
       ready: async () => (await getStatus(`http://127.0.0.1:${port}`, "/")) === 200,
       afterStop: () => rm(dir, { recursive: true, force: true }),
     });
@@ -35,8 +48,12 @@ describe("child processes", () => {
 
   it("reports a process that exits during start-up, with its last output", async () => {
     const failing = startProcess({
-      name: "failing child", command: process.execPath, cwd: tmpdir(), env: {},
-      args: ["-e", "console.error('boom: bad config'); process.exit(4)"], ready: async () => false,
+      name: "failing child",
+      command: process.execPath,
+      cwd: tmpdir(),
+      env: {},
+      args: ["-e", "console.error('boom: bad config'); process.exit(4)"],
+      ready: async () => false,
     });
     await expect(failing).rejects.toThrow(ProcessStartError);
     await expect(failing).rejects.toThrow(/exited with code 4[\s\S]*boom: bad config/);
@@ -46,8 +63,15 @@ describe("child processes", () => {
     const port = await freePort();
     // Ready only once it serves, which it does after installing its SIGTERM handler.
     const started = await startProcess({
-      name: "stubborn child", command: process.execPath, cwd: tmpdir(), env: { PORT: String(port) }, stopTimeoutMs: 200,
-      args: ["-e", "process.on('SIGTERM', () => {}); require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')"],
+      name: "stubborn child",
+      command: process.execPath,
+      cwd: tmpdir(),
+      env: { PORT: String(port) },
+      stopTimeoutMs: 200,
+      args: [
+        "-e",
+        "process.on('SIGTERM', () => {}); require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1')",
+      ],
       ready: async () => (await getStatus(`http://127.0.0.1:${port}`, "/")) === 200,
     });
     const startMs = Date.now();

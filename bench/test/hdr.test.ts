@@ -16,7 +16,8 @@ describe("HDR summary", () => {
     expect(percentiles[0]).toBe(50);
     expect(percentiles[percentiles.length - 1]).toBe(100);
     const latencies = summary.percentilesMs.map(([, ms]) => ms);
-    for (let i = 1; i < latencies.length; i++) expect(latencies[i] as number).toBeGreaterThanOrEqual(latencies[i - 1] as number);
+    for (let i = 1; i < latencies.length; i++)
+      expect(latencies[i] as number).toBeGreaterThanOrEqual(latencies[i - 1] as number);
   });
 
   it("gives zeros for an empty histogram", () => {
@@ -36,7 +37,9 @@ describe("HDR summary", () => {
   });
 
   it("adds histograms of several workers", () => {
-    const a = newHistogram(), b = newHistogram(), total = newHistogram();
+    const a = newHistogram(),
+      b = newHistogram(),
+      total = newHistogram();
     for (let i = 0; i < 100; i++) recordUs(a, 1_000);
     for (let i = 0; i < 100; i++) recordUs(b, 3_000);
     total.add(decodeHistogram(encodeHistogram(a)));

@@ -18,7 +18,12 @@ import { createApi, createKeys } from "../src/seed.js";
 const built = existsSync(join(repoRoot, defaultNodeEntry)) && existsSync(join(benchDist, "cli.js"));
 
 function alive(pid: number): boolean {
-  try { process.kill(pid, 0); return true; } catch { return false; }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 async function verifiesValid(target: string, apiId: string, key: string): Promise<boolean> {
@@ -28,25 +33,45 @@ async function verifiesValid(target: string, apiId: string, key: string): Promis
 
 describe("convergenceGoal", () => {
   it("is the highest commit index, or null when a node does not report one", () => {
-    expect(convergenceGoal([{ commitIndex: 7, appliedIndex: 7 }, { commitIndex: 9, appliedIndex: 4 }, { commitIndex: 8, appliedIndex: 8 }])).toBe(9);
+    expect(
+      convergenceGoal([
+        { commitIndex: 7, appliedIndex: 7 },
+        { commitIndex: 9, appliedIndex: 4 },
+        { commitIndex: 8, appliedIndex: 8 },
+      ]),
+    ).toBe(9);
     expect(convergenceGoal([{ commitIndex: 7, appliedIndex: 7 }, null])).toBeNull();
     expect(convergenceGoal([])).toBe(0);
   });
 });
 
 describe.skipIf(!built)("--cluster N", () => {
-  afterAll(async () => { await stopAll(); });
+  afterAll(async () => {
+    await stopAll();
+  });
 
   it("starts N nodes, seeds through the leader, waits until every node sees the seed, and stops them all", async () => {
     const lines: string[] = [];
-    const log = (line: string): void => { lines.push(line); };
+    const log = (line: string): void => {
+      lines.push(line);
+    };
     const deployment: Deployment = await openDeployment(parseArgs(["verify", "--cluster", "3"]), log);
     const pids: number[] = [];
     try {
       expect(deployment.targets).toHaveLength(3);
       expect(new Set(deployment.targets).size).toBe(3);
       expect(deployment.local).toBe(true);
-      const statuses = await Promise.all(deployment.targets.map(async (target) => (await getJson(target, "/v1/cluster.status")).body as { role: string; nodeId: string; leader: string; voters: string[] }));
+      const statuses = await Promise.all(
+        deployment.targets.map(
+          async (target) =>
+            (await getJson(target, "/v1/cluster.status")).body as {
+              role: string;
+              nodeId: string;
+              leader: string;
+              voters: string[];
+            },
+        ),
+      );
       expect(statuses[0]?.role).toBe("leader"); // seeding goes to targets[0]
       expect(new Set(statuses.map((status) => status.leader)).size).toBe(1);
       expect([...(statuses[0]?.voters ?? [])].sort()).toEqual(["n1", "n2", "n3"]);
@@ -59,7 +84,8 @@ describe.skipIf(!built)("--cluster N", () => {
       expect(lines.some((line) => /seed visible on all 3 nodes/.test(line))).toBe(true);
       // Right after settle, with no retry: every node knows every key (the last one written too).
       for (const target of deployment.targets) {
-        for (const seeded of [keys[0], keys[keys.length - 1]]) expect(await verifiesValid(target, apiId, seeded?.key as string)).toBe(true);
+        for (const seeded of [keys[0], keys[keys.length - 1]])
+          expect(await verifiesValid(target, apiId, seeded?.key as string)).toBe(true);
       }
       const pidLine = lines.find((line) => line.startsWith("cluster ready:")) ?? "";
       for (const match of pidLine.matchAll(/pid (\d+)/g)) pids.push(Number(match[1]));
@@ -74,29 +100,61 @@ describe.skipIf(!built)("--cluster N", () => {
   it("runs a scenario end to end on a cluster: every verification on every node valid, the summary last", async () => {
     const reportDir = await mkdtemp(join(tmpdir(), "keyraft-bench-cluster-report-"));
     try {
-      const child = spawn(process.execPath, [
-        join(benchDist, "cli.js"), "verify", "--cluster", "2", "--duration", "1", "--warmup", "0", "--keys", "40",
-        "--connections", "4", "--no-baselines", "--report-dir", reportDir,
-      ], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(
+        process.execPath,
+        [
+          join(benchDist, "cli.js"),
+          "verify",
+          "--cluster",
+          "2",
+          "--duration",
+          "1",
+          "--warmup",
+          "0",
+          "--keys",
+          "40",
+          "--connections",
+          "4",
+          "--no-baselines",
+          "--report-dir",
+          reportDir,
+        ],
+        { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] },
+      );
       let stdout = "";
       let stderr = "";
-      child.stdout.on("data", (chunk: Buffer) => { stdout += chunk.toString("utf8"); });
-      child.stderr.on("data", (chunk: Buffer) => { stderr += chunk.toString("utf8"); });
+      child.stdout.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString("utf8");
+      });
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString("utf8");
+      });
       const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
       expect(code, stderr.slice(-2000)).toBe(0);
       const summary = JSON.parse(stdout.trim().split("\n").at(-1) as string) as Record<string, unknown>;
       expect(summary["scenario"]).toBe("verify");
-      for (const figure of ["verifyRps", "verifyRatelimitRps", "verifyCreditsRps", "verifyPermissionsRps"]) expect(summary[figure]).toBeGreaterThan(0);
+      for (const figure of ["verifyRps", "verifyRatelimitRps", "verifyCreditsRps", "verifyPermissionsRps"])
+        expect(summary[figure]).toBeGreaterThan(0);
       expect(stderr).toMatch(/a 2-node keyraft cluster/);
       expect(stderr).toMatch(/seed visible on all 2 nodes/);
 
       const reportFile = (await readdir(reportDir)).find((name) => name.endsWith(".json"));
       const report = JSON.parse(await readFile(join(reportDir, reportFile as string), "utf8")) as {
         options: { cluster: number };
-        phases: Array<{ label: string; completed: number; errors: number; perRequest: Record<string, { completed: number; marked: number | null }> }>;
+        phases: Array<{
+          label: string;
+          completed: number;
+          errors: number;
+          perRequest: Record<string, { completed: number; marked: number | null }>;
+        }>;
       };
       expect(report.options.cluster).toBe(2);
-      expect(report.phases.map((phase) => phase.label)).toEqual(["verify plain", "verify ratelimit", "verify credits", "verify permissions"]);
+      expect(report.phases.map((phase) => phase.label)).toEqual([
+        "verify plain",
+        "verify ratelimit",
+        "verify credits",
+        "verify permissions",
+      ]);
       for (const phase of report.phases) {
         expect(phase.completed).toBeGreaterThan(0);
         expect(phase.errors).toBe(0);

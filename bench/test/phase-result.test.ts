@@ -5,9 +5,26 @@ import { phaseResult, type LoadRun } from "../src/load/run-load.js";
 import { roundOrder } from "../src/scenarios/phase.js";
 
 const plan: LoadPlan = {
-  label: "verify plain", targets: ["http://127.0.0.1:1"], connections: 4, warmupMs: 0, durationMs: 2000, seed: 1,
-  requests: [{ name: "verifyKey", weight: 1, method: "POST", path: "/", headers: {}, bodyTemplate: "{}", pool: ["a"],
-    distribution: "uniform", zipfExponent: 1, okMarker: '"valid":true' }],
+  label: "verify plain",
+  targets: ["http://127.0.0.1:1"],
+  connections: 4,
+  warmupMs: 0,
+  durationMs: 2000,
+  seed: 1,
+  requests: [
+    {
+      name: "verifyKey",
+      weight: 1,
+      method: "POST",
+      path: "/",
+      headers: {},
+      bodyTemplate: "{}",
+      pool: ["a"],
+      distribution: "uniform",
+      zipfExponent: 1,
+      okMarker: '"valid":true',
+    },
+  ],
 };
 
 function run(latencyUs: number, perSecond: number, targetCpuS: number | null): LoadRun {
@@ -19,9 +36,15 @@ function run(latencyUs: number, perSecond: number, targetCpuS: number | null): L
     return { intervalMs: 1000, completed: perSecond, errors: 0, histogram: h };
   };
   return {
-    plan, measuredMs: 2000, seconds: [second(), second()], statuses: { "200": 2 * perSecond }, errorSamples: [],
+    plan,
+    measuredMs: 2000,
+    seconds: [second(), second()],
+    statuses: { "200": 2 * perSecond },
+    errorSamples: [],
     perRequest: new Map([["verifyKey", { histogram, completed: 2 * perSecond, errors: 0, marked: 2 * perSecond }]]),
-    wallS: 2, generatorCpuS: 1, targetCpuS,
+    wallS: 2,
+    generatorCpuS: 1,
+    targetCpuS,
   };
 }
 
@@ -34,7 +57,12 @@ describe("phase result over rounds", () => {
     expect(result.latency.count).toBe(800);
     expect(result.latency.p50Ms).toBeCloseTo(3, 2); // 600 of 800 answers took 3 ms
     expect(result.latency.percentilesMs[0]?.[0]).toBe(50);
-    expect(result.timeline.map((point) => [point.atS, point.rps])).toEqual([[1, 100], [2, 100], [3, 300], [4, 300]]);
+    expect(result.timeline.map((point) => [point.atS, point.rps])).toEqual([
+      [1, 100],
+      [2, 100],
+      [3, 300],
+      [4, 300],
+    ]);
     expect(result.statuses).toEqual({ "200": 800 });
     expect(result.perRequest["verifyKey"]).toMatchObject({ completed: 800, marked: 800, rps: 200 });
     expect(result.generatorCpuCores).toBe(0.5);
@@ -55,7 +83,8 @@ describe("round order", () => {
     expect(rounds[1]).toEqual(["baseline fastify", "verify ratelimit", "verify plain"]);
     expect(rounds[2]).toEqual(phases);
     // Over an even number of rounds every phase has the same mean position.
-    const meanPosition = (label: string) => rounds.reduce((sum, order) => sum + order.indexOf(label), 0) / rounds.length;
+    const meanPosition = (label: string) =>
+      rounds.reduce((sum, order) => sum + order.indexOf(label), 0) / rounds.length;
     for (const label of phases) expect(meanPosition(label)).toBe(1);
     expect(phases).toEqual(["verify plain", "verify ratelimit", "baseline fastify"]); // not reordered in place
   });

@@ -23,7 +23,9 @@ import { throughputOf } from "../src/scenarios/raft-runner.js";
 describe("throughput of a figures-only scenario", () => {
   it("uses rps when given, else the largest ...Rps/...PerSec figure, else null", () => {
     expect(throughputOf({ rps: 10, commitsPerSec64: 99 })).toBe(10);
-    expect(throughputOf({ commitsPerSec1: 278, commitsPerSec64: 2369, p99CommitMs1: 20, failoverMedianMs: 282 })).toBe(2369);
+    expect(throughputOf({ commitsPerSec1: 278, commitsPerSec64: 2369, p99CommitMs1: 20, failoverMedianMs: 282 })).toBe(
+      2369,
+    );
     expect(throughputOf({ verifyRps: 5, p99Ms: 3 })).toBe(5);
     expect(throughputOf({ p99Ms: 3 })).toBeNull();
   });

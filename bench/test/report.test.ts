@@ -18,27 +18,53 @@ function phase(label: string, rps: number, latencyUs: number): PhaseResult {
   for (let i = 0; i < 1000; i++) recordUs(histogram, latencyUs + i);
   const latency = summarize(histogram);
   return {
-    label, measuredS: 3, completed: rps * 3, errors: 1, rps, latency,
+    label,
+    measuredS: 3,
+    completed: rps * 3,
+    errors: 1,
+    rps,
+    latency,
     perRequest: { verifyKey: { completed: rps * 3, errors: 1, marked: rps * 3 - 1, rps, latency } },
-    timeline: [1, 2, 3].map((atS) => ({ atS, rps: rps + atS, p99Ms: latency.p99Ms, errors: 0 })), rpsVariationPct: 3,
-    statuses: { "200": rps * 3 - 1, "500": 1 }, errorSamples: ["HTTP 500 from verifyKey"],
-    generatorCpuCores: 0.8, targetCpuCores: 0.9,
+    timeline: [1, 2, 3].map((atS) => ({ atS, rps: rps + atS, p99Ms: latency.p99Ms, errors: 0 })),
+    rpsVariationPct: 3,
+    statuses: { "200": rps * 3 - 1, "500": 1 },
+    errorSamples: ["HTTP 500 from verifyKey"],
+    generatorCpuCores: 0.8,
+    targetCpuCores: 0.9,
   };
 }
 
 function sampleReport(): Report {
   const fastify = phase("baseline fastify", 20_000, 2_000);
   const plain = phase("verify plain", 16_000, 3_000);
-  const summary = buildSummary("verify", {
-    figures: { verifyRps: 16_000, verifyRatelimitRps: 15_000, verifyCreditsRps: 14_000, verifyPermissionsRps: 13_000,
-      p50Ms: 3, p99Ms: 4, coreDecisionsPerSec: 2_000_000 },
-    throughputRps: 16_000, throughputCpuCores: 0.8, phases: [plain], notes: [],
-  }, { fastify, redisLimiter: null, notes: ["redis <skipped> & \"quoted\""] });
+  const summary = buildSummary(
+    "verify",
+    {
+      figures: {
+        verifyRps: 16_000,
+        verifyRatelimitRps: 15_000,
+        verifyCreditsRps: 14_000,
+        verifyPermissionsRps: 13_000,
+        p50Ms: 3,
+        p99Ms: 4,
+        coreDecisionsPerSec: 2_000_000,
+      },
+      throughputRps: 16_000,
+      throughputCpuCores: 0.8,
+      phases: [plain],
+      notes: [],
+    },
+    { fastify, redisLimiter: null, notes: ['redis <skipped> & "quoted"'] },
+  );
   return {
-    summary, startedAt: "2026-11-22T03:00:00.000Z", finishedAt: "2026-11-22T03:01:00.000Z",
-    options: { scenario: "verify", rootKey: null }, placement: "generator and target on 2 CPUs",
+    summary,
+    startedAt: "2026-11-22T03:00:00.000Z",
+    finishedAt: "2026-11-22T03:01:00.000Z",
+    options: { scenario: "verify", rootKey: null },
+    placement: "generator and target on 2 CPUs",
     machine: { cpus: 2, cpuModel: "test cpu", memoryGiB: 4, platform: "linux x64", node: "v20", loadAverage1m: 0.5 },
-    phases: [fastify, plain], notes: ["redis <skipped> & \"quoted\""],
+    phases: [fastify, plain],
+    notes: ['redis <skipped> & "quoted"'],
   };
 }
 
@@ -58,7 +84,15 @@ describe("summary", () => {
   it("puts verify's fixed figures first and computes ratios to each baseline", () => {
     const summary = sampleReport().summary;
     expect(Object.keys(summary).slice(0, 9)).toEqual([
-      "scenario", "baselineRps", "verifyRps", "verifyRatelimitRps", "verifyCreditsRps", "ratio", "p50Ms", "p99Ms", "coreDecisionsPerSec",
+      "scenario",
+      "baselineRps",
+      "verifyRps",
+      "verifyRatelimitRps",
+      "verifyCreditsRps",
+      "ratio",
+      "p50Ms",
+      "p99Ms",
+      "coreDecisionsPerSec",
     ]);
     expect(summary["baselineRps"]).toBe(20_000);
     expect(summary["ratio"]).toBe(0.8);
@@ -80,7 +114,9 @@ describe("summary", () => {
 
 describe("report writer", () => {
   const dirs: string[] = [];
-  afterAll(async () => { await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true }))); });
+  afterAll(async () => {
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+  });
 
   it("writes a JSON file that reads back equal and an HTML page with both charts", async () => {
     const dir = await mkdtemp(join(tmpdir(), "keyraft-bench-report-"));
@@ -135,8 +171,12 @@ describe("report notes", () => {
   it("flags phases whose answers were mostly not ok, and phases with errors", () => {
     const good = phase("verify plain", 1000, 1000);
     const bad = phase("verify credits", 1000, 1000);
-    bad.perRequest = { verifyKey: { ...(bad.perRequest["verifyKey"] as NonNullable<(typeof bad.perRequest)[string]>), marked: 1500 } };
-    expect(lowOkNotes([good, bad])).toEqual(["verify credits: only 50.0% of verifyKey answers were ok (\"valid\":true / \"success\":true)"]);
+    bad.perRequest = {
+      verifyKey: { ...(bad.perRequest["verifyKey"] as NonNullable<(typeof bad.perRequest)[string]>), marked: 1500 },
+    };
+    expect(lowOkNotes([good, bad])).toEqual([
+      'verify credits: only 50.0% of verifyKey answers were ok ("valid":true / "success":true)',
+    ]);
     expect(errorNotes([good])[0]).toBe("verify plain: 1 errors of 3000 requests, e.g. HTTP 500 from verifyKey");
     expect(errorNotes([{ ...good, errors: 0 }])).toEqual([]);
     expect(errorNotes([{ ...good, errors: 0, completed: 0, errorSamples: ["Headers Timeout Error"] }])).toEqual([
@@ -179,7 +219,12 @@ import { filesystemTypeOf } from "../src/procs/filesystem.js";
 import { dataDirNotes } from "../src/report/notes.js";
 
 describe("data dir filesystem", () => {
-  const mounts = ["/dev/vda / ext4 rw 0 0", "tmpfs /tmp tmpfs rw 0 0", "tmpfs /tmpx/y tmpfs rw 0 0", "/dev/vdb /data xfs rw 0 0"].join("\n");
+  const mounts = [
+    "/dev/vda / ext4 rw 0 0",
+    "tmpfs /tmp tmpfs rw 0 0",
+    "tmpfs /tmpx/y tmpfs rw 0 0",
+    "/dev/vdb /data xfs rw 0 0",
+  ].join("\n");
 
   it("finds the filesystem of the longest mount point containing the path", () => {
     expect(filesystemTypeOf("/tmp", mounts)).toBe("tmpfs");

@@ -23,7 +23,8 @@ describe("zipf sampler", () => {
   });
 
   it("draws rank k in proportion to 1/k^s", () => {
-    const n = 100, draws = 200_000;
+    const n = 100,
+      draws = 200_000;
     const counts = frequencies(n, draws, "zipf", 1);
     const harmonic = Array.from({ length: n }, (_, k) => 1 / (k + 1)).reduce((a, b) => a + b, 0);
     for (const k of [0, 1, 4, 9]) {
@@ -36,7 +37,8 @@ describe("zipf sampler", () => {
   });
 
   it("is steeper with a larger exponent", () => {
-    const flat = frequencies(1000, 50_000, "zipf", 0.5), steep = frequencies(1000, 50_000, "zipf", 1.5);
+    const flat = frequencies(1000, 50_000, "zipf", 0.5),
+      steep = frequencies(1000, 50_000, "zipf", 1.5);
     expect(steep[0] as number).toBeGreaterThan(2 * (flat[0] as number));
   });
 
@@ -46,8 +48,10 @@ describe("zipf sampler", () => {
   });
 
   it("is reproducible from its seed and works for a pool of one", () => {
-    const a = indexSampler(1000, "zipf", seededRandom(3)), b = indexSampler(1000, "zipf", seededRandom(3));
-    const drawsA = Array.from({ length: 50 }, a), drawsB = Array.from({ length: 50 }, b);
+    const a = indexSampler(1000, "zipf", seededRandom(3)),
+      b = indexSampler(1000, "zipf", seededRandom(3));
+    const drawsA = Array.from({ length: 50 }, a),
+      drawsB = Array.from({ length: 50 }, b);
     expect(drawsA).toEqual(drawsB);
     const one = indexSampler(1, "zipf", seededRandom(1));
     expect([one(), one(), one()]).toEqual([0, 0, 0]);

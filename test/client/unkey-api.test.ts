@@ -11,7 +11,12 @@ let unkey: Unkey;
 
 beforeAll(async () => {
   server = await startServer();
-  unkey = new Unkey({ rootKey: server.rootKey, baseUrl: server.baseUrl, disableTelemetry: true, retry: { attempts: 0 } });
+  unkey = new Unkey({
+    rootKey: server.rootKey,
+    baseUrl: server.baseUrl,
+    disableTelemetry: true,
+    retry: { attempts: 0 },
+  });
 });
 afterAll(async () => {
   await server.close();
@@ -32,13 +37,26 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     // --- apis.create / apis.get
     const { apiId } = ok(await unkey.apis.create({ name: "billing-api" }));
     expect(apiId).toMatch(/^api_/);
-    expect(ok(await unkey.apis.get({ apiId }))).toEqual({ id: apiId, workspaceId: expect.any(String), name: "billing-api" });
+    expect(ok(await unkey.apis.get({ apiId }))).toEqual({
+      id: apiId,
+      workspaceId: expect.any(String),
+      name: "billing-api",
+    });
 
     // --- permissions.* (create, get, list) and roles
-    const { permissionId: readId } = ok(await unkey.permissions.createPermission({ name: "documents.read", description: "read documents" }));
+    const { permissionId: readId } = ok(
+      await unkey.permissions.createPermission({ name: "documents.read", description: "read documents" }),
+    );
     ok(await unkey.permissions.createPermission({ name: "documents.write" }));
-    expect(ok(await unkey.permissions.getPermission({ permissionId: readId }))).toMatchObject({ id: readId, name: "documents.read", slug: "documents.read", description: "read documents" });
-    expect(ok(await unkey.permissions.listPermissions()).map((p) => p.name)).toEqual(expect.arrayContaining(["documents.read", "documents.write"]));
+    expect(ok(await unkey.permissions.getPermission({ permissionId: readId }))).toMatchObject({
+      id: readId,
+      name: "documents.read",
+      slug: "documents.read",
+      description: "read documents",
+    });
+    expect(ok(await unkey.permissions.listPermissions()).map((p) => p.name)).toEqual(
+      expect.arrayContaining(["documents.read", "documents.write"]),
+    );
     const duplicate = await unkey.permissions.createPermission({ name: "documents.read" });
     expect(duplicate.error?.code).toBe("CONFLICT");
     const { roleId: editorId } = ok(await unkey.permissions.createRole({ name: "editor", description: "edits" }));
@@ -47,7 +65,11 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
 
     // --- identities.create / get / list / update: the identity's limit is shared by its keys
     const { identityId } = ok(
-      await unkey.identities.create({ externalId: "user_123", meta: { plan: "pro" }, ratelimits: [{ name: "shared", limit: 2, duration: 60_000 }] }),
+      await unkey.identities.create({
+        externalId: "user_123",
+        meta: { plan: "pro" },
+        ratelimits: [{ name: "shared", limit: 2, duration: 60_000 }],
+      }),
     );
     expect(ok(await unkey.identities.get({ externalId: "user_123" }))).toEqual({
       id: identityId,
@@ -58,8 +80,19 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     const listed = ok(await unkey.identities.list({ limit: 10 }));
     expect(listed.identities.map((i) => i.externalId)).toContain("user_123");
     expect(listed.total).toBeGreaterThanOrEqual(1);
-    const updated = ok(await unkey.identities.update({ identityId, meta: { plan: "team" }, ratelimits: [{ name: "shared", limit: 3, duration: 60_000 }] }));
-    expect(updated).toEqual({ id: identityId, externalId: "user_123", meta: { plan: "team" }, ratelimits: [{ name: "shared", limit: 3, duration: 60_000 }] });
+    const updated = ok(
+      await unkey.identities.update({
+        identityId,
+        meta: { plan: "team" },
+        ratelimits: [{ name: "shared", limit: 3, duration: 60_000 }],
+      }),
+    );
+    expect(updated).toEqual({
+      id: identityId,
+      externalId: "user_123",
+      meta: { plan: "team" },
+      ratelimits: [{ name: "shared", limit: 3, duration: 60_000 }],
+    });
 
     // --- keys.create with identity, roles, permissions, limits and credits
     const first = ok(
@@ -97,22 +130,37 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     const codes: string[] = ["VALID"];
     // The identity's "shared" limit (3 per minute) counts across both keys.
     const shared = async (key: string) => ok(await unkey.keys.verify({ key, ratelimits: [{ name: "shared" }] })).code;
-    expect([await shared(first.key), await shared(first.key), await shared(second.key), await shared(second.key), await shared(first.key)]).toEqual([
-      "VALID",
-      "VALID",
-      "VALID",
-      "RATE_LIMITED",
-      "RATE_LIMITED",
-    ]);
+    expect([
+      await shared(first.key),
+      await shared(first.key),
+      await shared(second.key),
+      await shared(second.key),
+      await shared(first.key),
+    ]).toEqual(["VALID", "VALID", "VALID", "RATE_LIMITED", "RATE_LIMITED"]);
     codes.push("VALID", "VALID", "RATE_LIMITED");
 
     // --- keys.addPermissions / setPermissions / removePermissions (every entry honoured)
-    const added = ok(await unkey.keys.addPermissions({ keyId: first.keyId, permissions: [{ name: "documents.write" }, { name: "documents.delete", create: true }] }));
+    const added = ok(
+      await unkey.keys.addPermissions({
+        keyId: first.keyId,
+        permissions: [{ name: "documents.write" }, { name: "documents.delete", create: true }],
+      }),
+    );
     expect(added.map((p) => p.name).sort()).toEqual(["documents.delete", "documents.write"]);
-    const authorized = ok(await unkey.keys.verify({ key: first.key, authorization: { permissions: { and: ["documents.read", "documents.write"] } } }));
+    const authorized = ok(
+      await unkey.keys.verify({
+        key: first.key,
+        authorization: { permissions: { and: ["documents.read", "documents.write"] } },
+      }),
+    );
     expect(authorized.code).toBe("VALID");
     codes.push("VALID");
-    ok(await unkey.keys.removePermissions({ keyId: first.keyId, permissions: [{ slug: "documents.write" }, { slug: "documents.delete" }] }));
+    ok(
+      await unkey.keys.removePermissions({
+        keyId: first.keyId,
+        permissions: [{ slug: "documents.write" }, { slug: "documents.delete" }],
+      }),
+    );
     expect(ok(await unkey.keys.get({ keyId: first.keyId })).permissions).toEqual(["documents.read"]);
     const denied = ok(await unkey.keys.verify({ key: first.key, authorization: { permissions: "documents.write" } }));
     expect(denied.code).toBe("INSUFFICIENT_PERMISSIONS");
@@ -126,7 +174,9 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     expect(ok(await unkey.keys.get({ keyId: first.keyId })).roles).toEqual(["admin", "editor"]);
     ok(await unkey.keys.removeRoles({ keyId: first.keyId, roles: [{ name: "admin" }, { id: editorId }] }));
     expect(ok(await unkey.keys.get({ keyId: first.keyId })).roles).toEqual([]);
-    expect(ok(await unkey.keys.setRoles({ keyId: first.keyId, roles: [{ id: editorId }] }))).toEqual([{ id: editorId, name: "editor" }]);
+    expect(ok(await unkey.keys.setRoles({ keyId: first.keyId, roles: [{ id: editorId }] }))).toEqual([
+      { id: editorId, name: "editor" },
+    ]);
 
     // --- keys.update: disable, rename
     ok(await unkey.keys.update({ keyId: first.keyId, name: "renamed", enabled: false }));
@@ -140,7 +190,9 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     codes.push("VALID");
     expect(ok(await unkey.keys.verify({ key: first.key }))).toMatchObject({ code: "USAGE_EXCEEDED", valid: false });
     codes.push("USAGE_EXCEEDED");
-    expect(ok(await unkey.keys.updateRemaining({ keyId: first.keyId, op: "increment", value: 5 }))).toEqual({ remaining: 5 });
+    expect(ok(await unkey.keys.updateRemaining({ keyId: first.keyId, op: "increment", value: 5 }))).toEqual({
+      remaining: 5,
+    });
 
     // --- keys.get
     expect(ok(await unkey.keys.get({ keyId: first.keyId }))).toMatchObject({
@@ -160,21 +212,41 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     const daily = ok(await unkey.keys.getVerifications({ keyId: first.keyId }));
     const count = (code: string) => codes.filter((c) => c === code).length;
     expect(daily.verifications).toHaveLength(1);
-    expect(daily.verifications[0]).toMatchObject({ success: count("VALID"), rateLimited: 1, usageExceeded: count("USAGE_EXCEEDED") });
+    expect(daily.verifications[0]).toMatchObject({
+      success: count("VALID"),
+      rateLimited: 1,
+      usageExceeded: count("USAGE_EXCEEDED"),
+    });
     const byOwner = ok(await unkey.keys.getVerifications({ ownerId: "user_123" }));
     expect(byOwner.verifications[0]).toMatchObject({ success: count("VALID") + 1, rateLimited: 2 });
 
     // --- analytics.getVerifications: grouped by key, by tag, by identity
-    const byKey = ok(await unkey.analytics.getVerifications({ apiId, groupBy: ["key"], orderBy: "total", order: "desc" }));
+    const byKey = ok(
+      await unkey.analytics.getVerifications({ apiId, groupBy: ["key"], orderBy: "total", order: "desc" }),
+    );
     expect(byKey.map((row) => [row.keyId, row.total])).toEqual([
       [first.keyId, codes.length],
       [second.keyId, 2],
     ]);
-    expect(byKey[0]).toMatchObject({ valid: count("VALID"), rateLimited: 1, disabled: 1, insufficientPermissions: 1, usageExceeded: 1 });
+    expect(byKey[0]).toMatchObject({
+      valid: count("VALID"),
+      rateLimited: 1,
+      disabled: 1,
+      insufficientPermissions: 1,
+      usageExceeded: 1,
+    });
     const byTag = ok(await unkey.analytics.getVerifications({ apiId, groupBy: "tag" }));
     expect(byTag).toEqual([expect.objectContaining({ tag: "path=/docs", total: 1, valid: 1 })]);
-    const byIdentity = ok(await unkey.analytics.getVerifications({ apiId, externalId: "user_123", groupBy: ["identity", "day"] }));
-    expect(byIdentity).toEqual([expect.objectContaining({ identity: { id: identityId, externalId: "user_123" }, total: codes.length + 2, time: expect.any(Number) })]);
+    const byIdentity = ok(
+      await unkey.analytics.getVerifications({ apiId, externalId: "user_123", groupBy: ["identity", "day"] }),
+    );
+    expect(byIdentity).toEqual([
+      expect.objectContaining({
+        identity: { id: identityId, externalId: "user_123" },
+        total: codes.length + 2,
+        time: expect.any(Number),
+      }),
+    ]);
     const onlySecond = ok(await unkey.analytics.getVerifications({ apiId, keyId: [second.keyId] }));
     expect(onlySecond).toEqual([expect.objectContaining({ total: 2, valid: 1, rateLimited: 1 })]);
 
@@ -193,19 +265,38 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
     const migrated = ok(
       await unkey.migrations.createKeys([
         { apiId, plaintext: "legacy_secret_1", remaining: 3, permissions: ["documents.read"] },
-        { apiId, hash: { value: sha256Base64("legacy_secret_2"), variant: "sha256_base64" }, start: "legacy", externalId: "user_123" },
+        {
+          apiId,
+          hash: { value: sha256Base64("legacy_secret_2"), variant: "sha256_base64" },
+          start: "legacy",
+          externalId: "user_123",
+        },
       ]),
     );
     expect(migrated.keyIds).toHaveLength(2);
-    expect(ok(await unkey.keys.verify({ key: "legacy_secret_1" }))).toMatchObject({ valid: true, remaining: 2, keyId: migrated.keyIds[0], permissions: ["documents.read"] });
-    expect(ok(await unkey.keys.verify({ key: "legacy_secret_2" }))).toMatchObject({ valid: true, keyId: migrated.keyIds[1], identity: { externalId: "user_123" } });
+    expect(ok(await unkey.keys.verify({ key: "legacy_secret_1" }))).toMatchObject({
+      valid: true,
+      remaining: 2,
+      keyId: migrated.keyIds[0],
+      permissions: ["documents.read"],
+    });
+    expect(ok(await unkey.keys.verify({ key: "legacy_secret_2" }))).toMatchObject({
+      valid: true,
+      keyId: migrated.keyIds[1],
+      identity: { externalId: "user_123" },
+    });
     const conflict = await unkey.migrations.createKeys([{ apiId, plaintext: "legacy_secret_1" }]);
     expect(conflict.error?.code).toBe("CONFLICT");
-    expect(ok(await unkey.migrations.enqueueKeys({ migrationId: "m_1", apiId, keys: [{ plaintext: "queued_secret" }] }))).toEqual({});
+    expect(
+      ok(await unkey.migrations.enqueueKeys({ migrationId: "m_1", apiId, keys: [{ plaintext: "queued_secret" }] })),
+    ).toEqual({});
     expect(ok(await unkey.keys.verify({ key: "queued_secret", apiId })).valid).toBe(true);
 
     // --- recoverable keys: a clear 412
-    expect((await unkey.keys.create({ apiId, recoverable: true })).error).toMatchObject({ code: "PRECONDITION_FAILED", message: "recoverable keys are not supported by keyraft yet" });
+    expect((await unkey.keys.create({ apiId, recoverable: true })).error).toMatchObject({
+      code: "PRECONDITION_FAILED",
+      message: "recoverable keys are not supported by keyraft yet",
+    });
     expect((await unkey.keys.get({ keyId: first.keyId, decrypt: true })).error?.code).toBe("PRECONDITION_FAILED");
 
     // --- deletion: key, identity, role, permission, api
@@ -223,27 +314,57 @@ describe("@unkey/api 0.38.0 against keyraft", () => {
   });
 
   it("ratelimits.limit, setOverride, getOverride, listOverrides, deleteOverride", async () => {
-    const limit = () => unkey.ratelimits.limit({ namespace: "client.api", identifier: "user_1", limit: 2, duration: 60_000 });
+    const limit = () =>
+      unkey.ratelimits.limit({ namespace: "client.api", identifier: "user_1", limit: 2, duration: 60_000 });
     expect(ok(await limit())).toMatchObject({ success: true, limit: 2, remaining: 1 });
     expect(ok(await limit())).toMatchObject({ success: true, remaining: 0 });
     const rejected = ok(await limit());
     expect(rejected.success).toBe(false);
     expect(rejected.reset).toBeGreaterThan(server.h.clock.nowMs);
 
-    const { overrideId } = ok(await unkey.ratelimits.setOverride({ namespaceName: "client.api", identifier: "vip_*", limit: 5, duration: 60_000 }));
-    expect(ok(await unkey.ratelimits.getOverride({ namespaceName: "client.api", identifier: "vip_*" }))).toMatchObject({ id: overrideId, limit: 5, duration: 60_000 });
-    expect(ok(await unkey.ratelimits.limit({ namespace: "client.api", identifier: "vip_42", limit: 1, duration: 60_000 }))).toMatchObject({ success: true, limit: 5, remaining: 4 });
+    const { overrideId } = ok(
+      await unkey.ratelimits.setOverride({
+        namespaceName: "client.api",
+        identifier: "vip_*",
+        limit: 5,
+        duration: 60_000,
+      }),
+    );
+    expect(ok(await unkey.ratelimits.getOverride({ namespaceName: "client.api", identifier: "vip_*" }))).toMatchObject({
+      id: overrideId,
+      limit: 5,
+      duration: 60_000,
+    });
+    expect(
+      ok(await unkey.ratelimits.limit({ namespace: "client.api", identifier: "vip_42", limit: 1, duration: 60_000 })),
+    ).toMatchObject({ success: true, limit: 5, remaining: 4 });
     const overrides = ok(await unkey.ratelimits.listOverrides({ namespaceName: "client.api" }));
-    expect(overrides).toMatchObject({ total: 1, overrides: [{ id: overrideId, identifier: "vip_*" }], cursor: overrideId });
+    expect(overrides).toMatchObject({
+      total: 1,
+      overrides: [{ id: overrideId, identifier: "vip_*" }],
+      cursor: overrideId,
+    });
     ok(await unkey.ratelimits.deleteOverride({ namespaceName: "client.api", identifier: "vip_*" }));
-    expect((await unkey.ratelimits.getOverride({ namespaceName: "client.api", identifier: "vip_*" })).error?.code).toBe("NOT_FOUND");
-    expect(ok(await unkey.ratelimits.limit({ namespace: "client.api", identifier: "vip_43", limit: 1, duration: 60_000 }))).toMatchObject({ limit: 1, remaining: 0 });
+    expect((await unkey.ratelimits.getOverride({ namespaceName: "client.api", identifier: "vip_*" })).error?.code).toBe(
+      "NOT_FOUND",
+    );
+    expect(
+      ok(await unkey.ratelimits.limit({ namespace: "client.api", identifier: "vip_43", limit: 1, duration: 60_000 })),
+    ).toMatchObject({ limit: 1, remaining: 0 });
   });
 
   it("errors keep the v1 shape through the client (validation, auth)", async () => {
     const bad = await unkey.apis.create({ name: "x" });
-    expect(bad.error).toMatchObject({ code: "BAD_REQUEST", message: "name: String must contain at least 3 character(s)" });
-    const anonymous = new Unkey({ rootKey: "not-a-key", baseUrl: server.baseUrl, disableTelemetry: true, retry: { attempts: 0 } });
+    expect(bad.error).toMatchObject({
+      code: "BAD_REQUEST",
+      message: "name: String must contain at least 3 character(s)",
+    });
+    const anonymous = new Unkey({
+      rootKey: "not-a-key",
+      baseUrl: server.baseUrl,
+      disableTelemetry: true,
+      retry: { attempts: 0 },
+    });
     expect((await anonymous.apis.create({ name: "abc" })).error?.code).toBe("UNAUTHORIZED");
   });
 });

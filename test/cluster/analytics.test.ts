@@ -6,7 +6,18 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventually, kill, killAllMembers, peersOf, planMembers, spawnMember, status, verify, waitLive, type ClusterMember } from "./cluster-harness.js";
+import {
+  eventually,
+  kill,
+  killAllMembers,
+  peersOf,
+  planMembers,
+  spawnMember,
+  status,
+  verify,
+  waitLive,
+  type ClusterMember,
+} from "./cluster-harness.js";
 
 const rootKeyLine = /root key \(shown once, store it now\): (\S+)/;
 
@@ -26,10 +37,18 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function request(member: ClusterMember, method: "GET" | "POST", path: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function request(
+  member: ClusterMember,
+  method: "GET" | "POST",
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const response = await fetch(`${member.baseUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${rootKey}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${rootKey}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: response.status, body: await response.json() };
@@ -43,13 +62,24 @@ async function successes(member: ClusterMember, keyId: string): Promise<number> 
 
 describe("a new cluster without KEYRAFT_ROOT_KEY", () => {
   it("generates exactly one root key, printed by one member, valid on every member", async () => {
-    await eventually(async () => members.some((member) => rootKeyLine.test(member.output())), 15_000, "a root key line");
+    await eventually(
+      async () => members.some((member) => rootKeyLine.test(member.output())),
+      15_000,
+      "a root key line",
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500)); // a second generator (the race) would have printed by now
-    const printed = members.flatMap((member) => [...member.output().matchAll(new RegExp(rootKeyLine, "g"))].map((match) => match[1] as string));
+    const printed = members.flatMap((member) =>
+      [...member.output().matchAll(new RegExp(rootKeyLine, "g"))].map((match) => match[1] as string),
+    );
     expect(printed).toHaveLength(1);
     rootKey = printed[0] as string;
     for (const member of members) {
-      await eventually(async () => (await request(member, "POST", "/v1/apis.createApi", { name: `probe-${member.id}` })).status === 200, 10_000, `${member.id} accepts the root key`);
+      await eventually(
+        async () =>
+          (await request(member, "POST", "/v1/apis.createApi", { name: `probe-${member.id}` })).status === 200,
+        10_000,
+        `${member.id} accepts the root key`,
+      );
     }
   }, 30_000);
 });
@@ -63,7 +93,12 @@ describe("verification analytics across the cluster", () => {
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const { key, keyId } = created.body as { key: string; keyId: string };
     const appliedOnA = (await status(a)).appliedIndex;
-    for (const member of members) await eventually(async () => (await status(member)).appliedIndex >= appliedOnA, 10_000, `${member.id} applied the key`);
+    for (const member of members)
+      await eventually(
+        async () => (await status(member)).appliedIndex >= appliedOnA,
+        10_000,
+        `${member.id} applied the key`,
+      );
 
     for (let i = 0; i < 2; i++) expect((await verify(a, key)).body.valid).toBe(true);
     for (let i = 0; i < 3; i++) expect((await verify(b, key)).body.valid).toBe(true);
@@ -79,7 +114,11 @@ describe("verification analytics across the cluster", () => {
     await kill(b);
     expect(await successes(c, keyId)).toBe(2);
     // The line is written before the answer, but the pipe may deliver it to this process after the HTTP response.
-    const partialWarning = () => c.output().split("\n").find((line) => line.includes("analytics: partial answer"));
+    const partialWarning = () =>
+      c
+        .output()
+        .split("\n")
+        .find((line) => line.includes("analytics: partial answer"));
     await eventually(async () => partialWarning() !== undefined, 10_000, "the partial-answer warning in C's log");
     const warning = partialWarning();
     expect(warning).toContain(`"nodeId":"${b.id}"`);

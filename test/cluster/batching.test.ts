@@ -2,20 +2,34 @@
 // node applies part by part in order; a batch is never split, and its items share one result.
 import { keyStateMachine, type CommandOutcome, type KeyCommand } from "@keyraft/core";
 import { describe, expect, it } from "vitest";
-import { batchPartsMax, decodeEntries, encodeBatch, encodeEntry, entryParts, isBatch } from "../../packages/gateway/src/cluster/entry-codec.js";
+import {
+  batchPartsMax,
+  decodeEntries,
+  encodeBatch,
+  encodeEntry,
+  entryParts,
+  isBatch,
+} from "../../packages/gateway/src/cluster/entry-codec.js";
 import { ReplicatedKeyMachine } from "../../packages/gateway/src/cluster/replicated-machine.js";
 import { TurnBatcher } from "../../packages/gateway/src/cluster/turn-batcher.js";
 
 const createApi = (apiId: string): KeyCommand => ({ type: "createApi", apiId, name: apiId, nowMs: 1 });
-const command = (origin: string, seq: number, apiId: string) => encodeEntry({ kind: "command", origin, seq, command: createApi(apiId) });
+const command = (origin: string, seq: number, apiId: string) =>
+  encodeEntry({ kind: "command", origin, seq, command: createApi(apiId) });
 
 describe("batch entries", () => {
   it("round-trip their parts in order; a single entry is its own only part", () => {
-    const parts = [command("n1/a", 1, "api_1"), encodeEntry({ kind: "peer", id: "n4", url: "ws://127.0.0.1:7004" }), command("n2/b", 9, "api_2")];
+    const parts = [
+      command("n1/a", 1, "api_1"),
+      encodeEntry({ kind: "peer", id: "n4", url: "ws://127.0.0.1:7004" }),
+      command("n2/b", 9, "api_2"),
+    ];
     const batch = encodeBatch(parts);
     expect(isBatch(batch)).toBe(true);
     expect(isBatch(parts[0] as Uint8Array)).toBe(false);
-    expect(entryParts(batch).map((part) => Buffer.from(part).toString("hex"))).toEqual(parts.map((part) => Buffer.from(part).toString("hex")));
+    expect(entryParts(batch).map((part) => Buffer.from(part).toString("hex"))).toEqual(
+      parts.map((part) => Buffer.from(part).toString("hex")),
+    );
     expect(decodeEntries(batch)).toEqual([
       { kind: "command", origin: "n1/a", seq: 1, command: createApi("api_1") },
       { kind: "peer", id: "n4", url: "ws://127.0.0.1:7004" },
@@ -38,7 +52,11 @@ describe("batch entries", () => {
       onPeer: () => undefined,
       onApplied: (index) => applied.push(index),
     });
-    const batch = encodeBatch([command("n1/me", 1, "api_1"), command("n2/other", 1, "api_2"), command("n1/me", 2, "api_1")]);
+    const batch = encodeBatch([
+      command("n1/me", 1, "api_1"),
+      command("n2/other", 1, "api_2"),
+      command("n1/me", 2, "api_1"),
+    ]);
     machine.apply({ index: 5, term: 1, type: "normal", data: batch });
     expect(keys.state.apis.has("api_1") && keys.state.apis.has("api_2")).toBe(true);
     expect(outcomes.map(([seq, outcome, index]) => [seq, outcome.ok, index])).toEqual([
@@ -87,7 +105,9 @@ describe("TurnBatcher", () => {
       10,
       () => new Error("full"),
     );
-    const forwarded = encodeBatch(Array.from({ length: batchPartsMax - 1 }, (_, i) => command("n2/f", i + 1, `api_f${i}`)));
+    const forwarded = encodeBatch(
+      Array.from({ length: batchPartsMax - 1 }, (_, i) => command("n2/f", i + 1, `api_f${i}`)),
+    );
     const first = batcher.submit("", forwarded);
     const second = batcher.submit("", command("n1/a", 1, "api_a"));
     const third = batcher.submit("", command("n1/a", 2, "api_b")); // would exceed batchPartsMax: next group

@@ -32,7 +32,17 @@ export async function planMembers(ids: readonly string[], dataDirOf: (id: string
   for (const id of ids) {
     const httpPort = await freePort();
     const raftPort = await freePort();
-    members.push({ id, httpPort, raftPort, dataDir: dataDirOf(id), env: {}, child: null, exited: null, output: () => "", baseUrl: `http://127.0.0.1:${httpPort}` });
+    members.push({
+      id,
+      httpPort,
+      raftPort,
+      dataDir: dataDirOf(id),
+      env: {},
+      child: null,
+      exited: null,
+      output: () => "",
+      baseUrl: `http://127.0.0.1:${httpPort}`,
+    });
   }
   return members;
 }
@@ -42,7 +52,11 @@ export function peersOf(members: readonly ClusterMember[]): string {
 }
 
 /** Spawns a member (does not wait). `peers` is its KEYRAFT_PEERS. */
-export function spawnMember(member: ClusterMember, peers: string, extraEnv: Record<string, string | undefined> = {}): void {
+export function spawnMember(
+  member: ClusterMember,
+  peers: string,
+  extraEnv: Record<string, string | undefined> = {},
+): void {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`tsc -b\` first`);
   const merged: Record<string, string | undefined> = {
     PATH: process.env["PATH"] ?? "",
@@ -138,7 +152,12 @@ export async function leaderOf(members: readonly ClusterMember[], timeoutMs = 15
   throw new Error("the members did not agree on a leader in time");
 }
 
-export async function call(member: ClusterMember, path: string, body: unknown, auth = true): Promise<{ status: number; body: any; headers: Headers }> {
+export async function call(
+  member: ClusterMember,
+  path: string,
+  body: unknown,
+  auth = true,
+): Promise<{ status: number; body: any; headers: Headers }> {
   const response = await fetch(`${member.baseUrl}${path}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${rootKey}` } : {}) },
@@ -147,7 +166,10 @@ export async function call(member: ClusterMember, path: string, body: unknown, a
   return { status: response.status, body: await response.json(), headers: response.headers };
 }
 
-export async function verify(member: ClusterMember, key: string): Promise<{ status: number; body: any; headers: Headers }> {
+export async function verify(
+  member: ClusterMember,
+  key: string,
+): Promise<{ status: number; body: any; headers: Headers }> {
   return call(member, "/v1/keys.verifyKey", { key }, false);
 }
 

@@ -49,7 +49,10 @@ async function createApi(member: ClusterMember): Promise<string> {
   return created.body.apiId as string;
 }
 
-async function createKey(member: ClusterMember, apiId: string): Promise<{ status: number; key?: string; keyId?: string; body: unknown }> {
+async function createKey(
+  member: ClusterMember,
+  apiId: string,
+): Promise<{ status: number; key?: string; keyId?: string; body: unknown }> {
   const created = await call(member, "/v1/keys.createKey", { apiId });
   return { status: created.status, key: created.body.key, keyId: created.body.keyId, body: created.body };
 }
@@ -68,7 +71,7 @@ describe("a three-node cluster", () => {
 
   beforeAll(async () => {
     members = await planMembers(["n1", "n2", "n3"], (id) => join(root, "a", id));
-    [joiner] = await planMembers(["n4"], (id) => join(root, "a", id)) as [ClusterMember];
+    [joiner] = (await planMembers(["n4"], (id) => join(root, "a", id))) as [ClusterMember];
     for (const member of members) spawnMember(member, peersOf(members), clusterEnv);
     await Promise.all(members.map((member) => waitLive(member)));
   }, 60_000);
@@ -82,13 +85,19 @@ describe("a three-node cluster", () => {
     acknowledged.push(created.key as string);
     // Read-your-writes on the answering follower: no waiting.
     expect(await isValid(follower, created.key as string)).toBe(true);
-    for (const member of members) await eventually(() => isValid(member, created.key as string), 5000, `${member.id} sees the key`);
+    for (const member of members)
+      await eventually(() => isValid(member, created.key as string), 5000, `${member.id} sees the key`);
     const view = await status(follower);
     expect(view).toMatchObject({ nodeId: follower.id, role: "follower", leader: leader.id, stale: false });
     expect(view.appliedIndex).toBeGreaterThan(0);
     const leaderView = await status(leader);
     expect(leaderView.role).toBe("leader");
-    expect(leaderView.peers.map((peer) => peer.id).sort()).toEqual(members.filter((m) => m !== leader).map((m) => m.id).sort());
+    expect(leaderView.peers.map((peer) => peer.id).sort()).toEqual(
+      members
+        .filter((m) => m !== leader)
+        .map((m) => m.id)
+        .sort(),
+    );
     for (const peer of leaderView.peers) expect(peer.lag).not.toBeNull();
   }, 30_000);
 
@@ -100,11 +109,22 @@ describe("a three-node cluster", () => {
     // Until a node has the key it answers NOT_FOUND (no spend); each node's first VALID spends one.
     for (const member of members) await eventually(() => isValid(member, key), 5000, "key everywhere");
     // That first round spent exactly 3 credits (one per node); 2 are left for 12 concurrent verifications.
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => verify(members[i % 3] as ClusterMember, key)));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => verify(members[i % 3] as ClusterMember, key)),
+    );
     const valid = answers.filter((answer) => answer.status === 200 && answer.body.valid === true);
     expect(valid).toHaveLength(2);
-    expect(answers.every((answer) => answer.status === 200 && (answer.body.valid === true || answer.body.code === "USAGE_EXCEEDED"))).toBe(true);
-    for (const member of members) await eventually(async () => (await verify(member, key)).body.code === "USAGE_EXCEEDED", 5000, "exhausted everywhere");
+    expect(
+      answers.every(
+        (answer) => answer.status === 200 && (answer.body.valid === true || answer.body.code === "USAGE_EXCEEDED"),
+      ),
+    ).toBe(true);
+    for (const member of members)
+      await eventually(
+        async () => (await verify(member, key)).body.code === "USAGE_EXCEEDED",
+        5000,
+        "exhausted everywhere",
+      );
   }, 30_000);
 
   it("adds a node at run time that catches up by snapshot and becomes a voter", async () => {
@@ -117,15 +137,27 @@ describe("a three-node cluster", () => {
     const all = [...members, joiner];
     spawnMember(joiner, peersOf(all), { ...clusterEnv, KEYRAFT_JOIN: "true" });
     await sleep(300);
-    const refused = await call(members[0] as ClusterMember, "/v1/cluster.addNode", { nodeId: "n4", address: `127.0.0.1:${joiner.raftPort}` }, false);
+    const refused = await call(
+      members[0] as ClusterMember,
+      "/v1/cluster.addNode",
+      { nodeId: "n4", address: `127.0.0.1:${joiner.raftPort}` },
+      false,
+    );
     expect(refused.status).toBe(403); // a root key is required
-    const added = await call(members[0] as ClusterMember, "/v1/cluster.addNode", { nodeId: "n4", address: `127.0.0.1:${joiner.raftPort}` });
+    const added = await call(members[0] as ClusterMember, "/v1/cluster.addNode", {
+      nodeId: "n4",
+      address: `127.0.0.1:${joiner.raftPort}`,
+    });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     await waitLive(joiner); // it listens once caught up
     const view = await status(joiner);
     expect(view.snapshotIndex).toBeGreaterThan(0); // installed from the leader's snapshot
     for (const key of acknowledged) expect(await isValid(joiner, key)).toBe(true);
-    await eventually(async () => (await status(members[0] as ClusterMember)).voters.includes("n4"), 15_000, "n4 promoted to voter");
+    await eventually(
+      async () => (await status(members[0] as ClusterMember)).voters.includes("n4"),
+      15_000,
+      "n4 promoted to voter",
+    );
     members = all;
   }, 60_000);
 
@@ -139,9 +171,14 @@ describe("a three-node cluster", () => {
     const loops = survivors.map(async (member, i) => {
       for (let n = i; running; n++) {
         const key = verifyKeys[n % verifyKeys.length] as string;
-        const answer = await verify(member, key).catch((error: unknown) => ({ status: 0, body: String(error), headers: new Headers() }));
+        const answer = await verify(member, key).catch((error: unknown) => ({
+          status: 0,
+          body: String(error),
+          headers: new Headers(),
+        }));
         verifications++;
-        if (answer.status !== 200 || answer.body.valid !== true || answer.body.code !== "VALID") failures.push(`${member.id}: ${answer.status} ${JSON.stringify(answer.body)}`);
+        if (answer.status !== 200 || answer.body.valid !== true || answer.body.code !== "VALID")
+          failures.push(`${member.id}: ${answer.status} ${JSON.stringify(answer.body)}`);
       }
     });
     const writer = survivors[0] as ClusterMember;
@@ -170,7 +207,8 @@ describe("a three-node cluster", () => {
     const newLeader = await leaderOf(survivors);
     expect(newLeader).not.toBe(leader);
     for (const member of survivors) {
-      for (const key of acknowledged) expect(await isValid(member, key), `${member.id} keeps an acknowledged key`).toBe(true);
+      for (const key of acknowledged)
+        expect(await isValid(member, key), `${member.id} keeps an acknowledged key`).toBe(true);
     }
   }, 90_000);
 
@@ -195,22 +233,39 @@ describe("membership removal", () => {
     await Promise.all(members.map((member) => waitLive(member)));
     const leader = await leaderOf(members);
     const removed = members.find((member) => member !== leader) as ClusterMember;
-    const ctl = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "remove", removed.id, "--url", removed.baseUrl], {
-      encoding: "utf8",
-      env: { PATH: process.env["PATH"] ?? "", KEYRAFT_ROOT_KEY: rootKey },
-    });
+    const ctl = spawnSync(
+      process.execPath,
+      [join(repoRoot, "cluster/ctl.mjs"), "remove", removed.id, "--url", removed.baseUrl],
+      {
+        encoding: "utf8",
+        env: { PATH: process.env["PATH"] ?? "", KEYRAFT_ROOT_KEY: rootKey },
+      },
+    );
     expect(ctl.status, ctl.stderr).toBe(0);
     expect(ctl.stdout).toContain(`${removed.id} removed at index`);
     const rest = members.filter((member) => member !== removed);
-    for (const member of rest) await eventually(async () => !(await status(member)).voters.includes(removed.id), 5000, "removed from the voters");
+    for (const member of rest)
+      await eventually(
+        async () => !(await status(member)).voters.includes(removed.id),
+        5000,
+        "removed from the voters",
+      );
     await kill(removed, "SIGKILL");
     const apiId = await createApi(rest[0] as ClusterMember);
     // Read-your-writes holds on the answering node; the other one applies the api a moment later.
     let created: Awaited<ReturnType<typeof createKey>> = { status: 404, body: null };
-    await eventually(async () => (created = await createKey(rest[1] as ClusterMember, apiId)).status !== 404, 5000, "the api reached the other node");
+    await eventually(
+      async () => (created = await createKey(rest[1] as ClusterMember, apiId)).status !== 404,
+      5000,
+      "the api reached the other node",
+    );
     expect(created.status, JSON.stringify(created.body)).toBe(200);
-    for (const member of rest) await eventually(() => isValid(member, created.key as string), 5000, "write after removal");
-    const refused = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "remove", "r9"], { encoding: "utf8", env: { PATH: process.env["PATH"] ?? "" } });
+    for (const member of rest)
+      await eventually(() => isValid(member, created.key as string), 5000, "write after removal");
+    const refused = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "remove", "r9"], {
+      encoding: "utf8",
+      env: { PATH: process.env["PATH"] ?? "" },
+    });
     expect(refused.status).toBe(2);
     expect(refused.stderr).toMatch(/KEYRAFT_ROOT_KEY/);
     for (const member of rest) await kill(member, "SIGKILL");
@@ -223,7 +278,10 @@ describe("bounded staleness", () => {
   beforeAll(async () => {
     members = await planMembers(["s1", "s2", "s3"], (id) => join(root, "b", id));
     for (const member of members) {
-      spawnMember(member, peersOf(members), { KEYRAFT_MAX_STALENESS_MS: "1000", ...(member.id === "s3" ? { KEYRAFT_STALE_POLICY: "serve" } : {}) });
+      spawnMember(member, peersOf(members), {
+        KEYRAFT_MAX_STALENESS_MS: "1000",
+        ...(member.id === "s3" ? { KEYRAFT_STALE_POLICY: "serve" } : {}),
+      });
     }
     await Promise.all(members.map((member) => waitLive(member)));
   }, 60_000);
@@ -237,14 +295,19 @@ describe("bounded staleness", () => {
       for (const other of others) other.child?.kill("SIGCONT");
     }
     // Back in the majority: fresh again.
-    await eventually(async () => (await verify(member, key)).status === 200 && !(await status(member)).stale, 15_000, `${member.id} fresh again`);
+    await eventually(
+      async () => (await verify(member, key)).status === 200 && !(await status(member)).stale,
+      15_000,
+      `${member.id} fresh again`,
+    );
   }
 
   it("a minority node past the bound refuses verifications with 503 and the v1 body, and status says so", async () => {
     const leader = await leaderOf(members);
     const apiId = await createApi(leader);
     const created = await createKey(leader, apiId);
-    for (const member of members) await eventually(() => isValid(member, created.key as string), 5000, "key everywhere");
+    for (const member of members)
+      await eventually(() => isValid(member, created.key as string), 5000, "key everywhere");
     const s1 = members[0] as ClusterMember;
     await isolate(
       s1,
@@ -252,7 +315,10 @@ describe("bounded staleness", () => {
         expect((await verify(s1, key)).status).toBe(200); // still within the bound
         await eventually(async () => (await verify(s1, key)).status === 503, 10_000, "s1 refuses");
         const refused = await verify(s1, key);
-        expect(refused.body.error).toMatchObject({ code: "INTERNAL_SERVER_ERROR", docs: expect.stringContaining("INTERNAL_SERVER_ERROR") });
+        expect(refused.body.error).toMatchObject({
+          code: "INTERNAL_SERVER_ERROR",
+          docs: expect.stringContaining("INTERNAL_SERVER_ERROR"),
+        });
         expect(refused.body.error.message).toMatch(/stale/);
         expect(Number(refused.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
         const view = await status(s1);
@@ -293,8 +359,19 @@ describe("a pre-cluster single-node data dir", () => {
     const db = await openStoreDb(dataDir);
     const machine = keyStateMachine();
     const log = await LevelCommandLog.open<KeyCommand, CommandOutcome>(db, machine, { onFatal: () => undefined });
-    await bootstrapRootKey({ state: machine.state, commandLog: log, rootKey, nowMs: Date.now, randomBytes: (n) => new Uint8Array(randomBytes(n)) });
-    const created = await log.append({ type: "createApi", apiId: "api_legacy1", name: "legacy-api", nowMs: Date.now() });
+    await bootstrapRootKey({
+      state: machine.state,
+      commandLog: log,
+      rootKey,
+      nowMs: Date.now,
+      randomBytes: (n) => new Uint8Array(randomBytes(n)),
+    });
+    const created = await log.append({
+      type: "createApi",
+      apiId: "api_legacy1",
+      name: "legacy-api",
+      nowMs: Date.now(),
+    });
     expect(created.ok).toBe(true);
     await log.close();
     await db.close();
@@ -311,7 +388,9 @@ describe("a pre-cluster single-node data dir", () => {
     };
     await start();
     expect(member.output()).toContain("pre-cluster store migrated");
-    const api = await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=api_legacy1`, { headers: { authorization: `Bearer ${rootKey}` } });
+    const api = await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=api_legacy1`, {
+      headers: { authorization: `Bearer ${rootKey}` },
+    });
     expect(api.status).toBe(200);
     expect(await api.json()).toMatchObject({ id: "api_legacy1", name: "legacy-api" });
     const created = await call(member, "/v1/keys.createKey", { apiId: "api_legacy1" });
@@ -327,7 +406,9 @@ describe("a pre-cluster single-node data dir", () => {
   it("is refused, with exit code 1 and a message, when the node is one of several members", async () => {
     const dataDir = join(root, "legacy-multi");
     await legacyDataDir(dataDir);
-    const [member, other] = (await planMembers(["m1", "m2"], (id) => (id === "m1" ? dataDir : join(root, "unused")))) as [ClusterMember, ClusterMember];
+    const [member, other] = (await planMembers(["m1", "m2"], (id) =>
+      id === "m1" ? dataDir : join(root, "unused"),
+    )) as [ClusterMember, ClusterMember];
     spawnMember(member, peersOf([member, other]));
     expect(await member.exited).toBe(1);
     expect(member.output()).toContain("can only be upgraded into a one-member cluster");
@@ -337,9 +418,16 @@ describe("a pre-cluster single-node data dir", () => {
 
 describe("a node stopped while it starts", () => {
   it("exits 0 on SIGTERM while it waits for a quorum that never comes", async () => {
-    const [member, absent] = (await planMembers(["w1", "w2"], (id) => join(root, "waiting", id))) as [ClusterMember, ClusterMember];
+    const [member, absent] = (await planMembers(["w1", "w2"], (id) => join(root, "waiting", id))) as [
+      ClusterMember,
+      ClusterMember,
+    ];
     spawnMember(member, peersOf([member, absent])); // w2 is never started: no quorum, no leader
-    await eventually(async () => member.output().includes("waiting for a leader backed by a quorum"), 30_000, "the wait-for-quorum warning");
+    await eventually(
+      async () => member.output().includes("waiting for a leader backed by a quorum"),
+      30_000,
+      "the wait-for-quorum warning",
+    );
     member.child?.kill("SIGTERM");
     expect(await member.exited).toBe(0);
     expect(member.output()).toContain("stopped while starting");
@@ -373,7 +461,12 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
     const dir = join(root, "script");
     const child = spawn(process.execPath, [join(repoRoot, "cluster/run.mjs")], {
       cwd: repoRoot,
-      env: { PATH: process.env["PATH"] ?? "", KEYRAFT_CLUSTER_DIR: dir, KEYRAFT_CLUSTER_HTTP_BASE: String(httpBase), KEYRAFT_CLUSTER_RAFT_BASE: String(raftBase) },
+      env: {
+        PATH: process.env["PATH"] ?? "",
+        KEYRAFT_CLUSTER_DIR: dir,
+        KEYRAFT_CLUSTER_HTTP_BASE: String(httpBase),
+        KEYRAFT_CLUSTER_RAFT_BASE: String(raftBase),
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -382,12 +475,20 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
     const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code))); // after the output is drained
     try {
       // Followers may listen (and the status line name the leader) before the leader has printed the key.
-      await eventually(async () => /leader: n\d \|/.test(out) && out.includes("root key (shown once"), 30_000, "a status line naming the leader, and the root key");
+      await eventually(
+        async () => /leader: n\d \|/.test(out) && out.includes("root key (shown once"),
+        30_000,
+        "a status line naming the leader, and the root key",
+      );
       // ctl asks n2 below: wait until a status line shows it serving (it listens once it has caught up).
       await eventually(async () => /\| n2 (leader|follower) term/.test(out), 30_000, "a status line with n2 serving");
       const rootKeys = out.match(/root key \(shown once, store it now\): (\S+)/g) ?? [];
       expect(rootKeys).toHaveLength(1); // one root key, printed once
-      const ctl = spawnSync(process.execPath, [join(repoRoot, "cluster/ctl.mjs"), "status", "--url", `http://127.0.0.1:${httpBase + 1}`], { encoding: "utf8" });
+      const ctl = spawnSync(
+        process.execPath,
+        [join(repoRoot, "cluster/ctl.mjs"), "status", "--url", `http://127.0.0.1:${httpBase + 1}`],
+        { encoding: "utf8" },
+      );
       expect(ctl.status, ctl.stderr).toBe(0);
       expect(ctl.stdout).toMatch(/^n2: (leader|follower), term \d+, leader n\d/);
       expect(existsSync(join(dir, "secret"))).toBe(true);

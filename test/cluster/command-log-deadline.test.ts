@@ -32,7 +32,10 @@ function clockedLog(leader: () => string, answer: () => Promise<RpcResult>) {
 
 describe("ClusterCommandLog deadline", () => {
   it("answers 'nothing was changed' when the sweep expires a write that was never sent", async () => {
-    const { log, clock } = clockedLog(() => "", async () => ({ ok: true, index: 1 }));
+    const { log, clock } = clockedLog(
+      () => "",
+      async () => ({ ok: true, index: 1 }),
+    );
     const settled = log.append(createApi("api_1")).catch((error: unknown) => error as V1Error);
     clock.nowMs = 10_000; // past the deadline while the retry loop sleeps
     const error = await settled;
@@ -41,7 +44,10 @@ describe("ClusterCommandLog deadline", () => {
   });
 
   it("answers 'outcome unknown' when the sweep expires a write the leader may have proposed", async () => {
-    const { log, clock } = clockedLog(() => "n2", () => new Promise(() => undefined)); // the leader never answers
+    const { log, clock } = clockedLog(
+      () => "n2",
+      () => new Promise(() => undefined),
+    ); // the leader never answers
     const settled = log.append(createApi("api_2")).catch((error: unknown) => error as V1Error);
     await new Promise((resolve) => setTimeout(resolve, 5)); // forwarded on the next loop turn
     clock.nowMs = 10_000;

@@ -7,7 +7,20 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { call, eventually, kill, killAllMembers, leaderOf, peersOf, planMembers, rootKey, spawnMember, status, waitLive, type ClusterMember } from "./cluster-harness.js";
+import {
+  call,
+  eventually,
+  kill,
+  killAllMembers,
+  leaderOf,
+  peersOf,
+  planMembers,
+  rootKey,
+  spawnMember,
+  status,
+  waitLive,
+  type ClusterMember,
+} from "./cluster-harness.js";
 
 // A short ttl so an idle lease is settled soon after its last use.
 const leaseCredits = 50;
@@ -17,7 +30,12 @@ const leaseCredits = 50;
  */
 const crashForfeitMax = 2 * (Math.ceil(leaseCredits / 4) - 1);
 // Leases of a fixed size (no growth), so the forfeit bound below is tight.
-const leaseEnv = { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_CREDIT_LEASE_TTL_MS: "600", KEYRAFT_CREDIT_LEASE_CREDITS: String(leaseCredits), KEYRAFT_CREDIT_LEASE_CREDITS_MAX: String(leaseCredits) };
+const leaseEnv = {
+  KEYRAFT_LOG_LEVEL: "warn",
+  KEYRAFT_CREDIT_LEASE_TTL_MS: "600",
+  KEYRAFT_CREDIT_LEASE_CREDITS: String(leaseCredits),
+  KEYRAFT_CREDIT_LEASE_CREDITS_MAX: String(leaseCredits),
+};
 let root = "";
 
 beforeAll(async () => {
@@ -30,7 +48,9 @@ afterAll(async () => {
 });
 
 async function getRemaining(member: ClusterMember, keyId: string): Promise<number | null> {
-  const response = await fetch(`${member.baseUrl}/v1/keys.getKey?keyId=${keyId}`, { headers: { authorization: `Bearer ${rootKey}` } });
+  const response = await fetch(`${member.baseUrl}/v1/keys.getKey?keyId=${keyId}`, {
+    headers: { authorization: `Bearer ${rootKey}` },
+  });
   if (response.status !== 200) {
     await response.arrayBuffer();
     return null;
@@ -39,11 +59,16 @@ async function getRemaining(member: ClusterMember, keyId: string): Promise<numbe
   return body.remaining ?? null;
 }
 
-async function keyWithCredits(apiId: string, credits: number, on: readonly ClusterMember[]): Promise<{ key: string; keyId: string }> {
+async function keyWithCredits(
+  apiId: string,
+  credits: number,
+  on: readonly ClusterMember[],
+): Promise<{ key: string; keyId: string }> {
   const created = await call(on[0]!, "/v1/keys.createKey", { apiId, remaining: credits });
   expect(created.status, JSON.stringify(created.body)).toBe(200);
   const { key, keyId } = created.body as { key: string; keyId: string };
-  for (const member of on) await eventually(async () => (await getRemaining(member, keyId)) === credits, 10_000, `${member.id} has the key`);
+  for (const member of on)
+    await eventually(async () => (await getRemaining(member, keyId)) === credits, 10_000, `${member.id} has the key`);
   return { key, keyId };
 }
 
@@ -57,7 +82,12 @@ interface Tally {
 }
 
 /** `perNode` verifications on each member, `concurrency` at a time per member. */
-async function verifyMany(on: readonly ClusterMember[], key: string, perNode: number, concurrency: number): Promise<Tally> {
+async function verifyMany(
+  on: readonly ClusterMember[],
+  key: string,
+  perNode: number,
+  concurrency: number,
+): Promise<Tally> {
   const tally: Tally = { admitted: 0, exceeded: 0, unavailable: 0, other: [], shown: [] };
   await Promise.all(
     on.map(async (member) => {
@@ -66,7 +96,10 @@ async function verifyMany(on: readonly ClusterMember[], key: string, perNode: nu
         Array.from({ length: concurrency }, async () => {
           while (left > 0) {
             left--;
-            const answer = await call(member, "/v1/keys.verifyKey", { key }, false).catch((error: Error) => ({ status: 0, body: { message: error.message } }));
+            const answer = await call(member, "/v1/keys.verifyKey", { key }, false).catch((error: Error) => ({
+              status: 0,
+              body: { message: error.message },
+            }));
             if (answer.status === 200 && answer.body.valid === true) {
               tally.admitted++;
               tally.shown.push(answer.body.remaining as number);
@@ -108,7 +141,8 @@ describe("credits on a three-node cluster", () => {
     expect(tally.exceeded).toBe(3 * 260 - credits);
     expect(Math.min(...tally.shown)).toBeGreaterThanOrEqual(0);
     // Once the leases are settled every replica shows 0 left.
-    for (const member of members) await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
+    for (const member of members)
+      await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
   }, 60_000);
 
   it("a key's last credits (held by its owner's lease) are spent for the other nodes by the owner: no false USAGE_EXCEEDED", async () => {
@@ -124,7 +158,8 @@ describe("credits on a three-node cluster", () => {
       const answer = await call(member, "/v1/keys.verifyKey", { key }, false);
       expect(answer.body).toMatchObject({ valid: false, code: "USAGE_EXCEEDED" });
     }
-    for (const member of members) await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
+    for (const member of members)
+      await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
   }, 60_000);
 
   it("after kill -9 of a node holding a lease: never more than the credits, and its unspent lease returns once it restarts", async () => {
@@ -144,16 +179,21 @@ describe("credits on a three-node cluster", () => {
     await waitLive(victim);
     // Restarted, it settles its leases from its journal: the credits it did not spend return.
     let after: Tally | null = null;
-    await eventually(async () => {
-      const more = await verifyMany(members, key, 20, 2);
-      expect(more.other).toEqual([]);
-      after = after === null ? more : { ...after, admitted: after.admitted + more.admitted };
-      return (await getRemaining(members[0]!, keyId)) === 0 && more.admitted === 0;
-    }, 30_000, "every credit spent");
+    await eventually(
+      async () => {
+        const more = await verifyMany(members, key, 20, 2);
+        expect(more.other).toEqual([]);
+        after = after === null ? more : { ...after, admitted: after.admitted + more.admitted };
+        return (await getRemaining(members[0]!, keyId)) === 0 && more.admitted === 0;
+      },
+      30_000,
+      "every credit spent",
+    );
     const total = before.admitted + during.admitted + (after as Tally | null)!.admitted;
     expect(total).toBeLessThanOrEqual(credits);
     expect(total).toBeGreaterThanOrEqual(credits - crashForfeitMax);
-    for (const member of members) await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
+    for (const member of members)
+      await eventually(async () => (await getRemaining(member, keyId)) === 0, 15_000, `${member.id} shows 0`);
   }, 90_000);
 });
 
@@ -183,11 +223,15 @@ describe("credits on a single node", () => {
     await kill(node!, "SIGKILL");
     await start();
     let left = -1;
-    await eventually(async () => {
-      left = (await getRemaining(node!, keyId)) ?? -1;
-      const ledgerSettled = left <= 50;
-      return ledgerSettled;
-    }, 15_000, "the old lease settled after the restart");
+    await eventually(
+      async () => {
+        left = (await getRemaining(node!, keyId)) ?? -1;
+        const ledgerSettled = left <= 50;
+        return ledgerSettled;
+      },
+      15_000,
+      "the old lease settled after the restart",
+    );
     expect(left).toBeGreaterThanOrEqual(50 - crashForfeitMax);
     const third = await verifyMany([node!], key, 80, 10);
     expect(third.admitted).toBe(left);

@@ -7,7 +7,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asyncOvershootBound, rankNodes } from "@keyraft/core";
-import { call, eventually, kill, killAllMembers, leaderOf, peersOf, planMembers, rootKey, sleep, spawnMember, waitLive, type ClusterMember } from "./cluster-harness.js";
+import {
+  call,
+  eventually,
+  kill,
+  killAllMembers,
+  leaderOf,
+  peersOf,
+  planMembers,
+  rootKey,
+  sleep,
+  spawnMember,
+  waitLive,
+  type ClusterMember,
+} from "./cluster-harness.js";
 
 const reconcileMs = 50;
 let root = "";
@@ -17,7 +30,11 @@ let apiId = "";
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "keyraft-ratelimits-"));
   members = await planMembers(["n1", "n2", "n3"], (id) => join(root, id));
-  for (const member of members) spawnMember(member, peersOf(members), { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_RATELIMIT_RECONCILE_MS: String(reconcileMs) });
+  for (const member of members)
+    spawnMember(member, peersOf(members), {
+      KEYRAFT_LOG_LEVEL: "warn",
+      KEYRAFT_RATELIMIT_RECONCILE_MS: String(reconcileMs),
+    });
   await Promise.all(members.map((member) => waitLive(member)));
   const leader = await leaderOf(members);
   const created = await call(leader, "/v1/apis.createApi", { name: "ratelimits-test" });
@@ -31,13 +48,19 @@ afterAll(async () => {
 });
 
 /** A key with a `default` limit of `limit` per `durationMs`, visible on every live member. */
-async function keyWithLimit(limit: number, durationMs: number, on: readonly ClusterMember[]): Promise<{ key: string; keyId: string }> {
+async function keyWithLimit(
+  limit: number,
+  durationMs: number,
+  on: readonly ClusterMember[],
+): Promise<{ key: string; keyId: string }> {
   const created = await call(on[0]!, "/v1/keys.createKey", { apiId, ratelimit: { limit, duration: durationMs } });
   expect(created.status, JSON.stringify(created.body)).toBe(200);
   const { key, keyId } = created.body as { key: string; keyId: string };
   // Read (not verify: that would count) until every node has the key.
   const hasKey = async (member: ClusterMember) => {
-    const response = await fetch(`${member.baseUrl}/v1/keys.getKey?keyId=${keyId}`, { headers: { authorization: `Bearer ${rootKey}` } });
+    const response = await fetch(`${member.baseUrl}/v1/keys.getKey?keyId=${keyId}`, {
+      headers: { authorization: `Bearer ${rootKey}` },
+    });
     await response.arrayBuffer();
     return response.status === 200;
   };
@@ -58,7 +81,10 @@ async function verifyBurst(on: readonly ClusterMember[], key: string, perNode: n
   await Promise.all(
     on.flatMap((member) =>
       Array.from({ length: perNode }, async () => {
-        const answer = await call(member, "/v1/keys.verifyKey", { key }, false).catch(() => ({ status: 0, body: null }));
+        const answer = await call(member, "/v1/keys.verifyKey", { key }, false).catch(() => ({
+          status: 0,
+          body: null,
+        }));
         if (answer.status === 200 && answer.body.valid === true) tally.admitted++;
         else if (answer.status === 200 && answer.body.code === "RATE_LIMITED") tally.limited++;
         else if (answer.status === 503) tally.unavailable++;
@@ -87,7 +113,12 @@ describe("rate limits on a three-node cluster", () => {
     await Promise.all(
       members.flatMap((member) =>
         Array.from({ length: 20 }, async () => {
-          const answer = await call(member, "/v1/ratelimits.limit", { namespace: "rl-test", identifier: "user-1", limit, duration: 60_000 });
+          const answer = await call(member, "/v1/ratelimits.limit", {
+            namespace: "rl-test",
+            identifier: "user-1",
+            limit,
+            duration: 60_000,
+          });
           if (answer.status === 200 && answer.body.success === true) admitted++;
         }),
       ),
@@ -102,7 +133,13 @@ describe("rate limits on a three-node cluster", () => {
     await Promise.all(
       members.map(async (member, index) => {
         while (Date.now() < deadline) {
-          const answer = await call(member, "/v1/ratelimits.limit", { namespace: "rl-async", identifier: "user-a", limit, duration: 60_000, async: true });
+          const answer = await call(member, "/v1/ratelimits.limit", {
+            namespace: "rl-async",
+            identifier: "user-a",
+            limit,
+            duration: 60_000,
+            async: true,
+          });
           if (answer.status === 200 && answer.body.success === true) admittedAt[index]!.push(Date.now());
           await sleep(10);
         }
@@ -124,7 +161,10 @@ describe("rate limits on a three-node cluster", () => {
   it("after kill -9 of a limit's owner, its successor takes over, hands back when the owner restarts, and the total never exceeds the limit", async () => {
     const limit = 60;
     const { key, keyId } = await keyWithLimit(limit, 60_000, members);
-    const [ownerId, successorId] = rankNodes(`v:${keyId}`, members.map((member) => member.id));
+    const [ownerId, successorId] = rankNodes(
+      `v:${keyId}`,
+      members.map((member) => member.id),
+    );
     const owner = members.find((member) => member.id === ownerId)!;
     const survivors = members.filter((member) => member !== owner);
     const before = await verifyBurst(members, key, 8);
@@ -147,17 +187,23 @@ describe("rate limits on a three-node cluster", () => {
     expect(after, `successor ${successorId} admitted none (${unavailable} unavailable)`).toBeGreaterThan(0);
     expect(before.admitted + after).toBeLessThanOrEqual(limit);
     // The owner restarts (its memory lost, its disk kept) and gets the successor's counts back.
-    spawnMember(owner, peersOf(members), { KEYRAFT_LOG_LEVEL: "warn", KEYRAFT_RATELIMIT_RECONCILE_MS: String(reconcileMs) });
+    spawnMember(owner, peersOf(members), {
+      KEYRAFT_LOG_LEVEL: "warn",
+      KEYRAFT_RATELIMIT_RECONCILE_MS: String(reconcileMs),
+    });
     await waitLive(owner);
     let restarted = 0;
     const until2 = Date.now() + 8000;
-    for (let idle = 0; Date.now() < until2 && idle < 3; ) {
+    for (let idle = 0; Date.now() < until2 && idle < 3;) {
       const tally = await verifyBurst(members, key, 10);
       restarted += tally.admitted;
       expect(tally.other, JSON.stringify(tally)).toBe(0);
       idle = tally.admitted === 0 && tally.limited > 0 ? idle + 1 : 0;
       await sleep(100);
     }
-    expect(before.admitted + after + restarted, `before ${before.admitted}, successor ${after}, after the restart ${restarted}`).toBeLessThanOrEqual(limit);
+    expect(
+      before.admitted + after + restarted,
+      `before ${before.admitted}, successor ${after}, after the restart ${restarted}`,
+    ).toBeLessThanOrEqual(limit);
   }, 90_000);
 });

@@ -35,13 +35,23 @@ function link(replica: Replica, propose: (secret: string) => Promise<void>): Roo
   };
 }
 
-const fresh = (leader: boolean): Replica => ({ leader, applied: [], committedNotApplied: [], proposals: [], barriers: 0 });
+const fresh = (leader: boolean): Replica => ({
+  leader,
+  applied: [],
+  committedNotApplied: [],
+  proposals: [],
+  barriers: 0,
+});
 
 describe("generateRootKeyOnce", () => {
   it("a new leader sees its predecessor's committed key after the barrier and generates none", async () => {
     const replica = fresh(true);
     replica.committedNotApplied.push("hash(predecessor)"); // committed under the old leader, not applied here yet
-    const result = await generateRootKeyOnce(link(replica, async () => undefined), "mine", options);
+    const result = await generateRootKeyOnce(
+      link(replica, async () => undefined),
+      "mine",
+      options,
+    );
     expect(result).toBe("exists");
     expect(replica.barriers).toBe(1);
     expect(replica.proposals).toEqual([]);
@@ -49,7 +59,11 @@ describe("generateRootKeyOnce", () => {
 
   it("a follower never generates; it returns once the key arrives through the log", async () => {
     const replica = fresh(false);
-    const running = generateRootKeyOnce(link(replica, async () => undefined), "mine", options);
+    const running = generateRootKeyOnce(
+      link(replica, async () => undefined),
+      "mine",
+      options,
+    );
     await new Promise((resolve) => setTimeout(resolve, 20));
     replica.applied.push("hash(leader's)");
     await expect(running).resolves.toBe("exists");
@@ -106,7 +120,11 @@ describe("generateRootKeyOnce", () => {
   it("stops without a key when the node stops", async () => {
     const replica = fresh(false);
     let stopped = false;
-    const running = generateRootKeyOnce(link(replica, async () => undefined), "mine", { ...options, stopped: () => stopped });
+    const running = generateRootKeyOnce(
+      link(replica, async () => undefined),
+      "mine",
+      { ...options, stopped: () => stopped },
+    );
     stopped = true;
     await expect(running).resolves.toBe("stopped");
   });

@@ -39,7 +39,12 @@ export function killAll(): void {
   running.clear();
 }
 
-export function spawnNode(env: Record<string, string>): { child: ChildProcess; stdout: () => string; stderr: () => string; exited: Promise<number | NodeJS.Signals> } {
+export function spawnNode(env: Record<string, string>): {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | NodeJS.Signals>;
+} {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`tsc -b\` first (npm test does)`);
   const child = spawn(process.execPath, [mainJs], {
     cwd: repoRoot,
@@ -64,13 +69,22 @@ export function spawnNode(env: Record<string, string>): { child: ChildProcess; s
 /** Starts a node and waits until /v1/liveness answers 200. */
 export async function startNode(dataDir: string, extraEnv: Record<string, string> = {}): Promise<NodeProcess> {
   const port = await freePort();
-  const spawned = spawnNode({ PORT: String(port), HOST: "127.0.0.1", KEYRAFT_DATA_DIR: dataDir, KEYRAFT_LOG_LEVEL: "info", ...extraEnv });
+  const spawned = spawnNode({
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    KEYRAFT_DATA_DIR: dataDir,
+    KEYRAFT_LOG_LEVEL: "info",
+    ...extraEnv,
+  });
   const baseUrl = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   let exitedEarly: number | NodeJS.Signals | null = null;
   void spawned.exited.then((how) => (exitedEarly = how));
   while (Date.now() < deadline) {
-    if (exitedEarly !== null) throw new Error(`node exited (${String(exitedEarly)}) before it was live; stderr: ${spawned.stderr()} stdout: ${spawned.stdout()}`);
+    if (exitedEarly !== null)
+      throw new Error(
+        `node exited (${String(exitedEarly)}) before it was live; stderr: ${spawned.stderr()} stdout: ${spawned.stdout()}`,
+      );
     try {
       const response = await fetch(`${baseUrl}/v1/liveness`);
       if (response.status === 200) return { ...spawned, baseUrl, port };

@@ -102,25 +102,45 @@ describe("single node end to end", () => {
     made.disabledKey = created;
 
     const first = ok(await unkey.keys.verify({ key: created.key, authorization: { permissions: "docs.read" } }));
-    expect(first).toMatchObject({ valid: true, code: "VALID", keyId: created.keyId, name: "first", meta: { plan: "pro", seats: 3 }, remaining: 2 });
+    expect(first).toMatchObject({
+      valid: true,
+      code: "VALID",
+      keyId: created.keyId,
+      name: "first",
+      meta: { plan: "pro", seats: 3 },
+      remaining: 2,
+    });
     expect(first.permissions).toEqual(expect.arrayContaining(["docs.read", "docs.write"]));
     expect(first.ratelimit).toMatchObject({ limit: 100 });
-    expect(ok(await unkey.keys.verify({ key: created.key, authorization: { permissions: "billing.read" } }))).toMatchObject({
+    expect(
+      ok(await unkey.keys.verify({ key: created.key, authorization: { permissions: "billing.read" } })),
+    ).toMatchObject({
       valid: false,
       code: "INSUFFICIENT_PERMISSIONS",
     });
-    expect(ok(await unkey.keys.verify({ key: created.key, remaining: { cost: 2 } }))).toMatchObject({ valid: true, remaining: 0 });
-    expect(ok(await unkey.keys.verify({ key: created.key }))).toMatchObject({ valid: false, code: "USAGE_EXCEEDED", remaining: 0 });
+    expect(ok(await unkey.keys.verify({ key: created.key, remaining: { cost: 2 } }))).toMatchObject({
+      valid: true,
+      remaining: 0,
+    });
+    expect(ok(await unkey.keys.verify({ key: created.key }))).toMatchObject({
+      valid: false,
+      code: "USAGE_EXCEEDED",
+      remaining: 0,
+    });
 
     // Disable it.
     ok(await unkey.keys.update({ keyId: created.keyId, enabled: false, remaining: 10 }));
     expect(ok(await unkey.keys.verify({ key: created.key }))).toMatchObject({ valid: false, code: "DISABLED" });
 
     // A second key: credits spent partly, permissions and roles replaced.
-    const credit = ok(await unkey.keys.create({ apiId: api.apiId, name: "credits", remaining: 50, externalId: "user_e2e" }));
+    const credit = ok(
+      await unkey.keys.create({ apiId: api.apiId, name: "credits", remaining: 50, externalId: "user_e2e" }),
+    );
     made.creditKey = credit;
     for (let i = 0; i < 3; i++) expect(ok(await unkey.keys.verify({ key: credit.key }))).toMatchObject({ valid: true });
-    const setPermissions = ok(await unkey.keys.setPermissions({ keyId: credit.keyId, permissions: [{ name: "files.read", create: true }] }));
+    const setPermissions = ok(
+      await unkey.keys.setPermissions({ keyId: credit.keyId, permissions: [{ name: "files.read", create: true }] }),
+    );
     expect(setPermissions).toEqual([expect.objectContaining({ name: "files.read" })]);
     const setRoles = ok(await unkey.keys.setRoles({ keyId: credit.keyId, roles: [{ name: "reader", create: true }] }));
     expect(setRoles).toEqual([expect.objectContaining({ name: "reader" })]);
@@ -154,11 +174,14 @@ describe("single node end to end", () => {
     expect((await unkey.keys.get({ keyId: doomed.keyId })).error?.code).toBe("NOT_FOUND");
 
     // Rate limits and overrides.
-    const limit = (identifier: string) => unkey.ratelimits.limit({ namespace: "e2e", identifier, limit: 2, duration: 60_000 });
+    const limit = (identifier: string) =>
+      unkey.ratelimits.limit({ namespace: "e2e", identifier, limit: 2, duration: 60_000 });
     expect(ok(await limit("user_1")).success).toBe(true);
     expect(ok(await limit("user_1"))).toMatchObject({ success: true, limit: 2, remaining: 0 });
     expect(ok(await limit("user_1"))).toMatchObject({ success: false, remaining: 0 });
-    const override = ok(await unkey.ratelimits.setOverride({ namespaceName: "e2e", identifier: "vip_*", limit: 5, duration: 60_000 }));
+    const override = ok(
+      await unkey.ratelimits.setOverride({ namespaceName: "e2e", identifier: "vip_*", limit: 5, duration: 60_000 }),
+    );
     expect(override.overrideId).toMatch(/^rlor_/);
     ok(await unkey.ratelimits.setOverride({ namespaceName: "e2e", identifier: "gold", limit: 7, duration: 60_000 }));
     const listed = ok(await unkey.ratelimits.listOverrides({ namespaceName: "e2e" }));
@@ -172,7 +195,9 @@ describe("single node end to end", () => {
     });
     expect(ok(await limit("vip_anna"))).toMatchObject({ success: true, limit: 5, remaining: 4 });
     ok(await unkey.ratelimits.deleteOverride({ namespaceName: "e2e", identifier: "gold" }));
-    expect((await unkey.ratelimits.getOverride({ namespaceName: "e2e", identifier: "gold" })).error?.code).toBe("NOT_FOUND");
+    expect((await unkey.ratelimits.getOverride({ namespaceName: "e2e", identifier: "gold" })).error?.code).toBe(
+      "NOT_FOUND",
+    );
 
     // The root key never reaches the logs.
     expect(node.stdout()).not.toContain(rootKey);
@@ -184,14 +209,19 @@ describe("single node end to end", () => {
     node = await startNode(dataDir, { KEYRAFT_ROOT_KEY: rootKey });
     const unkey = client(node.baseUrl);
     expect(ok(await unkey.apis.get({ apiId: made.apiId }))).toMatchObject({ name: "e2e-api" });
-    expect(ok(await unkey.keys.verify({ key: made.disabledKey.key }))).toMatchObject({ valid: false, code: "DISABLED" });
+    expect(ok(await unkey.keys.verify({ key: made.disabledKey.key }))).toMatchObject({
+      valid: false,
+      code: "DISABLED",
+    });
     expect(ok(await unkey.keys.verify({ key: "e2e_not_a_key" }))).toMatchObject({ valid: false, code: "NOT_FOUND" });
     expect((await unkey.keys.get({ keyId: made.deletedKeyId })).error?.code).toBe("NOT_FOUND");
     // Spent credits are exactly as before.
     const got = ok(await unkey.keys.get({ keyId: made.creditKey.keyId }));
     expect(got).toMatchObject({ remaining: made.creditsAfterFirstRun, permissions: ["files.read"], roles: ["reader"] });
     // A used-up rate limit stays used up across the restart (never admits more).
-    expect(ok(await unkey.ratelimits.limit({ namespace: "e2e", identifier: "user_1", limit: 2, duration: 60_000 }))).toMatchObject({ success: false });
+    expect(
+      ok(await unkey.ratelimits.limit({ namespace: "e2e", identifier: "user_1", limit: 2, duration: 60_000 })),
+    ).toMatchObject({ success: false });
     const listed = ok(await unkey.ratelimits.listOverrides({ namespaceName: "e2e" }));
     expect(listed.overrides.map((o) => o.identifier)).toEqual(["vip_*"]);
   });
@@ -201,7 +231,8 @@ describe("single node end to end", () => {
     const creditsGranted = 2000;
     const workers = 8;
     const key = ok(await unkey.keys.create({ apiId: made.apiId, name: "crash", remaining: creditsGranted }));
-    const limitCrash = (u: Unkey) => u.ratelimits.limit({ namespace: "e2e", identifier: "user_crash", limit: 3, duration: 60_000 });
+    const limitCrash = (u: Unkey) =>
+      u.ratelimits.limit({ namespace: "e2e", identifier: "user_crash", limit: 3, duration: 60_000 });
     for (let i = 0; i < 3; i++) expect(ok(await limitCrash(unkey)).success).toBe(true);
     const traffic = verificationTraffic(unkey, key.key, creditsGranted, workers);
     await untilValid(traffic.counts, 200);

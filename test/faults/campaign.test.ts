@@ -10,19 +10,32 @@ const missing = clusterUnavailableReason();
 const seed = Number(process.env["FAULTS_SEED"] ?? 1 + Math.floor(Math.random() * 100_000));
 
 describe("fault campaign (short)", () => {
-  it.skipIf(missing !== null)(`seed ${seed}: no overspent credit, limits within bound, no lost write, linearizable, converged${missing === null ? "" : ` (SKIPPED: ${missing})`}`, async () => {
-    const lines: string[] = [];
-    const nodes = 3;
-    // The campaign's limit is async:false, judged by its owner across the cluster: exact, bound = the limit (factor 1).
-    const report = await runCampaign({ seed, durationMs: 25_000, nodes, ratelimitBoundFactor: 1, log: (line) => lines.push(line) });
-    const context = `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts (or npm run test:faults -- --seed ${seed} --duration 25000)\n${lines.join("\n")}\n${JSON.stringify(report)}`;
-    expect(report.violations, context).toEqual([]);
-    expect(report.converged, context).toBe(true);
-    expect(report.linearizability, context).toEqual({ register: "ok", set: "ok" });
-    // The campaign did what it claims: faults struck and every workload ran.
-    expect(Object.values(report.faults).reduce((a, b) => a + b, 0), context).toBeGreaterThan(0);
-    expect(report.operations["verifyValid"], context).toBeGreaterThan(0);
-    expect(report.operations["limitSuccess"], context).toBeGreaterThan(0);
-    expect(report.operations["writeAcked"], context).toBeGreaterThan(0);
-  }, 150_000);
+  it.skipIf(missing !== null)(
+    `seed ${seed}: no overspent credit, limits within bound, no lost write, linearizable, converged${missing === null ? "" : ` (SKIPPED: ${missing})`}`,
+    async () => {
+      const lines: string[] = [];
+      const nodes = 3;
+      // The campaign's limit is async:false, judged by its owner across the cluster: exact, bound = the limit (factor 1).
+      const report = await runCampaign({
+        seed,
+        durationMs: 25_000,
+        nodes,
+        ratelimitBoundFactor: 1,
+        log: (line) => lines.push(line),
+      });
+      const context = `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts (or npm run test:faults -- --seed ${seed} --duration 25000)\n${lines.join("\n")}\n${JSON.stringify(report)}`;
+      expect(report.violations, context).toEqual([]);
+      expect(report.converged, context).toBe(true);
+      expect(report.linearizability, context).toEqual({ register: "ok", set: "ok" });
+      // The campaign did what it claims: faults struck and every workload ran.
+      expect(
+        Object.values(report.faults).reduce((a, b) => a + b, 0),
+        context,
+      ).toBeGreaterThan(0);
+      expect(report.operations["verifyValid"], context).toBeGreaterThan(0);
+      expect(report.operations["limitSuccess"], context).toBeGreaterThan(0);
+      expect(report.operations["writeAcked"], context).toBeGreaterThan(0);
+    },
+    150_000,
+  );
 });

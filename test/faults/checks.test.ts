@@ -10,12 +10,22 @@ describe("fault harness checks", () => {
     const spread = Array.from({ length: 10 }, (_, i) => ({ callMs: i * 300, returnMs: i * 300 + 1 }));
     expect(certainWindowMax(spread, 1000)).toBe(4);
     // A slow answer (long interval) may have been decided outside the window: not counted there.
-    expect(certainWindowMax([{ callMs: 0, returnMs: 1 }, { callMs: 5, returnMs: 5000 }], 1000)).toBe(1);
+    expect(
+      certainWindowMax(
+        [
+          { callMs: 0, returnMs: 1 },
+          { callMs: 5, returnMs: 5000 },
+        ],
+        1000,
+      ),
+    ).toBe(1);
   });
 
   it("creditViolations flags overspending, also through the final replicated balance", () => {
     expect(creditViolations([{ keyId: "a", supplied: 10, admittedCost: 10, finalRemaining: 0 }])).toEqual([]);
     expect(creditViolations([{ keyId: "a", supplied: 10, admittedCost: 11, finalRemaining: 0 }])).toHaveLength(2);
-    expect(creditViolations([{ keyId: "a", supplied: 10, admittedCost: 8, finalRemaining: 3 }])).toEqual(["a: admitted 8 + remaining 3 > supplied 10"]);
+    expect(creditViolations([{ keyId: "a", supplied: 10, admittedCost: 8, finalRemaining: 3 }])).toEqual([
+      "a: admitted 8 + remaining 3 > supplied 10",
+    ]);
   });
 });

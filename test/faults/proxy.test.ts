@@ -42,7 +42,12 @@ function roundTrip(address: string, text: string, timeoutMs = 1000): Promise<str
 }
 
 beforeAll(async () => {
-  proxy = await LinkProxy.start(new Map([["a", await echoServer()], ["b", await echoServer()]]));
+  proxy = await LinkProxy.start(
+    new Map([
+      ["a", await echoServer()],
+      ["b", await echoServer()],
+    ]),
+  );
 });
 
 afterAll(async () => {

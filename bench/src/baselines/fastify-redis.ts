@@ -6,7 +6,8 @@ import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { listenFromEnv } from "./listen.js";
 
 const redisPort = Number(process.env["REDIS_PORT"]);
-if (!Number.isInteger(redisPort) || redisPort <= 0) throw new Error("REDIS_PORT must be set to the port of redis-server");
+if (!Number.isInteger(redisPort) || redisPort <= 0)
+  throw new Error("REDIS_PORT must be set to the port of redis-server");
 const limit = Number(process.env["BASELINE_LIMIT"] ?? "1000");
 const durationS = Number(process.env["BASELINE_DURATION_S"] ?? "1");
 
@@ -23,13 +24,23 @@ app.post("/v1/keys.verifyKey", async (request) => {
   const key = typeof body?.key === "string" ? body.key : "";
   try {
     const result = await limiter.consume(key, 1);
-    return { valid: true, code: "VALID", ratelimit: { limit, remaining: result.remainingPoints, reset: Date.now() + result.msBeforeNext } };
+    return {
+      valid: true,
+      code: "VALID",
+      ratelimit: { limit, remaining: result.remainingPoints, reset: Date.now() + result.msBeforeNext },
+    };
   } catch (rejection) {
     // rate-limiter-flexible rejects with a RateLimiterRes when limited, with an Error when Redis fails.
     if (!(rejection instanceof RateLimiterRes)) throw rejection;
-    return { valid: false, code: "RATE_LIMITED", ratelimit: { limit, remaining: 0, reset: Date.now() + rejection.msBeforeNext } };
+    return {
+      valid: false,
+      code: "RATE_LIMITED",
+      ratelimit: { limit, remaining: 0, reset: Date.now() + rejection.msBeforeNext },
+    };
   }
 });
-app.addHook("onClose", async () => { redis.disconnect(); });
+app.addHook("onClose", async () => {
+  redis.disconnect();
+});
 
 await listenFromEnv(app);

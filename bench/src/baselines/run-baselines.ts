@@ -35,7 +35,9 @@ export async function startBaselines(context: ScenarioContext): Promise<RunningB
   const notes: string[] = [];
   const processes: StartedProcess[] = [];
   const phases: PhaseDefinition[] = [];
-  const close = async (): Promise<void> => { await Promise.all(processes.map((started) => started.stop())); };
+  const close = async (): Promise<void> => {
+    await Promise.all(processes.map((started) => started.stop()));
+  };
   if (!options.baselines) notes.push("baselines skipped (--no-baselines)");
   try {
     if (options.baselines) {
@@ -48,11 +50,15 @@ export async function startBaselines(context: ScenarioContext): Promise<RunningB
       } else {
         const redis = await startRedis();
         processes.push(redis.process);
-        const limiter = await startServer("redis-limiter baseline", "fastify-redis.js", { REDIS_PORT: String(redis.port) });
+        const limiter = await startServer("redis-limiter baseline", "fastify-redis.js", {
+          REDIS_PORT: String(redis.port),
+        });
         processes.push(limiter.process);
         phases.push(baselinePhase(options, redisLimiterLabel, limiter.url, [limiter.process, redis.process]));
       }
-      context.log(`baselines ready: ${phases.map((phase) => `${phase.label} at ${phase.targets.join(", ")}`).join("; ")}`);
+      context.log(
+        `baselines ready: ${phases.map((phase) => `${phase.label} at ${phase.targets.join(", ")}`).join("; ")}`,
+      );
     }
   } catch (error) {
     await close();
@@ -64,7 +70,11 @@ export async function startBaselines(context: ScenarioContext): Promise<RunningB
   return {
     phases,
     notes,
-    results: (all) => ({ fastify: all.get(fastifyLabel) ?? null, redisLimiter: all.get(redisLimiterLabel) ?? null, notes }),
+    results: (all) => ({
+      fastify: all.get(fastifyLabel) ?? null,
+      redisLimiter: all.get(redisLimiterLabel) ?? null,
+      notes,
+    }),
     close,
   };
 }
@@ -79,20 +89,42 @@ export function baselineKey(index: number): string {
   return `bench_baseline${index.toString(36).padStart(14, "0")}`;
 }
 
-function baselinePhase(options: BenchOptions, label: string, url: string, processes: readonly StartedProcess[]): PhaseDefinition {
+function baselinePhase(
+  options: BenchOptions,
+  label: string,
+  url: string,
+  processes: readonly StartedProcess[],
+): PhaseDefinition {
   const pool = Array.from({ length: options.keys }, (_, i) => baselineKey(i));
   const pids = processes.map((started) => started.pid);
   return {
-    label, targets: [url], cpuSeconds: () => processesCpuSeconds(pids),
-    requests: [requestSpec(options, { name: "baseline", path: "/v1/keys.verifyKey", bodyTemplate: `{"apiId":${JSON.stringify(baselineApiId)},"key":{{pick}}}`, pool, okMarker: '"valid":true' })],
+    label,
+    targets: [url],
+    cpuSeconds: () => processesCpuSeconds(pids),
+    requests: [
+      requestSpec(options, {
+        name: "baseline",
+        path: "/v1/keys.verifyKey",
+        bodyTemplate: `{"apiId":${JSON.stringify(baselineApiId)},"key":{{pick}}}`,
+        pool,
+        okMarker: '"valid":true',
+      }),
+    ],
   };
 }
 
-async function startServer(name: string, script: string, env: Record<string, string>): Promise<{ url: string; process: StartedProcess }> {
+async function startServer(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+): Promise<{ url: string; process: StartedProcess }> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const started = await startProcess({
-    name, command: process.execPath, args: [join(benchDist, "baselines", script)], cwd: repoRoot,
+    name,
+    command: process.execPath,
+    args: [join(benchDist, "baselines", script)],
+    cwd: repoRoot,
     env: { ...env, PORT: String(port), HOST: "127.0.0.1" },
     ready: async () => (await getStatus(url, "/v1/liveness")) === 200,
   });

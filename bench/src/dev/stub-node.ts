@@ -5,7 +5,13 @@ import { createHash, randomBytes } from "node:crypto";
 import Fastify from "fastify";
 import { listenFromEnv } from "../baselines/listen.js";
 
-interface StubKey { keyId: string; apiId: string; name: string | null; remaining: number | null; permissions: Set<string> }
+interface StubKey {
+  keyId: string;
+  apiId: string;
+  name: string | null;
+  remaining: number | null;
+  permissions: Set<string>;
+}
 const keysByHash = new Map<string, StubKey>();
 const keysById = new Map<string, StubKey>();
 const counts = new Map<string, number>();
@@ -29,7 +35,9 @@ app.post("/v1/keys.createKey", async (request, reply) => {
   const body = request.body as Body;
   const key = `bench_${randomBytes(16).toString("hex")}`;
   const entry: StubKey = {
-    keyId: `key_${nextId++}`, apiId: String(body["apiId"]), name: typeof body["name"] === "string" ? body["name"] : null,
+    keyId: `key_${nextId++}`,
+    apiId: String(body["apiId"]),
+    name: typeof body["name"] === "string" ? body["name"] : null,
     remaining: typeof body["remaining"] === "number" ? body["remaining"] : null,
     permissions: new Set(Array.isArray(body["permissions"]) ? body["permissions"].map(String) : []),
   };
@@ -42,7 +50,14 @@ app.post("/v1/keys.verifyKey", async (request) => {
   const entry = keysByHash.get(hash(String(body["key"])));
   if (entry === undefined) return { valid: false, code: "NOT_FOUND" };
   if (entry.remaining !== null) entry.remaining = Math.max(0, entry.remaining - 1);
-  return { valid: true, code: "VALID", keyId: entry.keyId, name: entry.name, enabled: true, permissions: [...entry.permissions] };
+  return {
+    valid: true,
+    code: "VALID",
+    keyId: entry.keyId,
+    name: entry.name,
+    enabled: true,
+    permissions: [...entry.permissions],
+  };
 });
 app.post("/v1/keys.updateKey", async (request, reply) => {
   const body = request.body as Body;

@@ -103,7 +103,9 @@ export async function runLoadOnce(plan: LoadPlan, workerCount: number, hooks: Lo
     const histogram = decodeHistogram(tick.histogram);
     if (tick.warmup) {
       if (progress.measuredMs === 0) cpuStart = sampleCpu(hooks);
-      hooks.progress(formatProgress(plan.label, "warm-up", tick.completed / (tick.intervalMs / 1000), histogram, tick.errors));
+      hooks.progress(
+        formatProgress(plan.label, "warm-up", tick.completed / (tick.intervalMs / 1000), histogram, tick.errors),
+      );
       return;
     }
     if (cpuStart === null) cpuStart = sampleCpu(hooks);
@@ -118,12 +120,20 @@ export async function runLoadOnce(plan: LoadPlan, workerCount: number, hooks: Lo
     progress.histogram.add(histogram);
     progress.measuredMs = Math.max(progress.measuredMs, (tick.second + 1) * 1000);
     const elapsedS = Math.min(progress.measuredMs, plan.durationMs) / 1000;
-    hooks.progress(formatProgress(plan.label, `${elapsedS.toFixed(0)}/${(plan.durationMs / 1000).toFixed(0)}s`,
-      progress.completed / elapsedS, progress.histogram, progress.errors));
+    hooks.progress(
+      formatProgress(
+        plan.label,
+        `${elapsedS.toFixed(0)}/${(plan.durationMs / 1000).toFixed(0)}s`,
+        progress.completed / elapsedS,
+        progress.histogram,
+        progress.errors,
+      ),
+    );
   };
 
-  const dones = await Promise.all(shares.map((connections, i) => runWorker(
-    { plan, connections, seed: (plan.seed + i * 7919) >>> 0 }, onTick)));
+  const dones = await Promise.all(
+    shares.map((connections, i) => runWorker({ plan, connections, seed: (plan.seed + i * 7919) >>> 0 }, onTick)),
+  );
   const cpuEnd = sampleCpu(hooks);
   return loadRun(plan, dones, seconds, cpuStart ?? cpuEnd, cpuEnd);
 }
@@ -148,7 +158,13 @@ function sampleCpu(hooks: LoadHooks): CpuSample {
   return { generator: process.cpuUsage(), target: hooks.targetCpuSeconds?.() ?? null, atMs: performance.now() };
 }
 
-function loadRun(plan: LoadPlan, dones: readonly DoneMessage[], seconds: Map<number, SecondCounts>, cpuStart: CpuSample, cpuEnd: CpuSample): LoadRun {
+function loadRun(
+  plan: LoadPlan,
+  dones: readonly DoneMessage[],
+  seconds: Map<number, SecondCounts>,
+  cpuStart: CpuSample,
+  cpuEnd: CpuSample,
+): LoadRun {
   const perRequest: LoadRun["perRequest"] = new Map();
   const statuses: Record<string, number> = {};
   const errorSamples: string[] = [];
@@ -156,7 +172,9 @@ function loadRun(plan: LoadPlan, dones: readonly DoneMessage[], seconds: Map<num
     for (const [name, part] of Object.entries(done.perRequest)) {
       const entry = perRequest.get(name) ?? { histogram: newHistogram(), completed: 0, errors: 0, marked: 0 };
       entry.histogram.add(decodeHistogram(part.histogram));
-      entry.completed += part.completed; entry.errors += part.errors; entry.marked += part.marked;
+      entry.completed += part.completed;
+      entry.errors += part.errors;
+      entry.marked += part.marked;
       perRequest.set(name, entry);
     }
     for (const [status, count] of Object.entries(done.statuses)) statuses[status] = (statuses[status] ?? 0) + count;
@@ -170,7 +188,8 @@ function loadRun(plan: LoadPlan, dones: readonly DoneMessage[], seconds: Map<num
     statuses,
     errorSamples: errorSamples.slice(0, limits.errorSamplesMax),
     wallS: (cpuEnd.atMs - cpuStart.atMs) / 1000,
-    generatorCpuS: (cpuEnd.generator.user - cpuStart.generator.user + cpuEnd.generator.system - cpuStart.generator.system) / 1e6,
+    generatorCpuS:
+      (cpuEnd.generator.user - cpuStart.generator.user + cpuEnd.generator.system - cpuStart.generator.system) / 1e6,
     targetCpuS: cpuEnd.target === null || cpuStart.target === null ? null : cpuEnd.target - cpuStart.target,
   };
 }
@@ -189,32 +208,52 @@ export function phaseResult(label: string, runs: readonly LoadRun[]): PhaseResul
       const entry = merged.get(name) ?? { histogram: newHistogram(), completed: 0, errors: 0, marked: 0 };
       entry.histogram.add(part.histogram);
       total.add(part.histogram);
-      entry.completed += part.completed; entry.errors += part.errors; entry.marked += part.marked;
+      entry.completed += part.completed;
+      entry.errors += part.errors;
+      entry.marked += part.marked;
       merged.set(name, entry);
     }
     for (const [status, count] of Object.entries(run.statuses)) statuses[status] = (statuses[status] ?? 0) + count;
-    for (const sample of run.errorSamples) if (errorSamples.length < limits.errorSamplesMax && !errorSamples.includes(sample)) errorSamples.push(sample);
+    for (const sample of run.errorSamples)
+      if (errorSamples.length < limits.errorSamplesMax && !errorSamples.includes(sample)) errorSamples.push(sample);
   }
   const requests = runs[0]?.plan.requests ?? [];
-  let completed = 0, errors = 0;
+  let completed = 0,
+    errors = 0;
   for (const [name, entry] of merged) {
     const spec = requests.find((request) => request.name === name);
     perRequest[name] = {
-      completed: entry.completed, errors: entry.errors,
+      completed: entry.completed,
+      errors: entry.errors,
       marked: spec === undefined || spec.okMarker === null ? null : entry.marked,
-      rps: round(entry.completed / measuredS), latency: summarize(entry.histogram),
+      rps: round(entry.completed / measuredS),
+      latency: summarize(entry.histogram),
     };
-    completed += entry.completed; errors += entry.errors;
+    completed += entry.completed;
+    errors += entry.errors;
   }
   const timeline = timelineOf(runs);
   const wallS = runs.reduce((sum, run) => sum + run.wallS, 0);
   const generatorCpuS = runs.reduce((sum, run) => sum + run.generatorCpuS, 0);
-  const targetCpuS = runs.some((run) => run.targetCpuS === null) ? null : runs.reduce((sum, run) => sum + (run.targetCpuS ?? 0), 0);
-  assert(completed === Object.values(perRequest).reduce((sum, request) => sum + request.completed, 0), "phase totals add up");
+  const targetCpuS = runs.some((run) => run.targetCpuS === null)
+    ? null
+    : runs.reduce((sum, run) => sum + (run.targetCpuS ?? 0), 0);
+  assert(
+    completed === Object.values(perRequest).reduce((sum, request) => sum + request.completed, 0),
+    "phase totals add up",
+  );
   return {
-    label, measuredS: round(measuredS), completed, errors, rps: round(completed / measuredS),
-    latency: summarize(total), perRequest, timeline, rpsVariationPct: variationPct(timeline.map((point) => point.rps)),
-    statuses, errorSamples,
+    label,
+    measuredS: round(measuredS),
+    completed,
+    errors,
+    rps: round(completed / measuredS),
+    latency: summarize(total),
+    perRequest,
+    timeline,
+    rpsVariationPct: variationPct(timeline.map((point) => point.rps)),
+    statuses,
+    errorSamples,
     generatorCpuCores: wallS > 0 ? round(generatorCpuS / wallS) : 0,
     targetCpuCores: targetCpuS === null || wallS <= 0 ? null : round(targetCpuS / wallS),
   };

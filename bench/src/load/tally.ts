@@ -13,6 +13,7 @@ export class Tally {
   }
 
   error(message: string): void {
-    if (this.errorSamples.length < limits.errorSamplesMax && !this.errorSamples.includes(message)) this.errorSamples.push(message);
+    if (this.errorSamples.length < limits.errorSamplesMax && !this.errorSamples.includes(message))
+      this.errorSamples.push(message);
   }
 }

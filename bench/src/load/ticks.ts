@@ -42,10 +42,18 @@ export class IntervalCounts {
 
   take(warmup: boolean, nowMs: number): TickMessage {
     const message: TickMessage = {
-      type: "tick", warmup, second: warmup ? -1 : this.second, intervalMs: nowMs - this.lastMs,
-      completed: this.completed, errors: this.errors, histogram: encodeHistogram(this.histogram),
+      type: "tick",
+      warmup,
+      second: warmup ? -1 : this.second,
+      intervalMs: nowMs - this.lastMs,
+      completed: this.completed,
+      errors: this.errors,
+      histogram: encodeHistogram(this.histogram),
     };
-    if (!warmup) { this.second++; this.measuredTaken++; }
+    if (!warmup) {
+      this.second++;
+      this.measuredTaken++;
+    }
     this.lastMs = nowMs;
     this.histogram = newHistogram();
     this.completed = 0;

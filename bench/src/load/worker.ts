@@ -46,7 +46,9 @@ function failOutsideWorker(): never {
 
 run(workerData as WorkerInput).then(
   (done) => port.postMessage(done),
-  (error: unknown) => { throw error; },
+  (error: unknown) => {
+    throw error;
+  },
 );
 
 async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessage> {
@@ -56,7 +58,9 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
     build: compileTemplate(spec.bodyTemplate),
     sample: indexSampler(spec.pool.length, spec.distribution, random, spec.zipfExponent),
     histogram: newHistogram(),
-    completed: 0, errors: 0, marked: 0,
+    completed: 0,
+    errors: 0,
+    marked: 0,
   }));
   const pools = openPools(plan, connections);
   const startMs = performance.now();
@@ -64,12 +68,19 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
   const interval = new IntervalCounts(startMs);
   const tally = new Tally();
   const schedule = tickSchedule(plan.warmupMs, plan.durationMs);
-  const timers = schedule.map(({ atMs, warmup }) => setTimeout(
-    () => port.postMessage(interval.take(warmup, performance.now())), Math.max(0, startMs + atMs - performance.now())));
+  const timers = schedule.map(({ atMs, warmup }) =>
+    setTimeout(
+      () => port.postMessage(interval.take(warmup, performance.now())),
+      Math.max(0, startMs + atMs - performance.now()),
+    ),
+  );
 
   const next = requestSource(states, random);
-  await Promise.all(Array.from({ length: connections }, (_, i) =>
-    closedLoop(pools[i % pools.length] as Pool, next, window, interval, tally)));
+  await Promise.all(
+    Array.from({ length: connections }, (_, i) =>
+      closedLoop(pools[i % pools.length] as Pool, next, window, interval, tally),
+    ),
+  );
   const measuredMs = Math.min(performance.now(), window.endMs) - window.measureStartMs;
   for (const timer of timers) clearTimeout(timer);
   // Timers due at the very end may not have run yet: send the missing last interval(s) now.
@@ -81,14 +92,17 @@ async function run({ plan, connections, seed }: WorkerInput): Promise<DoneMessag
 
 function openPools(plan: LoadPlan, connections: number): Pool[] {
   const perTarget = splitEvenly(connections, plan.targets.length);
-  return plan.targets.map((target, i) => new Pool(target, {
-    connections: Math.max(1, perTarget[i] as number),
-    pipelining: 1,
-    keepAliveTimeout: 60_000,
-    keepAliveMaxTimeout: 600_000,
-    headersTimeout: limits.requestTimeoutMs,
-    bodyTimeout: limits.requestTimeoutMs,
-  }));
+  return plan.targets.map(
+    (target, i) =>
+      new Pool(target, {
+        connections: Math.max(1, perTarget[i] as number),
+        pipelining: 1,
+        keepAliveTimeout: 60_000,
+        keepAliveMaxTimeout: 600_000,
+        headersTimeout: limits.requestTimeoutMs,
+        bodyTimeout: limits.requestTimeoutMs,
+      }),
+  );
 }
 
 interface NextRequest {
@@ -109,11 +123,20 @@ function requestSource(states: readonly SpecState[], random: Random): () => Next
 }
 
 /** One connection's loop: send, wait for the whole answer, record, repeat until the window ends. */
-function closedLoop(pool: Pool, next: () => NextRequest, window: Window, interval: IntervalCounts, tally: Tally): Promise<void> {
+function closedLoop(
+  pool: Pool,
+  next: () => NextRequest,
+  window: Window,
+  interval: IntervalCounts,
+  tally: Tally,
+): Promise<void> {
   return new Promise((resolve) => {
     const issue = (): void => {
       const sentMs = performance.now();
-      if (sentMs >= window.endMs) { resolve(); return; }
+      if (sentMs >= window.endMs) {
+        resolve();
+        return;
+      }
       const { state, body } = next();
       const spec = state.spec;
       let status = 0;
@@ -122,7 +145,10 @@ function closedLoop(pool: Pool, next: () => NextRequest, window: Window, interva
         const doneMs = performance.now();
         const failed = error !== null || status < 200 || status >= 300;
         if (error !== null) tally.error(error.message);
-        else { tally.status(status); if (failed) tally.error(`HTTP ${status} from ${spec.name}`); }
+        else {
+          tally.status(status);
+          if (failed) tally.error(`HTTP ${status} from ${spec.name}`);
+        }
         const measured = sentMs >= window.measureStartMs && doneMs <= window.endMs;
         const latencyUs = error === null ? (doneMs - sentMs) * 1000 : null;
         // Warm-up answers go to the interval counts only (for the progress line).
@@ -134,11 +160,15 @@ function closedLoop(pool: Pool, next: () => NextRequest, window: Window, interva
           else if (marked && spec.okMarker !== null) state.marked++;
         }
         // After a transport error, pause briefly instead of spinning against a dead target.
-        if (error !== null) setTimeout(issue, 10); else issue();
+        if (error !== null) setTimeout(issue, 10);
+        else issue();
       };
       const handler: ClassicHandler = {
         onConnect: () => {},
-        onHeaders: (statusCode) => { status = statusCode; return true; },
+        onHeaders: (statusCode) => {
+          status = statusCode;
+          return true;
+        },
         onData: (chunk) => {
           if (!marked && spec.okMarker !== null && chunk.includes(spec.okMarker)) marked = true;
           return true;
@@ -157,20 +187,40 @@ function closedLoop(pool: Pool, next: () => NextRequest, window: Window, interva
 
 function doneMessage(states: readonly SpecState[], measuredMs: number, tally: Tally): DoneMessage {
   const perRequest: DoneMessage["perRequest"] = {};
-  let completed = 0, errors = 0, marked = 0;
+  let completed = 0,
+    errors = 0,
+    marked = 0;
   for (const state of states) {
-    if (perRequest[state.spec.name] !== undefined) throw new Error(`request name ${state.spec.name} used twice in one plan`);
+    if (perRequest[state.spec.name] !== undefined)
+      throw new Error(`request name ${state.spec.name} used twice in one plan`);
     perRequest[state.spec.name] = {
-      histogram: encodeHistogram(state.histogram), completed: state.completed, errors: state.errors, marked: state.marked,
+      histogram: encodeHistogram(state.histogram),
+      completed: state.completed,
+      errors: state.errors,
+      marked: state.marked,
     };
-    completed += state.completed; errors += state.errors; marked += state.marked;
+    completed += state.completed;
+    errors += state.errors;
+    marked += state.marked;
   }
-  return { type: "done", measuredMs, completed, errors, marked, perRequest, statuses: tally.statuses, errorSamples: tally.errorSamples };
+  return {
+    type: "done",
+    measuredMs,
+    completed,
+    errors,
+    marked,
+    perRequest,
+    statuses: tally.statuses,
+    errorSamples: tally.errorSamples,
+  };
 }
 
 function weightedChooser(states: readonly SpecState[], random: Random): () => SpecState {
   if (states.length === 0) throw new Error("a load plan needs at least one request kind");
-  if (states.length === 1) { const only = states[0] as SpecState; return () => only; }
+  if (states.length === 1) {
+    const only = states[0] as SpecState;
+    return () => only;
+  }
   const cumulative: number[] = [];
   let total = 0;
   for (const state of states) {

@@ -40,7 +40,9 @@ export async function stopAll(): Promise<void> {
 /** Makes stopAll run `stop` as well; returns the function that withdraws it (call it once stopped). */
 export function stopWithAll(stop: () => Promise<void>): () => void {
   otherStops.add(stop);
-  return () => { otherStops.delete(stop); };
+  return () => {
+    otherStops.delete(stop);
+  };
 }
 
 export async function startProcess(options: StartOptions): Promise<StartedProcess> {
@@ -61,7 +63,9 @@ export async function startProcess(options: StartOptions): Promise<StartedProces
   child.stderr?.on("data", keep);
   const exit = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let exited = false;
-  void exit.then(() => { exited = true; });
+  void exit.then(() => {
+    exited = true;
+  });
   const spawnError = new Promise<Error>((resolve) => child.once("error", resolve));
 
   let stopping: Promise<void> | undefined;
@@ -92,15 +96,24 @@ export async function startProcess(options: StartOptions): Promise<StartedProces
     if (await options.ready().catch(() => false)) return started;
     if (Date.now() > deadline) {
       await started.stop();
-      throw new ProcessStartError(`${options.name} was not ready after ${limits.startTimeoutMs} ms; its last output:\n${started.recentOutput()}`);
+      throw new ProcessStartError(
+        `${options.name} was not ready after ${limits.startTimeoutMs} ms; its last output:\n${started.recentOutput()}`,
+      );
     }
   }
 }
 
-async function stopChild(child: ChildProcess, exit: Promise<void>, exited: () => boolean, timeoutMs: number): Promise<void> {
+async function stopChild(
+  child: ChildProcess,
+  exit: Promise<void>,
+  exited: () => boolean,
+  timeoutMs: number,
+): Promise<void> {
   if (exited() || child.exitCode !== null || child.signalCode !== null) return;
   child.kill("SIGTERM");
-  const timer = setTimeout(() => { if (!exited()) child.kill("SIGKILL"); }, timeoutMs);
+  const timer = setTimeout(() => {
+    if (!exited()) child.kill("SIGKILL");
+  }, timeoutMs);
   await exit;
   clearTimeout(timer);
 }

@@ -39,7 +39,10 @@ export function convergenceGoal(progress: readonly (ApplyProgress | null)[]): nu
  * was acknowledged was committed). Returns the index waited for, or null when some target does
  * not report its progress (not a keyraft cluster node): then nothing can be waited for.
  */
-export async function waitConverged(targets: readonly string[], timeoutMs = limits.convergeTimeoutMs): Promise<number | null> {
+export async function waitConverged(
+  targets: readonly string[],
+  timeoutMs = limits.convergeTimeoutMs,
+): Promise<number | null> {
   const goal = convergenceGoal(await Promise.all(targets.map(applyProgress)));
   if (goal === null) return null;
   const deadlineMs = Date.now() + timeoutMs;
@@ -48,7 +51,9 @@ export async function waitConverged(targets: readonly string[], timeoutMs = limi
     const behind = targets.filter((_, i) => (progress[i]?.appliedIndex ?? -1) < goal);
     if (behind.length === 0) return goal;
     if (Date.now() > deadlineMs) {
-      throw new BenchError(`the seed did not reach every node within ${timeoutMs} ms: ${behind.join(", ")} had not applied index ${goal}`);
+      throw new BenchError(
+        `the seed did not reach every node within ${timeoutMs} ms: ${behind.join(", ")} had not applied index ${goal}`,
+      );
     }
     await sleep(limits.convergePollMs);
   }

@@ -8,7 +8,11 @@ export function freePort(): Promise<number> {
     server.on("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      if (address === null || typeof address === "string") { server.close(); reject(new Error("no port")); return; }
+      if (address === null || typeof address === "string") {
+        server.close();
+        reject(new Error("no port"));
+        return;
+      }
       server.close(() => resolve(address.port));
     });
   });

@@ -44,7 +44,13 @@ export async function startLocalNode(entry: string): Promise<LocalNode> {
       command: process.execPath,
       args: [...nodeArgsFromEnv(), script],
       cwd: repoRoot,
-      env: { PORT: String(port), HOST: "127.0.0.1", KEYRAFT_DATA_DIR: dataDir, KEYRAFT_ROOT_KEY: rootKey, KEYRAFT_LOG_LEVEL: "warn" },
+      env: {
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        KEYRAFT_DATA_DIR: dataDir,
+        KEYRAFT_ROOT_KEY: rootKey,
+        KEYRAFT_LOG_LEVEL: "warn",
+      },
       ready: async () => (await getStatus(url, "/v1/liveness")) === 200,
       afterStop: () => rm(dataDir, { recursive: true, force: true }),
     });

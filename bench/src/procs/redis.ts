@@ -20,8 +20,20 @@ export async function startRedis(): Promise<{ port: number; process: StartedProc
     name: "redis-server",
     command: "redis-server",
     // No RDB snapshots, no AOF: the baseline measures the limiter, not Redis persistence.
-    args: ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--protected-mode", "no", "--loglevel", "warning"],
+    args: [
+      "--port",
+      String(port),
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--protected-mode",
+      "no",
+      "--loglevel",
+      "warning",
+    ],
     cwd: repoRoot,
     env: {},
     ready: () => redisPing(port),
@@ -32,7 +44,10 @@ export async function startRedis(): Promise<{ port: number; process: StartedProc
 function redisPing(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
-    const finish = (ok: boolean): void => { socket.destroy(); resolve(ok); };
+    const finish = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
     socket.setTimeout(1_000, () => finish(false));
     socket.on("error", () => finish(false));
     socket.on("connect", () => socket.write("PING\r\n"));

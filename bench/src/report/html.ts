@@ -14,18 +14,34 @@ export function renderHtml(report: Report): string {
   // A phase mixing request kinds (mixed, admin) also gets one latency line per kind.
   const latencySeries: Series[] = report.phases.flatMap((phase) => {
     const kinds = Object.entries(phase.perRequest);
-    const parts = kinds.length > 1 ? kinds.map(([name, request]) => ({ name: `${phase.label} / ${name}`, latency: request.latency })) : [];
+    const parts =
+      kinds.length > 1
+        ? kinds.map(([name, request]) => ({ name: `${phase.label} / ${name}`, latency: request.latency }))
+        : [];
     return [{ name: phase.label, latency: phase.latency }, ...parts].map(({ name, latency }) => ({
-      name, points: latency.percentilesMs.map(([p, ms]) => [ninesOf(p), ms] as const),
+      name,
+      points: latency.percentilesMs.map(([p, ms]) => [ninesOf(p), ms] as const),
     }));
   });
   const throughputSeries: Series[] = report.phases.map((phase) => ({
     name: phase.label,
     points: phase.timeline.map((point) => [point.atS, point.rps] as const),
   }));
-  const ninesTicks = [[ninesOf(50), "50%"], [1, "90%"], [2, "99%"], [3, "99.9%"], [4, "99.99%"], [5, "99.999%"]] as const;
+  const ninesTicks = [
+    [ninesOf(50), "50%"],
+    [1, "90%"],
+    [2, "99%"],
+    [3, "99.9%"],
+    [4, "99.99%"],
+    [5, "99.999%"],
+  ] as const;
   const header = tableColumns;
-  const tableRows = report.phases.map((phase) => `<tr>${phaseRow(phase).map((cell) => `<td>${escapeXml(cell)}</td>`).join("")}</tr>`);
+  const tableRows = report.phases.map(
+    (phase) =>
+      `<tr>${phaseRow(phase)
+        .map((cell) => `<td>${escapeXml(cell)}</td>`)
+        .join("")}</tr>`,
+  );
   const title = `keyraft bench: ${report.summary.scenario}, ${report.startedAt}`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escapeXml(title)}</title>

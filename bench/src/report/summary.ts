@@ -10,15 +10,15 @@ export interface BaselineFigure {
 }
 
 export type Summary = { scenario: ScenarioName } & Record<string, unknown> & {
-  /**
-   * Ratios of requests per CPU-second of the process under test. On a small machine the load
-   * generator shares the CPUs, which pulls plain throughput ratios toward 1; these do not.
-   * Null when CPU use is unknown (remote targets).
-   */
-  perCoreRatios: { fastify: number | null; redisLimiter: number | null };
-  baselines: { fastify: BaselineFigure | null; redisLimiter: BaselineFigure | null };
-  ratios: { fastify: number | null; redisLimiter: number | null };
-};
+    /**
+     * Ratios of requests per CPU-second of the process under test. On a small machine the load
+     * generator shares the CPUs, which pulls plain throughput ratios toward 1; these do not.
+     * Null when CPU use is unknown (remote targets).
+     */
+    perCoreRatios: { fastify: number | null; redisLimiter: number | null };
+    baselines: { fastify: BaselineFigure | null; redisLimiter: BaselineFigure | null };
+    ratios: { fastify: number | null; redisLimiter: number | null };
+  };
 
 /** Figures that issue 2 fixes, in order, at the head of verify's summary. */
 const verifyHead = ["verifyRps", "verifyRatelimitRps", "verifyCreditsRps"] as const;
@@ -31,15 +31,24 @@ export function buildSummary(scenario: ScenarioName, outcome: ScenarioOutcome, b
     redisLimiter: ratio(outcome.throughputRps, redisLimiter?.rps ?? null),
   };
   const perCore = (phase: PhaseResult | null): number | null =>
-    ratio(perCoreRps(outcome.throughputRps, outcome.throughputCpuCores), phase === null ? null : perCoreRps(phase.rps, phase.targetCpuCores));
+    ratio(
+      perCoreRps(outcome.throughputRps, outcome.throughputCpuCores),
+      phase === null ? null : perCoreRps(phase.rps, phase.targetCpuCores),
+    );
   const perCoreRatios = { fastify: perCore(baselines.fastify), redisLimiter: perCore(baselines.redisLimiter) };
   const tail = { perCoreRatios, baselines: { fastify, redisLimiter }, ratios };
   if (scenario !== "verify") return { scenario, ...outcome.figures, ...tail };
   const figures: Record<string, unknown> = { ...outcome.figures };
   const head: Record<string, unknown> = { scenario, baselineRps: fastify?.rps ?? null };
-  for (const name of verifyHead) { head[name] = figures[name] ?? null; delete figures[name]; }
+  for (const name of verifyHead) {
+    head[name] = figures[name] ?? null;
+    delete figures[name];
+  }
   head["ratio"] = ratios.fastify;
-  for (const name of ["p50Ms", "p99Ms", "coreDecisionsPerSec"]) { head[name] = figures[name] ?? null; delete figures[name]; }
+  for (const name of ["p50Ms", "p99Ms", "coreDecisionsPerSec"]) {
+    head[name] = figures[name] ?? null;
+    delete figures[name];
+  }
   return { ...(head as { scenario: ScenarioName }), ...figures, ...tail };
 }
 

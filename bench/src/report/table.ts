@@ -2,7 +2,20 @@
 import type { PhaseResult } from "../load/run-load.js";
 import type { Report } from "./model.js";
 
-const columns = ["phase", "rps", "± %", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "max ms", "errors", "ok %", "target cpu", "gen cpu"];
+const columns = [
+  "phase",
+  "rps",
+  "± %",
+  "p50 ms",
+  "p90 ms",
+  "p99 ms",
+  "p99.9 ms",
+  "max ms",
+  "errors",
+  "ok %",
+  "target cpu",
+  "gen cpu",
+];
 
 export function phaseRow(phase: PhaseResult): string[] {
   // ok %: among the request kinds that have an ok marker only (e.g. verifications in "mixed").
@@ -30,13 +43,17 @@ export { columns as tableColumns };
 export function renderTable(report: Report): string {
   const rows = [columns, ...report.phases.map(phaseRow)];
   const widths = columns.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? "").length)));
-  const line = (row: string[]): string => row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ");
+  const line = (row: string[]): string =>
+    row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join("  ");
   const rule = widths.map((width) => "-".repeat(width)).join("  ");
   const out = [line(columns), rule, ...rows.slice(1).map(line), ""];
   const { baselines, ratios, perCoreRatios, ...figures } = report.summary;
   const pairs: Array<[string, string]> = Object.entries(figures).map(([name, value]) => [name, formatValue(value)]);
   pairs.push(["ratio to fastify", formatValue(ratios.fastify)]);
-  pairs.push(["ratio to redis limiter", `${formatValue(ratios.redisLimiter)}${baselines.redisLimiter === null ? " (no baseline)" : ""}`]);
+  pairs.push([
+    "ratio to redis limiter",
+    `${formatValue(ratios.redisLimiter)}${baselines.redisLimiter === null ? " (no baseline)" : ""}`,
+  ]);
   pairs.push(["per-core ratio to fastify", formatValue(perCoreRatios.fastify)]);
   pairs.push(["per-core ratio to redis", formatValue(perCoreRatios.redisLimiter)]);
   const labelWidth = Math.max(...pairs.map(([name]) => name.length));

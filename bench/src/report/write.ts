@@ -8,7 +8,8 @@ export async function writeReport(report: Report, dir: string): Promise<{ jsonPa
   await mkdir(dir, { recursive: true });
   const stamp = report.startedAt.replace(/[:.]/g, "-");
   const base = join(dir, `${report.summary.scenario}-${stamp}`);
-  const jsonPath = `${base}.json`, htmlPath = `${base}.html`;
+  const jsonPath = `${base}.json`,
+    htmlPath = `${base}.html`;
   await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(htmlPath, renderHtml(report));
   return { jsonPath, htmlPath };

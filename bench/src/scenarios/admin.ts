@@ -20,20 +20,43 @@ async function prepareAdmin(context: ScenarioContext): Promise<PreparedScenario>
   const { options } = context;
   const deployment = await openDeployment(options, context.log);
   try {
-    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const seedTarget: SeedTarget = {
+      url: deployment.targets[0] as string,
+      rootKey: deployment.rootKey,
+      log: context.progress,
+    };
     const apiId = await createApi(seedTarget, `bench-admin-${Date.now()}`);
-    const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({ prefix: "bench", name: `admin-${i}` }));
+    const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({
+      prefix: "bench",
+      name: `admin-${i}`,
+    }));
     context.log(`seeded api ${apiId} with ${keys.length} keys`);
     await deployment.settle(context.log);
     const keyIds = keys.map((seeded) => seeded.keyId);
     return {
-      phases: [{
-        label: "admin", targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
-        requests: [
-          requestSpec(options, { name: "updateKey", path: "/v1/keys.updateKey", bodyTemplate: updateKeyTemplate, pool: keyIds, rootKey: deployment.rootKey }),
-          requestSpec(options, { name: "setPermissions", path: "/v1/keys.setPermissions", bodyTemplate: setPermissionsTemplate, pool: keyIds, rootKey: deployment.rootKey }),
-        ],
-      }],
+      phases: [
+        {
+          label: "admin",
+          targets: deployment.targets,
+          cpuSeconds: deployment.cpuSeconds,
+          requests: [
+            requestSpec(options, {
+              name: "updateKey",
+              path: "/v1/keys.updateKey",
+              bodyTemplate: updateKeyTemplate,
+              pool: keyIds,
+              rootKey: deployment.rootKey,
+            }),
+            requestSpec(options, {
+              name: "setPermissions",
+              path: "/v1/keys.setPermissions",
+              bodyTemplate: setPermissionsTemplate,
+              pool: keyIds,
+              rootKey: deployment.rootKey,
+            }),
+          ],
+        },
+      ],
       close: () => deployment.stop(),
       finish: async (results) => {
         const phase = resultOf(results, "admin");

@@ -25,7 +25,9 @@ const ids = ["n1", "n2", "n3"];
 const rootKey = "root_bench_cluster_key_0123456789";
 const secret = "bench-cluster-secret-loopback-only-0123456789";
 /** KEYRAFT_BENCH_MAIN_JS: another build of the node (an A/B comparison of two commits in one session). */
-const mainJs = process.env["KEYRAFT_BENCH_MAIN_JS"] ?? fileURLToPath(new URL("../../../packages/gateway/dist/main.js", import.meta.url));
+const mainJs =
+  process.env["KEYRAFT_BENCH_MAIN_JS"] ??
+  fileURLToPath(new URL("../../../packages/gateway/dist/main.js", import.meta.url));
 const verifyConcurrencyPerNode = 32;
 const adminConcurrency = 96;
 const keysSeeded = 200;
@@ -67,7 +69,11 @@ async function stopMember(member: Member): Promise<void> {
   clearTimeout(timer);
 }
 
-export async function startBenchCluster(log: (line: string) => void, memberIds: readonly string[] = ids, keysToSeed = keysSeeded): Promise<BenchCluster> {
+export async function startBenchCluster(
+  log: (line: string) => void,
+  memberIds: readonly string[] = ids,
+  keysToSeed = keysSeeded,
+): Promise<BenchCluster> {
   const root = await mkdtemp(join(tmpdir(), "keyraft-bench-cluster-"));
   const members: Member[] = [];
   // SIGTERM first (a node stops cleanly, and writes its CPU profile under KEYRAFT_BENCH_NODE_ARGS),
@@ -89,9 +95,18 @@ export async function startBenchCluster(log: (line: string) => void, memberIds: 
     log(`cluster: ${members.length} node(s) up, leader ${leader.id}`);
     const apiId = (await post(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
     const keys: string[] = [];
-    for (let i = 0; i < keysToSeed; i++) keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
+    for (let i = 0; i < keysToSeed; i++)
+      keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
     await waitApplied(members, (await status(leader)).appliedIndex);
-    return { members, leader, apiId, keys, targets: members.map((member) => `http://127.0.0.1:${member.httpPort}`), rootKey, stop };
+    return {
+      members,
+      leader,
+      apiId,
+      keys,
+      targets: members.map((member) => `http://127.0.0.1:${member.httpPort}`),
+      rootKey,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;
@@ -99,32 +114,54 @@ export async function startBenchCluster(log: (line: string) => void, memberIds: 
 }
 
 /** Admin writes, propagation and the leader kill (the cluster is left with two nodes). */
-export async function measureWritesAndFailover(cluster: BenchCluster, durationMs: number, log: (line: string) => void): Promise<Record<string, number>> {
+export async function measureWritesAndFailover(
+  cluster: BenchCluster,
+  durationMs: number,
+  log: (line: string) => void,
+): Promise<Record<string, number>> {
   const { members, leader, apiId, keys } = cluster;
   log(`cluster: admin writes for ${durationMs} ms (${adminConcurrency} clients over all nodes)`);
   const firstIndex = (await status(leader)).appliedIndex + 1;
   const cpuBefore = cpuSnapshot(members);
-  const adminRun = await closedLoop(members, adminConcurrency / members.length, durationMs, async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200);
+  const adminRun = await closedLoop(
+    members,
+    adminConcurrency / members.length,
+    durationMs,
+    async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
+  );
   const cpu = cpuSince(cpuBefore, members, adminRun.ok, adminRun.elapsedMs, leader.id);
   const lastIndex = (await status(leader)).appliedIndex;
   const adminWritesPerSec = adminRun.ok / (adminRun.elapsedMs / 1000);
-  log(`cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`);
+  log(
+    `cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`,
+  );
   if (cpu !== null) log(`cluster: CPU during the admin phase: ${cpu.line}`);
   await waitApplied(members, lastIndex);
   const saturated = await propagationMs(members, leader, firstIndex, lastIndex);
-  log(`cluster: propagation at saturation over ${saturated.count} entries: p50 ${saturated.p50Ms.toFixed(2)} ms, p99 ${saturated.p99Ms.toFixed(2)} ms`);
+  log(
+    `cluster: propagation at saturation over ${saturated.count} entries: p50 ${saturated.p50Ms.toFixed(2)} ms, p99 ${saturated.p99Ms.toFixed(2)} ms`,
+  );
 
   // Propagation proper (not queueing behind a saturated CPU): a moderate write load.
   const propagationFrom = (await status(leader)).appliedIndex + 1;
-  await closedLoop(members, propagationClientsPerNode, Math.min(durationMs, 3000), async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200);
+  await closedLoop(
+    members,
+    propagationClientsPerNode,
+    Math.min(durationMs, 3000),
+    async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
+  );
   const propagationTo = (await status(leader)).appliedIndex;
   await waitApplied(members, propagationTo);
   const propagation = await propagationMs(members, leader, propagationFrom, propagationTo);
-  log(`cluster: propagation at ${propagationClientsPerNode * members.length} writers over ${propagation.count} entries: p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`);
+  log(
+    `cluster: propagation at ${propagationClientsPerNode * members.length} writers over ${propagation.count} entries: p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`,
+  );
 
   log(`cluster: kill -9 of the leader ${leader.id} under verification load on the survivors`);
   const survivors = members.filter((member) => member !== leader);
-  const failoverRun = closedLoop(survivors, verifyConcurrencyPerNode, failoverVerifyMs, (member, n) => verifyOk(member, keys[n % keys.length] as string));
+  const failoverRun = closedLoop(survivors, verifyConcurrencyPerNode, failoverVerifyMs, (member, n) =>
+    verifyOk(member, keys[n % keys.length] as string),
+  );
   await sleep(500);
   leader.child.kill("SIGKILL");
   const failed = await failoverRun;
@@ -138,7 +175,12 @@ export async function measureWritesAndFailover(cluster: BenchCluster, durationMs
     propagationP99Ms: round(propagation.p99Ms, 2),
     failedVerificationsDuringFailover: failed.failed,
     adminWritesPerRaftEntry: round(adminRun.ok / Math.max(1, lastIndex - firstIndex + 1), 1),
-    ...(cpu === null ? {} : { adminCpuUsPerWrite: cpu.totalUsPerWrite, ...(cpu.leaderUsPerWrite === null ? {} : { adminLeaderCpuUsPerWrite: cpu.leaderUsPerWrite }) }),
+    ...(cpu === null
+      ? {}
+      : {
+          adminCpuUsPerWrite: cpu.totalUsPerWrite,
+          ...(cpu.leaderUsPerWrite === null ? {} : { adminLeaderCpuUsPerWrite: cpu.leaderUsPerWrite }),
+        }),
   };
 }
 
@@ -146,14 +188,24 @@ export async function measureWritesAndFailover(cluster: BenchCluster, durationMs
  * Same-run baseline of the admin figure: a one-member cluster (same code path, no replication)
  * under the same closed loop, so the three-node figure can be read as a ratio on a shared machine.
  */
-export async function measureSingleNodeAdmin(durationMs: number, log: (line: string) => void): Promise<{ writesPerSec: number; cpuUsPerWrite: number | null }> {
+export async function measureSingleNodeAdmin(
+  durationMs: number,
+  log: (line: string) => void,
+): Promise<{ writesPerSec: number; cpuUsPerWrite: number | null }> {
   const single = await startBenchCluster(log, ["s1"], 0);
   try {
     const cpuBefore = cpuSnapshot(single.members);
-    const run = await closedLoop(single.members, adminConcurrency, durationMs, async (member) => (await post(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200);
+    const run = await closedLoop(
+      single.members,
+      adminConcurrency,
+      durationMs,
+      async (member) => (await post(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200,
+    );
     const cpu = cpuSince(cpuBefore, single.members, run.ok, run.elapsedMs);
     const writesPerSec = run.ok / (run.elapsedMs / 1000);
-    log(`baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`);
+    log(
+      `baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`,
+    );
     return { writesPerSec: round(writesPerSec), cpuUsPerWrite: cpu?.totalUsPerWrite ?? null };
   } finally {
     await single.stop();
@@ -185,7 +237,13 @@ function cpuSnapshot(members: readonly Member[]): CpuSnapshot {
 }
 
 /** Cores used and CPU microseconds per write of every node and of this process (the load generator). */
-function cpuSince(before: CpuSnapshot, members: readonly Member[], writes: number, elapsedMs: number, leaderId?: string): { line: string; totalUsPerWrite: number; leaderUsPerWrite: number | null } | null {
+function cpuSince(
+  before: CpuSnapshot,
+  members: readonly Member[],
+  writes: number,
+  elapsedMs: number,
+  leaderId?: string,
+): { line: string; totalUsPerWrite: number; leaderUsPerWrite: number | null } | null {
   if (writes === 0 || before.membersMs.some((ms) => ms === null)) return null;
   const parts: string[] = [];
   let totalMs = 0;
@@ -195,24 +253,35 @@ function cpuSince(before: CpuSnapshot, members: readonly Member[], writes: numbe
     const spentMs = nowMs === null ? 0 : nowMs - (before.membersMs[i] as number);
     totalMs += spentMs;
     const usPerWrite = (spentMs * 1000) / writes;
-    parts.push(`${member.id}${member.id === leaderId ? " (leader)" : ""} ${(spentMs / elapsedMs).toFixed(2)} cores ${Math.round(usPerWrite)} us/write`);
+    parts.push(
+      `${member.id}${member.id === leaderId ? " (leader)" : ""} ${(spentMs / elapsedMs).toFixed(2)} cores ${Math.round(usPerWrite)} us/write`,
+    );
     if (member.id === leaderId) leaderUsPerWrite = Math.round(usPerWrite);
   });
   const self = process.cpuUsage(before.self);
   const generatorMs = (self.user + self.system) / 1000;
-  parts.push(`load generator ${(generatorMs / elapsedMs).toFixed(2)} cores ${Math.round((generatorMs * 1000) / writes)} us/write`);
+  parts.push(
+    `load generator ${(generatorMs / elapsedMs).toFixed(2)} cores ${Math.round((generatorMs * 1000) / writes)} us/write`,
+  );
   const totalUsPerWrite = Math.round(((totalMs + generatorMs) * 1000) / writes);
-  parts.push(`total ${totalUsPerWrite} us/write (${((totalMs + generatorMs) / elapsedMs).toFixed(2)} of ${availableParallelism()} cores)`);
+  parts.push(
+    `total ${totalUsPerWrite} us/write (${((totalMs + generatorMs) / elapsedMs).toFixed(2)} of ${availableParallelism()} cores)`,
+  );
   return { line: parts.join(", "), totalUsPerWrite, leaderUsPerWrite };
 }
 
 /** Everything in this process (verification load from an in-process closed loop). */
-export async function runClusterScenario(opts: { durationS?: number; log: (line: string) => void }): Promise<Record<string, number>> {
+export async function runClusterScenario(opts: {
+  durationS?: number;
+  log: (line: string) => void;
+}): Promise<Record<string, number>> {
   const durationMs = Math.round((opts.durationS ?? 5) * 1000);
   const cluster = await startBenchCluster(opts.log);
   try {
     opts.log(`cluster: verifications for ${durationMs} ms (${verifyConcurrencyPerNode} clients per node)`);
-    const verifyRun = await closedLoop(cluster.members, verifyConcurrencyPerNode, durationMs, (member, n) => verifyOk(member, cluster.keys[n % cluster.keys.length] as string));
+    const verifyRun = await closedLoop(cluster.members, verifyConcurrencyPerNode, durationMs, (member, n) =>
+      verifyOk(member, cluster.keys[n % cluster.keys.length] as string),
+    );
     const verifyRps = verifyRun.ok / (verifyRun.elapsedMs / 1000);
     opts.log(`cluster: ${Math.round(verifyRps)} verifications/s (${verifyRun.failed} failed)`);
     const rest = await measureWritesAndFailover(cluster, durationMs, opts.log);
@@ -224,7 +293,11 @@ export async function runClusterScenario(opts: { durationS?: number; log: (line:
 }
 
 /** The one-member baseline and the ratio of the three-node admin figure to it. */
-async function singleNodeFigures(durationMs: number, rest: Record<string, number>, log: (line: string) => void): Promise<Record<string, number>> {
+async function singleNodeFigures(
+  durationMs: number,
+  rest: Record<string, number>,
+  log: (line: string) => void,
+): Promise<Record<string, number>> {
   const single = await measureSingleNodeAdmin(durationMs, log);
   const ratio = single.writesPerSec > 0 ? round((rest["adminWritesPerSec"] ?? 0) / single.writesPerSec, 3) : 0;
   log(`cluster: three-node admin writes / one-member admin writes in the same run: ${ratio}`);
@@ -253,7 +326,14 @@ function startMember(id: string, httpPort: number, raftPort: number, peers: stri
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
-  const member: Member = { id, httpPort, raftPort, child, pool: new Pool(`http://127.0.0.1:${httpPort}`, { connections: 64, pipelining: 1 }), exited: false };
+  const member: Member = {
+    id,
+    httpPort,
+    raftPort,
+    child,
+    pool: new Pool(`http://127.0.0.1:${httpPort}`, { connections: 64, pipelining: 1 }),
+    exited: false,
+  };
   child.on("exit", () => (member.exited = true));
   return member;
 }
@@ -267,7 +347,12 @@ interface LoopResult {
 }
 
 /** `perMember` clients per member, each sending the next request when the last one answered. */
-async function closedLoop(members: readonly Member[], perMember: number, durationMs: number, request: (member: Member, n: number) => Promise<boolean>): Promise<LoopResult> {
+async function closedLoop(
+  members: readonly Member[],
+  perMember: number,
+  durationMs: number,
+  request: (member: Member, n: number) => Promise<boolean>,
+): Promise<LoopResult> {
   const latencies: number[] = [];
   let ok = 0;
   let failed = 0;
@@ -292,7 +377,13 @@ async function closedLoop(members: readonly Member[], perMember: number, duratio
   }
   await Promise.all(clients);
   latencies.sort((a, b) => a - b);
-  return { ok, failed, elapsedMs: performance.now() - startMs, p50Ms: quantile(latencies, 0.5), p99Ms: quantile(latencies, 0.99) };
+  return {
+    ok,
+    failed,
+    elapsedMs: performance.now() - startMs,
+    p50Ms: quantile(latencies, 0.5),
+    p99Ms: quantile(latencies, 0.99),
+  };
 }
 
 async function verifyOk(member: Member, key: string): Promise<boolean> {
@@ -300,7 +391,12 @@ async function verifyOk(member: Member, key: string): Promise<boolean> {
   return answer.status === 200 && answer.body.valid === true;
 }
 
-async function post(member: Member, path: string, body: unknown, auth: boolean): Promise<{ status: number; body: any }> {
+async function post(
+  member: Member,
+  path: string,
+  body: unknown,
+  auth: boolean,
+): Promise<{ status: number; body: any }> {
   const response = await member.pool.request({
     method: "POST",
     path,
@@ -321,12 +417,20 @@ async function status(member: Member): Promise<{ role: string; leader: string | 
   return get(member, "/v1/cluster.status");
 }
 
-async function propagationMs(members: readonly Member[], leader: Member, from: number, to: number): Promise<{ count: number; p50Ms: number; p99Ms: number }> {
+async function propagationMs(
+  members: readonly Member[],
+  leader: Member,
+  from: number,
+  to: number,
+): Promise<{ count: number; p50Ms: number; p99Ms: number }> {
   const byNode = await Promise.all(
     members.map(async (member) => {
       const times = new Map<number, number>();
       for (let start = from; start <= to; start += 60_000) {
-        const answer = (await get(member, `/v1/cluster.applyTimes?from=${start}&to=${Math.min(to, start + 59_999)}`)) as { times: [number, number][] };
+        const answer = (await get(
+          member,
+          `/v1/cluster.applyTimes?from=${start}&to=${Math.min(to, start + 59_999)}`,
+        )) as { times: [number, number][] };
         for (const [index, atMs] of answer.times) times.set(index, atMs);
       }
       return { member, times };
@@ -434,7 +538,15 @@ export const clusterScenario: Scenario = {
           label: verifyPhase,
           targets: cluster.targets,
           cpuSeconds: () => null,
-          requests: [requestSpec(context.options, { name: "verifyKey", path: "/v1/keys.verifyKey", bodyTemplate: '{"key":{{pick}}}', pool: cluster.keys, okMarker: '"valid":true' })],
+          requests: [
+            requestSpec(context.options, {
+              name: "verifyKey",
+              path: "/v1/keys.verifyKey",
+              bodyTemplate: '{"key":{{pick}}}',
+              pool: cluster.keys,
+              okMarker: '"valid":true',
+            }),
+          ],
         },
       ],
       close: () => cluster.stop(),
@@ -443,7 +555,11 @@ export const clusterScenario: Scenario = {
         const durationMs = Math.round(context.options.durationS * 1000);
         const rest = await measureWritesAndFailover(cluster, durationMs, context.log);
         await cluster.stop(); // the one-member baseline runs alone
-        const figures = { verifyRps: round(verify.rps), ...rest, ...(await singleNodeFigures(durationMs, rest, context.log)) };
+        const figures = {
+          verifyRps: round(verify.rps),
+          ...rest,
+          ...(await singleNodeFigures(durationMs, rest, context.log)),
+        };
         return {
           figures,
           // Verification throughput is what the baselines (single node, other engines) compare against.

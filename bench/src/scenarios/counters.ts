@@ -32,7 +32,8 @@ const accuracyConcurrencyPerNode = 16;
 type Member = BenchCluster["members"][number];
 
 export const countersScenario: Scenario = {
-  description: "three-node cluster: verification plain, with credits, with an async:false limit, ratelimits.limit async:true; credit and limit accuracy",
+  description:
+    "three-node cluster: verification plain, with credits, with an async:false limit, ratelimits.limit async:true; credit and limit accuracy",
   check: async () => {
     if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
   },
@@ -48,7 +49,8 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
       const keys: string[] = [];
       for (let i = 0; i < count; i++) {
         const created = await post(leader, "/v1/keys.createKey", { apiId, ...body }, true);
-        if (created.status !== 200) throw new Error(`createKey (${what}): ${created.status} ${JSON.stringify(created.body)}`);
+        if (created.status !== 200)
+          throw new Error(`createKey (${what}): ${created.status} ${JSON.stringify(created.body)}`);
         keys.push(created.body.key as string);
       }
       log(`counters: ${count} ${what} keys`);
@@ -57,15 +59,28 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
     const credited = await create(throughputKeys, "credits", { remaining: hugeCredits });
     const limited = await create(throughputKeys, "async:false limit", { ratelimit: { async: false, ...hugeLimit } });
     const accuracyCredited = await create(accuracyKeys, "accuracy credits", { remaining: accuracyCredits });
-    const accuracyLimited = await create(accuracyKeys, "accuracy limit", { ratelimit: { async: false, limit: accuracySyncLimit, duration: accuracyWindowMs } });
-    await waitEverywhere(cluster, [credited, limited, accuracyCredited, accuracyLimited].map((keys) => keys[keys.length - 1]!));
+    const accuracyLimited = await create(accuracyKeys, "accuracy limit", {
+      ratelimit: { async: false, limit: accuracySyncLimit, duration: accuracyWindowMs },
+    });
+    await waitEverywhere(
+      cluster,
+      [credited, limited, accuracyCredited, accuracyLimited].map((keys) => keys[keys.length - 1]!),
+    );
     const identifiers = Array.from({ length: throughputKeys }, (_, i) => `user_${i}`);
     const verifyBody = (extra: string) => `{"key":{{pick}}${extra}}`;
     const phase = (label: string, pool: readonly string[], extra: string): PhaseDefinition => ({
       label,
       targets: cluster.targets,
       cpuSeconds: () => null,
-      requests: [requestSpec(options, { name: "verifyKey", path: "/v1/keys.verifyKey", bodyTemplate: verifyBody(extra), pool, okMarker: '"valid":true' })],
+      requests: [
+        requestSpec(options, {
+          name: "verifyKey",
+          path: "/v1/keys.verifyKey",
+          bodyTemplate: verifyBody(extra),
+          pool,
+          okMarker: '"valid":true',
+        }),
+      ],
     });
     const asyncBody = `{"namespace":"bench-async","identifier":{{pick}},"limit":${hugeLimit.limit},"duration":${hugeLimit.duration},"async":true}`;
     const labels = ["counters plain", "counters credits", "counters sync limit", "counters async limit"] as const;
@@ -78,18 +93,48 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
           label: labels[3],
           targets: cluster.targets,
           cpuSeconds: () => null,
-          requests: [requestSpec(options, { name: "limit", path: "/v1/ratelimits.limit", bodyTemplate: asyncBody, pool: identifiers, rootKey, okMarker: '"success":true' })],
+          requests: [
+            requestSpec(options, {
+              name: "limit",
+              path: "/v1/ratelimits.limit",
+              bodyTemplate: asyncBody,
+              pool: identifiers,
+              rootKey,
+              okMarker: '"success":true',
+            }),
+          ],
         },
       ],
       close: () => cluster.stop(),
       finish: async (results) => {
-        const [plain, credits, sync, asyncPhase] = labels.map((label) => resultOf(results, label)) as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
+        const [plain, credits, sync, asyncPhase] = labels.map((label) => resultOf(results, label)) as [
+          PhaseResult,
+          PhaseResult,
+          PhaseResult,
+          PhaseResult,
+        ];
         log("counters: accuracy (every node hit at once)");
         const creditsOverspent = await measureCredits(cluster, accuracyCredited);
         const syncOvershoot = await measureSyncLimit(cluster, accuracyLimited);
-        const limitCallOvershoot = await measureLimitCalls(cluster, "bench-sync", false, accuracySyncLimit, accuracyKeys, accuracyHitsFactor * accuracySyncLimit);
-        const asyncOvershoot = await measureLimitCalls(cluster, "bench-async-accuracy", true, accuracyAsyncLimit, accuracyAsyncIdentifiers, accuracyHitsFactor * accuracyAsyncLimit);
-        log(`counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`);
+        const limitCallOvershoot = await measureLimitCalls(
+          cluster,
+          "bench-sync",
+          false,
+          accuracySyncLimit,
+          accuracyKeys,
+          accuracyHitsFactor * accuracySyncLimit,
+        );
+        const asyncOvershoot = await measureLimitCalls(
+          cluster,
+          "bench-async-accuracy",
+          true,
+          accuracyAsyncLimit,
+          accuracyAsyncIdentifiers,
+          accuracyHitsFactor * accuracyAsyncLimit,
+        );
+        log(
+          `counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`,
+        );
         const p99 = (result: PhaseResult) => result.latency.p99Ms;
         return {
           figures: {
@@ -123,7 +168,9 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
 /** Sum over keys of the admitted spends beyond the key's credits. */
 async function measureCredits(cluster: BenchCluster, keys: readonly string[]): Promise<number> {
   const admitted = await hitAll(cluster, keys, accuracyHitsFactor * accuracyCredits, (member, key) =>
-    post(member, "/v1/keys.verifyKey", { key, remaining: { cost: 1 } }, false).then((answer) => answer.status === 200 && answer.body.valid === true),
+    post(member, "/v1/keys.verifyKey", { key, remaining: { cost: 1 } }, false).then(
+      (answer) => answer.status === 200 && answer.body.valid === true,
+    ),
   );
   let overspent = 0;
   for (const count of admitted) overspent += Math.max(0, count - accuracyCredits);
@@ -132,17 +179,29 @@ async function measureCredits(cluster: BenchCluster, keys: readonly string[]): P
 
 async function measureSyncLimit(cluster: BenchCluster, keys: readonly string[]): Promise<number> {
   const admitted = await hitAll(cluster, keys, accuracyHitsFactor * accuracySyncLimit, (member, key) =>
-    post(member, "/v1/keys.verifyKey", { key }, false).then((answer) => answer.status === 200 && answer.body.valid === true),
+    post(member, "/v1/keys.verifyKey", { key }, false).then(
+      (answer) => answer.status === 200 && answer.body.valid === true,
+    ),
   );
   return worstOvershoot(admitted, accuracySyncLimit);
 }
 
-async function measureLimitCalls(cluster: BenchCluster, namespace: string, isAsync: boolean, limit: number, identifiers: number, hitsPerIdentifier: number): Promise<number> {
+async function measureLimitCalls(
+  cluster: BenchCluster,
+  namespace: string,
+  isAsync: boolean,
+  limit: number,
+  identifiers: number,
+  hitsPerIdentifier: number,
+): Promise<number> {
   const names = Array.from({ length: identifiers }, (_, i) => `acc_${i}`);
   const admitted = await hitAll(cluster, names, hitsPerIdentifier, (member, identifier) =>
-    post(member, "/v1/ratelimits.limit", { namespace, identifier, limit, duration: accuracyWindowMs, async: isAsync }, true).then(
-      (answer) => answer.status === 200 && answer.body.success === true,
-    ),
+    post(
+      member,
+      "/v1/ratelimits.limit",
+      { namespace, identifier, limit, duration: accuracyWindowMs, async: isAsync },
+      true,
+    ).then((answer) => answer.status === 200 && answer.body.success === true),
   );
   return worstOvershoot(admitted, limit);
 }
@@ -152,7 +211,12 @@ async function measureLimitCalls(cluster: BenchCluster, namespace: string, isAsy
  * accuracyConcurrencyPerNode closed-loop clients per node that pick subjects in turn (so every
  * subject is hit from every node at the same time). Returns the admitted count per subject.
  */
-async function hitAll(cluster: BenchCluster, subjects: readonly string[], hitsPerSubject: number, hit: (member: Member, subject: string) => Promise<boolean>): Promise<number[]> {
+async function hitAll(
+  cluster: BenchCluster,
+  subjects: readonly string[],
+  hitsPerSubject: number,
+  hit: (member: Member, subject: string) => Promise<boolean>,
+): Promise<number[]> {
   const admitted = subjects.map(() => 0);
   const perNode = Math.ceil((subjects.length * hitsPerSubject) / cluster.members.length);
   await Promise.all(
@@ -182,7 +246,12 @@ async function waitEverywhere(cluster: BenchCluster, keys: readonly string[]): P
   for (const member of cluster.members) {
     for (const key of keys) {
       for (;;) {
-        const answer = await post(member, "/v1/keys.verifyKey", { key, remaining: { cost: 0 }, ratelimit: { cost: 0 } }, false).catch(() => null);
+        const answer = await post(
+          member,
+          "/v1/keys.verifyKey",
+          { key, remaining: { cost: 0 }, ratelimit: { cost: 0 } },
+          false,
+        ).catch(() => null);
         if (answer !== null && answer.status === 200 && answer.body.code !== "NOT_FOUND") break;
         if (Date.now() > deadline) throw new Error(`${member.id} does not have the seeded keys within 30 s`);
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -191,7 +260,12 @@ async function waitEverywhere(cluster: BenchCluster, keys: readonly string[]): P
   }
 }
 
-async function post(member: Member, path: string, body: unknown, auth: boolean): Promise<{ status: number; body: any }> {
+async function post(
+  member: Member,
+  path: string,
+  body: unknown,
+  auth: boolean,
+): Promise<{ status: number; body: any }> {
   const response = await member.pool.request({
     method: "POST",
     path,

@@ -38,7 +38,9 @@ export function clusterMemberIds(size: number): string[] {
 export async function checkDeployment(options: BenchOptions): Promise<void> {
   if (options.targets.length > 0) {
     if (options.rootKey === null) {
-      throw new NotAvailableError("--target needs a root key holding `*` to seed the deployment: pass --root-key KEY or set KEYRAFT_ROOT_KEY");
+      throw new NotAvailableError(
+        "--target needs a root key holding `*` to seed the deployment: pass --root-key KEY or set KEYRAFT_ROOT_KEY",
+      );
     }
     for (const target of options.targets) await expectLive(target);
     return;
@@ -58,14 +60,28 @@ export async function openDeployment(options: BenchOptions, log: (line: string) 
   await checkDeployment(options);
   if (options.targets.length > 0 && options.rootKey !== null) {
     log(`loading ${options.targets.length} target(s): ${options.targets.join(", ")}`);
-    return { targets: options.targets, rootKey: options.rootKey, local: false, cpuSeconds: () => null, settle: settleTargets(options.targets), stop: async () => {} };
+    return {
+      targets: options.targets,
+      rootKey: options.rootKey,
+      local: false,
+      cpuSeconds: () => null,
+      settle: settleTargets(options.targets),
+      stop: async () => {},
+    };
   }
   if (options.cluster !== null) return openLocalCluster(options.cluster, log);
   const entry = options.nodeEntry ?? defaultNodeEntry;
   log(`starting a keyraft node (${entry}) on a free port with a temporary data dir`);
   const node = await startLocalNode(entry);
   log(`node ready at ${node.url} (pid ${node.process.pid})`);
-  return { targets: [node.url], rootKey: node.rootKey, local: true, cpuSeconds: node.cpuSeconds, settle: async () => {}, stop: node.stop };
+  return {
+    targets: [node.url],
+    rootKey: node.rootKey,
+    local: true,
+    cpuSeconds: node.cpuSeconds,
+    settle: async () => {},
+    stop: node.stop,
+  };
 }
 
 async function openLocalCluster(size: number, log: (line: string) => void): Promise<Deployment> {
@@ -74,16 +90,30 @@ async function openLocalCluster(size: number, log: (line: string) => void): Prom
   try {
     cluster = await startBenchCluster(log, clusterMemberIds(size), 0);
   } catch (error) {
-    throw new ProcessStartError(`the local cluster did not start: ${error instanceof Error ? error.message : String(error)}`);
+    throw new ProcessStartError(
+      `the local cluster did not start: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   const leaderUrl = `http://127.0.0.1:${cluster.leader.httpPort}`;
   // The leader first: seeding goes there (no forwarding hop); the load goes to every member.
   const targets = [leaderUrl, ...cluster.targets.filter((url) => url !== leaderUrl)];
   const withdraw = stopWithAll(cluster.stop); // Ctrl-C and fatal errors stop the members too
-  const stop = async (): Promise<void> => { await cluster.stop(); withdraw(); };
+  const stop = async (): Promise<void> => {
+    await cluster.stop();
+    withdraw();
+  };
   const pids = cluster.members.map((member) => member.child.pid ?? -1);
-  log(`cluster ready: ${cluster.members.map((member) => `${member.id} at http://127.0.0.1:${member.httpPort} (pid ${member.child.pid ?? "?"})`).join(", ")}; leader ${cluster.leader.id}`);
-  return { targets, rootKey: cluster.rootKey, local: true, cpuSeconds: () => processesCpuSeconds(pids), settle: settleTargets(targets), stop };
+  log(
+    `cluster ready: ${cluster.members.map((member) => `${member.id} at http://127.0.0.1:${member.httpPort} (pid ${member.child.pid ?? "?"})`).join(", ")}; leader ${cluster.leader.id}`,
+  );
+  return {
+    targets,
+    rootKey: cluster.rootKey,
+    local: true,
+    cpuSeconds: () => processesCpuSeconds(pids),
+    settle: settleTargets(targets),
+    stop,
+  };
 }
 
 /** With several targets, waits until each applied what the cluster committed (skipped, with a line, for nodes that do not say). */
@@ -101,7 +131,10 @@ async function expectLive(target: string): Promise<void> {
   try {
     status = await getStatus(target, "/v1/liveness");
   } catch (error) {
-    throw new BenchError(`--target ${target} is not reachable: ${error instanceof Error ? error.message : String(error)}`);
+    throw new BenchError(
+      `--target ${target} is not reachable: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
-  if (status !== 200) throw new BenchError(`--target ${target}: GET /v1/liveness answered HTTP ${status}, expected 200`);
+  if (status !== 200)
+    throw new BenchError(`--target ${target}: GET /v1/liveness answered HTTP ${status}, expected 200`);
 }

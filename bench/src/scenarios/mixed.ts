@@ -16,22 +16,45 @@ async function prepareMixed(context: ScenarioContext): Promise<PreparedScenario>
   const { options } = context;
   const deployment = await openDeployment(options, context.log);
   try {
-    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const seedTarget: SeedTarget = {
+      url: deployment.targets[0] as string,
+      rootKey: deployment.rootKey,
+      log: context.progress,
+    };
     const apiId = await createApi(seedTarget, `bench-mixed-${Date.now()}`);
-    const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({ prefix: "bench", name: `mixed-${i}` }));
+    const keys = await createKeys(seedTarget, apiId, options.keys, "keys", (i) => ({
+      prefix: "bench",
+      name: `mixed-${i}`,
+    }));
     context.log(`seeded api ${apiId} with ${keys.length} keys`);
     await deployment.settle(context.log);
     const verifyTemplate = `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}}`;
     return {
-      phases: [{
-        label: "mixed", targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
-        requests: [
-          requestSpec(options, { name: "verifyKey", weight: 99, path: "/v1/keys.verifyKey", bodyTemplate: verifyTemplate,
-            pool: keys.map((seeded) => seeded.key), okMarker: '"valid":true' }),
-          requestSpec(options, { name: "updateKey", weight: 1, path: "/v1/keys.updateKey", bodyTemplate: updateKeyTemplate,
-            pool: keys.map((seeded) => seeded.keyId), rootKey: deployment.rootKey }),
-        ],
-      }],
+      phases: [
+        {
+          label: "mixed",
+          targets: deployment.targets,
+          cpuSeconds: deployment.cpuSeconds,
+          requests: [
+            requestSpec(options, {
+              name: "verifyKey",
+              weight: 99,
+              path: "/v1/keys.verifyKey",
+              bodyTemplate: verifyTemplate,
+              pool: keys.map((seeded) => seeded.key),
+              okMarker: '"valid":true',
+            }),
+            requestSpec(options, {
+              name: "updateKey",
+              weight: 1,
+              path: "/v1/keys.updateKey",
+              bodyTemplate: updateKeyTemplate,
+              pool: keys.map((seeded) => seeded.keyId),
+              rootKey: deployment.rootKey,
+            }),
+          ],
+        },
+      ],
       close: () => deployment.stop(),
       finish: async (results) => {
         const phase = resultOf(results, "mixed");

@@ -51,27 +51,44 @@ export function requestSpec(options: BenchOptions, input: SpecInput): RequestSpe
  * Runs every definition `options.rounds` times, interleaved (A B C, C B A, ...), each run getting
  * an equal share of --duration, and merges each definition's runs into one result.
  */
-export async function runPhases(context: ScenarioContext, definitions: readonly PhaseDefinition[]): Promise<Map<string, PhaseResult>> {
+export async function runPhases(
+  context: ScenarioContext,
+  definitions: readonly PhaseDefinition[],
+): Promise<Map<string, PhaseResult>> {
   const { options } = context;
   const runs = new Map<string, LoadRun[]>(definitions.map((definition) => [definition.label, []]));
   if (runs.size !== definitions.length) throw new Error("phase labels must be unique");
   for (let round = 0; round < options.rounds; round++) {
     for (const definition of roundOrder(definitions, round)) {
-      const roundLabel = options.rounds === 1 ? definition.label : `${definition.label} (round ${round + 1}/${options.rounds})`;
+      const roundLabel =
+        options.rounds === 1 ? definition.label : `${definition.label} (round ${round + 1}/${options.rounds})`;
       const warmupS = round === 0 ? options.warmupS : Math.min(options.warmupS, laterRoundWarmupSMax);
       const durationS = options.durationS / options.rounds;
-      context.log(`phase ${roundLabel}: ${options.connections} connections, ${warmupS}s warm-up + ${durationS}s over ${definition.targets.length} target(s)`);
-      const run = await runLoadOnce({
-        label: roundLabel, targets: definition.targets, connections: options.connections, warmupMs: warmupS * 1000,
-        durationMs: durationS * 1000, requests: definition.requests, seed: (runSeed + round) >>> 0,
-      }, options.workers, { progress: context.progress, targetCpuSeconds: definition.cpuSeconds });
+      context.log(
+        `phase ${roundLabel}: ${options.connections} connections, ${warmupS}s warm-up + ${durationS}s over ${definition.targets.length} target(s)`,
+      );
+      const run = await runLoadOnce(
+        {
+          label: roundLabel,
+          targets: definition.targets,
+          connections: options.connections,
+          warmupMs: warmupS * 1000,
+          durationMs: durationS * 1000,
+          requests: definition.requests,
+          seed: (runSeed + round) >>> 0,
+        },
+        options.workers,
+        { progress: context.progress, targetCpuSeconds: definition.cpuSeconds },
+      );
       runs.get(definition.label)?.push(run);
     }
   }
   const results = new Map<string, PhaseResult>();
   for (const [label, phaseRuns] of runs) {
     const result = phaseResult(label, phaseRuns);
-    context.log(`phase ${label}: ${result.rps} rps, p50 ${result.latency.p50Ms} ms, p99 ${result.latency.p99Ms} ms, errors ${result.errors}`);
+    context.log(
+      `phase ${label}: ${result.rps} rps, p50 ${result.latency.p50Ms} ms, p99 ${result.latency.p99Ms} ms, errors ${result.errors}`,
+    );
     results.set(label, result);
   }
   return results;

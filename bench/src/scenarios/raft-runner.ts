@@ -7,7 +7,10 @@ import { NotAvailableError } from "../errors.js";
 import type { runRaftScenario } from "./raft.js";
 
 /** The function ./raft.ts exports. Its figures are numbers keyed by name (e.g. commitsPerSec). */
-export type RunRaftScenario = (options: { durationS?: number; log: (line: string) => void }) => Promise<Record<string, number>>;
+export type RunRaftScenario = (options: {
+  durationS?: number;
+  log: (line: string) => void;
+}) => Promise<Record<string, number>>;
 
 const raftModuleUrl = new URL("./raft.js", import.meta.url);
 
@@ -19,7 +22,9 @@ void raftSignatureOk;
 
 export const raftScenario: Scenario = {
   description: "Raft replication (runRaftScenario from scenarios/raft.ts)",
-  check: async () => { await loadRunRaftScenario(); },
+  check: async () => {
+    await loadRunRaftScenario();
+  },
   prepare: async (context) => prepareRaft(context),
 };
 
@@ -37,7 +42,9 @@ async function prepareRaft(context: ScenarioContext): Promise<PreparedScenario> 
 
 async function loadRunRaftScenario(): Promise<RunRaftScenario> {
   if (!existsSync(fileURLToPath(raftModuleUrl))) {
-    throw new NotAvailableError("the raft scenario is not yet available: bench/src/scenarios/raft.ts (runRaftScenario) has not been written yet");
+    throw new NotAvailableError(
+      "the raft scenario is not yet available: bench/src/scenarios/raft.ts (runRaftScenario) has not been written yet",
+    );
   }
   const module = (await import(raftModuleUrl.href)) as { runRaftScenario?: unknown };
   if (typeof module.runRaftScenario !== "function") {
@@ -53,6 +60,8 @@ async function loadRunRaftScenario(): Promise<RunRaftScenario> {
  */
 export function throughputOf(figures: Readonly<Record<string, number>>): number | null {
   if (typeof figures["rps"] === "number") return figures["rps"];
-  const throughputs = Object.entries(figures).filter(([name]) => /(Rps|PerSec)\d*$/.test(name)).map(([, value]) => value);
+  const throughputs = Object.entries(figures)
+    .filter(([name]) => /(Rps|PerSec)\d*$/.test(name))
+    .map(([, value]) => value);
   return throughputs.length === 0 ? null : Math.max(...throughputs);
 }

@@ -7,7 +7,15 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LevelStorage, NodeProcess, type LoadResult, type LoopDelay, type NodeMetrics, type NodeProcessConfig, type NodeStatus } from "@keyraft/raft";
+import {
+  LevelStorage,
+  NodeProcess,
+  type LoadResult,
+  type LoopDelay,
+  type NodeMetrics,
+  type NodeProcessConfig,
+  type NodeStatus,
+} from "@keyraft/raft";
 
 const ids = ["n1", "n2", "n3"];
 const tickMs = 20;
@@ -17,7 +25,10 @@ const payloadBytes = 100;
 const secret = "raft benchmark cluster secret (local only)";
 const pollMs = 2;
 
-export async function runRaftScenario(opts: { durationS?: number; log: (line: string) => void }): Promise<Record<string, number>> {
+export async function runRaftScenario(opts: {
+  durationS?: number;
+  log: (line: string) => void;
+}): Promise<Record<string, number>> {
   const durationMs = Math.round((opts.durationS ?? 5) * 1000);
   const root = await mkdtemp(join(tmpdir(), "keyraft-bench-raft-"));
   const cluster = new BenchCluster(root);
@@ -27,9 +38,13 @@ export async function runRaftScenario(opts: { durationS?: number; log: (line: st
     opts.log(`raft: starting ${ids.length} node processes (tick ${tickMs} ms, election ${electionTicks} ticks)`);
     await cluster.start();
     const one = await cluster.load(1, durationMs);
-    opts.log(`raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ${describeLeader(one)}; ${one.followers}`);
+    opts.log(
+      `raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ${describeLeader(one)}; ${one.followers}`,
+    );
     const many = await cluster.load(64, durationMs);
-    opts.log(`raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ${describeLeader(many)}; ${many.followers}`);
+    opts.log(
+      `raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ${describeLeader(many)}; ${many.followers}`,
+    );
     if (process.env["KEYRAFT_RAFT_BENCH_PROFILE"] !== undefined) {
       await cluster.stopGracefully(); // profiles are written on a clean exit; failover trials (kill -9) are skipped
       throw new Error("raft bench: profiling run (KEYRAFT_RAFT_BENCH_PROFILE) stops after the load phases");
@@ -62,7 +77,11 @@ async function levelCeiling(path: string, durationMs: number): Promise<number> {
     let writes = 0;
     while (performance.now() - startMs < durationMs) {
       writes++;
-      await storage.append([{ index: writes, term: 1, type: "normal", data }], { term: 1, vote: "", commit: writes }, true);
+      await storage.append(
+        [{ index: writes, term: 1, type: "normal", data }],
+        { term: 1, vote: "", commit: writes },
+        true,
+      );
     }
     return writes / ((performance.now() - startMs) / 1000);
   } finally {
@@ -88,11 +107,19 @@ class BenchCluster {
     const followers = running.filter((p) => p !== leader);
     const before = await Promise.all(followers.map((p) => p.request<NodeMetrics>({ op: "metrics" })));
     await Promise.all(running.map((p) => p.request<LoopDelay>({ op: "loopDelay" }))); // starts the window
-    const result = await leader.request<LoadResult>({ op: "load", concurrency, durationMs, payloadBytes }, durationMs + 30_000);
+    const result = await leader.request<LoadResult>(
+      { op: "load", concurrency, durationMs, payloadBytes },
+      durationMs + 30_000,
+    );
     const delays = await Promise.all(running.map((p) => p.request<LoopDelay>({ op: "loopDelay" })));
     const after = await Promise.all(followers.map((p) => p.request<NodeMetrics>({ op: "metrics" })));
-    const loop = running.map((p, i) => `${p.id} p50 ${delays[i]?.p50Ms.toFixed(2)} ms p99 ${delays[i]?.p99Ms.toFixed(2)} ms`).join(", ");
-    return { ...result, followers: `${followers.map((p, i) => describeFollower(p.id, before[i], after[i])).join("; ")}; event-loop delay: ${loop}` };
+    const loop = running
+      .map((p, i) => `${p.id} p50 ${delays[i]?.p50Ms.toFixed(2)} ms p99 ${delays[i]?.p99Ms.toFixed(2)} ms`)
+      .join(", ");
+    return {
+      ...result,
+      followers: `${followers.map((p, i) => describeFollower(p.id, before[i], after[i])).join("; ")}; event-loop delay: ${loop}`,
+    };
   }
 
   /** Kills the leader; returns ms until a surviving node commits a proposal as the new leader. Restarts the victim after. */
@@ -105,7 +132,12 @@ class BenchCluster {
     const survivors = [...this.processes.values()].filter((p) => p.running);
     let committedAtMs = 0;
     while (committedAtMs === 0) {
-      const attempts = survivors.map((p) => p.request({ op: "propose", data: "failover" }, 5000).then(() => performance.now(), () => 0));
+      const attempts = survivors.map((p) =>
+        p.request({ op: "propose", data: "failover" }, 5000).then(
+          () => performance.now(),
+          () => 0,
+        ),
+      );
       committedAtMs = Math.max(...(await Promise.all(attempts)));
       if (committedAtMs === 0) await new Promise((resolve) => setTimeout(resolve, pollMs));
       if (performance.now() - killedAtMs > 30_000) throw new Error("raft bench: no new leader within 30 s");
@@ -128,7 +160,8 @@ class BenchCluster {
       const running = [...this.processes.values()].filter((p) => p.running);
       const statuses = await Promise.all(running.map((p) => p.request<NodeStatus>({ op: "status" }).catch(() => null)));
       const leaderId = statuses.find((s) => s?.role === "leader")?.id;
-      const agreed = leaderId !== undefined && running.length === ids.length && statuses.every((s) => s?.leader === leaderId);
+      const agreed =
+        leaderId !== undefined && running.length === ids.length && statuses.every((s) => s?.leader === leaderId);
       const leader = running.find((p) => p.id === leaderId);
       if (agreed && leader !== undefined) return leader;
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -140,7 +173,9 @@ class BenchCluster {
   private async caughtUp(): Promise<void> {
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      const statuses = await Promise.all([...this.processes.values()].map((p) => p.request<NodeStatus>({ op: "status" })));
+      const statuses = await Promise.all(
+        [...this.processes.values()].map((p) => p.request<NodeStatus>({ op: "status" })),
+      );
       const commit = Math.max(...statuses.map((s) => s.commit));
       if (statuses.every((s) => s.applied === commit)) return;
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -164,7 +199,11 @@ class BenchCluster {
     };
     // KEYRAFT_RAFT_BENCH_PROFILE=<dir>: every node process writes a CPU profile there on exit (for profiling, not for figures).
     const profileDir = process.env["KEYRAFT_RAFT_BENCH_PROFILE"];
-    const child = await NodeProcess.spawn({ config, secret, ...(profileDir === undefined ? {} : { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] }) });
+    const child = await NodeProcess.spawn({
+      config,
+      secret,
+      ...(profileDir === undefined ? {} : { execArgv: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] }),
+    });
     this.processes.set(id, child);
     this.ports.set(id, child.port);
   }
@@ -201,7 +240,9 @@ function describeErrors(result: LoadResult): string {
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] ?? Number.NaN)
+    : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
 function round(value: number, digits = 0): number {

@@ -19,26 +19,46 @@ async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScena
   const { options } = context;
   const deployment = await openDeployment(options, context.log);
   try {
-    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const seedTarget: SeedTarget = {
+      url: deployment.targets[0] as string,
+      rootKey: deployment.rootKey,
+      log: context.progress,
+    };
     const namespace = `bench-${Date.now()}`;
     await touchNamespace(seedTarget, namespace);
     const identifiers = Array.from({ length: options.keys }, (_, i) => `user_${i}`);
-    const overrides = identifiers.filter((_, i) => i % exactOverrideEvery === 0)
+    const overrides = identifiers
+      .filter((_, i) => i % exactOverrideEvery === 0)
       .map((identifier) => ({ identifier, limit: 1_000_000, duration: 60_000 }));
     // Wildcards: every identifier starting with user_1 or user_2 (about a fifth of them) matches one.
-    overrides.push({ identifier: "user_1*", limit: 500, duration: 10_000 }, { identifier: "user_2*", limit: 2_000, duration: 10_000 });
+    overrides.push(
+      { identifier: "user_1*", limit: 500, duration: 10_000 },
+      { identifier: "user_2*", limit: 2_000, duration: 10_000 },
+    );
     await setOverrides(seedTarget, namespace, overrides);
-    context.log(`seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`);
+    context.log(
+      `seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`,
+    );
     await deployment.settle(context.log);
     const bodyTemplate = `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
     return {
-      phases: [{
-        label: "ratelimit", targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
-        requests: [requestSpec(options, {
-          name: "limit", path: "/v1/ratelimits.limit", bodyTemplate, pool: identifiers, rootKey: deployment.rootKey,
-          okMarker: '"success":true',
-        })],
-      }],
+      phases: [
+        {
+          label: "ratelimit",
+          targets: deployment.targets,
+          cpuSeconds: deployment.cpuSeconds,
+          requests: [
+            requestSpec(options, {
+              name: "limit",
+              path: "/v1/ratelimits.limit",
+              bodyTemplate,
+              pool: identifiers,
+              rootKey: deployment.rootKey,
+              okMarker: '"success":true',
+            }),
+          ],
+        },
+      ],
       close: () => deployment.stop(),
       finish: async (results) => {
         const phase = resultOf(results, "ratelimit");

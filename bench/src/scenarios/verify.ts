@@ -24,38 +24,69 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
   const { options } = context;
   const deployment = await openDeployment(options, context.log);
   try {
-    const seedTarget: SeedTarget = { url: deployment.targets[0] as string, rootKey: deployment.rootKey, log: context.progress };
+    const seedTarget: SeedTarget = {
+      url: deployment.targets[0] as string,
+      rootKey: deployment.rootKey,
+      log: context.progress,
+    };
     const apiId = await createApi(seedTarget, `bench-verify-${Date.now()}`);
     const groupSize = Math.max(1, Math.floor(options.keys / 4));
-    const plain = await createKeys(seedTarget, apiId, groupSize, "plain", (i) => ({ prefix: "bench", name: `plain-${i}` }));
+    const plain = await createKeys(seedTarget, apiId, groupSize, "plain", (i) => ({
+      prefix: "bench",
+      name: `plain-${i}`,
+    }));
     const limited = await createKeys(seedTarget, apiId, groupSize, "rate-limited", (i) => ({
-      prefix: "bench", name: `limited-${i}`, ratelimit: { async: false, ...verifyRatelimit },
+      prefix: "bench",
+      name: `limited-${i}`,
+      ratelimit: { async: false, ...verifyRatelimit },
     }));
     const credited = await createKeys(seedTarget, apiId, groupSize, "credits", (i) => ({
-      prefix: "bench", name: `credits-${i}`, remaining: verifyCredits,
+      prefix: "bench",
+      name: `credits-${i}`,
+      remaining: verifyCredits,
     }));
     const permitted = await createKeys(seedTarget, apiId, options.keys - 3 * groupSize, "permissions", (i) => ({
-      prefix: "bench", name: `permissions-${i}`, permissions: verifyPermissions,
+      prefix: "bench",
+      name: `permissions-${i}`,
+      permissions: verifyPermissions,
     }));
     context.log(`seeded api ${apiId} with ${options.keys} keys (4 groups)`);
     await deployment.settle(context.log);
     const pool = (keys: ReadonlyArray<{ key: string }>): string[] => keys.map((seeded) => seeded.key);
     const body = (extra: string): string => `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}${extra}}`;
     const phase = (label: string, keys: string[], extra: string): PhaseDefinition => ({
-      label, targets: deployment.targets, cpuSeconds: deployment.cpuSeconds,
-      requests: [requestSpec(options, { name: "verifyKey", path: "/v1/keys.verifyKey", bodyTemplate: body(extra), pool: keys, okMarker: '"valid":true' })],
+      label,
+      targets: deployment.targets,
+      cpuSeconds: deployment.cpuSeconds,
+      requests: [
+        requestSpec(options, {
+          name: "verifyKey",
+          path: "/v1/keys.verifyKey",
+          bodyTemplate: body(extra),
+          pool: keys,
+          okMarker: '"valid":true',
+        }),
+      ],
     });
     return {
       phases: [
         phase("verify plain", pool(plain), ""),
         phase("verify ratelimit", pool(limited), ""),
         phase("verify credits", pool(credited), `,"remaining":{"cost":1}`),
-        phase("verify permissions", pool(permitted), `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`),
+        phase(
+          "verify permissions",
+          pool(permitted),
+          `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`,
+        ),
       ],
       close: () => deployment.stop(),
       finish: async (results) => {
-        const [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase] =
-          ["verify plain", "verify ratelimit", "verify credits", "verify permissions"].map((label) => resultOf(results, label)) as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
+        const [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase] = [
+          "verify plain",
+          "verify ratelimit",
+          "verify credits",
+          "verify permissions",
+        ].map((label) => resultOf(results, label)) as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
         context.progress("measuring core verification decisions in process");
         const core = await measureCoreDecisions(options.keys, options.distribution, options.zipfExponent);
         return {

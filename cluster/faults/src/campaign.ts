@@ -7,7 +7,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { certainWindowMax, creditViolations, type Admission, type CreditObservation } from "./checks.js";
 import { call, certainlyNotApplied, field } from "./http.js";
-import { checkLinearizable, registerModel, resolveUnknownWrites, setModel, type Operation, type RegisterInput, type RegisterOutput, type SetInput, type SetOutput } from "./linearizability.js";
+import {
+  checkLinearizable,
+  registerModel,
+  resolveUnknownWrites,
+  setModel,
+  type Operation,
+  type RegisterInput,
+  type RegisterOutput,
+  type SetInput,
+  type SetOutput,
+} from "./linearizability.js";
 import { ProcessCluster } from "./processes.js";
 
 export interface CampaignOptions {
@@ -67,9 +77,24 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const rootKey = `faults_root_${options.seed}_${"x".repeat(16)}`;
   // A short credit lease ttl: leases expire, renew and settle many times within a campaign.
   const env = { KEYRAFT_CREDIT_LEASE_TTL_MS: String(creditLeaseTtlMs) };
-  const cluster = await ProcessCluster.start({ nodes: options.nodes, dir, rootKey, secret: `secret-${options.seed}-${"s".repeat(32)}`, env });
+  const cluster = await ProcessCluster.start({
+    nodes: options.nodes,
+    dir,
+    rootKey,
+    secret: `secret-${options.seed}-${"s".repeat(32)}`,
+    env,
+  });
   const faults: Record<string, number> = { kill9: 0, pause: 0, partition: 0, linkCut: 0 };
-  const operations: Record<string, number> = { verify: 0, verifyValid: 0, limit: 0, limitSuccess: 0, write: 0, writeAcked: 0, writeUnknown: 0, read: 0 };
+  const operations: Record<string, number> = {
+    verify: 0,
+    verifyValid: 0,
+    limit: 0,
+    limitSuccess: 0,
+    write: 0,
+    writeAcked: 0,
+    writeUnknown: 0,
+    read: 0,
+  };
   const violations: string[] = [];
   const report: CampaignReport = {
     seed: options.seed,
@@ -90,7 +115,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     for (;;) {
       const answer = await call(anyUp(), path, body, rootKey, requestTimeoutMs);
       if (answer.status === 200) return answer.body;
-      if (Date.now() > deadline) throw new Error(`setup ${path} failed: ${answer.status} ${JSON.stringify(answer.body)}`);
+      if (Date.now() > deadline)
+        throw new Error(`setup ${path} failed: ${answer.status} ${JSON.stringify(answer.body)}`);
       await sleep(200);
     }
   };
@@ -106,7 +132,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       creditSecrets.set(String(field(created, "keyId")), String(field(created, "key")));
     }
     const registers: string[] = [];
-    for (let i = 0; i < registerKeys; i++) registers.push(String(field(await admin("/v1/keys.createKey", { apiId, name: "r0" }), "keyId")));
+    for (let i = 0; i < registerKeys; i++)
+      registers.push(String(field(await admin("/v1/keys.createKey", { apiId, name: "r0" }), "keyId")));
     const setKeyId = String(field(await admin("/v1/keys.createKey", { apiId, name: "set" }), "keyId"));
     const barrierKeyId = String(field(await admin("/v1/keys.createKey", { apiId, name: "barrier" }), "keyId"));
     log(`setup done: api ${apiId}`);
@@ -127,9 +154,21 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     let barrierCounter = 0;
     const linearizableRead = async (keyId: string): Promise<unknown> => {
       const url = anyUp();
-      const barrier = await call(url, "/v1/keys.updateKey", { keyId: barrierKeyId, name: `b${++barrierCounter}` }, rootKey, requestTimeoutMs);
+      const barrier = await call(
+        url,
+        "/v1/keys.updateKey",
+        { keyId: barrierKeyId, name: `b${++barrierCounter}` },
+        rootKey,
+        requestTimeoutMs,
+      );
       if (barrier.status !== 200) return null;
-      const answer = await call(url, `/v1/keys.getKey?keyId=${encodeURIComponent(keyId)}`, undefined, rootKey, requestTimeoutMs);
+      const answer = await call(
+        url,
+        `/v1/keys.getKey?keyId=${encodeURIComponent(keyId)}`,
+        undefined,
+        rootKey,
+        requestTimeoutMs,
+      );
       return answer.status === 200 ? answer.body : null;
     };
 
@@ -138,7 +177,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
         const keyId = pick(creditKeyIds) ?? "";
         const cost = 1 + Math.floor(random() * 3);
         operations["verify"] = (operations["verify"] ?? 0) + 1;
-        const answer = await call(anyUp(), "/v1/keys.verifyKey", { key: creditSecrets.get(keyId), remaining: { cost } }, null, requestTimeoutMs);
+        const answer = await call(
+          anyUp(),
+          "/v1/keys.verifyKey",
+          { key: creditSecrets.get(keyId), remaining: { cost } },
+          null,
+          requestTimeoutMs,
+        );
         if (answer.status === 200 && field(answer.body, "valid") === true) {
           operations["verifyValid"] = (operations["verifyValid"] ?? 0) + 1;
           admitted.set(keyId, (admitted.get(keyId) ?? 0) + cost);
@@ -151,15 +196,28 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       while (Date.now() < stopAtMs - 2_000) {
         await sleep(1_000);
         const keyId = pick(creditKeyIds) ?? "";
-        const answer = await call(anyUp(), "/v1/keys.updateRemaining", { keyId, op: "increment", value: topUpCredits }, rootKey, requestTimeoutMs);
-        if (answer.status === 200 || !certainlyNotApplied(answer)) supplied.set(keyId, (supplied.get(keyId) ?? 0) + topUpCredits);
+        const answer = await call(
+          anyUp(),
+          "/v1/keys.updateRemaining",
+          { keyId, op: "increment", value: topUpCredits },
+          rootKey,
+          requestTimeoutMs,
+        );
+        if (answer.status === 200 || !certainlyNotApplied(answer))
+          supplied.set(keyId, (supplied.get(keyId) ?? 0) + topUpCredits);
       }
     };
     const limitWorker = async (): Promise<void> => {
       while (Date.now() < stopAtMs) {
         const callMs = Date.now();
         operations["limit"] = (operations["limit"] ?? 0) + 1;
-        const answer = await call(anyUp(), "/v1/ratelimits.limit", { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs }, rootKey, requestTimeoutMs);
+        const answer = await call(
+          anyUp(),
+          "/v1/ratelimits.limit",
+          { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs },
+          rootKey,
+          requestTimeoutMs,
+        );
         if (answer.status === 200 && field(answer.body, "success") === true) {
           operations["limitSuccess"] = (operations["limitSuccess"] ?? 0) + 1;
           limitAdmissions.push({ callMs, returnMs: Date.now() });
@@ -177,16 +235,37 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
           const answer = await call(anyUp(), "/v1/keys.updateKey", { keyId, name: value }, rootKey, requestTimeoutMs);
           if (answer.status === 200) {
             operations["writeAcked"] = (operations["writeAcked"] ?? 0) + 1;
-            registerHistory.push({ key: keyId, clientId, input: { op: "write", value }, output: { ok: true }, callMs, returnMs: Date.now() });
+            registerHistory.push({
+              key: keyId,
+              clientId,
+              input: { op: "write", value },
+              output: { ok: true },
+              callMs,
+              returnMs: Date.now(),
+            });
           } else if (!certainlyNotApplied(answer)) {
             operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
-            registerHistory.push({ key: keyId, clientId, input: { op: "write", value }, output: undefined, callMs, returnMs: Infinity });
+            registerHistory.push({
+              key: keyId,
+              clientId,
+              input: { op: "write", value },
+              output: undefined,
+              callMs,
+              returnMs: Infinity,
+            });
           }
         } else {
           operations["read"] = (operations["read"] ?? 0) + 1;
           const answer = await linearizableRead(keyId);
           if (answer !== null) {
-            registerHistory.push({ key: keyId, clientId, input: { op: "read" }, output: { value: (field(answer, "name") as string | undefined) ?? null }, callMs, returnMs: Date.now() });
+            registerHistory.push({
+              key: keyId,
+              clientId,
+              input: { op: "read" },
+              output: { value: (field(answer, "name") as string | undefined) ?? null },
+              callMs,
+              returnMs: Date.now(),
+            });
           }
         }
       }
@@ -197,21 +276,48 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
         if (random() < 0.5) {
           const value = `perm.${options.seed}.${++writeCounter}`;
           operations["write"] = (operations["write"] ?? 0) + 1;
-          const answer = await call(anyUp(), "/v1/keys.addPermissions", { keyId: setKeyId, permissions: [{ name: value, create: true }] }, rootKey, requestTimeoutMs);
+          const answer = await call(
+            anyUp(),
+            "/v1/keys.addPermissions",
+            { keyId: setKeyId, permissions: [{ name: value, create: true }] },
+            rootKey,
+            requestTimeoutMs,
+          );
           if (answer.status === 200) {
             operations["writeAcked"] = (operations["writeAcked"] ?? 0) + 1;
             acknowledgedAdds.add(value);
-            setHistory.push({ key: "set", clientId, input: { op: "add", value }, output: { ok: true }, callMs, returnMs: Date.now() });
+            setHistory.push({
+              key: "set",
+              clientId,
+              input: { op: "add", value },
+              output: { ok: true },
+              callMs,
+              returnMs: Date.now(),
+            });
           } else if (!certainlyNotApplied(answer)) {
             operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
-            setHistory.push({ key: "set", clientId, input: { op: "add", value }, output: undefined, callMs, returnMs: Infinity });
+            setHistory.push({
+              key: "set",
+              clientId,
+              input: { op: "add", value },
+              output: undefined,
+              callMs,
+              returnMs: Infinity,
+            });
           }
         } else {
           operations["read"] = (operations["read"] ?? 0) + 1;
           const answer = await linearizableRead(setKeyId);
           const permissions = field(answer, "permissions");
           if (answer !== null) {
-            setHistory.push({ key: "set", clientId, input: { op: "read" }, output: { values: Array.isArray(permissions) ? permissions.map(String) : [] }, callMs, returnMs: Date.now() });
+            setHistory.push({
+              key: "set",
+              clientId,
+              input: { op: "read" },
+              output: { values: Array.isArray(permissions) ? permissions.map(String) : [] },
+              callMs,
+              returnMs: Date.now(),
+            });
           }
         }
       }
@@ -224,7 +330,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       while (Date.now() < stopAtMs - 1_000) {
         await sleep(500 + random() * 1_500);
         const kind = Math.floor(random() * 4);
-        const victims = [...cluster.ids].sort(() => random() - 0.5).slice(0, Math.max(1, Math.floor(random() * minority) + 1));
+        const victims = [...cluster.ids]
+          .sort(() => random() - 0.5)
+          .slice(0, Math.max(1, Math.floor(random() * minority) + 1));
         const holdMs = 500 + random() * 2_000;
         if (kind === 0) {
           faults["kill9"] = (faults["kill9"] ?? 0) + victims.length;
@@ -257,7 +365,18 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       }
     };
 
-    await Promise.all([verifyWorker(), verifyWorker(), topUpWorker(), limitWorker(), limitWorker(), registerWorker(1), registerWorker(2), setWorker(3), setWorker(4), faultWorker()]);
+    await Promise.all([
+      verifyWorker(),
+      verifyWorker(),
+      topUpWorker(),
+      limitWorker(),
+      limitWorker(),
+      registerWorker(1),
+      registerWorker(2),
+      setWorker(3),
+      setWorker(4),
+      faultWorker(),
+    ]);
     log("workload done; healing");
     cluster.healAll();
 
@@ -265,13 +384,23 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     const convergeDeadline = Date.now() + 60_000;
     while (Date.now() < convergeDeadline && !report.converged) {
       await sleep(500);
-      const statuses = await Promise.all(cluster.ids.map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, null, requestTimeoutMs)));
+      const statuses = await Promise.all(
+        cluster.ids.map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, null, requestTimeoutMs)),
+      );
       if (!statuses.every((s) => s.status === 200)) continue;
       const applied = statuses.map((s) => Number(field(s.body, "appliedIndex")));
       const commits = statuses.map((s) => Number(field(s.body, "commitIndex")));
       if (new Set(applied).size !== 1 || applied[0] !== Math.max(...commits)) continue;
       const views = await Promise.all(
-        cluster.ids.map(async (id) => (await Promise.all(registers.map((k) => call(cluster.url(id), `/v1/keys.getKey?keyId=${k}`, undefined, rootKey, requestTimeoutMs)))).map((a) => JSON.stringify(field(a.body, "name")))),
+        cluster.ids.map(async (id) =>
+          (
+            await Promise.all(
+              registers.map((k) =>
+                call(cluster.url(id), `/v1/keys.getKey?keyId=${k}`, undefined, rootKey, requestTimeoutMs),
+              ),
+            )
+          ).map((a) => JSON.stringify(field(a.body, "name"))),
+        ),
       );
       report.converged = views.every((v) => JSON.stringify(v) === JSON.stringify(views[0]));
     }
@@ -281,30 +410,70 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     for (const id of cluster.ids) {
       for (const keyId of registers) {
         const callMs = Date.now();
-        const answer = await call(cluster.url(id), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
-        if (answer.status === 200) registerHistory.push({ key: keyId, clientId: 100, input: { op: "read" }, output: { value: (field(answer.body, "name") as string | undefined) ?? null }, callMs, returnMs: Date.now() });
+        const answer = await call(
+          cluster.url(id),
+          `/v1/keys.getKey?keyId=${keyId}`,
+          undefined,
+          rootKey,
+          requestTimeoutMs,
+        );
+        if (answer.status === 200)
+          registerHistory.push({
+            key: keyId,
+            clientId: 100,
+            input: { op: "read" },
+            output: { value: (field(answer.body, "name") as string | undefined) ?? null },
+            callMs,
+            returnMs: Date.now(),
+          });
       }
       const callMs = Date.now();
-      const answer = await call(cluster.url(id), `/v1/keys.getKey?keyId=${setKeyId}`, undefined, rootKey, requestTimeoutMs);
+      const answer = await call(
+        cluster.url(id),
+        `/v1/keys.getKey?keyId=${setKeyId}`,
+        undefined,
+        rootKey,
+        requestTimeoutMs,
+      );
       const permissions = field(answer.body, "permissions");
       const values = Array.isArray(permissions) ? permissions.map(String) : [];
       if (answer.status === 200) {
-        setHistory.push({ key: "set", clientId: 100, input: { op: "read" }, output: { values }, callMs, returnMs: Date.now() });
-        for (const add of acknowledgedAdds) if (!values.includes(add)) violations.push(`acknowledged add ${add} missing on ${id} after healing`);
+        setHistory.push({
+          key: "set",
+          clientId: 100,
+          input: { op: "read" },
+          output: { values },
+          callMs,
+          returnMs: Date.now(),
+        });
+        for (const add of acknowledgedAdds)
+          if (!values.includes(add)) violations.push(`acknowledged add ${add} missing on ${id} after healing`);
       }
     }
 
     const register = checkLinearizable(
       registerModel("r0"),
-      resolveUnknownWrites(registerHistory, (input) => input.op === "write", (value, output) => "value" in output && output.value === value),
+      resolveUnknownWrites(
+        registerHistory,
+        (input) => input.op === "write",
+        (value, output) => "value" in output && output.value === value,
+      ),
     );
     const set = checkLinearizable(
       setModel(),
-      resolveUnknownWrites(setHistory, (input) => input.op === "add", (value, output) => "values" in output && output.values.includes(value)),
+      resolveUnknownWrites(
+        setHistory,
+        (input) => input.op === "add",
+        (value, output) => "values" in output && output.values.includes(value),
+      ),
     );
     report.linearizability = { register: register.result, set: set.result };
-    if (register.result === "illegal") violations.push(`register history not linearizable on ${register.key}: ${register.longestPrefix.slice(-5).join(" ")}`);
-    if (set.result === "illegal") violations.push(`set history not linearizable: ${set.longestPrefix.slice(-5).join(" ")}`);
+    if (register.result === "illegal")
+      violations.push(
+        `register history not linearizable on ${register.key}: ${register.longestPrefix.slice(-5).join(" ")}`,
+      );
+    if (set.result === "illegal")
+      violations.push(`set history not linearizable: ${set.longestPrefix.slice(-5).join(" ")}`);
     if (register.result === "unknown") violations.push(`register history undecided: ${register.reason}`);
     if (set.result === "unknown") violations.push(`set history undecided: ${set.reason}`);
 
@@ -314,10 +483,19 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       const read = async () => {
         const answer = await call(anyUp(), `/v1/keys.getKey?keyId=${keyId}`, undefined, rootKey, requestTimeoutMs);
         const remaining = field(answer.body, "remaining");
-        return { keyId, supplied: supplied.get(keyId) ?? creditsPerKey, admittedCost: admitted.get(keyId) ?? 0, finalRemaining: typeof remaining === "number" ? remaining : null };
+        return {
+          keyId,
+          supplied: supplied.get(keyId) ?? creditsPerKey,
+          admittedCost: admitted.get(keyId) ?? 0,
+          finalRemaining: typeof remaining === "number" ? remaining : null,
+        };
       };
       let outcome = await read();
-      for (let waitedMs = 0; creditViolations([outcome]).length > 0 && waitedMs < creditLeaseSettleWaitMs; waitedMs += 250) {
+      for (
+        let waitedMs = 0;
+        creditViolations([outcome]).length > 0 && waitedMs < creditLeaseSettleWaitMs;
+        waitedMs += 250
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 250));
         outcome = await read();
       }
@@ -326,7 +504,9 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     violations.push(...creditViolations(report.credits));
     report.ratelimit.certainWindowMax = certainWindowMax(limitAdmissions, limitDurationMs);
     if (report.ratelimit.certainWindowMax > report.ratelimit.bound) {
-      violations.push(`rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms, bound ${report.ratelimit.bound}`);
+      violations.push(
+        `rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms, bound ${report.ratelimit.bound}`,
+      );
     }
     return report;
   } finally {
@@ -334,4 +514,3 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     if (options.keepData !== true && violations.length === 0) rmSync(dir, { recursive: true, force: true });
   }
 }
-

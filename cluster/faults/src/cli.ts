@@ -10,7 +10,8 @@ function parseArgs(argv: readonly string[]): { seed: number; durationMs: number;
     const flag = argv[i];
     const raw = argv[++i];
     const value = Number(raw);
-    if (raw === undefined || !Number.isFinite(value) || value < 0) throw new Error(`${flag} needs a non-negative number`);
+    if (raw === undefined || !Number.isFinite(value) || value < 0)
+      throw new Error(`${flag} needs a non-negative number`);
     if (flag === "--seed") options.seed = Math.floor(value);
     else if (flag === "--duration") options.durationMs = Math.floor(value);
     else if (flag === "--nodes") options.nodes = Math.max(1, Math.floor(value));
@@ -29,8 +30,16 @@ async function main(): Promise<number> {
   }
   // async:false limits are judged by their owner across the cluster (docs/counters.md §2): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
-  console.log(`seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`);
-  const report = await runCampaign({ seed: options.seed, durationMs: options.durationMs, nodes: options.nodes, ratelimitBoundFactor: factor, log: (line) => console.log(line) });
+  console.log(
+    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`,
+  );
+  const report = await runCampaign({
+    seed: options.seed,
+    durationMs: options.durationMs,
+    nodes: options.nodes,
+    ratelimitBoundFactor: factor,
+    log: (line) => console.log(line),
+  });
   for (const v of report.violations) console.log(`VIOLATION: ${v}`);
   console.log(JSON.stringify(report));
   return report.violations.length === 0 ? 0 : 1;

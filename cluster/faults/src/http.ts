@@ -5,7 +5,13 @@ export interface HttpAnswer {
   body: unknown;
 }
 
-export async function call(baseUrl: string, path: string, body: unknown, rootKey: string | null, timeoutMs: number): Promise<HttpAnswer> {
+export async function call(
+  baseUrl: string,
+  path: string,
+  body: unknown,
+  rootKey: string | null,
+  timeoutMs: number,
+): Promise<HttpAnswer> {
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (rootKey !== null) headers["authorization"] = `Bearer ${rootKey}`;
   try {

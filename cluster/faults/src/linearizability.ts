@@ -58,7 +58,15 @@ function buildList<I, O>(ops: readonly Operation<I, O>[]): Entry<I, O> {
   });
   // By time; at equal times calls come first (the operations overlap: the permissive reading).
   events.sort((a, b) => a.timeMs - b.timeMs || (a.isCall === b.isCall ? a.id - b.id : a.isCall ? -1 : 1));
-  const head: Entry<I, O> = { isCall: false, id: -1, op: ops[0] as Operation<I, O>, timeMs: -Infinity, match: null, prev: null, next: null };
+  const head: Entry<I, O> = {
+    isCall: false,
+    id: -1,
+    op: ops[0] as Operation<I, O>,
+    timeMs: -Infinity,
+    match: null,
+    prev: null,
+    next: null,
+  };
   let last = head;
   for (const e of events) {
     last.next = e;
@@ -103,7 +111,8 @@ class Bitset {
 /** Checks one key's operations. */
 export function checkSingle<S, I, O>(model: Model<S, I, O>, ops: readonly Operation<I, O>[], key: string): CheckResult {
   if (ops.length === 0) return { result: "ok", keys: 1, operations: 0 };
-  if (ops.length > operationsPerKeyMax) return { result: "unknown", key, reason: `more than ${operationsPerKeyMax} operations` };
+  if (ops.length > operationsPerKeyMax)
+    return { result: "unknown", key, reason: `more than ${operationsPerKeyMax} operations` };
   const head = buildList(ops);
   const linearized = new Bitset(ops.length);
   const cache = new Set<string>();
@@ -137,7 +146,8 @@ export function checkSingle<S, I, O>(model: Model<S, I, O>, ops: readonly Operat
       // A return with its call not linearized yet: backtrack.
       const top = calls.pop();
       if (top === undefined) {
-        const describe = model.describe ?? ((op: Operation<I, O>) => JSON.stringify({ input: op.input, output: op.output }));
+        const describe =
+          model.describe ?? ((op: Operation<I, O>) => JSON.stringify({ input: op.input, output: op.output }));
         return { result: "illegal", key, operations: ops.length, longestPrefix: longest.map((e) => describe(e.op)) };
       }
       state = top.state;
@@ -191,7 +201,8 @@ export function setModel(): Model<readonly string[], SetInput, SetOutput> {
   return {
     init: () => [],
     step(state, input, output) {
-      if (input.op === "add") return { ok: true, state: state.includes(input.value) ? state : [...state, input.value].sort() };
+      if (input.op === "add")
+        return { ok: true, state: state.includes(input.value) ? state : [...state, input.value].sort() };
       if (output === undefined) return { ok: true, state };
       if (!("values" in output)) return { ok: false, state };
       const seen = [...output.values].sort();
@@ -224,7 +235,8 @@ export function resolveUnknownWrites<I extends { op: string; value?: string }, O
     const value = op.input.value;
     let seenAtMs = Infinity;
     for (const read of history) {
-      if (read.key !== op.key || isWrite(read.input) || read.output === undefined || read.returnMs < op.callMs) continue;
+      if (read.key !== op.key || isWrite(read.input) || read.output === undefined || read.returnMs < op.callMs)
+        continue;
       if (shows(value, read.output)) seenAtMs = Math.min(seenAtMs, read.returnMs);
     }
     if (Number.isFinite(seenAtMs)) out.push({ ...op, returnMs: seenAtMs });

@@ -27,7 +27,8 @@ export async function freePort(): Promise<number> {
 /** Why the cluster cannot run here (null when it can): names the missing piece. */
 export function clusterUnavailableReason(): string | null {
   if (!existsSync(mainJs)) return `${mainJs} is missing (run \`npm run build\`)`;
-  if (!existsSync(clusterModuleJs)) return `${clusterModuleJs} is missing: the gateway build has no cluster support (issue 4)`;
+  if (!existsSync(clusterModuleJs))
+    return `${clusterModuleJs} is missing: the gateway build has no cluster support (issue 4)`;
   return null;
 }
 
@@ -91,7 +92,11 @@ export class ProcessCluster {
 
   /** Node `id`'s peers: itself at its real Raft port, every other node through the proxy. */
   private peersFor(id: string): string {
-    return this.ids.map((other) => (other === id ? `${id}=127.0.0.1:${this.node(id).raftPort}` : `${other}=${this.proxy.address(id, other)}`)).join(",");
+    return this.ids
+      .map((other) =>
+        other === id ? `${id}=127.0.0.1:${this.node(id).raftPort}` : `${other}=${this.proxy.address(id, other)}`,
+      )
+      .join(",");
   }
 
   private spawn(id: string): void {

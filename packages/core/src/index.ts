@@ -65,7 +65,13 @@ export type { CommandError, CommandErrorCode, CommandOk, CommandOutcome, NamedRe
 export { applyCommand, keyStateMachine } from "./keystate/machine.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
-export { captureKeyState, cloneJson, restoreKeyState, restoreKeyStateInto, snapshotKeyState } from "./keystate/snapshot.js";
+export {
+  captureKeyState,
+  cloneJson,
+  restoreKeyState,
+  restoreKeyStateInto,
+  snapshotKeyState,
+} from "./keystate/snapshot.js";
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived, verifyLimitKey } from "./keystate/derived.js";
 export { keyCreditsAt } from "./keystate/apply-keys.js";

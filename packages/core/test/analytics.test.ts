@@ -70,7 +70,9 @@ describe("VerificationAggregator", () => {
 describe("queryVerifications", () => {
   const aggregator = new VerificationAggregator();
   const codes: VerifyCode[] = ["VALID", "VALID", "RATE_LIMITED", "USAGE_EXCEEDED"];
-  codes.forEach((outcome, i) => aggregator.record(event({ outcome, timeMs: t0 + i * hour, tags: i % 2 === 0 ? ["x"] : ["x", "y"] })));
+  codes.forEach((outcome, i) =>
+    aggregator.record(event({ outcome, timeMs: t0 + i * hour, tags: i % 2 === 0 ? ["x"] : ["x", "y"] })),
+  );
   aggregator.record(event({ keyId: "key_b", identityId: "id_1", timeMs: t0 + 30 * hour }));
   const series = aggregator.select(all);
 
@@ -81,7 +83,9 @@ describe("queryVerifications", () => {
       expect.objectContaining({ time: Date.UTC(2026, 0, 11), valid: 1, total: 1 }),
     ]);
     expect(queryVerifications(series, { ...all, groupBy: ["hour"] })).toHaveLength(5);
-    expect(queryVerifications(series, { ...all, groupBy: ["month"] })).toEqual([expect.objectContaining({ time: Date.UTC(2026, 0, 1), total: 5 })]);
+    expect(queryVerifications(series, { ...all, groupBy: ["month"] })).toEqual([
+      expect.objectContaining({ time: Date.UTC(2026, 0, 1), total: 5 }),
+    ]);
     const [total] = queryVerifications(series, { ...all, groupBy: [] });
     expect(total).toMatchObject({ total: 5, valid: 3 });
     expect(total?.time).toBeUndefined();
@@ -89,15 +93,30 @@ describe("queryVerifications", () => {
 
   it("filters by key, identity, tag and time range; groups by key, tags and single tag", () => {
     expect(queryVerifications(series, { ...all, keyIds: ["key_b"], groupBy: [] })[0]?.total).toBe(1);
-    expect(queryVerifications(series, { ...all, identityId: "id_1", groupBy: ["identity"] })).toEqual([expect.objectContaining({ identityId: "id_1", total: 1 })]);
+    expect(queryVerifications(series, { ...all, identityId: "id_1", groupBy: ["identity"] })).toEqual([
+      expect.objectContaining({ identityId: "id_1", total: 1 }),
+    ]);
     expect(queryVerifications(series, { ...all, tags: ["y"], groupBy: [] })[0]?.total).toBe(2);
-    expect(queryVerifications(series, { ...all, startMs: t0 + 1.5 * hour, endMs: t0 + 2.5 * hour - 1, groupBy: [] })[0]?.total).toBe(1);
+    expect(
+      queryVerifications(series, { ...all, startMs: t0 + 1.5 * hour, endMs: t0 + 2.5 * hour - 1, groupBy: [] })[0]
+        ?.total,
+    ).toBe(1);
     const byKey = queryVerifications(series, { ...all, groupBy: ["key"], orderBy: "total", order: "desc" });
-    expect(byKey.map((row) => [row.keyId, row.total])).toEqual([["key_a", 4], ["key_b", 1]]);
+    expect(byKey.map((row) => [row.keyId, row.total])).toEqual([
+      ["key_a", 4],
+      ["key_b", 1],
+    ]);
     const byTag = queryVerifications(series, { ...all, groupBy: ["tag"], orderBy: "total", order: "desc" });
-    expect(byTag.map((row) => [row.tag, row.total])).toEqual([["x", 4], ["y", 2]]);
+    expect(byTag.map((row) => [row.tag, row.total])).toEqual([
+      ["x", 4],
+      ["y", 2],
+    ]);
     const byTags = queryVerifications(series, { ...all, groupBy: ["tags"], orderBy: "total" });
-    expect(byTags.map((row) => [row.tags?.join(","), row.total]).sort()).toEqual([["", 1], ["x", 2], ["x,y", 2]]);
+    expect(byTags.map((row) => [row.tags?.join(","), row.total]).sort()).toEqual([
+      ["", 1],
+      ["x", 2],
+      ["x,y", 2],
+    ]);
     expect(queryVerifications(series, { ...all, groupBy: ["hour"], limit: 2 })).toHaveLength(2);
   });
 });
@@ -111,8 +130,15 @@ describe("mergeVerificationSeries", () => {
       identityId: fc.constant(null),
       tags: fc.subarray(["a", "b"]),
       counts: fc.record({
-        valid: fc.nat(5), notFound: fc.nat(5), forbidden: fc.nat(5), usageExceeded: fc.nat(5), rateLimited: fc.nat(5),
-        unauthorized: fc.nat(5), disabled: fc.nat(5), insufficientPermissions: fc.nat(5), expired: fc.nat(5),
+        valid: fc.nat(5),
+        notFound: fc.nat(5),
+        forbidden: fc.nat(5),
+        usageExceeded: fc.nat(5),
+        rateLimited: fc.nat(5),
+        unauthorized: fc.nat(5),
+        disabled: fc.nat(5),
+        insufficientPermissions: fc.nat(5),
+        expired: fc.nat(5),
       }),
     }),
     { maxLength: 8 },
@@ -122,7 +148,9 @@ describe("mergeVerificationSeries", () => {
     fc.assert(
       fc.property(seriesArb, seriesArb, seriesArb, (a, b, c) => {
         expect(mergeVerificationSeries(a, b)).toEqual(mergeVerificationSeries(b, a));
-        expect(mergeVerificationSeries(mergeVerificationSeries(a, b), c)).toEqual(mergeVerificationSeries(a, mergeVerificationSeries(b, c)));
+        expect(mergeVerificationSeries(mergeVerificationSeries(a, b), c)).toEqual(
+          mergeVerificationSeries(a, mergeVerificationSeries(b, c)),
+        );
         const sum = (list: VerificationSeries[]) => list.reduce((total, item) => total + totalOf(item.counts), 0);
         expect(sum(mergeVerificationSeries(a, b))).toBe(sum(a) + sum(b));
         const q = { ...all, groupBy: [] as const };

@@ -61,7 +61,9 @@ describe("refill", () => {
     expect(latestRefillAtOrBefore(monthly31, Date.UTC(2024, 2, 5))).toBe(Date.UTC(2024, 1, 29));
     expect(latestRefillAtOrBefore(monthly31, Date.UTC(2025, 0, 31))).toBe(Date.UTC(2025, 0, 31));
     expect(latestRefillAtOrBefore({ amount: 1, refillDay: 30 }, Date.UTC(2025, 2, 1) - 1)).toBe(Date.UTC(2025, 1, 28));
-    expect(latestRefillAtOrBefore({ amount: 1, refillDay: 15 }, Date.UTC(2025, 0, 14, 23, 59))).toBe(Date.UTC(2024, 11, 15));
+    expect(latestRefillAtOrBefore({ amount: 1, refillDay: 15 }, Date.UTC(2025, 0, 14, 23, 59))).toBe(
+      Date.UTC(2024, 11, 15),
+    );
   });
 
   it("refills daily at each 00:00 UTC", () => {
@@ -84,20 +86,26 @@ describe("refill", () => {
 
   it("applyRefill resets to max(remaining, amount) once per passed instant and is idempotent", () => {
     fc.assert(
-      fc.property(refill, timeMs, fc.integer({ min: 0, max: 70 * dayMs }), fc.nat(2000), (rule, lastMs, spanMs, remaining) => {
-        const nowMs = lastMs + spanMs;
-        const once = applyRefill(remaining, rule, lastMs, nowMs);
-        if (referenceDue(rule, lastMs, nowMs)) {
-          expect(once.remaining).toBe(Math.max(remaining, rule.amount));
-          expect(once.lastRefillAtMs).toBe(latestRefillAtOrBefore(rule, nowMs));
-          expect(once.lastRefillAtMs % dayMs).toBe(0);
-          expect(once.lastRefillAtMs).toBeGreaterThan(lastMs);
-          expect(once.lastRefillAtMs).toBeLessThanOrEqual(nowMs);
-        } else {
-          expect(once).toEqual({ remaining, lastRefillAtMs: lastMs });
-        }
-        expect(applyRefill(once.remaining, rule, once.lastRefillAtMs, nowMs)).toEqual(once);
-      }),
+      fc.property(
+        refill,
+        timeMs,
+        fc.integer({ min: 0, max: 70 * dayMs }),
+        fc.nat(2000),
+        (rule, lastMs, spanMs, remaining) => {
+          const nowMs = lastMs + spanMs;
+          const once = applyRefill(remaining, rule, lastMs, nowMs);
+          if (referenceDue(rule, lastMs, nowMs)) {
+            expect(once.remaining).toBe(Math.max(remaining, rule.amount));
+            expect(once.lastRefillAtMs).toBe(latestRefillAtOrBefore(rule, nowMs));
+            expect(once.lastRefillAtMs % dayMs).toBe(0);
+            expect(once.lastRefillAtMs).toBeGreaterThan(lastMs);
+            expect(once.lastRefillAtMs).toBeLessThanOrEqual(nowMs);
+          } else {
+            expect(once).toEqual({ remaining, lastRefillAtMs: lastMs });
+          }
+          expect(applyRefill(once.remaining, rule, once.lastRefillAtMs, nowMs)).toEqual(once);
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -32,7 +32,9 @@ const anyText = fc.oneof(
 describe("sha256Base64", () => {
   it("matches the FIPS 180-4 test vectors", () => {
     expect(sha256Base64("")).toBe("47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=");
-    expect(sha256Base64("abc")).toBe(Buffer.from("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "hex").toString("base64"));
+    expect(sha256Base64("abc")).toBe(
+      Buffer.from("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "hex").toString("base64"),
+    );
     expect(sha256Base64("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")).toBe(
       Buffer.from("248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", "hex").toString("base64"),
     );

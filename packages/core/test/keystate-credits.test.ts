@@ -22,9 +22,26 @@ const nodes = ["n1", "n2", "n3"];
 
 function createKey(keyId: string, remaining: number | null, refillAmount: number | null, nowMs: number): KeyCommand {
   return {
-    type: "createKey", keyId, apiId: "api_a", hash: `h_${keyId}`, start: "s", name: null, ownerId: null, identity: null, meta: null,
-    expiresAtMs: null, remaining, refill: refillAmount === null ? null : { interval: "daily", amount: refillAmount, refillDay: null },
-    ratelimit: null, enabled: true, environment: null, permissions: [], roles: [], allowCreatePermissions: false, allowCreateRoles: false, nowMs,
+    type: "createKey",
+    keyId,
+    apiId: "api_a",
+    hash: `h_${keyId}`,
+    start: "s",
+    name: null,
+    ownerId: null,
+    identity: null,
+    meta: null,
+    expiresAtMs: null,
+    remaining,
+    refill: refillAmount === null ? null : { interval: "daily", amount: refillAmount, refillDay: null },
+    ratelimit: null,
+    enabled: true,
+    environment: null,
+    permissions: [],
+    roles: [],
+    allowCreatePermissions: false,
+    allowCreateRoles: false,
+    nowMs,
   };
 }
 
@@ -44,18 +61,58 @@ type Step =
 
 const pick = <T>(values: readonly T[]) => fc.constantFrom(...values);
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant("grant" as const), keyId: pick(keyIds), node: pick(nodes), requested: fc.integer({ min: 1, max: 40 }) }) },
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant("spend" as const), keyId: pick(keyIds), node: pick(nodes), cost: fc.integer({ min: 1, max: 5 }) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant("grant" as const),
+      keyId: pick(keyIds),
+      node: pick(nodes),
+      requested: fc.integer({ min: 1, max: 40 }),
+    }),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("spend" as const),
+      keyId: pick(keyIds),
+      node: pick(nodes),
+      cost: fc.integer({ min: 1, max: 5 }),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("settle" as const), keyId: pick(keyIds), node: pick(nodes) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("expire" as const), keyId: pick(keyIds), node: pick(nodes) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("direct" as const), keyId: pick(keyIds), cost: fc.integer({ min: 0, max: 5 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("set" as const), keyId: pick(keyIds), value: fc.integer({ min: 0, max: 60 }) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("adjust" as const), keyId: pick(keyIds), delta: fc.integer({ min: -20, max: 20 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant("direct" as const),
+      keyId: pick(keyIds),
+      cost: fc.integer({ min: 0, max: 5 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("set" as const),
+      keyId: pick(keyIds),
+      value: fc.integer({ min: 0, max: 60 }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant("adjust" as const),
+      keyId: pick(keyIds),
+      delta: fc.integer({ min: -20, max: 20 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("refill" as const), keyId: pick(keyIds) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("unlimited" as const), keyId: pick(keyIds) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("delete" as const), keyId: pick(keyIds) }) },
   { weight: 1, arbitrary: fc.constant({ kind: "duplicate" as const }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: dayMs }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: dayMs }) }),
+  },
 );
 
 interface HeldLease {
@@ -114,15 +171,31 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
       case "grant": {
         const seq = (nextSeq.get(step.node) ?? 0) + 1;
         nextSeq.set(step.node, seq);
-        command = { type: "grantCreditLease", keyId: step.keyId, nodeId: step.node, seq, requested: step.requested, voters: nodes };
+        command = {
+          type: "grantCreditLease",
+          keyId: step.keyId,
+          nodeId: step.node,
+          seq,
+          requested: step.requested,
+          voters: nodes,
+        };
         const outcome = apply(command);
         if (outcome.ok && outcome.lease?.type === "granted") {
-          held.push({ keyId: step.keyId, node: step.node, seq, granted: outcome.lease.granted, spent: 0, epoch: outcome.lease.epoch });
+          held.push({
+            keyId: step.keyId,
+            node: step.node,
+            seq,
+            granted: outcome.lease.granted,
+            spent: 0,
+            epoch: outcome.lease.epoch,
+          });
         }
         break;
       }
       case "spend": {
-        const lease = held.find((l) => l.keyId === step.keyId && l.node === step.node && l.granted - l.spent >= step.cost);
+        const lease = held.find(
+          (l) => l.keyId === step.keyId && l.node === step.node && l.granted - l.spent >= step.cost,
+        );
         if (lease !== undefined) {
           lease.spent += step.cost;
           add(admitted, step.keyId, step.cost);
@@ -137,7 +210,12 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
         if (lease === undefined) break;
         if (step.kind === "settle") {
           held.splice(index, 1);
-          command = { type: "creditBatch", commands: [{ type: "settleCreditLease", keyId: lease.keyId, nodeId: lease.node, seq: lease.seq, spent: lease.spent }] };
+          command = {
+            type: "creditBatch",
+            commands: [
+              { type: "settleCreditLease", keyId: lease.keyId, nodeId: lease.node, seq: lease.seq, spent: lease.spent },
+            ],
+          };
         } else {
           command = { type: "expireCreditLease", keyId: lease.keyId, nodeId: lease.node, seq: lease.seq };
         }
@@ -165,11 +243,18 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
       case "adjust": {
         const before = epochOf(step.keyId);
         const balanceBefore = state.creditLedgers.get(step.keyId)?.epochBalance ?? 0;
-        command = { type: "updateRemaining", keyId: step.keyId, op: step.delta >= 0 ? "increment" : "decrement", value: Math.abs(step.delta), nowMs };
+        command = {
+          type: "updateRemaining",
+          keyId: step.keyId,
+          op: step.delta >= 0 ? "increment" : "decrement",
+          value: Math.abs(step.delta),
+          nowMs,
+        };
         const outcome = apply(command);
         trackReset(step.keyId, before);
         const ledger = state.creditLedgers.get(step.keyId);
-        if (outcome.ok && ledger !== undefined && ledger.epoch === before && ledger.epochBalance > balanceBefore) add(supplied, step.keyId, ledger.epochBalance - balanceBefore);
+        if (outcome.ok && ledger !== undefined && ledger.epoch === before && ledger.epochBalance > balanceBefore)
+          add(supplied, step.keyId, ledger.epochBalance - balanceBefore);
         break;
       }
       case "refill": {
@@ -211,7 +296,9 @@ function simulate(steps: readonly Step[], check: (state: KeyState) => void) {
         const admittedNow = byEpoch.get(keyId)?.get(ledger.epoch) ?? 0;
         expect(admittedNow).toBeLessThanOrEqual(ledger.epochBalance - ledger.unleased);
         // The proof's accounting: every admitted credit is known spent or inside an unsettled lease's spends.
-        const unsettledSpent = held.filter((l) => l.keyId === keyId && l.epoch === ledger.epoch).reduce((sum, l) => sum + l.spent, 0);
+        const unsettledSpent = held
+          .filter((l) => l.keyId === keyId && l.epoch === ledger.epoch)
+          .reduce((sum, l) => sum + l.spent, 0);
         expect(admittedNow).toBeLessThanOrEqual(ledger.epochSpent + unsettledSpent);
       }
     }
@@ -231,29 +318,35 @@ describe("key state: credit leases", () => {
 
   it("replays to the same state and outcomes, and snapshots restore to a state that evolves identically", () => {
     fc.assert(
-      fc.property(fc.array(stepArb, { minLength: 10, maxLength: 120, size: "max" }), fc.integer({ min: 0, max: 120 }), (steps, cut) => {
-        const { state, commands } = simulate(steps, () => undefined);
-        const replay = createKeyState();
-        const outcomes = commands.map((command) => applyCommand(replay, structuredClone(command)));
-        expect(snapshotKeyState(replay)).toEqual(snapshotKeyState(state));
-        const again = createKeyState();
-        expect(commands.map((command) => applyCommand(again, structuredClone(command)))).toEqual(outcomes);
-        const at = Math.min(cut, commands.length);
-        const prefix = createKeyState();
-        for (const command of commands.slice(0, at)) applyCommand(prefix, structuredClone(command));
-        const restored = restoreKeyState(structuredClone(snapshotKeyState(prefix)));
-        for (const command of commands.slice(at)) {
-          expect(applyCommand(restored, structuredClone(command))).toEqual(applyCommand(prefix, structuredClone(command)));
-        }
-        expect(snapshotKeyState(restored)).toEqual(snapshotKeyState(state));
-        // A capture at the cut is not changed by the lease commands after it (ledgers are replaced, not edited).
-        const captured = createKeyState();
-        for (const command of commands.slice(0, at)) applyCommand(captured, structuredClone(command));
-        const capture = captureKeyState(captured);
-        const copyThen = structuredClone(capture);
-        for (const command of commands.slice(at)) applyCommand(captured, structuredClone(command));
-        expect(capture).toEqual(copyThen);
-      }),
+      fc.property(
+        fc.array(stepArb, { minLength: 10, maxLength: 120, size: "max" }),
+        fc.integer({ min: 0, max: 120 }),
+        (steps, cut) => {
+          const { state, commands } = simulate(steps, () => undefined);
+          const replay = createKeyState();
+          const outcomes = commands.map((command) => applyCommand(replay, structuredClone(command)));
+          expect(snapshotKeyState(replay)).toEqual(snapshotKeyState(state));
+          const again = createKeyState();
+          expect(commands.map((command) => applyCommand(again, structuredClone(command)))).toEqual(outcomes);
+          const at = Math.min(cut, commands.length);
+          const prefix = createKeyState();
+          for (const command of commands.slice(0, at)) applyCommand(prefix, structuredClone(command));
+          const restored = restoreKeyState(structuredClone(snapshotKeyState(prefix)));
+          for (const command of commands.slice(at)) {
+            expect(applyCommand(restored, structuredClone(command))).toEqual(
+              applyCommand(prefix, structuredClone(command)),
+            );
+          }
+          expect(snapshotKeyState(restored)).toEqual(snapshotKeyState(state));
+          // A capture at the cut is not changed by the lease commands after it (ledgers are replaced, not edited).
+          const captured = createKeyState();
+          for (const command of commands.slice(0, at)) applyCommand(captured, structuredClone(command));
+          const capture = captureKeyState(captured);
+          const copyThen = structuredClone(capture);
+          for (const command of commands.slice(at)) applyCommand(captured, structuredClone(command));
+          expect(capture).toEqual(copyThen);
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -262,14 +355,25 @@ describe("key state: credit leases", () => {
     const state = createKeyState();
     applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
     applyCommand(state, createKey("key_1", 100, null, startMs));
-    const grant = (node: string, seq: number) => applyCommand(state, { type: "grantCreditLease", keyId: "key_1", nodeId: node, seq, requested: 40, voters: nodes });
+    const grant = (node: string, seq: number) =>
+      applyCommand(state, {
+        type: "grantCreditLease",
+        keyId: "key_1",
+        nodeId: node,
+        seq,
+        requested: 40,
+        voters: nodes,
+      });
     const a = grant("n1", 1);
     const b = grant("n2", 1);
     expect(a.ok && a.lease?.type).toBe("granted");
     expect(b.ok && b.lease?.type).toBe("granted");
     // Leased credits still count in remaining (the replicated view) until settled.
     expect(state.keys.get("key_1")?.remaining).toBe(100);
-    expect(applyCommand(state, { type: "spendCredits", keyId: "key_1", cost: 3, nowMs: startMs })).toEqual({ ok: true, remaining: 97 });
+    expect(applyCommand(state, { type: "spendCredits", keyId: "key_1", cost: 3, nowMs: startMs })).toEqual({
+      ok: true,
+      remaining: 97,
+    });
     const settled = applyCommand(state, {
       type: "creditBatch",
       commands: [
@@ -293,7 +397,11 @@ describe("key state: credit leases", () => {
       applyCommand(state, createKey("key_1", 10, 25, startMs));
       applyCommand(state, { type: "spendCredits", keyId: "key_1", cost: 8, nowMs: startMs });
       const before = applyCommand(state, { type: "refillCredits", keyIds: ["key_1"], nowMs: startMs + 1000 });
-      const after = applyCommand(state, { type: "refillCredits", keyIds: ["key_1", "key_missing"], nowMs: startMs + dayMs });
+      const after = applyCommand(state, {
+        type: "refillCredits",
+        keyIds: ["key_1", "key_missing"],
+        nowMs: startMs + dayMs,
+      });
       return { state, before, after };
     };
     const one = run();
@@ -310,11 +418,32 @@ describe("key state: credit leases", () => {
     applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
     applyCommand(state, createKey("key_1", 10, null, startMs));
     const before = snapshotKeyState(state);
-    expect(applyCommand(state, { type: "grantCreditLease", keyId: "key_1", nodeId: "n1", seq: 0, requested: 5, voters: nodes }).ok).toBe(false);
-    expect(applyCommand(state, { type: "creditBatch", commands: [{ type: "settleCreditLease", keyId: "key_1", nodeId: "n1", seq: 1, spent: -1 }] }).ok).toBe(false);
+    expect(
+      applyCommand(state, {
+        type: "grantCreditLease",
+        keyId: "key_1",
+        nodeId: "n1",
+        seq: 0,
+        requested: 5,
+        voters: nodes,
+      }).ok,
+    ).toBe(false);
+    expect(
+      applyCommand(state, {
+        type: "creditBatch",
+        commands: [{ type: "settleCreditLease", keyId: "key_1", nodeId: "n1", seq: 1, spent: -1 }],
+      }).ok,
+    ).toBe(false);
     expect(snapshotKeyState(state)).toEqual(before);
     // Unknown or unlimited keys: a refusal or "ignored", so a holder always hears back.
-    const unknown = applyCommand(state, { type: "grantCreditLease", keyId: "nope", nodeId: "n1", seq: 1, requested: 5, voters: nodes });
+    const unknown = applyCommand(state, {
+      type: "grantCreditLease",
+      keyId: "nope",
+      nodeId: "n1",
+      seq: 1,
+      requested: 5,
+      voters: nodes,
+    });
     expect(unknown.ok && unknown.lease).toMatchObject({ type: "refused", reason: "empty" });
   });
 });

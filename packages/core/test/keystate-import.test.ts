@@ -34,8 +34,15 @@ describe("importKeys", () => {
     const outcome = applyCommand(state, {
       type: "importKeys",
       keys: [
-        imported(1, { permissions: [{ name: "p", newId: "perm_1", create: true }], identity: { externalId: "user", newIdentityId: "id_1" } }),
-        imported(2, { permissions: [{ name: "p", newId: "perm_2", create: true }], roles: [{ name: "r", newId: "role_1", create: true }], identity: { externalId: "user", newIdentityId: "id_2" } }),
+        imported(1, {
+          permissions: [{ name: "p", newId: "perm_1", create: true }],
+          identity: { externalId: "user", newIdentityId: "id_1" },
+        }),
+        imported(2, {
+          permissions: [{ name: "p", newId: "perm_2", create: true }],
+          roles: [{ name: "r", newId: "role_1", create: true }],
+          identity: { externalId: "user", newIdentityId: "id_2" },
+        }),
       ],
       allowCreatePermissions: true,
       allowCreateRoles: true,
@@ -53,31 +60,63 @@ describe("importKeys", () => {
 
   it("changes nothing when any entry fails (duplicate hash, not allowed to create, bad refill)", () => {
     const state = withApi();
-    applyCommand(state, { type: "importKeys", keys: [imported(9)], allowCreatePermissions: false, allowCreateRoles: false, nowMs });
+    applyCommand(state, {
+      type: "importKeys",
+      keys: [imported(9)],
+      allowCreatePermissions: false,
+      allowCreateRoles: false,
+      nowMs,
+    });
     const before = JSON.stringify(snapshotKeyState(state));
     const failures = [
       [imported(1), imported(2, { hash: "hash_9" })],
       [imported(1), imported(2, { hash: "hash_1" })],
       [imported(1, { permissions: [{ name: "p", newId: "perm_1", create: true }] })],
-      [imported(1, { identity: { externalId: "u", newIdentityId: "id_1" } }), imported(2, { refill: { interval: "daily", amount: 5, refillDay: null } })],
+      [
+        imported(1, { identity: { externalId: "u", newIdentityId: "id_1" } }),
+        imported(2, { refill: { interval: "daily", amount: 5, refillDay: null } }),
+      ],
     ];
     for (const keys of failures) {
-      const outcome = applyCommand(state, { type: "importKeys", keys, allowCreatePermissions: false, allowCreateRoles: false, nowMs });
+      const outcome = applyCommand(state, {
+        type: "importKeys",
+        keys,
+        allowCreatePermissions: false,
+        allowCreateRoles: false,
+        nowMs,
+      });
       expect(outcome.ok).toBe(false);
       expect(JSON.stringify(snapshotKeyState(state))).toBe(before);
     }
-    expect(applyCommand(state, { type: "importKeys", keys: [imported(1, { apiId: "api_nope" })], allowCreatePermissions: false, allowCreateRoles: false, nowMs })).toMatchObject({ ok: false, code: "NOT_FOUND" });
+    expect(
+      applyCommand(state, {
+        type: "importKeys",
+        keys: [imported(1, { apiId: "api_nope" })],
+        allowCreatePermissions: false,
+        allowCreateRoles: false,
+        nowMs,
+      }),
+    ).toMatchObject({ ok: false, code: "NOT_FOUND" });
   });
 });
 
 describe("deleteKeys", () => {
   it("deletes every key of the api and reports the count; the root api is protected", () => {
     const state = withApi();
-    applyCommand(state, { type: "importKeys", keys: [imported(1), imported(2)], allowCreatePermissions: false, allowCreateRoles: false, nowMs });
+    applyCommand(state, {
+      type: "importKeys",
+      keys: [imported(1), imported(2)],
+      allowCreatePermissions: false,
+      allowCreateRoles: false,
+      nowMs,
+    });
     expect(applyCommand(state, { type: "deleteKeys", apiId: "api_1" })).toEqual({ ok: true, count: 2 });
     expect(state.keys.size).toBe(0);
     expect(state.keyIdByHash.size).toBe(0);
     expect(state.apis.has("api_1")).toBe(true);
-    expect(applyCommand(state, { type: "deleteKeys", apiId: "api_root" })).toMatchObject({ ok: false, code: "DELETE_PROTECTED" });
+    expect(applyCommand(state, { type: "deleteKeys", apiId: "api_root" })).toMatchObject({
+      ok: false,
+      code: "DELETE_PROTECTED",
+    });
   });
 });

@@ -1,10 +1,35 @@
 import { describe, expect, it } from "vitest";
-import { compactHolderJournal, expiryWaitMs, LeaseExpiryTracker, LeaseHolder, replayHolderJournal, type HolderJournalRecord, type LeaseHolderOptions } from "@keyraft/core";
+import {
+  compactHolderJournal,
+  expiryWaitMs,
+  LeaseExpiryTracker,
+  LeaseHolder,
+  replayHolderJournal,
+  type HolderJournalRecord,
+  type LeaseHolderOptions,
+} from "@keyraft/core";
 
-const options: LeaseHolderOptions = { ttlMs: 1000, requestTimeoutMs: 300, settleRetryMs: 100, requestCredits: 10, requestCreditsMax: 10, renewFraction: 0.25, refusedBackoffMs: 50 };
+const options: LeaseHolderOptions = {
+  ttlMs: 1000,
+  requestTimeoutMs: 300,
+  settleRetryMs: 100,
+  requestCredits: 10,
+  requestCreditsMax: 10,
+  renewFraction: 0.25,
+  refusedBackoffMs: 50,
+};
 
 function granted(seq: number, amount: number) {
-  return { type: "granted" as const, keyId: "k", nodeId: "n1", seq, granted: amount, epoch: 0, ownerNodeId: "n1", low: false };
+  return {
+    type: "granted" as const,
+    keyId: "k",
+    nodeId: "n1",
+    seq,
+    granted: amount,
+    epoch: 0,
+    ownerNodeId: "n1",
+    low: false,
+  };
 }
 
 describe("LeaseHolder", () => {
@@ -81,7 +106,13 @@ describe("LeaseHolder", () => {
     holder.verify("k", 1, 0);
     holder.poll(0);
     const abandoned = holder.poll(300);
-    expect(abandoned.requests).toContainEqual({ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 0 });
+    expect(abandoned.requests).toContainEqual({
+      type: "settleCreditLease",
+      keyId: "k",
+      nodeId: "n1",
+      seq: 1,
+      spent: 0,
+    });
     holder.onOutcome(granted(1, 10), 310);
     expect(holder.verify("k", 1, 320).result.type).toBe("no-lease");
   });
@@ -90,7 +121,10 @@ describe("LeaseHolder", () => {
     const holder = LeaseHolder.create("n1", options);
     holder.verify("k", 1, 0);
     holder.poll(0);
-    const out = holder.onOutcome({ type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "stale-seq", ownerNodeId: "n1" }, 5);
+    const out = holder.onOutcome(
+      { type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "stale-seq", ownerNodeId: "n1" },
+      5,
+    );
     expect(out.requests).toEqual([{ type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 0 }]);
   });
 
@@ -133,7 +167,10 @@ describe("LeaseHolder", () => {
     const holder = LeaseHolder.create("n1", options);
     holder.verify("k", 1, 0);
     holder.poll(0);
-    holder.onOutcome({ type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "low-not-owner", ownerNodeId: "n3" }, 5);
+    holder.onOutcome(
+      { type: "refused", keyId: "k", nodeId: "n1", seq: 1, reason: "low-not-owner", ownerNodeId: "n3" },
+      5,
+    );
     expect(holder.verify("k", 1, 6).result).toEqual({ type: "no-lease", forwardTo: "n3", leaseRemaining: 0 });
   });
 });
@@ -155,7 +192,9 @@ describe("holder journal compaction", () => {
     const compacted = compactHolderJournal(journal);
     expect(compacted.length).toBeLessThan(journal.length);
     const settles = (records: HolderJournalRecord[]) =>
-      LeaseHolder.restore("n1", records, options).holder.poll(100).requests.filter((r) => r.type === "settleCreditLease");
+      LeaseHolder.restore("n1", records, options)
+        .holder.poll(100)
+        .requests.filter((r) => r.type === "settleCreditLease");
     expect(settles(compacted)).toEqual(settles(journal));
     expect(settles(journal)).toEqual([
       { type: "settleCreditLease", keyId: "a", nodeId: "n1", seq: 1, spent: 4 },

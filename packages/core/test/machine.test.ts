@@ -34,20 +34,35 @@ const pick = <T>(values: readonly T[]) => fc.constantFrom(...values);
 const nullable = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: null });
 const refArb: fc.Arbitrary<Ref> = fc.oneof(
   pick([...permissionIds, ...roleIds]).map((id) => ({ id })),
-  fc.record({ name: pick([...slugs, ...roleNames]), create: fc.boolean() }).map((r) => ({ ...r, newId: `${r.name.startsWith("r") ? "role" : "perm"}_${r.name}` })),
+  fc
+    .record({ name: pick([...slugs, ...roleNames]), create: fc.boolean() })
+    .map((r) => ({ ...r, newId: `${r.name.startsWith("r") ? "role" : "perm"}_${r.name}` })),
 );
 const refillArb = fc.oneof(
-  fc.record({ interval: fc.constant<"daily">("daily"), amount: fc.integer({ min: 1, max: 20 }), refillDay: fc.constant(null) }),
-  fc.record({ interval: fc.constant<"monthly">("monthly"), amount: fc.integer({ min: 1, max: 20 }), refillDay: fc.integer({ min: 1, max: 31 }) }),
+  fc.record({
+    interval: fc.constant<"daily">("daily"),
+    amount: fc.integer({ min: 1, max: 20 }),
+    refillDay: fc.constant(null),
+  }),
+  fc.record({
+    interval: fc.constant<"monthly">("monthly"),
+    amount: fc.integer({ min: 1, max: 20 }),
+    refillDay: fc.integer({ min: 1, max: 31 }),
+  }),
 );
-const limitArb = fc.record({ limit: fc.integer({ min: 1, max: 10 }), durationMs: fc.integer({ min: 1000, max: 60_000 }) });
+const limitArb = fc.record({
+  limit: fc.integer({ min: 1, max: 10 }),
+  durationMs: fc.integer({ min: 1000, max: 60_000 }),
+});
 const identityLink = fc.record({ externalId: pick(externalIds), newIdentityId: pick(identityIds) });
 
 /** Commands over the pools; nowMs is filled in by the sequence (non-decreasing time). */
 // The generators build object literals whose `type` TypeScript widens to string; the cast below
 // restores the union (the machine's runtime checks are what the properties exercise).
 const commandArb = fc.oneof(
-  fc.record({ apiId: pick(apiIds), name: fc.string() }).map((c) => (nowMs: number) => ({ type: "createApi", ...c, nowMs })),
+  fc
+    .record({ apiId: pick(apiIds), name: fc.string() })
+    .map((c) => (nowMs: number) => ({ type: "createApi", ...c, nowMs })),
   pick(apiIds).map((apiId) => () => ({ type: "deleteApi", apiId })),
   fc
     .record({
@@ -60,8 +75,14 @@ const commandArb = fc.oneof(
       refill: fc.option(refillArb, { nil: null, freq: 2 }),
       ratelimit: nullable(limitArb),
       enabled: fc.boolean(),
-      permissions: fc.array(pick(slugs).map((name) => ({ name, newId: `perm_${name}`, create: true })), { maxLength: 3 }),
-      roles: fc.array(pick(roleNames).map((name) => ({ name, newId: `role_${name}`, create: true })), { maxLength: 2 }),
+      permissions: fc.array(
+        pick(slugs).map((name) => ({ name, newId: `perm_${name}`, create: true })),
+        { maxLength: 3 },
+      ),
+      roles: fc.array(
+        pick(roleNames).map((name) => ({ name, newId: `role_${name}`, create: true })),
+        { maxLength: 2 },
+      ),
       allowCreate: fc.oneof(fc.constant(true), fc.boolean()),
     })
     .map((c) => (nowMs: number) => ({
@@ -95,7 +116,9 @@ const commandArb = fc.oneof(
       refill: fc.option(nullable(refillArb), { nil: undefined }),
       ratelimit: fc.option(nullable(limitArb), { nil: undefined }),
       enabled: fc.option(fc.boolean(), { nil: undefined }),
-      roles: fc.option(fc.record({ refs: fc.array(refArb, { maxLength: 3 }), allowCreate: fc.boolean() }), { nil: undefined }),
+      roles: fc.option(fc.record({ refs: fc.array(refArb, { maxLength: 3 }), allowCreate: fc.boolean() }), {
+        nil: undefined,
+      }),
     })
     .map((c) => (nowMs: number) => {
       const command: KeyCommand = { type: "updateKey", keyId: c.keyId, nowMs };
@@ -119,8 +142,14 @@ const commandArb = fc.oneof(
           hash: pick(hashes),
           identity: nullable(identityLink),
           remaining: fc.oneof(fc.constant(null), fc.integer({ min: 0, max: 20 })),
-          permissions: fc.array(pick(slugs).map((name) => ({ name, newId: `perm_${name}`, create: true })), { maxLength: 2 }),
-          roles: fc.array(pick(roleNames).map((name) => ({ name, newId: `role_${name}`, create: true })), { maxLength: 2 }),
+          permissions: fc.array(
+            pick(slugs).map((name) => ({ name, newId: `perm_${name}`, create: true })),
+            { maxLength: 2 },
+          ),
+          roles: fc.array(
+            pick(roleNames).map((name) => ({ name, newId: `role_${name}`, create: true })),
+            { maxLength: 2 },
+          ),
         }),
         { maxLength: 3 },
       ),
@@ -145,32 +174,82 @@ const commandArb = fc.oneof(
       nowMs,
     })),
   fc
-    .record({ type: pick(["setPermissions", "setRoles", "addPermissions", "addRoles"] as const), keyId: pick(keyIds), refs: fc.array(refArb, { maxLength: 4 }), allowCreate: fc.boolean() })
+    .record({
+      type: pick(["setPermissions", "setRoles", "addPermissions", "addRoles"] as const),
+      keyId: pick(keyIds),
+      refs: fc.array(refArb, { maxLength: 4 }),
+      allowCreate: fc.boolean(),
+    })
     .map((c) => (nowMs: number) => ({ ...c, nowMs })),
   fc
-    .record({ type: pick(["removePermissions", "removeRoles"] as const), keyId: pick(keyIds), refs: fc.array(fc.oneof(pick(permissionIds).map((id) => ({ id })), pick(slugs).map((name) => ({ name }))), { maxLength: 3 }) })
+    .record({
+      type: pick(["removePermissions", "removeRoles"] as const),
+      keyId: pick(keyIds),
+      refs: fc.array(
+        fc.oneof(
+          pick(permissionIds).map((id) => ({ id })),
+          pick(slugs).map((name) => ({ name })),
+        ),
+        { maxLength: 3 },
+      ),
+    })
     .map((c) => () => c),
   fc
-    .record({ keyId: pick(keyIds), op: pick(["increment", "decrement", "set"] as const), value: nullable(fc.integer({ min: 0, max: 10 })) })
+    .record({
+      keyId: pick(keyIds),
+      op: pick(["increment", "decrement", "set"] as const),
+      value: nullable(fc.integer({ min: 0, max: 10 })),
+    })
     .map((c) => (nowMs: number) => ({ type: "updateRemaining", ...c, nowMs })),
-  fc.record({ permissionId: pick(permissionIds), slug: pick(slugs) }).map((c) => (nowMs: number) => ({ type: "createPermission", permissionId: c.permissionId, name: c.slug, slug: c.slug, description: null, nowMs })),
+  fc.record({ permissionId: pick(permissionIds), slug: pick(slugs) }).map((c) => (nowMs: number) => ({
+    type: "createPermission",
+    permissionId: c.permissionId,
+    name: c.slug,
+    slug: c.slug,
+    description: null,
+    nowMs,
+  })),
   pick(permissionIds).map((permissionId) => () => ({ type: "deletePermission", permissionId })),
   fc
     .record({ roleId: pick(roleIds), name: pick(roleNames), permissionIds: fc.subarray(permissionIds) })
     .map((c) => (nowMs: number) => ({ type: "createRole", ...c, description: null, nowMs })),
   pick(roleIds).map((roleId) => () => ({ type: "deleteRole", roleId })),
   fc
-    .record({ identityId: pick(identityIds), externalId: pick(externalIds), ratelimits: fc.array(fc.record({ name: pick(["default", "x"]), limit: fc.integer({ min: 1, max: 5 }), durationMs: fc.constant(1000) }), { maxLength: 2 }) })
+    .record({
+      identityId: pick(identityIds),
+      externalId: pick(externalIds),
+      ratelimits: fc.array(
+        fc.record({
+          name: pick(["default", "x"]),
+          limit: fc.integer({ min: 1, max: 5 }),
+          durationMs: fc.constant(1000),
+        }),
+        { maxLength: 2 },
+      ),
+    })
     .map((c) => (nowMs: number) => ({ type: "createIdentity", ...c, environment: "default", meta: null, nowMs })),
   pick(identityIds).map((identityId) => () => ({ type: "updateIdentity", identityId, meta: { updated: true } })),
   pick(identityIds).map((identityId) => () => ({ type: "deleteIdentity", identityId })),
-  fc.record({ namespaceId: pick(namespaceIds), name: pick(["n1", "n2", "n3"]) }).map((c) => (nowMs: number) => ({ type: "createNamespace", ...c, nowMs })),
   fc
-    .record({ overrideId: pick(["rlor_1", "rlor_2", "rlor_3"]), namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*", "*", "a*c", "*c"]), limit: fc.integer({ min: 0, max: 9 }) })
+    .record({ namespaceId: pick(namespaceIds), name: pick(["n1", "n2", "n3"]) })
+    .map((c) => (nowMs: number) => ({ type: "createNamespace", ...c, nowMs })),
+  fc
+    .record({
+      overrideId: pick(["rlor_1", "rlor_2", "rlor_3"]),
+      namespaceId: pick(namespaceIds),
+      identifier: pick(["abc", "ab*", "*", "a*c", "*c"]),
+      limit: fc.integer({ min: 0, max: 9 }),
+    })
     .map((c) => (nowMs: number) => ({ type: "setOverride", ...c, durationMs: 1000, async: null, nowMs })),
-  fc.record({ namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*", "a*c", "*"]) }).map((c) => () => ({ type: "deleteOverride", ...c })),
-  fc.record({ keyId: pick(keyIds), cost: fc.integer({ min: 0, max: 6 }) }).map((c) => (nowMs: number) => ({ type: "spendCredits", ...c, nowMs })),
-  fc.record({ keyId: pick(keyIds), hash: pick(hashes), permissionId: pick(permissionIds) }).map((c) => (nowMs: number) => ({ type: "ensureRootKey", ...c, start: c.hash, nowMs })),
+  fc
+    .record({ namespaceId: pick(namespaceIds), identifier: pick(["abc", "ab*", "a*c", "*"]) })
+    .map((c) => () => ({ type: "deleteOverride", ...c })),
+  fc
+    .record({ keyId: pick(keyIds), cost: fc.integer({ min: 0, max: 6 }) })
+    .map((c) => (nowMs: number) => ({ type: "spendCredits", ...c, nowMs })),
+  fc
+    .record({ keyId: pick(keyIds), hash: pick(hashes), permissionId: pick(permissionIds) })
+    .map((c) => (nowMs: number) => ({ type: "ensureRootKey", ...c, start: c.hash, nowMs })),
 ) as unknown as fc.Arbitrary<(nowMs: number) => KeyCommand>;
 
 const startMs = 1_750_000_000_000;
@@ -180,7 +259,15 @@ const prelude: KeyCommand[] = [
   { type: "createApi", apiId: "api_b", name: "b", nowMs: startMs },
   { type: "createPermission", permissionId: "perm_p1", name: "p1", slug: "p1", description: null, nowMs: startMs },
   { type: "createRole", roleId: "role_r1", name: "r1", description: null, permissionIds: ["perm_p1"], nowMs: startMs },
-  { type: "createIdentity", identityId: "id_1", externalId: "ext_1", environment: "default", meta: null, ratelimits: [{ name: "x", limit: 3, durationMs: 1000 }], nowMs: startMs },
+  {
+    type: "createIdentity",
+    identityId: "id_1",
+    externalId: "ext_1",
+    environment: "default",
+    meta: null,
+    ratelimits: [{ name: "x", limit: 3, durationMs: 1000 }],
+    nowMs: startMs,
+  },
   { type: "createNamespace", namespaceId: "ns_1", name: "n1", nowMs: startMs },
 ];
 
@@ -300,50 +387,82 @@ describe("key state machine", () => {
 describe("credit ledger", () => {
   it("never admits more than the credits granted plus refills", () => {
     const stepArb = fc.oneof(
-      fc.record({ kind: fc.constant<"spend">("spend"), cost: fc.integer({ min: 0, max: 7 }), advanceMs: fc.integer({ min: 0, max: dayMs / 2 }) }),
+      fc.record({
+        kind: fc.constant<"spend">("spend"),
+        cost: fc.integer({ min: 0, max: 7 }),
+        advanceMs: fc.integer({ min: 0, max: dayMs / 2 }),
+      }),
       fc.record({ kind: fc.constant<"set">("set"), value: fc.integer({ min: 0, max: 15 }), advanceMs: fc.constant(0) }),
     );
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 30 }), fc.integer({ min: 1, max: 30 }), fc.array(stepArb, { maxLength: 80 }), (initial, amount, steps) => {
-        const state = createKeyState();
-        let nowMs = Date.UTC(2026, 0, 1, 12);
-        applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs });
-        const created = applyCommand(state, {
-          type: "createKey", keyId: "key_1", apiId: "api_a", hash: "h", start: "h", name: null, ownerId: null, identity: null,
-          meta: null, expiresAtMs: null, remaining: initial, refill: { interval: "daily", amount, refillDay: null }, ratelimit: null,
-          enabled: true, environment: null, permissions: [], roles: [], allowCreatePermissions: false, allowCreateRoles: false, nowMs,
-        });
-        expect(created.ok).toBe(true);
-        // Independent model: each UTC midnight passed grants max(0, amount - balance).
-        let balance = initial;
-        let granted = initial;
-        let admitted = 0;
-        for (const step of steps) {
-          const nextMs = nowMs + step.advanceMs;
-          if (Math.floor(nextMs / dayMs) > Math.floor(nowMs / dayMs) && amount > balance) {
-            granted += amount - balance;
-            balance = amount;
+      fc.property(
+        fc.integer({ min: 1, max: 30 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.array(stepArb, { maxLength: 80 }),
+        (initial, amount, steps) => {
+          const state = createKeyState();
+          let nowMs = Date.UTC(2026, 0, 1, 12);
+          applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs });
+          const created = applyCommand(state, {
+            type: "createKey",
+            keyId: "key_1",
+            apiId: "api_a",
+            hash: "h",
+            start: "h",
+            name: null,
+            ownerId: null,
+            identity: null,
+            meta: null,
+            expiresAtMs: null,
+            remaining: initial,
+            refill: { interval: "daily", amount, refillDay: null },
+            ratelimit: null,
+            enabled: true,
+            environment: null,
+            permissions: [],
+            roles: [],
+            allowCreatePermissions: false,
+            allowCreateRoles: false,
+            nowMs,
+          });
+          expect(created.ok).toBe(true);
+          // Independent model: each UTC midnight passed grants max(0, amount - balance).
+          let balance = initial;
+          let granted = initial;
+          let admitted = 0;
+          for (const step of steps) {
+            const nextMs = nowMs + step.advanceMs;
+            if (Math.floor(nextMs / dayMs) > Math.floor(nowMs / dayMs) && amount > balance) {
+              granted += amount - balance;
+              balance = amount;
+            }
+            nowMs = nextMs;
+            if (step.kind === "set") {
+              const outcome = applyCommand(state, {
+                type: "updateRemaining",
+                keyId: "key_1",
+                op: "set",
+                value: step.value,
+                nowMs,
+              });
+              expect(outcome.ok).toBe(true);
+              granted += step.value - balance;
+              balance = step.value;
+              continue;
+            }
+            const outcome = applyCommand(state, { type: "spendCredits", keyId: "key_1", cost: step.cost, nowMs });
+            if (step.cost <= balance) {
+              expect(outcome).toEqual({ ok: true, remaining: balance - step.cost });
+              balance -= step.cost;
+              admitted += step.cost;
+            } else {
+              expect(outcome.ok).toBe(false);
+            }
+            expect(keyCreditsAt(state.keys.get("key_1")!, nowMs)).toBe(balance);
+            expect(admitted).toBeLessThanOrEqual(granted);
           }
-          nowMs = nextMs;
-          if (step.kind === "set") {
-            const outcome = applyCommand(state, { type: "updateRemaining", keyId: "key_1", op: "set", value: step.value, nowMs });
-            expect(outcome.ok).toBe(true);
-            granted += step.value - balance;
-            balance = step.value;
-            continue;
-          }
-          const outcome = applyCommand(state, { type: "spendCredits", keyId: "key_1", cost: step.cost, nowMs });
-          if (step.cost <= balance) {
-            expect(outcome).toEqual({ ok: true, remaining: balance - step.cost });
-            balance -= step.cost;
-            admitted += step.cost;
-          } else {
-            expect(outcome.ok).toBe(false);
-          }
-          expect(keyCreditsAt(state.keys.get("key_1")!, nowMs)).toBe(balance);
-          expect(admitted).toBeLessThanOrEqual(granted);
-        }
-      }),
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -53,9 +53,12 @@ describe("globMatches", () => {
   });
 
   it("agrees with a dynamic-programming reference", () => {
-    fc.assert(fc.property(glob, text, (p, t) => {
+    fc.assert(
+      fc.property(glob, text, (p, t) => {
         expect(globMatches(p, t)).toBe(referenceGlob(p, t));
-      }), { numRuns: 5000 });
+      }),
+      { numRuns: 5000 },
+    );
   });
 
   it("finishes on patterns that make backtracking matchers explode", () => {
@@ -87,14 +90,20 @@ describe("matchOverride", () => {
 
   it("equals the reference and does not depend on the order of the overrides", () => {
     const overrides = fc.uniqueArray(
-      fc.record({ id: fc.string({ unit: fc.constantFrom("0", "1", "2"), minLength: 1, maxLength: 3 }), identifier: glob }),
+      fc.record({
+        id: fc.string({ unit: fc.constantFrom("0", "1", "2"), minLength: 1, maxLength: 3 }),
+        identifier: glob,
+      }),
       { selector: (o) => o.id, maxLength: 12 },
     );
     fc.assert(
       fc.property(overrides, text, fc.nat(), (list, identifier, seed) => {
         const expected = referenceMatch(list, identifier);
         expect(matchOverride(list, identifier)).toBe(expected);
-        const rotated = [...list.slice(seed % (list.length || 1)), ...list.slice(0, seed % (list.length || 1))].reverse();
+        const rotated = [
+          ...list.slice(seed % (list.length || 1)),
+          ...list.slice(0, seed % (list.length || 1)),
+        ].reverse();
         expect(matchOverride(rotated, identifier)).toBe(expected);
       }),
       { numRuns: 3000 },

@@ -2,7 +2,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { matchOverride, WildcardOverrideIndex, type OverrideLike } from "@keyraft/core";
 
-const glob = fc.string({ unit: fc.constantFrom("a", "b", "*", "-"), maxLength: 7 }).map((p) => (p.includes("*") ? p : `${p}*`));
+const glob = fc
+  .string({ unit: fc.constantFrom("a", "b", "*", "-"), maxLength: 7 })
+  .map((p) => (p.includes("*") ? p : `${p}*`));
 const id = fc.string({ unit: fc.constantFrom("0", "1", "2", "3"), minLength: 1, maxLength: 2 });
 const text = fc.string({ unit: fc.constantFrom("a", "b", "-"), maxLength: 9 });
 

@@ -1,7 +1,17 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "@keyraft/core";
-import { AsyncLimitEstimator, asyncOvershootBound, nextReservation, OwnerReservations, type ReservationAsk, ownerOf, rankNodes, servingNode, SuccessorReservations } from "@keyraft/core";
+import {
+  AsyncLimitEstimator,
+  asyncOvershootBound,
+  nextReservation,
+  OwnerReservations,
+  type ReservationAsk,
+  ownerOf,
+  rankNodes,
+  servingNode,
+  SuccessorReservations,
+} from "@keyraft/core";
 
 const nodesArb = fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 9 });
 const ids = Array.from({ length: 3000 }, (_, i) => `ident_${i}`);
@@ -31,18 +41,22 @@ describe("rendezvous placement", () => {
 
   it("minimal movement: removing a node moves only its identifiers, to their second choice; adding one moves only to it", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 4 }), { minLength: 2, maxLength: 7 }), fc.array(fc.string(), { maxLength: 40 }), (nodes, idents) => {
-        const removed = nodes[0] ?? "";
-        const rest = nodes.slice(1);
-        for (const id of idents) {
-          const before = ownerOf(id, nodes);
-          const after = ownerOf(id, rest);
-          if (before !== removed) expect(after).toBe(before);
-          else expect(after).toBe(rankNodes(id, nodes)[1]);
-          // Adding `removed` back: an identifier moves only if it moves to the new node.
-          expect([after, removed]).toContain(ownerOf(id, nodes));
-        }
-      }),
+      fc.property(
+        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 4 }), { minLength: 2, maxLength: 7 }),
+        fc.array(fc.string(), { maxLength: 40 }),
+        (nodes, idents) => {
+          const removed = nodes[0] ?? "";
+          const rest = nodes.slice(1);
+          for (const id of idents) {
+            const before = ownerOf(id, nodes);
+            const after = ownerOf(id, rest);
+            if (before !== removed) expect(after).toBe(before);
+            else expect(after).toBe(rankNodes(id, nodes)[1]);
+            // Adding `removed` back: an identifier moves only if it moves to the new node.
+            expect([after, removed]).toContain(ownerOf(id, nodes));
+          }
+        },
+      ),
     );
   });
 
@@ -65,67 +79,79 @@ describe("rendezvous placement", () => {
 describe("reservations across a takeover", () => {
   it("property: owner -> successor -> owner again (handBack with the successor's counts), with the stale owner still trying, stays within the limit", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }), fc.array(fc.oneof({ arbitrary: fc.constant(0), weight: 6 }, { arbitrary: fc.constant(1), weight: 6 }, { arbitrary: fc.constant(2), weight: 1 }, { arbitrary: fc.constant(3), weight: 1 }), { minLength: 20, maxLength: 200, size: "max" }), (limit, ops) => {
-        const successor = new SuccessorReservations();
-        let owner = new OwnerReservations(successor.handBack([]).generation);
-        let phase: "owner" | "successor" | "owner-again" = "owner";
-        let stale: { owner: OwnerReservations; count: number } | null = null;
-        let ownerCount = 0; // the owner's limiter count for the bucket
-        let successorCount = 0;
-        let total = 0;
-        const inFlight: ReservationAsk[] = [];
-        for (const op of ops) {
-          if (op === 0) {
-            // An admission at whoever serves now.
-            if (stale !== null && stale.count + 1 <= limit) {
-              // The owner's earlier life (it never learned of the takeover) keeps trying with its old counts.
-              if (stale.owner.covered("k", 0, stale.count + 1)) {
-                stale.count++;
-                total++;
-              } else {
-                const ask = stale.owner.request({ key: "k", limit, bucketStartMs: 0, count: stale.count + 1 });
-                if (ask !== null) inFlight.push(ask);
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.array(
+          fc.oneof(
+            { arbitrary: fc.constant(0), weight: 6 },
+            { arbitrary: fc.constant(1), weight: 6 },
+            { arbitrary: fc.constant(2), weight: 1 },
+            { arbitrary: fc.constant(3), weight: 1 },
+          ),
+          { minLength: 20, maxLength: 200, size: "max" },
+        ),
+        (limit, ops) => {
+          const successor = new SuccessorReservations();
+          let owner = new OwnerReservations(successor.handBack([]).generation);
+          let phase: "owner" | "successor" | "owner-again" = "owner";
+          let stale: { owner: OwnerReservations; count: number } | null = null;
+          let ownerCount = 0; // the owner's limiter count for the bucket
+          let successorCount = 0;
+          let total = 0;
+          const inFlight: ReservationAsk[] = [];
+          for (const op of ops) {
+            if (op === 0) {
+              // An admission at whoever serves now.
+              if (stale !== null && stale.count + 1 <= limit) {
+                // The owner's earlier life (it never learned of the takeover) keeps trying with its old counts.
+                if (stale.owner.covered("k", 0, stale.count + 1)) {
+                  stale.count++;
+                  total++;
+                } else {
+                  const ask = stale.owner.request({ key: "k", limit, bucketStartMs: 0, count: stale.count + 1 });
+                  if (ask !== null) inFlight.push(ask);
+                }
               }
-            }
-            if (phase === "successor") {
-              if (successorCount + 1 <= limit) {
-                successorCount++;
-                total++;
+              if (phase === "successor") {
+                if (successorCount + 1 <= limit) {
+                  successorCount++;
+                  total++;
+                }
+              } else if (ownerCount + 1 <= limit) {
+                if (owner.covered("k", 0, ownerCount + 1)) {
+                  ownerCount++;
+                  total++;
+                } else {
+                  const ask = owner.request({ key: "k", limit, bucketStartMs: 0, count: ownerCount + 1 });
+                  if (ask !== null) inFlight.push(ask);
+                }
               }
-            } else if (ownerCount + 1 <= limit) {
-              if (owner.covered("k", 0, ownerCount + 1)) {
-                ownerCount++;
-                total++;
-              } else {
-                const ask = owner.request({ key: "k", limit, bucketStartMs: 0, count: ownerCount + 1 });
-                if (ask !== null) inFlight.push(ask);
+            } else if (op === 1 && inFlight.length > 0) {
+              const ask = inFlight.shift();
+              if (ask === undefined) continue;
+              const ack = successor.accept(ask);
+              for (const o of [owner, stale?.owner]) {
+                if (o === undefined || o.generation !== ask.generation) continue;
+                if (ack !== null) o.onAck(ack);
+                else o.onLost(ask);
               }
+            } else if (op === 2 && phase === "owner") {
+              phase = "successor";
+              stale = { owner, count: ownerCount };
+              successorCount = successor.takeOver().reduce((sum, b) => sum + b.count, 0);
+            } else if (op === 3 && phase === "successor") {
+              phase = "owner-again";
+              // The returning owner restarts from the handed-back counts, with fresh bookkeeping.
+              // The returning owner restarts from the handed-back counts in the new generation; asks of
+              // its earlier life still in flight are refused (another generation).
+              const restored = successor.handBack([{ key: "k", limit, bucketStartMs: 0, count: successorCount }]);
+              owner = new OwnerReservations(restored.generation);
+              ownerCount = restored.buckets.reduce((sum, b) => Math.max(sum, b.count), 0);
             }
-          } else if (op === 1 && inFlight.length > 0) {
-            const ask = inFlight.shift();
-            if (ask === undefined) continue;
-            const ack = successor.accept(ask);
-            for (const o of [owner, stale?.owner]) {
-              if (o === undefined || o.generation !== ask.generation) continue;
-              if (ack !== null) o.onAck(ack);
-              else o.onLost(ask);
-            }
-          } else if (op === 2 && phase === "owner") {
-            phase = "successor";
-            stale = { owner, count: ownerCount };
-            successorCount = successor.takeOver().reduce((sum, b) => sum + b.count, 0);
-          } else if (op === 3 && phase === "successor") {
-            phase = "owner-again";
-            // The returning owner restarts from the handed-back counts, with fresh bookkeeping.
-            // The returning owner restarts from the handed-back counts in the new generation; asks of
-            // its earlier life still in flight are refused (another generation).
-            const restored = successor.handBack([{ key: "k", limit, bucketStartMs: 0, count: successorCount }]);
-            owner = new OwnerReservations(restored.generation);
-            ownerCount = restored.buckets.reduce((sum, b) => Math.max(sum, b.count), 0);
+            expect(total).toBeLessThanOrEqual(limit);
           }
-          expect(total).toBeLessThanOrEqual(limit);
-        }
-      }),
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -140,7 +166,11 @@ describe("reservations across a takeover", () => {
       fc.property(
         fc.integer({ min: 1, max: 30 }),
         fc.integer({ min: 10, max: 500 }),
-        fc.array(fc.record({ dtMs: fc.integer({ min: 0, max: 60 }), op: fc.integer({ min: 0, max: 9 }) }), { minLength: 20, maxLength: 300, size: "max" }),
+        fc.array(fc.record({ dtMs: fc.integer({ min: 0, max: 60 }), op: fc.integer({ min: 0, max: 9 }) }), {
+          minLength: 20,
+          maxLength: 300,
+          size: "max",
+        }),
         fc.integer({ min: 0, max: 300 }),
         (limit, durationMs, steps, takeoverAt) => {
           const check = { key: "ns:id", limit, durationMs, cost: 1 };
@@ -166,7 +196,12 @@ describe("reservations across a takeover", () => {
                 if (owner.covered(check.key, touched.bucketStartMs, touched.count)) answered.push(nowMs);
                 else {
                   waiting.push({ count: touched.count, bucketStartMs: touched.bucketStartMs, decidedAtMs: nowMs });
-                  const ask = owner.request({ key: check.key, limit, bucketStartMs: touched.bucketStartMs, count: touched.count });
+                  const ask = owner.request({
+                    key: check.key,
+                    limit,
+                    bucketStartMs: touched.bucketStartMs,
+                    count: touched.count,
+                  });
                   if (ask !== null) asks.push(ask);
                 }
               }
@@ -294,34 +329,41 @@ describe("reservations across a takeover", () => {
 describe("async limits", () => {
   it("each node alone never exceeds the limit; the cluster overshoot stays within the stated bound", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 2, max: 5 }), fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 10_000 }), (nodes, limit, reconcileEvery, seed) => {
-        const durationMs = 1000;
-        const estimators = Array.from({ length: nodes }, () => new AsyncLimitEstimator(durationMs, 100));
-        let x = seed;
-        const rand = (n: number): number => {
-          x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-          return x % n;
-        };
-        const admittedAt: number[] = [];
-        const perNodePerRound = new Array<number>(nodes).fill(0);
-        let maxPerNodePerRound = 0;
-        for (let t = 0; t < 900; t += 10) {
-          // Everything within one window (t < durationMs): the cluster total is the window count.
-          const i = rand(nodes);
-          const est = estimators[i];
-          if (est !== undefined && est.admit("id", limit, 1, t).success) {
-            admittedAt.push(t);
-            perNodePerRound[i] = (perNodePerRound[i] ?? 0) + 1;
+      fc.property(
+        fc.integer({ min: 2, max: 5 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 0, max: 10_000 }),
+        (nodes, limit, reconcileEvery, seed) => {
+          const durationMs = 1000;
+          const estimators = Array.from({ length: nodes }, () => new AsyncLimitEstimator(durationMs, 100));
+          let x = seed;
+          const rand = (n: number): number => {
+            x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+            return x % n;
+          };
+          const admittedAt: number[] = [];
+          const perNodePerRound = new Array<number>(nodes).fill(0);
+          let maxPerNodePerRound = 0;
+          for (let t = 0; t < 900; t += 10) {
+            // Everything within one window (t < durationMs): the cluster total is the window count.
+            const i = rand(nodes);
+            const est = estimators[i];
+            if (est !== undefined && est.admit("id", limit, 1, t).success) {
+              admittedAt.push(t);
+              perNodePerRound[i] = (perNodePerRound[i] ?? 0) + 1;
+            }
+            if ((t / 10) % reconcileEvery === 0) {
+              maxPerNodePerRound = Math.max(maxPerNodePerRound, ...perNodePerRound);
+              perNodePerRound.fill(0);
+              for (const [a, ea] of estimators.entries())
+                for (const [b, eb] of estimators.entries()) if (a !== b) eb.merge(`n${a}`, ea.report(t));
+            }
           }
-          if ((t / 10) % reconcileEvery === 0) {
-            maxPerNodePerRound = Math.max(maxPerNodePerRound, ...perNodePerRound);
-            perNodePerRound.fill(0);
-            for (const [a, ea] of estimators.entries()) for (const [b, eb] of estimators.entries()) if (a !== b) eb.merge(`n${a}`, ea.report(t));
-          }
-        }
-        maxPerNodePerRound = Math.max(maxPerNodePerRound, ...perNodePerRound);
-        expect(admittedAt.length).toBeLessThanOrEqual(limit + asyncOvershootBound(limit, nodes, maxPerNodePerRound));
-      }),
+          maxPerNodePerRound = Math.max(maxPerNodePerRound, ...perNodePerRound);
+          expect(admittedAt.length).toBeLessThanOrEqual(limit + asyncOvershootBound(limit, nodes, maxPerNodePerRound));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -345,7 +387,8 @@ describe("async limits", () => {
         next += gapMs;
       }
       if (t % reconcileMs === 0) {
-        for (const [a, ea] of estimators.entries()) for (const [b, eb] of estimators.entries()) if (a !== b) eb.merge(`n${a}`, ea.report(t));
+        for (const [a, ea] of estimators.entries())
+          for (const [b, eb] of estimators.entries()) if (a !== b) eb.merge(`n${a}`, ea.report(t));
       }
     }
     let worst = 0;

@@ -17,7 +17,12 @@ describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
     expect(limiter.refusedForCapacity).toBe(1);
     // Known keys keep working, and a cost-0 read of a new key needs no entry.
     expect(limiter.limit([check("a")], 10).success).toBe(true);
-    expect(limiter.limit([check("d", 0)], 10).outcomes[0]).toEqual({ success: true, limit: 5, remaining: 5, resetAtMs: 10 });
+    expect(limiter.limit([check("d", 0)], 10).outcomes[0]).toEqual({
+      success: true,
+      limit: 5,
+      remaining: 5,
+      resetAtMs: 10,
+    });
     // peek never sweeps (it changes nothing): a new key on a full table reads as refused.
     expect(limiter.peek([check("d")], 5_000)[0]).toMatchObject({ success: false, remaining: 0 });
     expect(limiter.size()).toBe(3);
@@ -77,7 +82,8 @@ describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
             expect(result.judgedAtMs).toBeGreaterThanOrEqual(nowMs);
             if (result.success && cost > 0) lastJudgedMs = result.judgedAtMs;
             expect(limiter.size()).toBeLessThanOrEqual(entriesMax);
-            if (result.success && cost > 0) admitted.set(key, [...(admitted.get(key) ?? []), { atMs: result.judgedAtMs, cost }]);
+            if (result.success && cost > 0)
+              admitted.set(key, [...(admitted.get(key) ?? []), { atMs: result.judgedAtMs, cost }]);
           }
           for (const hits of admitted.values()) {
             for (const end of hits) {
@@ -118,7 +124,11 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     expect(limiter.snapshot(250)).toEqual([{ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 7 }]);
     // A reservation above the limit is clamped to it: every cost > 0 is refused, cost-0 reads pass.
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 200, count: 500 });
-    expect(limiter.peek([check("k", 1, 10, 1000)], 250)[0]).toMatchObject({ success: false, remaining: 0, resetAtMs: 1299 });
+    expect(limiter.peek([check("k", 1, 10, 1000)], 250)[0]).toMatchObject({
+      success: false,
+      remaining: 0,
+      resetAtMs: 1299,
+    });
     expect(limiter.limit([check("k", 0, 10, 1000)], 250).outcomes[0]).toMatchObject({ success: true, remaining: 0 });
   });
 
@@ -126,9 +136,17 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 5_000, count: 4 });
     // Judged at the clock (5000) even when asked earlier: the bucket still counts.
-    expect(limiter.peek([check("k", 0, 10, 1000)], 0)[0]).toEqual({ success: true, limit: 10, remaining: 6, resetAtMs: 6_099 });
+    expect(limiter.peek([check("k", 0, 10, 1000)], 0)[0]).toEqual({
+      success: true,
+      limit: 10,
+      remaining: 6,
+      resetAtMs: 6_099,
+    });
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 5_150, count: 1 });
-    expect(limiter.snapshot(5_200).map((b) => [b.bucketStartMs, b.count])).toEqual([[5_000, 4], [5_200, 1]]);
+    expect(limiter.snapshot(5_200).map((b) => [b.bucketStartMs, b.count])).toEqual([
+      [5_000, 4],
+      [5_200, 1],
+    ]);
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 1_000, count: 9 });
     expect(limiter.peek([check("k", 0, 10, 1000)], 5_200)[0]!.remaining).toBe(5);
     // The clock moved to the start of the bucket used (5200), so an admission asked for at the
@@ -139,7 +157,10 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
   it("restores, for a key with buckets of two durations, the newer bucket's duration, in any order", () => {
     const older = { key: "k", limit: 5, durationMs: 1000, bucketStartMs: 1_000, count: 5 };
     const newer = { key: "k", limit: 5, durationMs: 2000, bucketStartMs: 1_400, count: 2 };
-    for (const order of [[older, newer], [newer, older]]) {
+    for (const order of [
+      [older, newer],
+      [newer, older],
+    ]) {
       const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
       for (const bucket of order) limiter.restoreBucket(bucket);
       expect(limiter.snapshot(1_500)).toEqual([newer]);
@@ -149,8 +170,16 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
 
   it("restores interleaved with calls (off-grid starts, old buckets, clock going back) never crash or pass the bound", () => {
     const op = fc.oneof(
-      fc.record({ kind: fc.constant("limit" as const), deltaMs: fc.integer({ min: -200, max: 300 }), cost: fc.integer({ min: 0, max: 3 }) }),
-      fc.record({ kind: fc.constant("restore" as const), startMs: fc.integer({ min: 0, max: 6_000 }), count: fc.integer({ min: 0, max: 6 }) }),
+      fc.record({
+        kind: fc.constant("limit" as const),
+        deltaMs: fc.integer({ min: -200, max: 300 }),
+        cost: fc.integer({ min: 0, max: 3 }),
+      }),
+      fc.record({
+        kind: fc.constant("restore" as const),
+        startMs: fc.integer({ min: 0, max: 6_000 }),
+        count: fc.integer({ min: 0, max: 6 }),
+      }),
     );
     fc.assert(
       fc.property(
@@ -166,7 +195,9 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
           // the window (its last ms after t - duration) adds up to at most `limit`.
           const buckets = new Map<number, number>();
           const windowSum = (endMs: number) =>
-            [...buckets].filter(([startMs]) => startMs + widthMs - 1 > endMs - durationMs && startMs <= endMs).reduce((sum, [, count]) => sum + count, 0);
+            [...buckets]
+              .filter(([startMs]) => startMs + widthMs - 1 > endMs - durationMs && startMs <= endMs)
+              .reduce((sum, [, count]) => sum + count, 0);
           let nowMs = 3_000;
           for (const o of ops) {
             if (o.kind === "restore") {
@@ -200,16 +231,31 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
 
   it("a cost above the limit never fits; its reset is when the counter is empty", () => {
     const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
-    expect(limiter.limit([check("k", 6, 5)], 0).outcomes[0]).toEqual({ success: false, limit: 5, remaining: 5, resetAtMs: 0 });
+    expect(limiter.limit([check("k", 6, 5)], 0).outcomes[0]).toEqual({
+      success: false,
+      limit: 5,
+      remaining: 5,
+      resetAtMs: 0,
+    });
     limiter.limit([check("k", 1, 5)], 0);
     limiter.limit([check("k", 1, 5)], 450);
-    expect(limiter.limit([check("k", 6, 5)], 500).outcomes[0]).toEqual({ success: false, limit: 5, remaining: 3, resetAtMs: 1_499 });
+    expect(limiter.limit([check("k", 6, 5)], 500).outcomes[0]).toEqual({
+      success: false,
+      limit: 5,
+      remaining: 3,
+      resetAtMs: 1_499,
+    });
   });
 
   it("limit 0 admits only cost-0 reads", () => {
     const limiter = new SlidingWindowLimiter();
     expect(limiter.limit([check("z", 1, 0)], 0).success).toBe(false);
-    expect(limiter.limit([check("z", 0, 0)], 0).outcomes[0]).toEqual({ success: true, limit: 0, remaining: 0, resetAtMs: 0 });
+    expect(limiter.limit([check("z", 0, 0)], 0).outcomes[0]).toEqual({
+      success: true,
+      limit: 0,
+      remaining: 0,
+      resetAtMs: 0,
+    });
   });
 
   it("asserts its inputs: integers, durationMs >= 1, at most limiterChecksPerCallMax checks", () => {

@@ -69,7 +69,13 @@ class ReferenceLimiter {
         const w = this.widthMs(check.durationMs);
         const bucket = Math.floor(atMs / w);
         const count = log.hits.filter((h) => Math.floor(h.atMs / w) === bucket).reduce((s, h) => s + h.cost, 0);
-        touched.push({ key: check.key, limit: check.limit, durationMs: check.durationMs, bucketStartMs: bucket * w, count });
+        touched.push({
+          key: check.key,
+          limit: check.limit,
+          durationMs: check.durationMs,
+          bucketStartMs: bucket * w,
+          count,
+        });
       }
     }
     const outcomes = checks.map((check, i) => this.outcome(check, counts[i]!, fits[i]!, success, atMs));
@@ -127,7 +133,10 @@ interface Scenario {
 
 const keySpec = (index: number) =>
   fc
-    .record({ limit: fc.integer({ min: 0, max: 8 }), durationMs: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 1000 })) })
+    .record({
+      limit: fc.integer({ min: 0, max: 8 }),
+      durationMs: fc.oneof(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 41, max: 1000 })),
+    })
     .map(({ limit, durationMs }): KeySpec => ({ key: `k${index}/${limit}/${durationMs}`, limit, durationMs }));
 
 /** Random scenarios: a few keys, calls of one to three checks, time steps that may go backwards. */
@@ -139,10 +148,13 @@ function scenario(options: { backwards: boolean; maxChecks: number }): fc.Arbitr
       fc.record({
         kind: fc.constantFrom<Op["kind"]>("limit", "limit", "limit", "peek"),
         deltaMs: options.backwards ? fc.integer({ min: -300, max: 300 }) : fc.integer({ min: 0, max: 300 }),
-        checks: fc.array(fc.record({ keyIndex: fc.integer({ min: 0, max: 2 }), cost: fc.integer({ min: 0, max: 4 }) }), {
-          minLength: 1,
-          maxLength: options.maxChecks,
-        }),
+        checks: fc.array(
+          fc.record({ keyIndex: fc.integer({ min: 0, max: 2 }), cost: fc.integer({ min: 0, max: 4 }) }),
+          {
+            minLength: 1,
+            maxLength: options.maxChecks,
+          },
+        ),
       }),
       { maxLength: 80, size: "max" },
     ),
@@ -156,14 +168,22 @@ function checksOf(s: Scenario, op: Op): LimitCheck[] {
 /** Runs a scenario, calling `each` after every call with what happened. */
 function run(
   s: Scenario,
-  each: (call: { op: Op; nowMs: number; checks: LimitCheck[]; result: LimitResult | undefined; peeked: LimitOutcome[] | undefined; limiter: SlidingWindowLimiter }) => void,
+  each: (call: {
+    op: Op;
+    nowMs: number;
+    checks: LimitCheck[];
+    result: LimitResult | undefined;
+    peeked: LimitOutcome[] | undefined;
+    limiter: SlidingWindowLimiter;
+  }) => void,
 ): SlidingWindowLimiter {
   const limiter = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
   let nowMs = 5_000;
   for (const op of s.ops) {
     nowMs = Math.max(0, nowMs + op.deltaMs);
     const checks = checksOf(s, op);
-    if (op.kind === "limit") each({ op, nowMs, checks, result: limiter.limit(checks, nowMs), peeked: undefined, limiter });
+    if (op.kind === "limit")
+      each({ op, nowMs, checks, result: limiter.limit(checks, nowMs), peeked: undefined, limiter });
     else each({ op, nowMs, checks, result: undefined, peeked: limiter.peek(checks, nowMs), limiter });
   }
   return limiter;
@@ -233,7 +253,8 @@ describe("SlidingWindowLimiter: properties", () => {
           if (result === undefined || checks.length !== 1) {
             if (result?.success === true && checks.some((c) => c.cost > 0)) {
               clockMs = Math.max(clockMs, nowMs);
-              for (const c of checks) if (c.cost > 0) seen.set(c.key, [...(seen.get(c.key) ?? []), { atMs: clockMs, cost: c.cost }]);
+              for (const c of checks)
+                if (c.cost > 0) seen.set(c.key, [...(seen.get(c.key) ?? []), { atMs: clockMs, cost: c.cost }]);
             }
             return;
           }
@@ -321,23 +342,28 @@ describe("SlidingWindowLimiter: properties", () => {
 
   it("reset is exact: with nothing else admitted, the same cost succeeds at resetAtMs and fails at resetAtMs - 1", () => {
     fc.assert(
-      fc.property(scenario({ backwards: true, maxChecks: 1 }), fc.integer({ min: 0, max: 2 }), fc.integer({ min: 1, max: 4 }), (s, keyIndex, cost) => {
-        const limiter = run(s, () => {});
-        const nowMs = Math.max(0, 5_000 + s.ops.reduce((sum, op) => sum + op.deltaMs, 0));
-        const check = { ...s.keys[keyIndex]!, cost };
-        const [outcome] = limiter.peek([check], nowMs);
-        if (outcome!.success || cost > check.limit) return;
-        const at = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
-        const before = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
-        for (const op of replayable(s)) {
-          if (op.kind !== "limit") continue;
-          at.limit(op.checks, op.nowMs);
-          before.limit(op.checks, op.nowMs);
-        }
-        expect(outcome!.resetAtMs).toBeGreaterThan(nowMs);
-        expect(before.limit([check], outcome!.resetAtMs - 1).success).toBe(false);
-        expect(at.limit([check], outcome!.resetAtMs).success).toBe(true);
-      }),
+      fc.property(
+        scenario({ backwards: true, maxChecks: 1 }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.integer({ min: 1, max: 4 }),
+        (s, keyIndex, cost) => {
+          const limiter = run(s, () => {});
+          const nowMs = Math.max(0, 5_000 + s.ops.reduce((sum, op) => sum + op.deltaMs, 0));
+          const check = { ...s.keys[keyIndex]!, cost };
+          const [outcome] = limiter.peek([check], nowMs);
+          if (outcome!.success || cost > check.limit) return;
+          const at = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
+          const before = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
+          for (const op of replayable(s)) {
+            if (op.kind !== "limit") continue;
+            at.limit(op.checks, op.nowMs);
+            before.limit(op.checks, op.nowMs);
+          }
+          expect(outcome!.resetAtMs).toBeGreaterThan(nowMs);
+          expect(before.limit([check], outcome!.resetAtMs - 1).success).toBe(false);
+          expect(at.limit([check], outcome!.resetAtMs).success).toBe(true);
+        },
+      ),
       { numRuns: 400 },
     );
   });
@@ -408,19 +434,26 @@ describe("SlidingWindowLimiter: properties", () => {
 
   it("snapshot then restore into a fresh limiter answers identically afterwards (a restart admits no more)", () => {
     fc.assert(
-      fc.property(scenario({ backwards: true, maxChecks: 3 }), scenario({ backwards: false, maxChecks: 3 }), (first, second) => {
-        const s = { ...first, keys: first.keys };
-        const limiter = run(s, () => {});
-        const lastMs = Math.max(5_000, replayable(s).reduce((max, op) => Math.max(max, op.nowMs), 0));
-        const restored = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
-        for (const bucket of limiter.snapshot(lastMs)) restored.restoreBucket(bucket);
-        let nowMs = lastMs;
-        for (const op of second.ops) {
-          nowMs += op.deltaMs;
-          const checks = checksOf(s, op);
-          expect(restored.limit(checks, nowMs)).toEqual(limiter.limit(checks, nowMs));
-        }
-      }),
+      fc.property(
+        scenario({ backwards: true, maxChecks: 3 }),
+        scenario({ backwards: false, maxChecks: 3 }),
+        (first, second) => {
+          const s = { ...first, keys: first.keys };
+          const limiter = run(s, () => {});
+          const lastMs = Math.max(
+            5_000,
+            replayable(s).reduce((max, op) => Math.max(max, op.nowMs), 0),
+          );
+          const restored = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
+          for (const bucket of limiter.snapshot(lastMs)) restored.restoreBucket(bucket);
+          let nowMs = lastMs;
+          for (const op of second.ops) {
+            nowMs += op.deltaMs;
+            const checks = checksOf(s, op);
+            expect(restored.limit(checks, nowMs)).toEqual(limiter.limit(checks, nowMs));
+          }
+        },
+      ),
       { numRuns: 200 },
     );
   });

@@ -87,7 +87,9 @@ function execute(env: { limiter: SlidingWindowLimiter }, command: Command): stri
     case "snapshot": {
       const buckets = env.limiter.snapshot(intArg(command, "now"));
       if (buckets.length === 0) return ["(empty)"];
-      return buckets.map((b) => `${b.key} limit=${b.limit} duration=${b.durationMs} bucket=${b.bucketStartMs} count=${b.count}`);
+      return buckets.map(
+        (b) => `${b.key} limit=${b.limit} duration=${b.durationMs} bucket=${b.bucketStartMs} count=${b.count}`,
+      );
     }
     case "restore": {
       env.limiter.restoreBucket({
@@ -143,7 +145,8 @@ describe("sliding-window transcripts (testdata/sliding-window.txt)", () => {
     // Replace from the end so earlier indexes stay valid.
     const outputs = blocks.map((block) => execute(env, parseCommand(block.command)));
     if (update) {
-      for (let b = blocks.length - 1; b >= 0; b--) rewritten.splice(blocks[b]!.from, blocks[b]!.to - blocks[b]!.from, ...outputs[b]!);
+      for (let b = blocks.length - 1; b >= 0; b--)
+        rewritten.splice(blocks[b]!.from, blocks[b]!.to - blocks[b]!.from, ...outputs[b]!);
       writeFileSync(path, `${rewritten.join("\n")}\n`);
       return;
     }

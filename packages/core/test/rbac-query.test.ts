@@ -46,7 +46,19 @@ describe("parsePermissionQuery", () => {
   });
 
   it("rejects what upstream rejects", () => {
-    for (const bad of [{}, { and: [] }, { or: [] }, 5, null, [], ["a"], { and: ["p1", {}] }, { and: "a" }, true, { x: ["a"] }]) {
+    for (const bad of [
+      {},
+      { and: [] },
+      { or: [] },
+      5,
+      null,
+      [],
+      ["a"],
+      { and: ["p1", {}] },
+      { and: "a" },
+      true,
+      { x: ["a"] },
+    ]) {
       expect(parsePermissionQuery(bad), JSON.stringify(bad)).toEqual({ ok: false });
     }
   });

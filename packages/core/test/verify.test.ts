@@ -22,7 +22,14 @@ function setup(): KeyState {
     { type: "createApi", apiId: "api_a", name: "a", nowMs: t0 },
     { type: "createApi", apiId: "api_b", name: "b", nowMs: t0 },
     { type: "createPermission", permissionId: "perm_read", name: "read", slug: "read", description: null, nowMs: t0 },
-    { type: "createRole", roleId: "role_admin", name: "admin", description: null, permissionIds: ["perm_read"], nowMs: t0 },
+    {
+      type: "createRole",
+      roleId: "role_admin",
+      name: "admin",
+      description: null,
+      permissionIds: ["perm_read"],
+      nowMs: t0,
+    },
   ] satisfies KeyCommand[]) {
     expect(applyCommand(state, command).ok).toBe(true);
   }
@@ -55,8 +62,19 @@ function addKey(state: KeyState, overrides: Partial<CreateKey> & { keyId: string
   expect(applyCommand(state, command)).toMatchObject({ ok: true });
 }
 
-function verify(state: KeyState, limiter: SlidingWindowLimiter, keyId: string, extra: Partial<VerifyRequest> = {}, nowMs = t0) {
-  const decision = decideVerification(state, limiter, { requestId: "req_1", hash: `hash_${keyId}`, creditCost: 1, ...extra }, nowMs);
+function verify(
+  state: KeyState,
+  limiter: SlidingWindowLimiter,
+  keyId: string,
+  extra: Partial<VerifyRequest> = {},
+  nowMs = t0,
+) {
+  const decision = decideVerification(
+    state,
+    limiter,
+    { requestId: "req_1", hash: `hash_${keyId}`, creditCost: 1, ...extra },
+    nowMs,
+  );
   return decision;
 }
 
@@ -82,7 +100,11 @@ describe("verification order of checks (spec §3.1)", () => {
     addKey(state, { keyId: "k1", enabled: false });
     addKey(state, { keyId: "k2" });
     const limiter = new SlidingWindowLimiter();
-    expect(body(verify(state, limiter, "k1", { apiId: "api_b" }))).toMatchObject({ valid: false, code: "DISABLED", keyId: "k1" });
+    expect(body(verify(state, limiter, "k1", { apiId: "api_b" }))).toMatchObject({
+      valid: false,
+      code: "DISABLED",
+      keyId: "k1",
+    });
     expect(body(verify(state, limiter, "k2", { apiId: "api_b" }))).toMatchObject({ valid: false, code: "FORBIDDEN" });
     expect(body(verify(state, limiter, "k2", { apiId: "api_a" }))).toMatchObject({ valid: true, code: "VALID" });
   });
@@ -97,13 +119,22 @@ describe("verification order of checks (spec §3.1)", () => {
 
   it("permission queries: invalid is a 400, missing is INSUFFICIENT_PERMISSIONS, roles count", () => {
     const state = setup();
-    addKey(state, { keyId: "k1", roles: [{ name: "admin", newId: "x", create: true }], permissions: [{ name: "write", newId: "perm_write", create: true }] });
+    addKey(state, {
+      keyId: "k1",
+      roles: [{ name: "admin", newId: "x", create: true }],
+      permissions: [{ name: "write", newId: "perm_write", create: true }],
+    });
     const limiter = new SlidingWindowLimiter();
-    expect(verify(state, limiter, "k1", { permissions: { and: [] } })).toEqual({ kind: "badRequest", message: "permission query is invalid" });
+    expect(verify(state, limiter, "k1", { permissions: { and: [] } })).toEqual({
+      kind: "badRequest",
+      message: "permission query is invalid",
+    });
     expect(body(verify(state, limiter, "k1", { permissions: { and: ["read", "write"] } })).code).toBe("VALID");
     const denied = result(verify(state, limiter, "k1", { permissions: { or: ["delete", "drop"] } }));
     expect(denied.result.code).toBe("INSUFFICIENT_PERMISSIONS");
-    expect(denied.permissionMessage).toBe(`Missing one of these permissions: ['"delete"', '"drop"'], have: ['read', 'write']`);
+    expect(denied.permissionMessage).toBe(
+      `Missing one of these permissions: ['"delete"', '"drop"'], have: ['read', 'write']`,
+    );
     expect(body(verify(state, limiter, "k1", { permissions: "" })).code).toBe("VALID");
     expect(body(verify(state, limiter, "k1"))).toMatchObject({ permissions: ["read", "write"], roles: ["admin"] });
   });
@@ -129,13 +160,20 @@ describe("verification order of checks (spec §3.1)", () => {
     const state = setup();
     addKey(state, { keyId: "k1" });
     const limiter = new SlidingWindowLimiter();
-    const both = { ratelimits: [{ name: "wide", limit: 5, duration: 10_000 }, { name: "narrow", limit: 1, duration: 10_000 }] };
+    const both = {
+      ratelimits: [
+        { name: "wide", limit: 5, duration: 10_000 },
+        { name: "narrow", limit: 1, duration: 10_000 },
+      ],
+    };
     expect(result(verify(state, limiter, "k1", both)).result.code).toBe("VALID");
     const limited = result(verify(state, limiter, "k1", both));
     expect(limited.result.code).toBe("RATE_LIMITED");
     expect(limited.triggeredRatelimit).toBe("narrow");
     // "wide" was not consumed by the rejected call: 4 left of 5.
-    const wide = result(verify(state, limiter, "k1", { ratelimits: [{ name: "wide", limit: 5, duration: 10_000, cost: 0 }] }));
+    const wide = result(
+      verify(state, limiter, "k1", { ratelimits: [{ name: "wide", limit: 5, duration: 10_000, cost: 0 }] }),
+    );
     expect(wide.result.ratelimit).toMatchObject({ limit: 5, remaining: 4 });
   });
 
@@ -156,12 +194,24 @@ describe("verification order of checks (spec §3.1)", () => {
 
   it("keys of one identity share limit counters; identity limits can be named", () => {
     const state = setup();
-    applyCommand(state, { type: "createIdentity", identityId: "id_1", externalId: "user_1", environment: "default", meta: null, ratelimits: [{ name: "tokens", limit: 2, durationMs: 60_000 }], nowMs: t0 });
+    applyCommand(state, {
+      type: "createIdentity",
+      identityId: "id_1",
+      externalId: "user_1",
+      environment: "default",
+      meta: null,
+      ratelimits: [{ name: "tokens", limit: 2, durationMs: 60_000 }],
+      nowMs: t0,
+    });
     addKey(state, { keyId: "k1", identity: { externalId: "user_1", newIdentityId: "unused" } });
     addKey(state, { keyId: "k2", identity: { externalId: "user_1", newIdentityId: "unused" } });
     const limiter = new SlidingWindowLimiter();
     const named = { ratelimits: [{ name: "tokens" }] };
-    expect(body(verify(state, limiter, "k1", named))).toMatchObject({ code: "VALID", ownerId: "user_1", identity: { id: "id_1", externalId: "user_1", meta: {} } });
+    expect(body(verify(state, limiter, "k1", named))).toMatchObject({
+      code: "VALID",
+      ownerId: "user_1",
+      identity: { id: "id_1", externalId: "user_1", meta: {} },
+    });
     expect(body(verify(state, limiter, "k2", named)).code).toBe("VALID");
     expect(body(verify(state, limiter, "k1", named)).code).toBe("RATE_LIMITED");
     // Without naming it, the identity limit (autoApply false) does not apply.
@@ -184,7 +234,10 @@ describe("credits (keyraft decision 2)", () => {
     expect(spend.result).toMatchObject({ code: "VALID", remaining: 0 });
     expect(applyCommand(state, spend.creditSpend!)).toEqual({ ok: true, remaining: 0 });
     expect(result(verify(state, limiter, "k1")).result).toMatchObject({ code: "USAGE_EXCEEDED", remaining: 0 });
-    expect(result(verify(state, limiter, "k1", { creditCost: 0 })).result).toMatchObject({ code: "VALID", remaining: 0 });
+    expect(result(verify(state, limiter, "k1", { creditCost: 0 })).result).toMatchObject({
+      code: "VALID",
+      remaining: 0,
+    });
   });
 
   it("refills lazily at 00:00 UTC", () => {
@@ -206,7 +259,17 @@ describe("verification is a decision", () => {
       apiId: fc.option(fc.constantFrom("api_a", "api_b"), { nil: undefined }),
       creditCost: fc.integer({ min: 0, max: 4 }),
       permissions: fc.option(fc.oneof(fc.constantFrom("read", "write"), fc.jsonValue()), { nil: undefined }),
-      ratelimits: fc.option(fc.array(fc.record({ name: fc.constantFrom("default", "x"), limit: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }), duration: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }) }), { maxLength: 3 }), { nil: undefined }),
+      ratelimits: fc.option(
+        fc.array(
+          fc.record({
+            name: fc.constantFrom("default", "x"),
+            limit: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+            duration: fc.option(fc.integer({ min: 1, max: 5000 }), { nil: undefined }),
+          }),
+          { maxLength: 3 },
+        ),
+        { nil: undefined },
+      ),
       advanceMs: fc.integer({ min: 0, max: 3000 }),
     });
     fc.assert(
@@ -214,7 +277,11 @@ describe("verification is a decision", () => {
         const state = setup();
         addKey(state, { keyId: "k1", remaining: 4, ratelimit: { limit: 2, durationMs: 1000 } });
         addKey(state, { keyId: "k2", enabled: false });
-        addKey(state, { keyId: "k3", permissions: [{ name: "read", newId: "p", create: true }], expiresAtMs: t0 + 20_000 });
+        addKey(state, {
+          keyId: "k3",
+          permissions: [{ name: "read", newId: "p", create: true }],
+          expiresAtMs: t0 + 20_000,
+        });
         const limiter = new SlidingWindowLimiter();
         let nowMs = t0;
         for (const request of requests) {

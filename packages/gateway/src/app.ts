@@ -2,7 +2,14 @@
 // every response, error or not, carries `Unkey-Request-Id`; every error has the v1 body.
 
 import type { CommandOutcome, KeyCommand, KeyState, SlidingWindowLimiter } from "@keyraft/core";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import type { Logger } from "pino";
 import type { VerificationPeers } from "./analytics/peers.js";
 import type { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
@@ -64,14 +71,22 @@ function codeForStatus(status: number): V1ErrorCode {
 }
 
 /** Maps any error to (status, code, message, headers) of a v1 error response. */
-function describeError(error: FastifyError | V1Error | Error): { status: number; code: V1ErrorCode; message: string; headers?: Record<string, string> } {
-  if (error instanceof V1Error) return { status: error.statusCode, code: error.code, message: error.message, headers: { ...error.headers } };
+function describeError(error: FastifyError | V1Error | Error): {
+  status: number;
+  code: V1ErrorCode;
+  message: string;
+  headers?: Record<string, string>;
+} {
+  if (error instanceof V1Error)
+    return { status: error.statusCode, code: error.code, message: error.message, headers: { ...error.headers } };
   const fastifyError = error as FastifyError;
-  if (fastifyError.validation) return { status: 400, code: "BAD_REQUEST", message: zodStyleMessage(fastifyError.validation as never) };
+  if (fastifyError.validation)
+    return { status: 400, code: "BAD_REQUEST", message: zodStyleMessage(fastifyError.validation as never) };
   if (isStoreError(error, "KEYRAFT_STORE_OVERLOADED")) {
     return { status: 503, code: "INTERNAL_SERVER_ERROR", message: error.message, headers: { "Retry-After": "1" } };
   }
-  if (isStoreError(error, "KEYRAFT_STORE_UNENCODABLE")) return { status: 400, code: "BAD_REQUEST", message: error.message };
+  if (isStoreError(error, "KEYRAFT_STORE_UNENCODABLE"))
+    return { status: 400, code: "BAD_REQUEST", message: error.message };
   const status = fastifyError.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {
     if (fastifyError.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
@@ -88,7 +103,8 @@ function describeError(error: FastifyError | V1Error | Error): { status: number;
 function sendError(request: FastifyRequest, reply: FastifyReply, error: Error): void {
   const described = describeError(error);
   // 503s (overload, shutdown) are expected operating states, not failures worth an error line.
-  if (described.status >= 500 && described.status !== 503) request.log.error({ err: error, reqId: request.id }, "request failed");
+  if (described.status >= 500 && described.status !== 503)
+    request.log.error({ err: error, reqId: request.id }, "request failed");
   reply.code(described.status).header(requestIdHeader, request.id);
   for (const [name, value] of Object.entries(described.headers ?? {})) reply.header(name, value);
   void reply.send(errorBody(described.code, described.message, request.id));
@@ -103,7 +119,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // No per-request log lines (the hot path); errors are logged by the error handler.
     logController: new LogController({ disableRequestLogging: true }),
     // request.log is made lazily: a pino child per request costs a few µs and is rarely used.
-    childLoggerFactory: (logger, bindings, options) => requestLoggerFactory(logger as unknown as Logger, bindings, options) as unknown as FastifyBaseLogger,
+    childLoggerFactory: (logger, bindings, options) =>
+      requestLoggerFactory(logger as unknown as Logger, bindings, options) as unknown as FastifyBaseLogger,
     bodyLimit: deps.bodyLimitBytes,
     genReqId: () => ctx.ids.next("req"),
     requestIdHeader: false,
@@ -114,7 +131,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   registerJsonParser(app);
   app.setErrorHandler((error: FastifyError, request, reply) => sendError(request, reply, error));
   app.setNotFoundHandler((request, reply) => {
-    sendError(request, reply, new V1Error("NOT_FOUND", `route ${request.method} ${request.url.split("?")[0] ?? ""} not found`));
+    sendError(
+      request,
+      reply,
+      new V1Error("NOT_FOUND", `route ${request.method} ${request.url.split("?")[0] ?? ""} not found`),
+    );
   });
   let closing = false;
   app.addHook("preClose", (done) => {

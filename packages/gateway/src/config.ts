@@ -65,7 +65,10 @@ export const configDefaults = { host: "127.0.0.1", dataDir: "./data", logLevel: 
  * Reads the configuration from `env`. A variable that is unset takes its default; one that is
  * set (even to the empty string) must be valid. `cwd` resolves a relative KEYRAFT_DATA_DIR.
  */
-export function parseConfig(env: Readonly<Record<string, string | undefined>>, cwd: string = process.cwd()): ConfigResult {
+export function parseConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  cwd: string = process.cwd(),
+): ConfigResult {
   const errors: string[] = [];
   const integer = (variable: IntegerVariable): number => parseInteger(env[variable.name], variable, errors);
   const config: Config = {
@@ -105,7 +108,9 @@ function parseHost(raw: string | undefined, errors: string[]): string {
   const host = raw.trim();
   // A hostname or an IPv4/IPv6 literal: no spaces, no scheme, no port.
   if (host.length === 0 || host.length > 253 || !/^[A-Za-z0-9.:%_-]+$/.test(host)) {
-    errors.push(`HOST=${JSON.stringify(raw)} is invalid: expected an IP address or host name such as 127.0.0.1, 0.0.0.0 or :: (default ${configDefaults.host})`);
+    errors.push(
+      `HOST=${JSON.stringify(raw)} is invalid: expected an IP address or host name such as 127.0.0.1, 0.0.0.0 or :: (default ${configDefaults.host})`,
+    );
     return configDefaults.host;
   }
   return host;
@@ -114,7 +119,9 @@ function parseHost(raw: string | undefined, errors: string[]): string {
 function parseDataDir(raw: string | undefined, cwd: string, errors: string[]): string {
   if (raw === undefined) return resolve(cwd, configDefaults.dataDir);
   if (raw.trim().length === 0 || raw.includes("\0")) {
-    errors.push(`KEYRAFT_DATA_DIR=${JSON.stringify(raw)} is invalid: expected a directory path (default ${configDefaults.dataDir})`);
+    errors.push(
+      `KEYRAFT_DATA_DIR=${JSON.stringify(raw)} is invalid: expected a directory path (default ${configDefaults.dataDir})`,
+    );
     return resolve(cwd, configDefaults.dataDir);
   }
   return resolve(cwd, raw);
@@ -136,7 +143,9 @@ function parseLogLevel(raw: string | undefined, errors: string[]): LogLevel {
   if (raw === undefined) return configDefaults.logLevel;
   const level = logLevels.find((candidate) => candidate === raw.trim().toLowerCase());
   if (level === undefined) {
-    errors.push(`KEYRAFT_LOG_LEVEL=${JSON.stringify(raw)} is invalid: expected one of ${logLevels.join(", ")} (default ${configDefaults.logLevel})`);
+    errors.push(
+      `KEYRAFT_LOG_LEVEL=${JSON.stringify(raw)} is invalid: expected one of ${logLevels.join(", ")} (default ${configDefaults.logLevel})`,
+    );
     return configDefaults.logLevel;
   }
   return level;

@@ -39,7 +39,11 @@ export class V1Error extends Error {
   readonly statusCode: number;
   /** Extra response headers (Retry-After). */
   readonly headers: Readonly<Record<string, string>>;
-  constructor(code: V1ErrorCode, message: string, options?: { statusCode?: number; headers?: Record<string, string>; cause?: unknown }) {
+  constructor(
+    code: V1ErrorCode,
+    message: string,
+    options?: { statusCode?: number; headers?: Record<string, string>; cause?: unknown },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.statusCode = options?.statusCode ?? errorStatusByCode[code];

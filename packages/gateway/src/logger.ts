@@ -73,12 +73,24 @@ export class LazyRequestLogger {
     return (this.real ?? this.parent).isLevelEnabled(level);
   }
 
-  fatal(...args: unknown[]): void { this.write("fatal", args); }
-  error(...args: unknown[]): void { this.write("error", args); }
-  warn(...args: unknown[]): void { this.write("warn", args); }
-  info(...args: unknown[]): void { this.write("info", args); }
-  debug(...args: unknown[]): void { this.write("debug", args); }
-  trace(...args: unknown[]): void { this.write("trace", args); }
+  fatal(...args: unknown[]): void {
+    this.write("fatal", args);
+  }
+  error(...args: unknown[]): void {
+    this.write("error", args);
+  }
+  warn(...args: unknown[]): void {
+    this.write("warn", args);
+  }
+  info(...args: unknown[]): void {
+    this.write("info", args);
+  }
+  debug(...args: unknown[]): void {
+    this.write("debug", args);
+  }
+  trace(...args: unknown[]): void {
+    this.write("trace", args);
+  }
   silent(): void {}
 
   child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
@@ -105,5 +117,7 @@ export class LazyRequestLogger {
 /** Fastify's `childLoggerFactory`: a lazy child unless the route changes the level or serializers. */
 export function requestLoggerFactory(parent: Logger, bindings: Bindings, options: ChildLoggerOptions): Logger {
   const eager = options.level !== undefined || options.serializers !== undefined;
-  return eager ? parent.child(bindings, options) : (new LazyRequestLogger(parent, bindings, options) as unknown as Logger);
+  return eager
+    ? parent.child(bindings, options)
+    : (new LazyRequestLogger(parent, bindings, options) as unknown as Logger);
 }

@@ -70,7 +70,9 @@ async function main(): Promise<void> {
   process.on("SIGINT", onSignalWhileStarting);
   let node: Node;
   try {
-    node = await startNode(config, logger, (error) => die("the store failed (a disk write, or apply threw); stopping so nothing unacknowledged is served", error));
+    node = await startNode(config, logger, (error) =>
+      die("the store failed (a disk write, or apply threw); stopping so nothing unacknowledged is served", error),
+    );
   } catch (error) {
     process.stderr.write(`keyraft: could not start: ${describeStartError(error, config)}\n`);
     die("could not start", error);
@@ -90,7 +92,13 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
   const nowMs = () => Date.now();
   const layout = dataDirLayout(config.dataDir);
   const { nodeId, peers, join } = config.cluster;
-  await migrateLegacyStore({ dataDir: config.dataDir, ...layout, nodeId, singleMember: peers.length === 1 && !join, logger });
+  await migrateLegacyStore({
+    dataDir: config.dataDir,
+    ...layout,
+    nodeId,
+    singleMember: peers.length === 1 && !join,
+    logger,
+  });
   const db = await openStoreDb(layout.nodeDir);
   let cluster: ClusterNode | null = null;
   try {
@@ -107,9 +115,22 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       onFatal,
     });
     await cluster.start();
-    logger.info({ nodeId, raftPort: cluster.raftPort, members: peers.map((peer) => peer.id), join, appliedIndex: cluster.commandLog.appliedIndex() }, "cluster node started");
+    logger.info(
+      {
+        nodeId,
+        raftPort: cluster.raftPort,
+        members: peers.map((peer) => peer.id),
+        join,
+        appliedIndex: cluster.commandLog.appliedIndex(),
+      },
+      "cluster node started",
+    );
     const limiter = new SlidingWindowLimiter();
-    const counters = await LevelCounterDurability.open(db, { nowMs, onFatal, bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs) });
+    const counters = await LevelCounterDurability.open(db, {
+      nowMs,
+      onFatal,
+      bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs),
+    });
     const restoredBuckets = counters.restore(limiter, nowMs());
     logger.info({ dataDir: config.dataDir, restoredBuckets }, "rate-limit reservations restored");
     // Rate limits across the cluster (counters/ratelimit): owners judge, successors reserve, async limits reconcile.
@@ -125,7 +146,10 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     rateLimits.start();
 
     await waitUntilFresh(cluster, logger);
-    logger.info({ appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader }, "caught up with the cluster");
+    logger.info(
+      { appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader },
+      "caught up with the cluster",
+    );
     // Credit leases (counters/credits): verifications with credits spend from this node's leases.
     const raftNode = cluster;
     const creditLeases = await startCreditLeases({
@@ -148,10 +172,17 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     const commandLog = cluster.commandLog;
     let rootKeyLoopStopped = false;
     if (config.rootKey !== null) {
-      const root = await withRetries(() => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }), logger);
+      const root = await withRetries(
+        () => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }),
+        logger,
+      );
       logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
     } else {
-      const generation = generateRootKey(cluster, machine.state, commandLog, { nowMs, logger, stopped: () => rootKeyLoopStopped });
+      const generation = generateRootKey(cluster, machine.state, commandLog, {
+        nowMs,
+        logger,
+        stopped: () => rootKeyLoopStopped,
+      });
       if (cluster.isLeader()) await generation;
       else void generation;
     }
@@ -201,7 +232,9 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
           clearInterval(reaper);
         }
         rootKeyLoopStopped = true;
-        await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) => logger.error({ err: error }, "could not save verification analytics"));
+        await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) =>
+          logger.error({ err: error }, "could not save verification analytics"),
+        );
         rateLimits.stop();
         await creditLeases.close(); // settles open leases with their exact spends (bounded wait), then the journal
         await node.close(); // every acknowledged write is already committed and durable
@@ -237,8 +270,15 @@ async function generateRootKey(
     hash: hashKey,
   };
   try {
-    const result = await generateRootKeyOnce(link, secret, { pollMs: rootKeyPollMs, logger: options.logger, stopped: options.stopped });
-    options.logger.info({ generatedHere: result === "generated", fromEnvironment: false }, result === "stopped" ? "root key: stopped before one existed" : "root key ready");
+    const result = await generateRootKeyOnce(link, secret, {
+      pollMs: rootKeyPollMs,
+      logger: options.logger,
+      stopped: options.stopped,
+    });
+    options.logger.info(
+      { generatedHere: result === "generated", fromEnvironment: false },
+      result === "stopped" ? "root key: stopped before one existed" : "root key ready",
+    );
     // Printed once, straight to stdout and never through the logger (which would keep it in log files).
     if (result === "generated") process.stdout.write(`\nroot key (shown once, store it now): ${secret}\n\n`);
   } catch (error) {
@@ -254,7 +294,10 @@ async function withRetries<T>(attempt: () => Promise<T>, logger: Logger): Promis
     } catch (error) {
       const retryable = error instanceof V1Error && error.statusCode === 503;
       if (!retryable || attemptNumber >= startWriteAttemptsMax) throw error;
-      logger.warn({ err: error.message, attempt: attemptNumber }, "root key bootstrap: the cluster did not take the write; retrying");
+      logger.warn(
+        { err: error.message, attempt: attemptNumber },
+        "root key bootstrap: the cluster did not take the write; retrying",
+      );
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
@@ -312,7 +355,10 @@ function handleSignals(node: Node, config: Config, logger: Logger): void {
 }
 
 function describeStartError(error: unknown, config: Config): string {
-  const text = error instanceof Error ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ""}` : String(error);
+  const text =
+    error instanceof Error
+      ? `${error.message}${error.cause instanceof Error ? `: ${error.cause.message}` : ""}`
+      : String(error);
   if (/lock/i.test(text)) return `the data directory ${config.dataDir} is in use by another process (${text})`;
   if (/EADDRINUSE/.test(text)) return `${config.host}:${config.port} is already in use`;
   return text;

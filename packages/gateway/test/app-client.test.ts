@@ -22,10 +22,22 @@ describe("@unkey/api 0.38.0", () => {
     const api = await unkey.apis.create({ name: "client-api" });
     expect(api.error).toBeUndefined();
     const apiId = api.result!.apiId;
-    const created = await unkey.keys.create({ apiId, prefix: "cl", remaining: 2, ratelimit: { limit: 5, duration: 60_000 }, meta: { a: 1 } });
+    const created = await unkey.keys.create({
+      apiId,
+      prefix: "cl",
+      remaining: 2,
+      ratelimit: { limit: 5, duration: 60_000 },
+      meta: { a: 1 },
+    });
     const { key, keyId } = created.result!;
     const verified = await unkey.keys.verify({ key, apiId });
-    expect(verified.result).toMatchObject({ valid: true, code: "VALID", keyId, remaining: 1, ratelimit: { limit: 5, remaining: 4 } });
+    expect(verified.result).toMatchObject({
+      valid: true,
+      code: "VALID",
+      keyId,
+      remaining: 1,
+      ratelimit: { limit: 5, remaining: 4 },
+    });
     expect((await unkey.keys.update({ keyId, enabled: false })).error).toBeUndefined();
     expect((await unkey.keys.verify({ key })).result).toMatchObject({ valid: false, code: "DISABLED" });
     const got = await unkey.keys.get({ keyId });
@@ -42,19 +54,32 @@ describe("@unkey/api 0.38.0", () => {
   it("rate limits, overrides and their listing", async () => {
     const limited = await unkey.ratelimits.limit({ namespace: "client", identifier: "u1", limit: 1, duration: 10_000 });
     expect(limited.result).toMatchObject({ success: true, limit: 1, remaining: 0 });
-    expect((await unkey.ratelimits.limit({ namespace: "client", identifier: "u1", limit: 1, duration: 10_000 })).result).toMatchObject({ success: false });
-    const set = await unkey.ratelimits.setOverride({ namespaceName: "client", identifier: "u1x", limit: 3, duration: 10_000 });
+    expect(
+      (await unkey.ratelimits.limit({ namespace: "client", identifier: "u1", limit: 1, duration: 10_000 })).result,
+    ).toMatchObject({ success: false });
+    const set = await unkey.ratelimits.setOverride({
+      namespaceName: "client",
+      identifier: "u1x",
+      limit: 3,
+      duration: 10_000,
+    });
     expect(set.error).toBeUndefined();
     expect(set.result?.overrideId).toMatch(/^rlor_/);
     const list = await unkey.ratelimits.listOverrides({ namespaceName: "client" });
     expect(list.result).toMatchObject({ total: 1, overrides: [{ identifier: "u1x", limit: 3, duration: 10_000 }] });
     const got = await unkey.ratelimits.getOverride({ namespaceName: "client", identifier: "u1x" });
     expect(got.result).toMatchObject({ identifier: "u1x", limit: 3 });
-    expect((await unkey.ratelimits.deleteOverride({ namespaceName: "client", identifier: "u1x" })).error).toBeUndefined();
+    expect(
+      (await unkey.ratelimits.deleteOverride({ namespaceName: "client", identifier: "u1x" })).error,
+    ).toBeUndefined();
   });
 
   it("reports errors in the v1 shape", async () => {
     const bad = await unkey.keys.create({ apiId: "api_missing" });
-    expect(bad.error).toMatchObject({ code: "NOT_FOUND", message: "api api_missing not found", docs: expect.stringContaining("NOT_FOUND") });
+    expect(bad.error).toMatchObject({
+      code: "NOT_FOUND",
+      message: "api api_missing not found",
+      docs: expect.stringContaining("NOT_FOUND"),
+    });
   });
 });

@@ -43,7 +43,12 @@ export async function harness(options: { bodyLimitBytes?: number } = {}): Promis
   const headers = (token: string | null | undefined) =>
     token === null ? {} : { authorization: `Bearer ${token ?? rootKey}` };
   const post = (url: string, body: unknown, token?: string | null) =>
-    app.inject({ method: "POST", url, payload: JSON.stringify(body), headers: { "content-type": "application/json", ...headers(token) } });
+    app.inject({
+      method: "POST",
+      url,
+      payload: JSON.stringify(body),
+      headers: { "content-type": "application/json", ...headers(token) },
+    });
   const get = (url: string, token?: string | null) => app.inject({ method: "GET", url, headers: headers(token) });
   const createApi = async (name = "my-api") => {
     const response = await post("/v1/apis.createApi", { name });
@@ -73,6 +78,11 @@ export async function harness(options: { bodyLimitBytes?: number } = {}): Promis
   return h;
 }
 
-export function errorOf(response: LightMyRequestResponse): { code: string; message: string; docs: string; requestId: string } {
+export function errorOf(response: LightMyRequestResponse): {
+  code: string;
+  message: string;
+  docs: string;
+  requestId: string;
+} {
   return (response.json() as { error: { code: string; message: string; docs: string; requestId: string } }).error;
 }

@@ -15,8 +15,16 @@ afterEach(async () => {
 describe("error registry", () => {
   it("maps codes to upstream's statuses", () => {
     expect(errorStatusByCode).toMatchObject({
-      BAD_REQUEST: 400, UNAUTHORIZED: 403, FORBIDDEN: 403, INSUFFICIENT_PERMISSIONS: 403, NOT_FOUND: 404, CONFLICT: 409,
-      PRECONDITION_FAILED: 412, DELETE_PROTECTED: 412, RATE_LIMITED: 429, INTERNAL_SERVER_ERROR: 500,
+      BAD_REQUEST: 400,
+      UNAUTHORIZED: 403,
+      FORBIDDEN: 403,
+      INSUFFICIENT_PERMISSIONS: 403,
+      NOT_FOUND: 404,
+      CONFLICT: 409,
+      PRECONDITION_FAILED: 412,
+      DELETE_PROTECTED: 412,
+      RATE_LIMITED: 429,
+      INTERNAL_SERVER_ERROR: 500,
     });
   });
 
@@ -34,19 +42,30 @@ describe("zod-style messages", () => {
     ({ keyword, instancePath, schemaPath: "", params, data }) as never;
   it("words Ajv errors like zod v3", () => {
     expect(zodStyleMessage([error("required", "", { missingProperty: "keyId" })])).toBe("keyId: Required");
-    expect(zodStyleMessage([error("type", "/a/0/b", { type: "string" }, 5)])).toBe("a.0.b: Expected string, received number");
-    expect(zodStyleMessage([error("type", "/n", { type: "integer" }, 1.5)])).toBe("n: Expected integer, received float");
-    expect(zodStyleMessage([error("type", "/n", { type: ["integer", "null"] }, "x")])).toBe("n: Expected number, received string");
-    expect(zodStyleMessage([error("minimum", "/n", { limit: 1 })])).toBe("n: Number must be greater than or equal to 1");
-    expect(zodStyleMessage([error("enum", "/i", { allowedValues: ["daily", "monthly"] }, "weekly")]))
-      .toBe("i: Invalid enum value. Expected 'daily' | 'monthly', received 'weekly'");
+    expect(zodStyleMessage([error("type", "/a/0/b", { type: "string" }, 5)])).toBe(
+      "a.0.b: Expected string, received number",
+    );
+    expect(zodStyleMessage([error("type", "/n", { type: "integer" }, 1.5)])).toBe(
+      "n: Expected integer, received float",
+    );
+    expect(zodStyleMessage([error("type", "/n", { type: ["integer", "null"] }, "x")])).toBe(
+      "n: Expected number, received string",
+    );
+    expect(zodStyleMessage([error("minimum", "/n", { limit: 1 })])).toBe(
+      "n: Number must be greater than or equal to 1",
+    );
+    expect(zodStyleMessage([error("enum", "/i", { allowedValues: ["daily", "monthly"] }, "weekly")])).toBe(
+      "i: Invalid enum value. Expected 'daily' | 'monthly', received 'weekly'",
+    );
     expect(zodStyleMessage([error("type", "", { type: "object" }, [])])).toBe("Expected object, received array");
   });
 
   it("reports the first field in schema order, as zod does", async () => {
     h = await harness();
     const response = await h.post("/v1/ratelimits.setOverride", { identifier: 1 });
-    expect((response.json() as { error: { message: string } }).error.message).toBe("identifier: Expected string, received number");
+    expect((response.json() as { error: { message: string } }).error.message).toBe(
+      "identifier: Expected string, received number",
+    );
   });
 });
 
@@ -76,7 +95,11 @@ describe("the command log as the source of truth", () => {
   it("every response carries Unkey-Request-Id, unique per request", async () => {
     h = await harness();
     const ids = new Set<string>();
-    for (const response of [await h.get("/v1/liveness"), await h.get("/v1/nope"), await h.post("/v1/keys.verifyKey", {}, null)]) {
+    for (const response of [
+      await h.get("/v1/liveness"),
+      await h.get("/v1/nope"),
+      await h.post("/v1/keys.verifyKey", {}, null),
+    ]) {
       const id = response.headers["unkey-request-id"];
       expect(typeof id).toBe("string");
       ids.add(String(id));

@@ -12,13 +12,20 @@ afterEach(async () => {
 describe("root-key authentication", () => {
   it("rejects missing, unknown and non-root keys with 403 UNAUTHORIZED", async () => {
     h = await harness();
-    for (const [token, message] of [[null, "key required"], ["", "key required"], ["nope", "key not found"]] as const) {
+    for (const [token, message] of [
+      [null, "key required"],
+      ["", "key required"],
+      ["nope", "key not found"],
+    ] as const) {
       const response = await h.post("/v1/apis.createApi", { name: "api" }, token);
       expect(response.statusCode).toBe(403);
       expect(errorOf(response)).toMatchObject({ code: "UNAUTHORIZED", message });
     }
     const { key } = await h.createKey({ permissions: ["*"] });
-    expect(errorOf(await h.post("/v1/apis.createApi", { name: "api" }, key))).toMatchObject({ code: "UNAUTHORIZED", message: "root key required" });
+    expect(errorOf(await h.post("/v1/apis.createApi", { name: "api" }, key))).toMatchObject({
+      code: "UNAUTHORIZED",
+      message: "root key required",
+    });
   });
 
   it("a disabled root key is DISABLED; a root key consumes its own credits", async () => {
@@ -29,7 +36,10 @@ describe("root-key authentication", () => {
     expect(exhausted.statusCode).toBe(403);
     expect(errorOf(exhausted)).toMatchObject({ code: "USAGE_EXCEEDED", message: "unauthorized" });
     await h.post("/v1/keys.updateKey", { keyId: created.keyId, enabled: false });
-    expect(errorOf(await h.post("/v1/apis.createApi", { name: "three" }, created.key))).toMatchObject({ code: "DISABLED", message: "the key is disabled" });
+    expect(errorOf(await h.post("/v1/apis.createApi", { name: "three" }, created.key))).toMatchObject({
+      code: "DISABLED",
+      message: "the key is disabled",
+    });
   });
 
   it("reports the missing permissions with the evaluator's message", async () => {
@@ -57,9 +67,16 @@ describe("root-key authentication", () => {
     expect(escalate.statusCode).toBe(403);
     expect(errorOf(escalate).code).toBe("INSUFFICIENT_PERMISSIONS");
     const other = await h.createKey({ permissions: ["api.*.read_key"] }, ROOT_API_ID);
-    expect(errorOf(await h.post("/v1/keys.updateKey", { keyId: other.keyId, enabled: false }, admin)).code).toBe("INSUFFICIENT_PERMISSIONS");
-    expect(errorOf(await h.post("/v1/keys.deleteKey", { keyId: other.keyId }, admin)).code).toBe("INSUFFICIENT_PERMISSIONS");
-    expect(errorOf(await h.post("/v1/keys.setPermissions", { keyId: other.keyId, permissions: [{ name: "*" }] }, admin)).code).toBe("INSUFFICIENT_PERMISSIONS");
+    expect(errorOf(await h.post("/v1/keys.updateKey", { keyId: other.keyId, enabled: false }, admin)).code).toBe(
+      "INSUFFICIENT_PERMISSIONS",
+    );
+    expect(errorOf(await h.post("/v1/keys.deleteKey", { keyId: other.keyId }, admin)).code).toBe(
+      "INSUFFICIENT_PERMISSIONS",
+    );
+    expect(
+      errorOf(await h.post("/v1/keys.setPermissions", { keyId: other.keyId, permissions: [{ name: "*" }] }, admin))
+        .code,
+    ).toBe("INSUFFICIENT_PERMISSIONS");
     // The same caller may manage keys of ordinary apis.
     const apiId = await h.createApi();
     expect((await h.post("/v1/keys.createKey", { apiId }, admin)).statusCode).toBe(200);
@@ -79,7 +96,13 @@ describe("bootstrapRootKey", () => {
   it("makes KEYRAFT_ROOT_KEY a root key once; restarts append nothing", async () => {
     const machine = keyStateMachine();
     const log = new MemoryCommandLog<KeyCommand, CommandOutcome>(machine);
-    const options = { state: machine.state, commandLog: log, nowMs: () => 1_770_000_000_000, randomBytes, rootKey: "my_configured_root_key" };
+    const options = {
+      state: machine.state,
+      commandLog: log,
+      nowMs: () => 1_770_000_000_000,
+      randomBytes,
+      rootKey: "my_configured_root_key",
+    };
     const first = await bootstrapRootKey(options);
     expect(first).toMatchObject({ changed: true, generatedKey: null });
     expect(machine.state.keys.get(first.keyId)!.apiId).toBe(ROOT_API_ID);
@@ -91,7 +114,13 @@ describe("bootstrapRootKey", () => {
   it("generates one root key when none exists and returns its plaintext once", async () => {
     const machine = keyStateMachine();
     const log = new MemoryCommandLog<KeyCommand, CommandOutcome>(machine);
-    const options = { state: machine.state, commandLog: log, nowMs: () => 1_770_000_000_000, randomBytes, rootKey: null };
+    const options = {
+      state: machine.state,
+      commandLog: log,
+      nowMs: () => 1_770_000_000_000,
+      randomBytes,
+      rootKey: null,
+    };
     const first = await bootstrapRootKey(options);
     expect(first.generatedKey).toMatch(/^unkey_/);
     const second = await bootstrapRootKey(options);

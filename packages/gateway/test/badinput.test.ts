@@ -13,9 +13,51 @@ interface RouteSpec {
 }
 
 const routes: RouteSpec[] = [
-  { method: "POST", url: "/v1/keys.verifyKey", fields: ["key", "apiId", "tags", "authorization", "remaining", "ratelimit", "ratelimits"] },
-  { method: "POST", url: "/v1/keys.createKey", fields: ["apiId", "prefix", "name", "byteLength", "ownerId", "externalId", "meta", "roles", "permissions", "expires", "remaining", "refill", "ratelimit", "enabled", "recoverable", "environment"] },
-  { method: "POST", url: "/v1/keys.updateKey", fields: ["keyId", "name", "ownerId", "externalId", "meta", "expires", "ratelimit", "remaining", "refill", "enabled", "roles", "permissions"] },
+  {
+    method: "POST",
+    url: "/v1/keys.verifyKey",
+    fields: ["key", "apiId", "tags", "authorization", "remaining", "ratelimit", "ratelimits"],
+  },
+  {
+    method: "POST",
+    url: "/v1/keys.createKey",
+    fields: [
+      "apiId",
+      "prefix",
+      "name",
+      "byteLength",
+      "ownerId",
+      "externalId",
+      "meta",
+      "roles",
+      "permissions",
+      "expires",
+      "remaining",
+      "refill",
+      "ratelimit",
+      "enabled",
+      "recoverable",
+      "environment",
+    ],
+  },
+  {
+    method: "POST",
+    url: "/v1/keys.updateKey",
+    fields: [
+      "keyId",
+      "name",
+      "ownerId",
+      "externalId",
+      "meta",
+      "expires",
+      "ratelimit",
+      "remaining",
+      "refill",
+      "enabled",
+      "roles",
+      "permissions",
+    ],
+  },
   { method: "POST", url: "/v1/keys.deleteKey", fields: ["keyId", "permanent"] },
   { method: "POST", url: "/v1/keys.setPermissions", fields: ["keyId", "permissions"] },
   { method: "POST", url: "/v1/keys.setRoles", fields: ["keyId", "roles"] },
@@ -25,8 +67,16 @@ const routes: RouteSpec[] = [
   { method: "GET", url: "/v1/keys.getKey", fields: ["keyId", "decrypt"] },
   { method: "POST", url: "/v1/apis.createApi", fields: ["name"] },
   { method: "GET", url: "/v1/apis.getApi", fields: ["apiId"] },
-  { method: "POST", url: "/v1/ratelimits.limit", fields: ["namespace", "identifier", "limit", "duration", "cost", "async", "meta", "resources"] },
-  { method: "POST", url: "/v1/ratelimits.setOverride", fields: ["namespaceId", "namespaceName", "identifier", "limit", "duration", "async"] },
+  {
+    method: "POST",
+    url: "/v1/ratelimits.limit",
+    fields: ["namespace", "identifier", "limit", "duration", "cost", "async", "meta", "resources"],
+  },
+  {
+    method: "POST",
+    url: "/v1/ratelimits.setOverride",
+    fields: ["namespaceId", "namespaceName", "identifier", "limit", "duration", "async"],
+  },
   { method: "GET", url: "/v1/ratelimits.getOverride", fields: ["namespaceId", "namespaceName", "identifier"] },
   { method: "GET", url: "/v1/ratelimits.listOverrides", fields: ["namespaceId", "namespaceName", "limit", "cursor"] },
   { method: "POST", url: "/v1/ratelimits.deleteOverride", fields: ["namespaceId", "namespaceName", "identifier"] },
@@ -36,7 +86,11 @@ const routes: RouteSpec[] = [
   { method: "POST", url: "/v1/keys.addRoles", fields: ["keyId", "roles"] },
   { method: "POST", url: "/v1/keys.removeRoles", fields: ["keyId", "roles"] },
   { method: "GET", url: "/v1/keys.getVerifications", fields: ["keyId", "ownerId", "start", "end", "granularity"] },
-  { method: "GET", url: "/v1/apis.listKeys", fields: ["apiId", "limit", "cursor", "ownerId", "externalId", "decrypt", "revalidateKeysCache"] },
+  {
+    method: "GET",
+    url: "/v1/apis.listKeys",
+    fields: ["apiId", "limit", "cursor", "ownerId", "externalId", "decrypt", "revalidateKeysCache"],
+  },
   { method: "POST", url: "/v1/apis.deleteKeys", fields: ["apiId", "permanent"] },
   { method: "POST", url: "/v1/permissions.createPermission", fields: ["name", "slug", "description"] },
   { method: "GET", url: "/v1/permissions.getPermission", fields: ["permissionId"] },
@@ -49,12 +103,40 @@ const routes: RouteSpec[] = [
   { method: "POST", url: "/v1/identities.createIdentity", fields: ["externalId", "meta", "ratelimits"] },
   { method: "GET", url: "/v1/identities.getIdentity", fields: ["identityId", "externalId"] },
   { method: "GET", url: "/v1/identities.listIdentities", fields: ["environment", "limit", "cursor"] },
-  { method: "POST", url: "/v1/identities.updateIdentity", fields: ["identityId", "externalId", "environment", "meta", "ratelimits"] },
+  {
+    method: "POST",
+    url: "/v1/identities.updateIdentity",
+    fields: ["identityId", "externalId", "environment", "meta", "ratelimits"],
+  },
   { method: "POST", url: "/v1/identities.deleteIdentity", fields: ["identityId"] },
-  { method: "GET", url: "/v1/analytics.getVerifications", fields: ["apiId", "externalId", "keyId", "tag", "start", "end", "groupBy", "limit", "orderBy", "order"] },
-  { method: "POST", url: "/v1/migrations.createKeys", fields: ["apiId", "plaintext", "hash", "start", "prefix", "externalId", "roles", "permissions", "remaining", "refill", "ratelimit"] },
+  {
+    method: "GET",
+    url: "/v1/analytics.getVerifications",
+    fields: ["apiId", "externalId", "keyId", "tag", "start", "end", "groupBy", "limit", "orderBy", "order"],
+  },
+  {
+    method: "POST",
+    url: "/v1/migrations.createKeys",
+    fields: [
+      "apiId",
+      "plaintext",
+      "hash",
+      "start",
+      "prefix",
+      "externalId",
+      "roles",
+      "permissions",
+      "remaining",
+      "refill",
+      "ratelimit",
+    ],
+  },
   { method: "POST", url: "/v1/migrations.enqueueKeys", fields: ["migrationId", "apiId", "keys"] },
-  { method: "POST", url: "/v1/keys", fields: ["apiId", "prefix", "name", "byteLength", "ownerId", "meta", "expires", "remaining", "ratelimit"] },
+  {
+    method: "POST",
+    url: "/v1/keys",
+    fields: ["apiId", "prefix", "name", "byteLength", "ownerId", "meta", "expires", "remaining", "ratelimit"],
+  },
   { method: "POST", url: "/v1/keys/verify", fields: ["key", "apiId"] },
   { method: "GET", url: "/v1/apis/API/keys", fields: ["limit", "offset", "ownerId"] },
 ];
@@ -66,7 +148,11 @@ let apiId = "";
 
 beforeAll(async () => {
   h = await harness({ bodyLimitBytes: 64 * 1024 });
-  const created = await h.createKey({ remaining: 1_000_000, ratelimit: { limit: 1_000_000, duration: 60_000 }, permissions: ["p"] });
+  const created = await h.createKey({
+    remaining: 1_000_000,
+    ratelimit: { limit: 1_000_000, duration: 60_000 },
+    permissions: ["p"],
+  });
   realKey = created.key;
   realKeyId = created.keyId;
   apiId = created.apiId;
@@ -81,7 +167,9 @@ function expectWellFormed(response: LightMyRequestResponse): void {
   const requestId = response.headers["unkey-request-id"];
   expect(requestId).toMatch(/^req_/);
   if (response.statusCode >= 400) {
-    const body = response.json() as { error?: { code?: unknown; docs?: unknown; message?: unknown; requestId?: unknown } };
+    const body = response.json() as {
+      error?: { code?: unknown; docs?: unknown; message?: unknown; requestId?: unknown };
+    };
     expect(typeof body.error?.code).toBe("string");
     expect(body.error?.docs).toBe(`https://unkey.dev/docs/api-reference/errors/code/${String(body.error?.code)}`);
     expect(typeof body.error?.message).toBe("string");
@@ -94,11 +182,55 @@ function expectWellFormed(response: LightMyRequestResponse): void {
 /** Values that are plausible for some field somewhere, plus anything JSON. */
 const fieldValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),
-  fc.constantFrom("", "ab", "abc", "*", "api_root", "default", "daily", "monthly", "fast", "increment", "decrement", "set", "key,day", "hour", "tag", "sha256_base64", { value: "x", variant: "sha256_base64" }, -1, 0, 1, 1.5, 1000, 1e12, 2 ** 53, 1e308, null, true, [], {}),
+  fc.constantFrom(
+    "",
+    "ab",
+    "abc",
+    "*",
+    "api_root",
+    "default",
+    "daily",
+    "monthly",
+    "fast",
+    "increment",
+    "decrement",
+    "set",
+    "key,day",
+    "hour",
+    "tag",
+    "sha256_base64",
+    { value: "x", variant: "sha256_base64" },
+    -1,
+    0,
+    1,
+    1.5,
+    1000,
+    1e12,
+    2 ** 53,
+    1e308,
+    null,
+    true,
+    [],
+    {},
+  ),
   fc.constant(null).map(() => realKey),
   fc.constant(null).map(() => realKeyId),
   fc.constant(null).map(() => apiId),
-  fc.array(fc.record({ id: fc.string(), name: fc.string(), slug: fc.string(), create: fc.boolean(), cost: fc.integer(), limit: fc.integer(), duration: fc.integer() }, { requiredKeys: [] }), { maxLength: 3 }),
+  fc.array(
+    fc.record(
+      {
+        id: fc.string(),
+        name: fc.string(),
+        slug: fc.string(),
+        create: fc.boolean(),
+        cost: fc.integer(),
+        limit: fc.integer(),
+        duration: fc.integer(),
+      },
+      { requiredKeys: [] },
+    ),
+    { maxLength: 3 },
+  ),
 );
 
 function objectWithFields(fields: string[]): fc.Arbitrary<Record<string, unknown>> {
@@ -108,7 +240,12 @@ function objectWithFields(fields: string[]): fc.Arbitrary<Record<string, unknown
 
 const token = fc.constantFrom<string | null>(rootKey, rootKey, null, "wrong");
 
-function send(route: RouteSpec, payload: string | Buffer | undefined, auth: string | null, contentType = "application/json") {
+function send(
+  route: RouteSpec,
+  payload: string | Buffer | undefined,
+  auth: string | null,
+  contentType = "application/json",
+) {
   const headers: Record<string, string> = {};
   if (auth !== null) headers["authorization"] = `Bearer ${auth}`;
   if (payload !== undefined) headers["content-type"] = contentType;
@@ -117,7 +254,10 @@ function send(route: RouteSpec, payload: string | Buffer | undefined, auth: stri
 
 function queryString(params: Record<string, unknown>): string {
   return Object.entries(params)
-    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(typeof value === "string" ? value : JSON.stringify(value))}`)
+    .map(
+      ([name, value]) =>
+        `${encodeURIComponent(name)}=${encodeURIComponent(typeof value === "string" ? value : JSON.stringify(value))}`,
+    )
     .join("&");
 }
 
@@ -143,7 +283,11 @@ describe("bad input never gets a 5xx", () => {
       it(`${route.url}: random query strings`, async () => {
         await fc.assert(
           fc.asyncProperty(
-            fc.oneof(objectWithFields(route.fields).map(queryString), fc.string({ maxLength: 60 }), fc.constantFrom("%", "%zz", "a=%E0%A4%A", "limit=0", "limit=101", "limit=abc")),
+            fc.oneof(
+              objectWithFields(route.fields).map(queryString),
+              fc.string({ maxLength: 60 }),
+              fc.constantFrom("%", "%zz", "a=%E0%A4%A", "limit=0", "limit=101", "limit=abc"),
+            ),
             token,
             async (query, auth) => {
               const headers: Record<string, string> = auth === null ? {} : { authorization: `Bearer ${auth}` };
@@ -165,12 +309,24 @@ describe("bad input never gets a 5xx", () => {
       [Buffer.from([0x7b, 0x22, 0x6b, 0x65, 0x79, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), "application/json", 400],
       ["[".repeat(5000) + "]".repeat(5000), "application/json", 400],
       // Depth 32 (the limit) is accepted, 33 is not.
-      [JSON.stringify({ key: "k", authorization: { permissions: JSON.parse("[".repeat(30) + "]".repeat(30)) } }), "application/json", 200],
-      [JSON.stringify({ key: "k", authorization: { permissions: JSON.parse("[".repeat(31) + "]".repeat(31)) } }), "application/json", 400],
+      [
+        JSON.stringify({ key: "k", authorization: { permissions: JSON.parse("[".repeat(30) + "]".repeat(30)) } }),
+        "application/json",
+        200,
+      ],
+      [
+        JSON.stringify({ key: "k", authorization: { permissions: JSON.parse("[".repeat(31) + "]".repeat(31)) } }),
+        "application/json",
+        400,
+      ],
       ["key=abc", "application/x-www-form-urlencoded", 400],
       ['{"key":"abc"}', "text/plain", 400],
       [JSON.stringify({ key: "x".repeat(70 * 1024) }), "application/json", 413],
-      [JSON.stringify({ key: realKey, __proto__: { polluted: true } }).replace('"key"', '"__proto__":{"a":1},"key"'), "application/json", 400],
+      [
+        JSON.stringify({ key: realKey, __proto__: { polluted: true } }).replace('"key"', '"__proto__":{"a":1},"key"'),
+        "application/json",
+        400,
+      ],
       [undefined, "application/json", 400],
     ];
     for (const [payload, contentType, status] of cases) {
@@ -178,7 +334,12 @@ describe("bad input never gets a 5xx", () => {
       expectWellFormed(response);
       expect(response.statusCode, `${contentType} ${String(payload).slice(0, 40)}`).toBe(status);
     }
-    for (const [method, url] of [["GET", "/nope"], ["POST", "/v1/keys.nope"], ["GET", "/v1/keys.verifyKey"], ["DELETE", "/v1/liveness"]] as const) {
+    for (const [method, url] of [
+      ["GET", "/nope"],
+      ["POST", "/v1/keys.nope"],
+      ["GET", "/v1/keys.verifyKey"],
+      ["DELETE", "/v1/liveness"],
+    ] as const) {
       const response = await h.app.inject({ method, url });
       expectWellFormed(response);
       expect(response.statusCode).toBe(404);

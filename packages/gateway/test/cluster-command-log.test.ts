@@ -170,7 +170,9 @@ describe("ClusterCommandLog", () => {
     const overloaded = await h.log.append(createApi("api_9")).catch((caught: unknown) => caught);
     expect(isStoreError(overloaded, "KEYRAFT_STORE_OVERLOADED")).toBe(true);
     const h2 = harness();
-    const poisoned = JSON.parse('{"type":"createApi","apiId":"x","name":"n","nowMs":1,"meta":{"__proto__":{"a":1}}}') as KeyCommand;
+    const poisoned = JSON.parse(
+      '{"type":"createApi","apiId":"x","name":"n","nowMs":1,"meta":{"__proto__":{"a":1}}}',
+    ) as KeyCommand;
     const refused = await h2.log.append(poisoned).catch((caught: unknown) => caught);
     expect(isStoreError(refused, "KEYRAFT_STORE_UNENCODABLE")).toBe(true);
     expect(h2.proposals).toHaveLength(0);
@@ -211,7 +213,11 @@ describe("ReplicatedKeyMachine", () => {
     expect(decodeSnapshot(data).peers).toEqual({ n4: "ws://127.0.0.1:7004" });
     const machine = keyStateMachine();
     const restoredPeers: string[] = [];
-    const target = new ReplicatedKeyMachine(machine, { origin: "n3/x", onOwnApplied: () => undefined, onPeer: (id) => restoredPeers.push(id) });
+    const target = new ReplicatedKeyMachine(machine, {
+      origin: "n3/x",
+      onOwnApplied: () => undefined,
+      onPeer: (id) => restoredPeers.push(id),
+    });
     target.installSnapshot({ metadata: { index: 5, term: 1, conf: { voters: ["n1"], learners: [] } }, data });
     expect(target.appliedIndex).toBe(5);
     expect(restoredPeers).toEqual(["n4"]);
@@ -222,7 +228,13 @@ describe("ReplicatedKeyMachine", () => {
     const keys = keyStateMachine();
     const source = new ReplicatedKeyMachine(keys, { origin, onOwnApplied: () => undefined, onPeer: () => undefined });
     let index = 0;
-    const apply = (command: KeyCommand) => source.apply({ term: 1, index: ++index, type: "normal", data: encodeEntry({ kind: "command", origin, seq: index, command }) });
+    const apply = (command: KeyCommand) =>
+      source.apply({
+        term: 1,
+        index: ++index,
+        type: "normal",
+        data: encodeEntry({ kind: "command", origin, seq: index, command }),
+      });
     apply(createApi("api_a"));
     const apiCount = snapshotSliceRecords * 2 + 7; // several slices of apis
     for (let i = 0; i < apiCount; i++) apply(createApi(`api_${String(i).padStart(6, "0")}`));
@@ -239,7 +251,11 @@ describe("ReplicatedKeyMachine", () => {
     expect(appliedDuring).toBeGreaterThan(0); // the encoding yielded, and commands applied meanwhile
     expect(keys.state.apis.has("api_000000")).toBe(false); // ...and changed the live state
     const restored = keyStateMachine();
-    new ReplicatedKeyMachine(restored, { origin: "n3/x", onOwnApplied: () => undefined, onPeer: () => undefined }).installSnapshot({
+    new ReplicatedKeyMachine(restored, {
+      origin: "n3/x",
+      onOwnApplied: () => undefined,
+      onPeer: () => undefined,
+    }).installSnapshot({
       metadata: { index: apiCount + 1, term: 1, conf: { voters: ["n1"], learners: [] } },
       data,
     });
@@ -252,7 +268,11 @@ describe("ReplicatedKeyMachine", () => {
     const data = encodeValue({ v: 1, keys: keys.snapshot(), peers: { n4: "ws://127.0.0.1:7004" } });
     const restored = keyStateMachine();
     const restoredPeers: string[] = [];
-    new ReplicatedKeyMachine(restored, { origin: "n3/x", onOwnApplied: () => undefined, onPeer: (id) => restoredPeers.push(id) }).installSnapshot({
+    new ReplicatedKeyMachine(restored, {
+      origin: "n3/x",
+      onOwnApplied: () => undefined,
+      onPeer: (id) => restoredPeers.push(id),
+    }).installSnapshot({
       metadata: { index: 1, term: 1, conf: { voters: ["n1"], learners: [] } },
       data,
     });
@@ -261,7 +281,11 @@ describe("ReplicatedKeyMachine", () => {
   });
 
   it("refuses an entry it did not write (a broken invariant stops the node)", () => {
-    const machine = new ReplicatedKeyMachine(keyStateMachine(), { origin, onOwnApplied: () => undefined, onPeer: () => undefined });
+    const machine = new ReplicatedKeyMachine(keyStateMachine(), {
+      origin,
+      onOwnApplied: () => undefined,
+      onPeer: () => undefined,
+    });
     expect(() => machine.apply({ term: 1, index: 1, type: "normal", data: new Uint8Array([1, 2, 3]) })).toThrow();
   });
 });

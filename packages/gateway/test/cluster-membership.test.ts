@@ -3,7 +3,13 @@
 import type { NodeStatus } from "@keyraft/raft";
 import { describe, expect, it } from "vitest";
 import { decodeEntry } from "../src/cluster/entry-codec.js";
-import { addNodeOnLeader, promoteCaughtUpLearner, promoteLagMax, removeNodeOnLeader, type MembershipRaft } from "../src/cluster/membership.js";
+import {
+  addNodeOnLeader,
+  promoteCaughtUpLearner,
+  promoteLagMax,
+  removeNodeOnLeader,
+  type MembershipRaft,
+} from "../src/cluster/membership.js";
 
 function fakeRaft(role: "leader" | "follower", voters: string[], learners: string[] = []) {
   const calls: string[] = [];
@@ -17,7 +23,18 @@ function fakeRaft(role: "leader" | "follower", voters: string[], learners: strin
       calls.push(entry.kind === "peer" ? `peer ${entry.id} ${entry.url}` : "command");
       return { index: calls.length };
     },
-    status: () => ({ id: "n1", role, term: 2, leader: role === "leader" ? "n1" : "n2", commit: 10, applied: 10, lastIndex: 200, snapshotIndex: 0, conf, peers }),
+    status: () => ({
+      id: "n1",
+      role,
+      term: 2,
+      leader: role === "leader" ? "n1" : "n2",
+      commit: 10,
+      applied: 10,
+      lastIndex: 200,
+      snapshotIndex: 0,
+      conf,
+      peers,
+    }),
     addLearner: async (id) => {
       calls.push(`addLearner ${id}`);
       conf.learners.push(id);
@@ -48,8 +65,15 @@ describe("membership on the leader", () => {
   });
 
   it("answers 'retry' on a follower and refuses removing the last voter", async () => {
-    expect(await addNodeOnLeader(fakeRaft("follower", ["n1", "n2"]).raft, "n4", "ws://x:1")).toMatchObject({ ok: false, retry: true });
-    expect(await removeNodeOnLeader(fakeRaft("leader", ["n1"]).raft, "n1")).toMatchObject({ ok: false, retry: false, message: expect.stringContaining("last voter") });
+    expect(await addNodeOnLeader(fakeRaft("follower", ["n1", "n2"]).raft, "n4", "ws://x:1")).toMatchObject({
+      ok: false,
+      retry: true,
+    });
+    expect(await removeNodeOnLeader(fakeRaft("leader", ["n1"]).raft, "n1")).toMatchObject({
+      ok: false,
+      retry: false,
+      message: expect.stringContaining("last voter"),
+    });
   });
 
   it("removes a member, then drops its address; removing a non-member is a no-op", async () => {
@@ -64,7 +88,13 @@ describe("membership on the leader", () => {
     const { raft, calls, peers, conf } = fakeRaft("leader", ["n1", "n2", "n3"], ["n4"]);
     peers["n4"] = { match: 0, lag: 200, state: "probe", connected: true, learner: true };
     expect(await promoteCaughtUpLearner(raft)).toBeNull();
-    peers["n4"] = { match: 200 - promoteLagMax - 1, lag: promoteLagMax + 1, state: "replicate", connected: true, learner: true };
+    peers["n4"] = {
+      match: 200 - promoteLagMax - 1,
+      lag: promoteLagMax + 1,
+      state: "replicate",
+      connected: true,
+      learner: true,
+    };
     expect(await promoteCaughtUpLearner(raft)).toBeNull();
     peers["n4"] = { match: 190, lag: 10, state: "replicate", connected: false, learner: true };
     expect(await promoteCaughtUpLearner(raft)).toBeNull();

@@ -93,7 +93,10 @@ describe("ClusterRpc", () => {
       seen.push(`${from}:${request.op}`);
       return { ok: true, index: 42 };
     });
-    await expect(a.call("b", { op: "propose", data: new Uint8Array([1, 2]) }, Date.now())).resolves.toEqual({ ok: true, index: 42 });
+    await expect(a.call("b", { op: "propose", data: new Uint8Array([1, 2]) }, Date.now())).resolves.toEqual({
+      ok: true,
+      index: 42,
+    });
     expect(seen).toEqual(["a:propose"]);
   });
 
@@ -123,7 +126,11 @@ describe("ClusterRpc", () => {
     b.serve(() => new Promise(() => undefined));
     void a.call("b", { op: "progress" }, Date.now()).catch(() => undefined);
     void a.call("b", { op: "progress" }, Date.now()).catch(() => undefined);
-    await expect(a.call("b", { op: "progress" }, Date.now())).resolves.toMatchObject({ ok: false, retry: false, overloaded: true });
+    await expect(a.call("b", { op: "progress" }, Date.now())).resolves.toMatchObject({
+      ok: false,
+      retry: false,
+      overloaded: true,
+    });
     a.close();
   });
 });

@@ -84,7 +84,10 @@ describe("parseConfig", () => {
   });
 
   it("reports invalid rate-limit knobs as configuration errors, each by name", () => {
-    const result = parseConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "0", KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "soon" }, cwd);
+    const result = parseConfig(
+      { KEYRAFT_RATELIMIT_RECONCILE_MS: "0", KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "soon" },
+      cwd,
+    );
     expect(result.ok).toBe(false);
     if (!result.ok) {
       expect(result.errors.some((error) => error.startsWith("KEYRAFT_RATELIMIT_RECONCILE_MS"))).toBe(true);
@@ -108,8 +111,16 @@ describe("parseConfig", () => {
     ["HOST", "", /HOST="" is invalid/],
     ["HOST", "http://x", /HOST="http:\/\/x" is invalid: expected an IP address or host name/],
     ["KEYRAFT_DATA_DIR", " ", /KEYRAFT_DATA_DIR=" " is invalid/],
-    ["KEYRAFT_LOG_LEVEL", "verbose", /KEYRAFT_LOG_LEVEL="verbose" is invalid: expected one of fatal, error, warn, info, debug, trace, silent/],
-    ["KEYRAFT_SNAPSHOT_EVERY", "0", /KEYRAFT_SNAPSHOT_EVERY="0" is out of range: expected an integer from 1 to 10000000/],
+    [
+      "KEYRAFT_LOG_LEVEL",
+      "verbose",
+      /KEYRAFT_LOG_LEVEL="verbose" is invalid: expected one of fatal, error, warn, info, debug, trace, silent/,
+    ],
+    [
+      "KEYRAFT_SNAPSHOT_EVERY",
+      "0",
+      /KEYRAFT_SNAPSHOT_EVERY="0" is out of range: expected an integer from 1 to 10000000/,
+    ],
     ["KEYRAFT_BODY_LIMIT_BYTES", "1023", /KEYRAFT_BODY_LIMIT_BYTES="1023" is out of range/],
     ["KEYRAFT_WRITE_QUEUE_MAX", "1000001", /KEYRAFT_WRITE_QUEUE_MAX="1000001" is out of range/],
     ["KEYRAFT_SHUTDOWN_TIMEOUT_MS", "1e3", /KEYRAFT_SHUTDOWN_TIMEOUT_MS="1e3" is invalid/],
@@ -123,7 +134,8 @@ describe("parseConfig", () => {
 
   it("checks each integer variable at its bounds and one past them", () => {
     for (const variable of Object.values(integerVariables)) {
-      for (const value of [variable.min, variable.max]) expect(parseConfig({ [variable.name]: String(value) }, cwd).ok).toBe(true);
+      for (const value of [variable.min, variable.max])
+        expect(parseConfig({ [variable.name]: String(value) }, cwd).ok).toBe(true);
       expect(parseConfig({ [variable.name]: String(variable.max + 1) }, cwd).ok).toBe(false);
       if (variable.min > 0) expect(parseConfig({ [variable.name]: String(variable.min - 1) }, cwd).ok).toBe(false);
     }
@@ -132,11 +144,20 @@ describe("parseConfig", () => {
   it("accepts a root key of 16 to 256 printable characters and never echoes a rejected one", () => {
     expect(parseConfig({ KEYRAFT_ROOT_KEY: "a".repeat(16) }, cwd).ok).toBe(true);
     expect(parseConfig({ KEYRAFT_ROOT_KEY: "a".repeat(256) }, cwd).ok).toBe(true);
-    for (const bad of ["", "a".repeat(15), "a".repeat(257), "secret with spaces!", "secret\u00e9secret\u00e9secret", "abcdefghijklmnop\n"]) {
+    for (const bad of [
+      "",
+      "a".repeat(15),
+      "a".repeat(257),
+      "secret with spaces!",
+      "secret\u00e9secret\u00e9secret",
+      "abcdefghijklmnop\n",
+    ]) {
       const result = parseConfig({ KEYRAFT_ROOT_KEY: bad }, cwd);
       expect(result.ok).toBe(false);
       if (result.ok) continue;
-      expect(result.errors[0]).toMatch(/^KEYRAFT_ROOT_KEY is invalid \(\d+ characters\): expected 16 to 256 printable ASCII/);
+      expect(result.errors[0]).toMatch(
+        /^KEYRAFT_ROOT_KEY is invalid \(\d+ characters\): expected 16 to 256 printable ASCII/,
+      );
       if (bad.length > 0) expect(result.errors[0]).not.toContain(bad.trim());
     }
   });
@@ -144,7 +165,8 @@ describe("parseConfig", () => {
   it("reports every invalid variable at once", () => {
     const result = parseConfig({ PORT: "x", KEYRAFT_LOG_LEVEL: "loud", HOST: "" }, cwd);
     expect(result.ok).toBe(false);
-    if (!result.ok) expect(result.errors.map((error) => error.split(/[= ]/)[0])).toEqual(["PORT", "HOST", "KEYRAFT_LOG_LEVEL"]);
+    if (!result.ok)
+      expect(result.errors.map((error) => error.split(/[= ]/)[0])).toEqual(["PORT", "HOST", "KEYRAFT_LOG_LEVEL"]);
   });
 });
 
@@ -194,26 +216,49 @@ describe("parseConfig: the cluster", () => {
   });
 
   it("binds the raft port on this node's host from KEYRAFT_PEERS by default", () => {
-    const result = parseConfig({ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: secret }, cwd);
+    const result = parseConfig(
+      { KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: secret },
+      cwd,
+    );
     expect(result.ok && result.config.cluster.raftListenHost).toBe("10.0.0.1");
   });
 
   it("accepts a one-member KEYRAFT_PEERS without a secret", () => {
     const result = parseConfig({ KEYRAFT_NODE_ID: "solo", KEYRAFT_PEERS: "solo=127.0.0.1:7100" }, cwd);
-    expect(result.ok && result.config.cluster).toMatchObject({ nodeId: "solo", peers: [{ id: "solo", host: "127.0.0.1", port: 7100 }], secret: null, peersConfigured: true });
+    expect(result.ok && result.config.cluster).toMatchObject({
+      nodeId: "solo",
+      peers: [{ id: "solo", host: "127.0.0.1", port: 7100 }],
+      secret: null,
+      peersConfigured: true,
+    });
   });
 
   it.each([
-    [{ KEYRAFT_NODE_ID: "n9", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: secret }, /KEYRAFT_PEERS does not list this node \(KEYRAFT_NODE_ID="n9"\)/],
-    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers }, /KEYRAFT_CLUSTER_SECRET is required when KEYRAFT_PEERS lists more than one node/],
-    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a:1,n1=b:2", KEYRAFT_CLUSTER_SECRET: secret }, /node id "n1" appears twice/],
-    [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a", KEYRAFT_CLUSTER_SECRET: secret }, /KEYRAFT_PEERS: "n1=a" is invalid: expected id=host:raftPort/],
+    [
+      { KEYRAFT_NODE_ID: "n9", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: secret },
+      /KEYRAFT_PEERS does not list this node \(KEYRAFT_NODE_ID="n9"\)/,
+    ],
+    [
+      { KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers },
+      /KEYRAFT_CLUSTER_SECRET is required when KEYRAFT_PEERS lists more than one node/,
+    ],
+    [
+      { KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a:1,n1=b:2", KEYRAFT_CLUSTER_SECRET: secret },
+      /node id "n1" appears twice/,
+    ],
+    [
+      { KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a", KEYRAFT_CLUSTER_SECRET: secret },
+      /KEYRAFT_PEERS: "n1=a" is invalid: expected id=host:raftPort/,
+    ],
     [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "n1=a:70000" }, /KEYRAFT_PEERS: "n1=a:70000" is invalid/],
     [{ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: "" }, /KEYRAFT_PEERS="" is invalid/],
     [{ KEYRAFT_NODE_ID: "bad id" }, /KEYRAFT_NODE_ID="bad id" is invalid/],
     [{ KEYRAFT_STALE_POLICY: "maybe" }, /KEYRAFT_STALE_POLICY="maybe" is invalid: expected refuse or serve/],
     [{ KEYRAFT_JOIN: "perhaps" }, /KEYRAFT_JOIN="perhaps" is invalid: expected true or false/],
-    [{ KEYRAFT_RAFT_HEARTBEAT_TICKS: "10" }, /KEYRAFT_RAFT_HEARTBEAT_TICKS=10 must be smaller than KEYRAFT_RAFT_ELECTION_TICKS=10/],
+    [
+      { KEYRAFT_RAFT_HEARTBEAT_TICKS: "10" },
+      /KEYRAFT_RAFT_HEARTBEAT_TICKS=10 must be smaller than KEYRAFT_RAFT_ELECTION_TICKS=10/,
+    ],
     [{ KEYRAFT_MAX_STALENESS_MS: "99" }, /KEYRAFT_MAX_STALENESS_MS="99" is out of range/],
   ])("rejects %j", (env, message) => {
     const result = parseConfig(env, cwd);
@@ -223,7 +268,10 @@ describe("parseConfig: the cluster", () => {
 
   it("never echoes a rejected cluster secret", () => {
     for (const bad of ["short-secret", "x".repeat(31), "a secret with spaces in it, long enough!"]) {
-      const result = parseConfig({ KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: bad }, cwd);
+      const result = parseConfig(
+        { KEYRAFT_NODE_ID: "n1", KEYRAFT_PEERS: threePeers, KEYRAFT_CLUSTER_SECRET: bad },
+        cwd,
+      );
       expect(result.ok).toBe(false);
       if (result.ok) continue;
       expect(result.errors.join("\n")).toMatch(/KEYRAFT_CLUSTER_SECRET is invalid \(\d+ characters\)/);
@@ -233,7 +281,11 @@ describe("parseConfig: the cluster", () => {
 
   it("checks each cluster integer variable at its bounds and one past them", () => {
     for (const variable of Object.values(clusterIntegerVariables)) {
-      const env = (value: number) => ({ [variable.name]: String(value), KEYRAFT_RAFT_ELECTION_TICKS: "1000", KEYRAFT_RAFT_HEARTBEAT_TICKS: "1" });
+      const env = (value: number) => ({
+        [variable.name]: String(value),
+        KEYRAFT_RAFT_ELECTION_TICKS: "1000",
+        KEYRAFT_RAFT_HEARTBEAT_TICKS: "1",
+      });
       for (const value of [variable.min, variable.max]) {
         const base = env(value);
         if (variable.name === "KEYRAFT_RAFT_HEARTBEAT_TICKS") base["KEYRAFT_RAFT_ELECTION_TICKS"] = "1000";

@@ -50,9 +50,26 @@ const startMs = Date.UTC(2026, 0, 1, 12);
 
 function createKey(keyId: string, remaining: number, refill: number | null = null): KeyCommand {
   return {
-    type: "createKey", keyId, apiId: "api_a", hash: `h_${keyId}`, start: "s", name: null, ownerId: null, identity: null, meta: null,
-    expiresAtMs: null, remaining, refill: refill === null ? null : { interval: "daily", amount: refill, refillDay: null }, ratelimit: null,
-    enabled: true, environment: null, permissions: [], roles: [], allowCreatePermissions: false, allowCreateRoles: false, nowMs: startMs,
+    type: "createKey",
+    keyId,
+    apiId: "api_a",
+    hash: `h_${keyId}`,
+    start: "s",
+    name: null,
+    ownerId: null,
+    identity: null,
+    meta: null,
+    expiresAtMs: null,
+    remaining,
+    refill: refill === null ? null : { interval: "daily", amount: refill, refillDay: null },
+    ratelimit: null,
+    enabled: true,
+    environment: null,
+    permissions: [],
+    roles: [],
+    allowCreatePermissions: false,
+    allowCreateRoles: false,
+    nowMs: startMs,
   };
 }
 
@@ -61,10 +78,23 @@ describe("LeaseJournalStore", () => {
     const { dir, db } = await tempDb();
     const { store, records } = await LeaseJournalStore.open(db, { onFatal: fatal });
     expect(records).toEqual([]);
-    await store.append([{ t: "request", keyId: "k", seq: 1 }, { t: "grant", keyId: "k", seq: 1, granted: 10, epoch: 0 }]);
-    await store.append([{ t: "spend", keyId: "k", seq: 1, cost: 3 }, { t: "request", keyId: "k", seq: 2 }]);
-    await store.append([{ t: "close", keyId: "k", seq: 2 }, { t: "settled", keyId: "k", seq: 2 }]);
-    await store.append([{ t: "request", keyId: "j", seq: 3 }, { t: "close", keyId: "j", seq: 3 }, { t: "settled", keyId: "j", seq: 3 }]);
+    await store.append([
+      { t: "request", keyId: "k", seq: 1 },
+      { t: "grant", keyId: "k", seq: 1, granted: 10, epoch: 0 },
+    ]);
+    await store.append([
+      { t: "spend", keyId: "k", seq: 1, cost: 3 },
+      { t: "request", keyId: "k", seq: 2 },
+    ]);
+    await store.append([
+      { t: "close", keyId: "k", seq: 2 },
+      { t: "settled", keyId: "k", seq: 2 },
+    ]);
+    await store.append([
+      { t: "request", keyId: "j", seq: 3 },
+      { t: "close", keyId: "j", seq: 3 },
+      { t: "settled", keyId: "j", seq: 3 },
+    ]);
     expect(store.leasesOnDisk()).toBe(1);
     await store.close();
     await db.close();
@@ -91,28 +121,34 @@ describe("LeaseJournalStore", () => {
 describe("SpendReservations", () => {
   it("journals ahead in chunks: the journal always covers what was answered, never past the grant", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 200 }), fc.array(fc.integer({ min: 1, max: 9 }), { maxLength: 100 }), (granted, costs) => {
-        const reservations = new SpendReservations();
-        reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted, epoch: 0 }]);
-        let answered = 0;
-        let journaled = 0;
-        let writes = 0;
-        for (const cost of costs) {
-          if (answered + cost > granted) break; // the holder never spends past its grant
-          answered += cost;
-          const cover = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost });
-          if (cover.type === "write") {
-            expect(cover.record.t).toBe("spend");
-            journaled += (cover.record as { cost: number }).cost;
-            writes++;
-            cover.onQueued(Promise.resolve());
+      fc.property(
+        fc.integer({ min: 1, max: 200 }),
+        fc.array(fc.integer({ min: 1, max: 9 }), { maxLength: 100 }),
+        (granted, costs) => {
+          const reservations = new SpendReservations();
+          reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted, epoch: 0 }]);
+          let answered = 0;
+          let journaled = 0;
+          let writes = 0;
+          for (const cost of costs) {
+            if (answered + cost > granted) break; // the holder never spends past its grant
+            answered += cost;
+            const cover = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost });
+            if (cover.type === "write") {
+              expect(cover.record.t).toBe("spend");
+              journaled += (cover.record as { cost: number }).cost;
+              writes++;
+              cover.onQueued(Promise.resolve());
+            }
+            expect(journaled).toBeGreaterThanOrEqual(answered);
+            expect(journaled).toBeLessThanOrEqual(granted);
           }
-          expect(journaled).toBeGreaterThanOrEqual(answered);
-          expect(journaled).toBeLessThanOrEqual(granted);
-        }
-        // About one write per quarter lease (plus one per cost larger than a chunk).
-        expect(writes).toBeLessThanOrEqual(Math.min(costs.length, 5 + Math.ceil(answered / Math.max(1, Math.ceil(granted / 4)))));
-      }),
+          // About one write per quarter lease (plus one per cost larger than a chunk).
+          expect(writes).toBeLessThanOrEqual(
+            Math.min(costs.length, 5 + Math.ceil(answered / Math.max(1, Math.ceil(granted / 4)))),
+          );
+        },
+      ),
     );
   });
 
@@ -148,7 +184,13 @@ describe("LeaseOutbox", () => {
       voters: () => ["n2", "n1"],
       onError: () => undefined,
     });
-    const requests = Array.from({ length: creditBatchCommandsMax + 3 }, (_, i) => ({ type: "grantCreditLease" as const, keyId: "k", nodeId: "n1", seq: i + 1, requested: 5 }));
+    const requests = Array.from({ length: creditBatchCommandsMax + 3 }, (_, i) => ({
+      type: "grantCreditLease" as const,
+      keyId: "k",
+      nodeId: "n1",
+      seq: i + 1,
+      requested: 5,
+    }));
     outbox.push(requests);
     await tick();
     await tick();
@@ -174,7 +216,16 @@ describe("LeaseOutbox", () => {
       voters: () => ["n1"],
       onError: () => errors++,
     });
-    for (let i = 0; i < 10; i++) outbox.push(Array.from({ length: creditBatchCommandsMax }, (_, j) => ({ type: "settleCreditLease" as const, keyId: "k", nodeId: "n1", seq: i * 1000 + j + 1, spent: 0 })));
+    for (let i = 0; i < 10; i++)
+      outbox.push(
+        Array.from({ length: creditBatchCommandsMax }, (_, j) => ({
+          type: "settleCreditLease" as const,
+          keyId: "k",
+          nodeId: "n1",
+          seq: i * 1000 + j + 1,
+          spent: 0,
+        })),
+      );
     for (let i = 0; i < 50 && errors < 10; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     expect(errors).toBe(10);
     expect(most).toBe(outboxInFlightMax);
@@ -182,37 +233,57 @@ describe("LeaseOutbox", () => {
 });
 
 /** A one-node world: the key state is the log; proposals apply at once (after a turn). */
-async function world(options: {
-  leaseWaitMs?: number;
-  propose?: (command: KeyCommand) => Promise<CommandOutcome>;
-  voters?: string[];
-  forward?: (owner: string, keyId: string, cost: number) => Promise<ForwardedSpendReply>;
-  /** Wraps the journal's synced write (to hold writes back). */
-  write?: (write: SyncedBatchWrite) => SyncedBatchWrite;
-} = {}) {
+async function world(
+  options: {
+    leaseWaitMs?: number;
+    propose?: (command: KeyCommand) => Promise<CommandOutcome>;
+    voters?: string[];
+    forward?: (owner: string, keyId: string, cost: number) => Promise<ForwardedSpendReply>;
+    /** Wraps the journal's synced write (to hold writes back). */
+    write?: (write: SyncedBatchWrite) => SyncedBatchWrite;
+  } = {},
+) {
   const { db } = await tempDb();
   const machine = new ObservedKeyMachine(keyStateMachine());
   machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
   let mono = 0;
-  const propose = options.propose ?? (async (command: KeyCommand) => {
-    await tick();
-    return machine.apply(command);
-  });
+  const propose =
+    options.propose ??
+    (async (command: KeyCommand) => {
+      await tick();
+      return machine.apply(command);
+    });
   const write = options.write === undefined ? syncedBatchWrite(db) : options.write(syncedBatchWrite(db));
   const { store: journal, records } = await LeaseJournalStore.open(db, { onFatal: fatal, write });
-  const holder = LeaseHolder.restore("n1", records, holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10, leaseCreditsMax: 10 })).holder;
+  const holder = LeaseHolder.restore(
+    "n1",
+    records,
+    holderOptions({ leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10, leaseCreditsMax: 10 }),
+  ).holder;
   const outbox = new LeaseOutbox({ propose, voters: () => options.voters ?? ["n1"], onError: () => undefined });
   const spender = new LeaseSpender({
-    holder, journal, outbox, state: machine.state, monoNowMs: () => mono, leaseWaitMs: options.leaseWaitMs ?? 200, pollIntervalMs: 10_000, onError: () => undefined,
+    holder,
+    journal,
+    outbox,
+    state: machine.state,
+    monoNowMs: () => mono,
+    leaseWaitMs: options.leaseWaitMs ?? 200,
+    pollIntervalMs: 10_000,
+    onError: () => undefined,
     ...(options.forward === undefined ? {} : { forward: options.forward }),
     ownerOf: (keyId: string) => ownerOf(keyId, options.voters ?? ["n1"]),
   });
-  machine.listen({ onLease: (outcome) => spender.onLease(outcome), onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch), onRestore: () => undefined });
+  machine.listen({
+    onLease: (outcome) => spender.onLease(outcome),
+    onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch),
+    onRestore: () => undefined,
+  });
   return { machine, spender, holder, journal, advance: (ms: number) => (mono += ms) };
 }
 
 async function untilLeased(w: { holder: LeaseHolder }, keyId: string): Promise<void> {
-  for (let i = 0; i < 100 && w.holder.leaseRemaining(keyId, 0) === 0; i++) await new Promise((resolve) => setTimeout(resolve, 2));
+  for (let i = 0; i < 100 && w.holder.leaseRemaining(keyId, 0) === 0; i++)
+    await new Promise((resolve) => setTimeout(resolve, 2));
   expect(w.holder.leaseRemaining(keyId, 0)).toBeGreaterThan(0);
 }
 
@@ -229,7 +300,8 @@ describe("LeaseSpender", () => {
     }
     // Fallbacks go to the log; apply them as the route would.
     let logAdmitted = 0;
-    for (let i = 0; i < fellBack; i++) if (w.machine.apply({ type: "spendCredits", keyId: "k1", cost: 1, nowMs: startMs }).ok) logAdmitted++;
+    for (let i = 0; i < fellBack; i++)
+      if (w.machine.apply({ type: "spendCredits", keyId: "k1", cost: 1, nowMs: startMs }).ok) logAdmitted++;
     expect(admitted).toBeGreaterThan(0);
     expect(admitted + logAdmitted).toBe(25);
     for (const answer of answers) if (answer !== null) expect(answer).toMatchObject({ t: "admitted" });
@@ -296,7 +368,12 @@ describe("LeaseSpender", () => {
     expect(w.holder.owedSettles()).toBe(0);
     expect(w.machine.state.creditLedgers.get("k1")?.leases).toEqual([]);
     expect(w.machine.state.keys.get("k1")?.remaining).toBe(45);
-    expect(w.machine.state.creditLedgers.get("k1")).toMatchObject({ epoch: 1, epochBalance: 50, epochSpent: 5, unleased: 45 });
+    expect(w.machine.state.creditLedgers.get("k1")).toMatchObject({
+      epoch: 1,
+      epochBalance: 50,
+      epochSpent: 5,
+      unleased: 45,
+    });
     await w.journal.close();
   });
 });
@@ -337,12 +414,25 @@ describe("LeaseExpiryDriver", () => {
     const state = createKeyState();
     applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
     applyCommand(state, createKey("k1", 100));
-    const granted = applyCommand(state, { type: "grantCreditLease", keyId: "k1", nodeId: "n2", seq: 1, requested: 10, voters: ["n1", "n2"] });
+    const granted = applyCommand(state, {
+      type: "grantCreditLease",
+      keyId: "k1",
+      nodeId: "n2",
+      seq: 1,
+      requested: 10,
+      voters: ["n1", "n2"],
+    });
     let leader = false;
     let mono = 0;
     const proposed: KeyCommand[] = [];
     const driver = new LeaseExpiryDriver({
-      ttlMs: 1000, driftMax: 0.1, marginMs: 50, state, isLeader: () => leader, monoNowMs: () => mono, onError: () => undefined,
+      ttlMs: 1000,
+      driftMax: 0.1,
+      marginMs: 50,
+      state,
+      isLeader: () => leader,
+      monoNowMs: () => mono,
+      onError: () => undefined,
       propose: async (command) => {
         proposed.push(command);
         return applyCommand(state, command);
@@ -358,10 +448,13 @@ describe("LeaseExpiryDriver", () => {
     expect(proposed).toEqual([]);
     mono = 1150;
     driver.tick();
-    expect(proposed).toEqual([{ type: "creditBatch", commands: [{ type: "expireCreditLease", keyId: "k1", nodeId: "n2", seq: 1 }] }]);
+    expect(proposed).toEqual([
+      { type: "creditBatch", commands: [{ type: "expireCreditLease", keyId: "k1", nodeId: "n2", seq: 1 }] },
+    ]);
     await tick();
     expect(state.creditLedgers.get("k1")?.leases[0]?.state).toBe("expired");
-    if (granted.ok && granted.lease !== undefined) driver.onLease({ type: "expired", keyId: "k1", nodeId: "n2", seq: 1 });
+    if (granted.ok && granted.lease !== undefined)
+      driver.onLease({ type: "expired", keyId: "k1", nodeId: "n2", seq: 1 });
     expect(driver.watched()).toBe(0);
     leader = false;
     driver.tick();
@@ -379,7 +472,10 @@ describe("refills", () => {
     expect(dueRefillBatches(state, nextDay)).toEqual([["k1"]]);
     const proposed: KeyCommand[] = [];
     const scheduler = new RefillScheduler({
-      state, isLeader: () => true, nowMs: () => nextDay, onError: () => undefined,
+      state,
+      isLeader: () => true,
+      nowMs: () => nextDay,
+      onError: () => undefined,
       propose: async (command) => {
         proposed.push(command);
         return applyCommand(state, command);
@@ -399,13 +495,39 @@ describe("refills", () => {
 describe("credit lease config", () => {
   it("reads the knobs and names each invalid one", () => {
     const errors: string[] = [];
-    expect(parseCreditLeaseConfig({}, errors)).toEqual({ leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 });
-    expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "750", KEYRAFT_CLOCK_DRIFT_MAX: "0", KEYRAFT_CREDIT_LEASE_CREDITS: "5" }, errors)).toEqual({ leaseTtlMs: 750, clockDriftMax: 0, leaseCredits: 5, leaseCreditsMax: 80 });
-    expect(parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_CREDITS: "50", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "50" }, errors)).toMatchObject({ leaseCredits: 50, leaseCreditsMax: 50 });
+    expect(parseCreditLeaseConfig({}, errors)).toEqual({
+      leaseTtlMs: 10000,
+      clockDriftMax: 0.01,
+      leaseCredits: 100,
+      leaseCreditsMax: 1600,
+    });
+    expect(
+      parseCreditLeaseConfig(
+        { KEYRAFT_CREDIT_LEASE_TTL_MS: "750", KEYRAFT_CLOCK_DRIFT_MAX: "0", KEYRAFT_CREDIT_LEASE_CREDITS: "5" },
+        errors,
+      ),
+    ).toEqual({ leaseTtlMs: 750, clockDriftMax: 0, leaseCredits: 5, leaseCreditsMax: 80 });
+    expect(
+      parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_CREDITS: "50", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "50" }, errors),
+    ).toMatchObject({ leaseCredits: 50, leaseCreditsMax: 50 });
     expect(errors).toEqual([]);
-    parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_TTL_MS: "10", KEYRAFT_CLOCK_DRIFT_MAX: "0.5", KEYRAFT_CREDIT_LEASE_CREDITS: "1.5", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "lots" }, errors);
+    parseCreditLeaseConfig(
+      {
+        KEYRAFT_CREDIT_LEASE_TTL_MS: "10",
+        KEYRAFT_CLOCK_DRIFT_MAX: "0.5",
+        KEYRAFT_CREDIT_LEASE_CREDITS: "1.5",
+        KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "lots",
+      },
+      errors,
+    );
     expect(errors.length).toBe(4);
-    for (const name of ["KEYRAFT_CREDIT_LEASE_TTL_MS", "KEYRAFT_CLOCK_DRIFT_MAX", "KEYRAFT_CREDIT_LEASE_CREDITS", "KEYRAFT_CREDIT_LEASE_CREDITS_MAX"]) expect(errors.join("\n")).toContain(name);
+    for (const name of [
+      "KEYRAFT_CREDIT_LEASE_TTL_MS",
+      "KEYRAFT_CLOCK_DRIFT_MAX",
+      "KEYRAFT_CREDIT_LEASE_CREDITS",
+      "KEYRAFT_CREDIT_LEASE_CREDITS_MAX",
+    ])
+      expect(errors.join("\n")).toContain(name);
     const below: string[] = [];
     parseCreditLeaseConfig({ KEYRAFT_CREDIT_LEASE_CREDITS: "50", KEYRAFT_CREDIT_LEASE_CREDITS_MAX: "49" }, below);
     expect(below).toEqual([expect.stringContaining("KEYRAFT_CREDIT_LEASE_CREDITS_MAX=49 is invalid")]);
@@ -418,10 +540,17 @@ describe("ObservedKeyMachine", () => {
   it("reports lease outcomes and epoch resets as it applies them", () => {
     const machine = new ObservedKeyMachine(keyStateMachine());
     const events: string[] = [];
-    machine.listen({ onLease: (o) => events.push(`${o.type}:${o.seq}`), onEpoch: (k, e) => events.push(`epoch:${k}:${e}`), onRestore: () => events.push("restore") });
+    machine.listen({
+      onLease: (o) => events.push(`${o.type}:${o.seq}`),
+      onEpoch: (k, e) => events.push(`epoch:${k}:${e}`),
+      onRestore: () => events.push("restore"),
+    });
     machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
     machine.apply(createKey("k1", 100));
-    machine.apply({ type: "creditBatch", commands: [{ type: "grantCreditLease", keyId: "k1", nodeId: "n1", seq: 1, requested: 5, voters: ["n1"] }] });
+    machine.apply({
+      type: "creditBatch",
+      commands: [{ type: "grantCreditLease", keyId: "k1", nodeId: "n1", seq: 1, requested: 5, voters: ["n1"] }],
+    });
     machine.apply({ type: "updateRemaining", keyId: "k1", op: "set", value: 7, nowMs: startMs });
     machine.apply({ type: "settleCreditLease", keyId: "k1", nodeId: "n1", seq: 1, spent: 2 });
     // A refill at 00:00 UTC that tops the key up is a reset too (the holder stops older leases).

@@ -4,7 +4,12 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "../../core/src/ratelimit/sliding-window.js";
-import { LevelCounterDurability, reservationExpired, reservationFor, type CounterDurabilityOptions } from "../src/store/counter-durability.js";
+import {
+  LevelCounterDurability,
+  reservationExpired,
+  reservationFor,
+  type CounterDurabilityOptions,
+} from "../src/store/counter-durability.js";
 import { isStoreError } from "../src/store/errors.js";
 import { openStoreDb, storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp } from "../src/store/level-db.js";
 import type { TouchedBucket } from "../src/store/types.js";
@@ -85,12 +90,16 @@ describe("LevelCounterDurability", () => {
     const db = await openDb(await freshDir());
     const real = syncedBatchWrite(db);
     const batches: number[] = [];
-    const durability = await open(db, { nowMs: 1_000_000 }, {
-      write: (ops: readonly StoreOp[]) => {
-        batches.push(ops.length);
-        return real(ops);
+    const durability = await open(
+      db,
+      { nowMs: 1_000_000 },
+      {
+        write: (ops: readonly StoreOp[]) => {
+          batches.push(ops.length);
+          return real(ops);
+        },
       },
-    });
+    );
     const waits = Array.from({ length: 50 }, (_, i) => durability.cover([bucket(1, { key: `k${i}` })]));
     await Promise.all(waits);
     expect(batches).toEqual([50]);
@@ -117,7 +126,9 @@ describe("LevelCounterDurability", () => {
     const db = await openDb(await freshDir());
     const clock = { nowMs: 1_000_000 };
     const durability = await open(db, clock, { pruneIntervalMs: 1 });
-    await durability.cover(Array.from({ length: 20 }, (_, i) => bucket(1, { key: `k${i}`, durationMs: 1000, bucketStartMs: 1_000_000 })));
+    await durability.cover(
+      Array.from({ length: 20 }, (_, i) => bucket(1, { key: `k${i}`, durationMs: 1000, bucketStartMs: 1_000_000 })),
+    );
     expect(durability.size()).toBe(20);
     clock.nowMs = 1_002_000;
     await durability.cover([bucket(1, { key: "fresh", bucketStartMs: 1_002_000 })]);
@@ -130,7 +141,9 @@ describe("LevelCounterDurability", () => {
     const db = await openDb(await freshDir());
     const durability = await open(db, { nowMs: 1_000_000 }, { reservationsMax: 3 });
     await Promise.all([0, 1, 2].map((i) => durability.cover([bucket(1, { key: `k${i}` })])));
-    await expect(durability.cover([bucket(1, { key: "k3" })])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_OVERLOADED"));
+    await expect(durability.cover([bucket(1, { key: "k3" })])).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_OVERLOADED"),
+    );
     expect(durability.size()).toBe(3);
     // Existing buckets still grow.
     await expect(durability.cover([bucket(50, { key: "k0" })])).resolves.toBeUndefined();
@@ -140,7 +153,9 @@ describe("LevelCounterDurability", () => {
     const db = await openDb(await freshDir());
     const durability = await open(db, { nowMs: 1_000_000 }, { queueEntriesMax: 2 });
     const accepted = [durability.cover([bucket(1, { key: "a" })]), durability.cover([bucket(1, { key: "b" })])];
-    await expect(durability.cover([bucket(1, { key: "c" })])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_OVERLOADED"));
+    await expect(durability.cover([bucket(1, { key: "c" })])).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_OVERLOADED"),
+    );
     await Promise.all(accepted);
     await expect(durability.cover([bucket(1, { key: "c" })])).resolves.toBeUndefined();
   });
@@ -148,10 +163,18 @@ describe("LevelCounterDurability", () => {
   it("a failed reservation write rejects the waiting admissions and is fatal", async () => {
     const db = await openDb(await freshDir());
     const fatal: Error[] = [];
-    const durability = await open(db, { nowMs: 1_000_000 }, { onFatal: (error) => fatal.push(error), write: () => Promise.reject(new Error("io")) });
-    await expect(durability.cover([bucket(1)])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
+    const durability = await open(
+      db,
+      { nowMs: 1_000_000 },
+      { onFatal: (error) => fatal.push(error), write: () => Promise.reject(new Error("io")) },
+    );
+    await expect(durability.cover([bucket(1)])).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_FAILED"),
+    );
     expect(fatal).toHaveLength(1);
-    await expect(durability.cover([bucket(50)])).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
+    await expect(durability.cover([bucket(50)])).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_FAILED"),
+    );
   });
 
   it("with the real limiter, restarts never let a window admit more than its limit", async () => {
@@ -160,7 +183,10 @@ describe("LevelCounterDurability", () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 20 }),
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), crash: fc.boolean() }), { minLength: 10, maxLength: 80 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), crash: fc.boolean() }), {
+          minLength: 10,
+          maxLength: 80,
+        }),
         async (limit, steps) => {
           const durationMs = 1000;
           const dir = await freshDir();

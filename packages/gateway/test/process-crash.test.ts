@@ -35,7 +35,9 @@ async function runAndKill(dir: string, acksWanted: number): Promise<{ readyIndex
   children.add(running);
   let stderr = "";
   running.stderr.on("data", (chunk) => (stderr += String(chunk)));
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => running.on("exit", (code, signal) => resolve(signal ?? code)));
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+    running.on("exit", (code, signal) => resolve(signal ?? code)),
+  );
   const acks: Ack[] = [];
   let readyIndex = -1;
   let killed = false;

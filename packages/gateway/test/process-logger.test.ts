@@ -6,7 +6,11 @@ function capture() {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk, _encoding, callback) {
-      lines.push(...String(chunk).split("\n").filter((line) => line.length > 0));
+      lines.push(
+        ...String(chunk)
+          .split("\n")
+          .filter((line) => line.length > 0),
+      );
       callback();
     },
   });
@@ -17,8 +21,18 @@ describe("logger", () => {
   it("writes structured JSON and never prints a secret", () => {
     const out = capture();
     const logger = createLogger({ level: "info", destination: out.destination });
-    const secrets = ["Bearer root_SECRETAAAA", "key_SECRETBBBB", "root_SECRETCCCC", "cluster_SECRETDDDD", "plain_SECRETEEEE", "deep_SECRETFFFF"];
-    logger.info({ req: { method: "POST", url: "/v1/keys.verifyKey", headers: { authorization: secrets[0], host: "x" } } }, "request");
+    const secrets = [
+      "Bearer root_SECRETAAAA",
+      "key_SECRETBBBB",
+      "root_SECRETCCCC",
+      "cluster_SECRETDDDD",
+      "plain_SECRETEEEE",
+      "deep_SECRETFFFF",
+    ];
+    logger.info(
+      { req: { method: "POST", url: "/v1/keys.verifyKey", headers: { authorization: secrets[0], host: "x" } } },
+      "request",
+    );
     logger.info({ body: { key: secrets[1], apiId: "api_1" } }, "body");
     logger.info({ config: { rootKey: secrets[2], port: 8080 }, cluster: { secret: secrets[3] } }, "config");
     logger.info({ result: { plaintext: secrets[4] }, key: secrets[1] }, "created");

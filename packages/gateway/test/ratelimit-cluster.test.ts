@@ -9,7 +9,13 @@ import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type
 import { ClusterRateLimits } from "../src/counters/ratelimit/cluster-limits.js";
 import { parseRateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counters/ratelimit/config.js";
 import { PeerLiveness } from "../src/counters/ratelimit/liveness.js";
-import { limitSubject, parseReservationKey, reservationKey, subjectOfLimiterKey, verifySubject } from "../src/counters/ratelimit/subject.js";
+import {
+  limitSubject,
+  parseReservationKey,
+  reservationKey,
+  subjectOfLimiterKey,
+  verifySubject,
+} from "../src/counters/ratelimit/subject.js";
 import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
 import { mergePerKey } from "../src/counters/ratelimit/successor-side.js";
 import type { CounterDurability } from "../src/store/types.js";
@@ -63,14 +69,25 @@ class SimCluster {
   boot(id: string, disk: MemoryDurability): SimNode {
     const limiter = new SlidingWindowLimiter();
     disk.restore(limiter);
-    const node: SimNode = { id, up: true, paused: null, resume: () => undefined, limiter, disk, limits: null as unknown as ClusterRateLimits, handler: null, calls: 0 };
+    const node: SimNode = {
+      id,
+      up: true,
+      paused: null,
+      resume: () => undefined,
+      limiter,
+      disk,
+      limits: null as unknown as ClusterRateLimits,
+      handler: null,
+      calls: 0,
+    };
     const transport: CounterTransport = {
       nodeId: id,
       voters: () => this.ids,
       call: async (peer, request) => {
         node.calls++;
         const target = this.nodes.get(peer);
-        if (!node.up || target === undefined || !target.up || this.cut.has(linkId(id, peer)) || target.handler === null) return "notSent";
+        if (!node.up || target === undefined || !target.up || this.cut.has(linkId(id, peer)) || target.handler === null)
+          return "notSent";
         await Promise.resolve();
         if (target.paused !== null) await target.paused;
         const reply = await target.handler(id, structuredClone(request));
@@ -157,7 +174,12 @@ async function hit(cluster: SimCluster, from: readonly string[], perNode: number
 }
 
 /** Hits until `rounds` rounds passed or nothing was admitted for two rounds in a row (beats in between). */
-async function hitUntilRefused(cluster: SimCluster, from: readonly string[], limit: number, rounds = 30): Promise<Tally> {
+async function hitUntilRefused(
+  cluster: SimCluster,
+  from: readonly string[],
+  limit: number,
+  rounds = 30,
+): Promise<Tally> {
   const total: Tally = { admitted: 0, refused: 0, unavailable: 0 };
   let idle = 0;
   for (let round = 0; round < rounds && idle < 2; round++) {
@@ -274,7 +296,8 @@ describe("cluster rate limits (async: true)", () => {
     const limit = 30;
     const admit = async (id: string, times: number) => {
       let admitted = 0;
-      for (let i = 0; i < times; i++) if ((await cluster.node(id).limits.limit(subject, check(limit), true)).success) admitted++;
+      for (let i = 0; i < times; i++)
+        if ((await cluster.node(id).limits.limit(subject, check(limit), true)).success) admitted++;
       return admitted;
     };
     // Before any beat each node sees only its own counts.
@@ -295,7 +318,10 @@ describe("subjects, liveness, config", () => {
     expect(subjectOfLimiterKey("v:id_9:per:minute")).toBe("v:id_9");
     expect(subjectOfLimiterKey("r:ns_1:10:60000:user:with:colons")).toBe(limitSubject("ns_1", "user:with:colons"));
     expect(subjectOfLimiterKey("x:other")).toBeNull();
-    expect(parseReservationKey(reservationKey(60_000, "v:key_1:default"))).toEqual({ durationMs: 60_000, limiterKey: "v:key_1:default" });
+    expect(parseReservationKey(reservationKey(60_000, "v:key_1:default"))).toEqual({
+      durationMs: 60_000,
+      limiterKey: "v:key_1:default",
+    });
     expect(parseReservationKey("nope")).toBeNull();
   });
 
@@ -325,12 +351,20 @@ describe("subjects, liveness, config", () => {
   it("reads its knobs and refuses bad ones", () => {
     const errors: string[] = [];
     expect(parseRateLimitClusterConfig({}, errors)).toEqual(rateLimitClusterDefaults);
-    expect(parseRateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "20", KEYRAFT_RATELIMIT_SUSPECT_MS: "500" }, errors)).toMatchObject({ reconcileMs: 20, suspectAfterMs: 500 });
+    expect(
+      parseRateLimitClusterConfig(
+        { KEYRAFT_RATELIMIT_RECONCILE_MS: "20", KEYRAFT_RATELIMIT_SUSPECT_MS: "500" },
+        errors,
+      ),
+    ).toMatchObject({ reconcileMs: 20, suspectAfterMs: 500 });
     expect(errors).toEqual([]);
     parseRateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "0" }, errors);
     expect(errors).toEqual([expect.stringMatching(/^KEYRAFT_RATELIMIT_RECONCILE_MS/)]);
     const tooClose: string[] = [];
-    parseRateLimitClusterConfig({ KEYRAFT_RATELIMIT_RECONCILE_MS: "600", KEYRAFT_RATELIMIT_SUSPECT_MS: "1000" }, tooClose);
+    parseRateLimitClusterConfig(
+      { KEYRAFT_RATELIMIT_RECONCILE_MS: "600", KEYRAFT_RATELIMIT_SUSPECT_MS: "1000" },
+      tooClose,
+    );
     expect(tooClose).toEqual([expect.stringMatching(/twice/)]);
   });
 });

@@ -6,7 +6,11 @@ function capture() {
   const lines: string[] = [];
   const destination = new Writable({
     write(chunk, _encoding, callback) {
-      lines.push(...String(chunk).split("\n").filter((line) => line.length > 0));
+      lines.push(
+        ...String(chunk)
+          .split("\n")
+          .filter((line) => line.length > 0),
+      );
       callback();
     },
   });

@@ -62,7 +62,11 @@ describe("apis.deleteKeys and legacy routes", () => {
     const created = await h.post("/v1/keys", { apiId, prefix: "old", remaining: 2 });
     expect(created.statusCode).toBe(200);
     const { key, keyId } = created.json() as { key: string; keyId: string };
-    expect((await h.post("/v1/keys/verify", { key, apiId }, null)).json()).toMatchObject({ valid: true, keyId, remaining: 1 });
+    expect((await h.post("/v1/keys/verify", { key, apiId }, null)).json()).toMatchObject({
+      valid: true,
+      keyId,
+      remaining: 1,
+    });
     await h.createKey({}, apiId);
     const page = await h.get(`/v1/apis/${apiId}/keys?limit=1&offset=1`);
     expect(page.json()).toMatchObject({ total: 2, keys: [expect.objectContaining({ apiId })] });
@@ -72,14 +76,26 @@ describe("apis.deleteKeys and legacy routes", () => {
 describe("key roles and permissions: add/remove", () => {
   it("addPermissions: unknown id or name is 404, creating needs the right (403 UNAUTHORIZED), api_root needs *", async () => {
     const { keyId } = await h.createKey({});
-    expect(errorOf(await h.post("/v1/keys.addPermissions", { keyId, permissions: [{ id: "perm_nope" }] })).message).toBe("permission perm_nope not found");
-    expect(errorOf(await h.post("/v1/keys.addPermissions", { keyId, permissions: [{ name: "nope" }] })).message).toBe("permission nope not found");
+    expect(
+      errorOf(await h.post("/v1/keys.addPermissions", { keyId, permissions: [{ id: "perm_nope" }] })).message,
+    ).toBe("permission perm_nope not found");
+    expect(errorOf(await h.post("/v1/keys.addPermissions", { keyId, permissions: [{ name: "nope" }] })).message).toBe(
+      "permission nope not found",
+    );
     const limited = await h.rootKeyWith(["rbac.*.add_permission_to_key"]);
-    const denied = await h.post("/v1/keys.addPermissions", { keyId, permissions: [{ name: "fresh", create: true }] }, limited);
+    const denied = await h.post(
+      "/v1/keys.addPermissions",
+      { keyId, permissions: [{ name: "fresh", create: true }] },
+      limited,
+    );
     expect(denied.statusCode).toBe(403);
     expect(errorOf(denied).code).toBe("UNAUTHORIZED");
-    expect(errorOf(await h.post("/v1/keys.addRoles", { keyId, roles: [{ name: "r" }] }, limited)).code).toBe("INSUFFICIENT_PERMISSIONS");
-    expect(errorOf(await h.post("/v1/keys.addPermissions", { keyId: "key_nope", permissions: [{ name: "x" }] })).code).toBe("NOT_FOUND");
+    expect(errorOf(await h.post("/v1/keys.addRoles", { keyId, roles: [{ name: "r" }] }, limited)).code).toBe(
+      "INSUFFICIENT_PERMISSIONS",
+    );
+    expect(
+      errorOf(await h.post("/v1/keys.addPermissions", { keyId: "key_nope", permissions: [{ name: "x" }] })).code,
+    ).toBe("NOT_FOUND");
     const empty = await h.post("/v1/keys.removeRoles", { keyId, roles: [] });
     expect(errorOf(empty).message).toBe("roles: Array must contain at least 1 element(s)");
   });
@@ -87,16 +103,29 @@ describe("key roles and permissions: add/remove", () => {
   it("permission names follow upstream's pattern; a role may carry permissions (keyraft extension) that verification sees", async () => {
     const bad = await h.post("/v1/permissions.createPermission", { name: "has space" });
     expect(errorOf(bad).message).toBe("name: Only alphanumeric, underscores, periods, colons and hyphens are allowed");
-    const { permissionId } = (await h.post("/v1/permissions.createPermission", { name: "files.read" })).json() as { permissionId: string };
+    const { permissionId } = (await h.post("/v1/permissions.createPermission", { name: "files.read" })).json() as {
+      permissionId: string;
+    };
     const role = await h.post("/v1/permissions.createRole", { name: "reader", permissions: ["files.read"] });
     const { roleId } = role.json() as { roleId: string };
-    expect((await h.get(`/v1/permissions.getRole?roleId=${roleId}`)).json()).toMatchObject({ name: "reader", permissions: ["files.read"] });
+    expect((await h.get(`/v1/permissions.getRole?roleId=${roleId}`)).json()).toMatchObject({
+      name: "reader",
+      permissions: ["files.read"],
+    });
     const { key } = await h.createKey({ roles: ["reader"] });
-    expect((await h.post("/v1/keys.verifyKey", { key, authorization: { permissions: "files.read" } })).json()).toMatchObject({ valid: true, permissions: ["files.read"] });
-    expect(errorOf(await h.post("/v1/permissions.createRole", { name: "other", permissions: ["nope"] })).code).toBe("NOT_FOUND");
+    expect(
+      (await h.post("/v1/keys.verifyKey", { key, authorization: { permissions: "files.read" } })).json(),
+    ).toMatchObject({ valid: true, permissions: ["files.read"] });
+    expect(errorOf(await h.post("/v1/permissions.createRole", { name: "other", permissions: ["nope"] })).code).toBe(
+      "NOT_FOUND",
+    );
     await h.post("/v1/permissions.deletePermission", { permissionId });
-    expect((await h.post("/v1/keys.verifyKey", { key, authorization: { permissions: "files.read" } })).json()).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS" });
-    expect(errorOf(await h.post("/v1/permissions.deleteRole", { roleId: "role_nope" })).message).toBe("Role role_nope not found");
+    expect(
+      (await h.post("/v1/keys.verifyKey", { key, authorization: { permissions: "files.read" } })).json(),
+    ).toMatchObject({ code: "INSUFFICIENT_PERMISSIONS" });
+    expect(errorOf(await h.post("/v1/permissions.deleteRole", { roleId: "role_nope" })).message).toBe(
+      "Role role_nope not found",
+    );
   });
 });
 
@@ -104,13 +133,23 @@ describe("identities", () => {
   it("orders of checks and conflicts", async () => {
     const missing = await h.get("/v1/identities.getIdentity", null);
     expect(errorOf(missing).message).toBe("Provide either identityId or externalId");
-    const { identityId } = (await h.post("/v1/identities.createIdentity", { externalId: "acme" })).json() as { identityId: string };
+    const { identityId } = (await h.post("/v1/identities.createIdentity", { externalId: "acme" })).json() as {
+      identityId: string;
+    };
     const again = await h.post("/v1/identities.createIdentity", { externalId: "acme" });
     expect(again.statusCode).toBe(409);
     expect(errorOf(again).message).toBe('Identity with externalId "acme" already exists in this workspace');
-    const duplicate = await h.post("/v1/identities.updateIdentity", { identityId, ratelimits: [{ name: "a", limit: 1, duration: 1000 }, { name: "a", limit: 2, duration: 1000 }] });
+    const duplicate = await h.post("/v1/identities.updateIdentity", {
+      identityId,
+      ratelimits: [
+        { name: "a", limit: 1, duration: 1000 },
+        { name: "a", limit: 2, duration: 1000 },
+      ],
+    });
     expect(errorOf(duplicate).message).toBe('Ratelimit with name "a" is already defined in the request');
-    expect(errorOf(await h.post("/v1/identities.updateIdentity", { externalId: "nobody" })).message).toBe("identity nobody not found");
+    expect(errorOf(await h.post("/v1/identities.updateIdentity", { externalId: "nobody" })).message).toBe(
+      "identity nobody not found",
+    );
     const byExternal = await h.post("/v1/identities.updateIdentity", { externalId: "acme", meta: { a: 1 } });
     expect(byExternal.json()).toEqual({ id: identityId, externalId: "acme", meta: { a: 1 }, ratelimits: [] });
     const limited = await h.rootKeyWith([`identity.${identityId}.read_identity`]);
@@ -131,19 +170,42 @@ describe("migrations", () => {
     ]);
     expect(errorOf(failed).code).toBe("CONFLICT");
     expect(h.machine.state.keys.size).toBe(before);
-    expect(errorOf(await h.post("/v1/migrations.createKeys", [{ apiId: apiA }])).message).toBe("0: provide either hash or plaintext");
-    expect(errorOf(await h.post("/v1/migrations.createKeys", [{ apiId: apiA, hash: { value: "abc", variant: "sha256_base64" } }])).code).toBe("BAD_REQUEST");
-    expect(errorOf(await h.post("/v1/migrations.createKeys", [{ apiId: apiA, hash: { value: sha("x"), variant: "hex" } }])).message).toContain("hash.variant");
+    expect(errorOf(await h.post("/v1/migrations.createKeys", [{ apiId: apiA }])).message).toBe(
+      "0: provide either hash or plaintext",
+    );
+    expect(
+      errorOf(
+        await h.post("/v1/migrations.createKeys", [{ apiId: apiA, hash: { value: "abc", variant: "sha256_base64" } }]),
+      ).code,
+    ).toBe("BAD_REQUEST");
+    expect(
+      errorOf(await h.post("/v1/migrations.createKeys", [{ apiId: apiA, hash: { value: sha("x"), variant: "hex" } }]))
+        .message,
+    ).toContain("hash.variant");
     const ok = await h.post("/v1/migrations.createKeys", [
       { apiId: apiA, plaintext: "m_one", roles: ["migrated"] },
-      { apiId: apiB, hash: { value: sha("m_two"), variant: "sha256_base64" }, ratelimit: { limit: 1, duration: 60_000 } },
+      {
+        apiId: apiB,
+        hash: { value: sha("m_two"), variant: "sha256_base64" },
+        ratelimit: { limit: 1, duration: 60_000 },
+      },
     ]);
     expect(ok.statusCode).toBe(200);
     const { keyIds } = ok.json() as { keyIds: string[] };
     expect(h.machine.state.keys.get(keyIds[1]!)?.apiId).toBe(apiB);
-    expect((await h.post("/v1/keys.verifyKey", { key: "m_two", apiId: apiB })).json()).toMatchObject({ valid: true, ratelimit: { limit: 1, remaining: 0 } });
-    expect((await h.post("/v1/keys.verifyKey", { key: "m_one" })).json()).toMatchObject({ valid: true, roles: ["migrated"] });
-    const enqueued = await h.post("/v1/migrations.enqueueKeys", { migrationId: "m", apiId: apiA, keys: [{ plaintext: "m_three" }] });
+    expect((await h.post("/v1/keys.verifyKey", { key: "m_two", apiId: apiB })).json()).toMatchObject({
+      valid: true,
+      ratelimit: { limit: 1, remaining: 0 },
+    });
+    expect((await h.post("/v1/keys.verifyKey", { key: "m_one" })).json()).toMatchObject({
+      valid: true,
+      roles: ["migrated"],
+    });
+    const enqueued = await h.post("/v1/migrations.enqueueKeys", {
+      migrationId: "m",
+      apiId: apiA,
+      keys: [{ plaintext: "m_three" }],
+    });
     expect(enqueued.statusCode).toBe(202);
   });
 });
@@ -151,23 +213,33 @@ describe("migrations", () => {
 describe("analytics routes", () => {
   it("keys.getVerifications: 400 without an id, 404 for unknown ones (before auth), counts after verifications", async () => {
     expect(errorOf(await h.get("/v1/keys.getVerifications", null)).message).toBe("keyId or ownerId must be provided");
-    expect(errorOf(await h.get("/v1/keys.getVerifications?keyId=key_nope", null)).message).toBe("key key_nope not found");
-    expect(errorOf(await h.get("/v1/keys.getVerifications?ownerId=nobody", null)).message).toBe("No keys were found to match your query");
+    expect(errorOf(await h.get("/v1/keys.getVerifications?keyId=key_nope", null)).message).toBe(
+      "key key_nope not found",
+    );
+    expect(errorOf(await h.get("/v1/keys.getVerifications?ownerId=nobody", null)).message).toBe(
+      "No keys were found to match your query",
+    );
     const { key, keyId } = await h.createKey({});
     expect((await h.get(`/v1/keys.getVerifications?keyId=${keyId}`)).json()).toEqual({ verifications: [] });
     await h.post("/v1/keys.verifyKey", { key });
     const day = Date.UTC(2026, 0, 10);
-    expect((await h.get(`/v1/keys.getVerifications?keyId=${keyId}`)).json()).toEqual({ verifications: [{ time: day, success: 1, rateLimited: 0, usageExceeded: 0 }] });
+    expect((await h.get(`/v1/keys.getVerifications?keyId=${keyId}`)).json()).toEqual({
+      verifications: [{ time: day, success: 1, rateLimited: 0, usageExceeded: 0 }],
+    });
   });
 
   it("analytics.getVerifications: bad groupBy is a 400, an unknown api a 404, the read_analytics right suffices", async () => {
     const { apiId, key } = await h.createKey({});
     await h.post("/v1/keys.verifyKey", { key, tags: ["a", "b"] });
-    expect(errorOf(await h.get(`/v1/analytics.getVerifications?apiId=${apiId}&groupBy=week`)).message).toContain("groupBy: Invalid enum value");
+    expect(errorOf(await h.get(`/v1/analytics.getVerifications?apiId=${apiId}&groupBy=week`)).message).toContain(
+      "groupBy: Invalid enum value",
+    );
     expect(errorOf(await h.get("/v1/analytics.getVerifications?apiId=api_nope")).code).toBe("NOT_FOUND");
     const reader = await h.rootKeyWith([`api.${apiId}.read_analytics`]);
     const rows = await h.get(`/v1/analytics.getVerifications?apiId=${apiId}&groupBy=tags,hour`, reader);
-    expect(rows.json()).toEqual([expect.objectContaining({ tags: ["a", "b"], total: 1, valid: 1, time: Date.UTC(2026, 0, 10, 12) })]);
+    expect(rows.json()).toEqual([
+      expect.objectContaining({ tags: ["a", "b"], total: 1, valid: 1, time: Date.UTC(2026, 0, 10, 12) }),
+    ]);
   });
 
   it("the recorder survives a save/load through the data dir", async () => {
@@ -175,18 +247,26 @@ describe("analytics routes", () => {
     try {
       const nowMs = Date.UTC(2026, 0, 10, 12);
       const recorder = new VerificationRecorder(() => nowMs);
-      for (let i = 0; i < 5; i++) recorder.record(nowMs, "key_1", "api_1", null, i < 3 ? "VALID" : "RATE_LIMITED", ["t"]);
+      for (let i = 0; i < 5; i++)
+        recorder.record(nowMs, "key_1", "api_1", null, i < 3 ? "VALID" : "RATE_LIMITED", ["t"]);
       expect(await saveAnalytics(recorder, dir)).toBe(1);
       const restored = new VerificationRecorder(() => nowMs);
       expect(await loadAnalytics(restored, dir)).toBe(1);
       expect(restored.select({ apiId: "api_1", startMs: 0, endMs: nowMs })).toEqual([
-        expect.objectContaining({ keyId: "key_1", tags: ["t"], counts: expect.objectContaining({ valid: 3, rateLimited: 2 }) }),
+        expect.objectContaining({
+          keyId: "key_1",
+          tags: ["t"],
+          counts: expect.objectContaining({ valid: 3, rateLimited: 2 }),
+        }),
       ]);
       expect(await loadAnalytics(new VerificationRecorder(() => nowMs), join(dir, "missing"))).toBe(0);
       // A full ring is folded at once: nothing is lost past pendingVerificationsMax.
       const busy = new VerificationRecorder(() => nowMs);
-      for (let i = 0; i < pendingVerificationsMax * 2 + 7; i++) busy.record(nowMs, `key_${i % 3}`, "api_1", null, "VALID", undefined);
-      const total = busy.select({ apiId: "api_1", startMs: 0, endMs: nowMs }).reduce((sum, series) => sum + series.counts.valid, 0);
+      for (let i = 0; i < pendingVerificationsMax * 2 + 7; i++)
+        busy.record(nowMs, `key_${i % 3}`, "api_1", null, "VALID", undefined);
+      const total = busy
+        .select({ apiId: "api_1", startMs: 0, endMs: nowMs })
+        .reduce((sum, series) => sum + series.counts.valid, 0);
       expect(total).toBe(pendingVerificationsMax * 2 + 7);
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -218,21 +298,53 @@ describe("analytics across nodes", () => {
       },
     });
     const rootKey = "peer_test_root_key_0123456789";
-    await bootstrapRootKey({ state: machine.state, commandLog: log, nowMs: () => nowMs, randomBytes: (length) => crypto.getRandomValues(new Uint8Array(length)), rootKey });
+    await bootstrapRootKey({
+      state: machine.state,
+      commandLog: log,
+      nowMs: () => nowMs,
+      randomBytes: (length) => crypto.getRandomValues(new Uint8Array(length)),
+      rootKey,
+    });
     try {
       const auth = { authorization: `Bearer ${rootKey}`, "content-type": "application/json" };
-      const api = (await app.inject({ method: "POST", url: "/v1/apis.createApi", headers: auth, payload: { name: "peers" } })).json() as { apiId: string };
-      const created = (await app.inject({ method: "POST", url: "/v1/keys.createKey", headers: auth, payload: { apiId: api.apiId } })).json() as { keyId: string; key: string };
-      await app.inject({ method: "POST", url: "/v1/keys.verifyKey", headers: auth, payload: { key: created.key, tags: ["t"] } });
+      const api = (
+        await app.inject({ method: "POST", url: "/v1/apis.createApi", headers: auth, payload: { name: "peers" } })
+      ).json() as { apiId: string };
+      const created = (
+        await app.inject({ method: "POST", url: "/v1/keys.createKey", headers: auth, payload: { apiId: api.apiId } })
+      ).json() as { keyId: string; key: string };
+      await app.inject({
+        method: "POST",
+        url: "/v1/keys.verifyKey",
+        headers: auth,
+        payload: { key: created.key, tags: ["t"] },
+      });
       // The peer saw 4 verifications of the same key, tag set and hour, and 2 rate limited ones.
       peerSeries = [
-        { hourMs: Date.UTC(2026, 0, 10, 12), keyId: created.keyId, apiId: api.apiId, identityId: null, tags: ["t"], counts: { ...emptyCounts(), valid: 4, rateLimited: 2 } },
+        {
+          hourMs: Date.UTC(2026, 0, 10, 12),
+          keyId: created.keyId,
+          apiId: api.apiId,
+          identityId: null,
+          tags: ["t"],
+          counts: { ...emptyCounts(), valid: 4, rateLimited: 2 },
+        },
       ];
-      const rows = (await app.inject({ method: "GET", url: `/v1/analytics.getVerifications?apiId=${api.apiId}&groupBy=key`, headers: auth })).json();
+      const rows = (
+        await app.inject({
+          method: "GET",
+          url: `/v1/analytics.getVerifications?apiId=${api.apiId}&groupBy=key`,
+          headers: auth,
+        })
+      ).json();
       expect(rows).toEqual([expect.objectContaining({ keyId: created.keyId, valid: 5, rateLimited: 2, total: 7 })]);
       expect(filters[0]).toMatchObject({ apiId: api.apiId, endMs: nowMs });
-      const daily = (await app.inject({ method: "GET", url: `/v1/keys.getVerifications?keyId=${created.keyId}`, headers: auth })).json();
-      expect(daily).toEqual({ verifications: [{ time: Date.UTC(2026, 0, 10), success: 5, rateLimited: 2, usageExceeded: 0 }] });
+      const daily = (
+        await app.inject({ method: "GET", url: `/v1/keys.getVerifications?keyId=${created.keyId}`, headers: auth })
+      ).json();
+      expect(daily).toEqual({
+        verifications: [{ time: Date.UTC(2026, 0, 10), success: 5, rateLimited: 2, usageExceeded: 0 }],
+      });
     } finally {
       await app.close();
     }
@@ -259,8 +371,13 @@ describe("shutdown", () => {
     await closed;
     expect(text.split("\r\n")[0]).toBe("HTTP/1.1 503 Service Unavailable");
     expect(text.toLowerCase()).toContain("retry-after: 1");
-    const json = JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as { error: { code: string; message: string; requestId: string } };
-    expect(json.error).toMatchObject({ code: "INTERNAL_SERVER_ERROR", message: "the server is shutting down; retry on another node" });
+    const json = JSON.parse(text.slice(text.indexOf("\r\n\r\n") + 4)) as {
+      error: { code: string; message: string; requestId: string };
+    };
+    expect(json.error).toMatchObject({
+      code: "INTERNAL_SERVER_ERROR",
+      message: "the server is shutting down; retry on another node",
+    });
     expect(json.error.requestId).toMatch(/^req_/);
   });
 });
@@ -272,20 +389,36 @@ describe("GET /openapi.json", () => {
     const doc = response.json() as {
       openapi: string;
       info: { title: string; version: string };
-      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: object }> }; parameters?: unknown[]; responses: Record<string, { description?: unknown; content?: Record<string, { schema: object }> }> }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            requestBody?: { content: Record<string, { schema: object }> };
+            parameters?: unknown[];
+            responses: Record<string, { description?: unknown; content?: Record<string, { schema: object }> }>;
+          }
+        >
+      >;
     };
     expect(doc.openapi).toMatch(/^3\.\d+\.\d+$/);
     expect(doc.info.title).toBe("keyraft");
     // Every path the official client declares, with its method.
-    const clientTypes = readFileSync(fileURLToPath(new URL("../../../node_modules/@unkey/api/dist/index.d.ts", import.meta.url)), "utf8");
-    const declared = [...clientTypes.matchAll(/^ {2}"(\/v1\/[^"]+)": \{\n(?: {4}\/\*\*[^\n]*\n)? {4}(get|post):/gm)].map((match) => [match[1]!, match[2]!] as const);
+    const clientTypes = readFileSync(
+      fileURLToPath(new URL("../../../node_modules/@unkey/api/dist/index.d.ts", import.meta.url)),
+      "utf8",
+    );
+    const declared = [
+      ...clientTypes.matchAll(/^ {2}"(\/v1\/[^"]+)": \{\n(?: {4}\/\*\*[^\n]*\n)? {4}(get|post):/gm),
+    ].map((match) => [match[1]!, match[2]!] as const);
     expect(declared.length).toBeGreaterThanOrEqual(44);
     for (const [path, method] of declared) {
       const operation = doc.paths[path]?.[method];
       expect(operation, `${method} ${path}`).toBeDefined();
       const ok = operation!.responses["200"] ?? operation!.responses["202"];
       expect(ok?.content?.["application/json"]?.schema, `${method} ${path} response`).toBeDefined();
-      if (method === "post") expect(operation!.requestBody?.content["application/json"]?.schema, `${path} body`).toBeDefined();
+      if (method === "post")
+        expect(operation!.requestBody?.content["application/json"]?.schema, `${path} body`).toBeDefined();
     }
     expect(doc.paths["/v1/apis.listKeys"]?.["get"]?.parameters?.length).toBeGreaterThan(3);
     // Structure OpenAPI requires of every operation: responses, each with a description.
@@ -317,12 +450,16 @@ describe("GET /openapi.json", () => {
     const registered: string[] = [];
     app.addHook("onRoute", (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
-      for (const method of methods) if (method !== "HEAD" && route.url !== "/openapi.json") registered.push(`${method.toLowerCase()} ${route.url.replace(/:(\w+)/g, "{$1}")}`);
+      for (const method of methods)
+        if (method !== "HEAD" && route.url !== "/openapi.json")
+          registered.push(`${method.toLowerCase()} ${route.url.replace(/:(\w+)/g, "{$1}")}`);
     });
     try {
       await app.ready();
       const doc = app.swagger() as { paths: Record<string, Record<string, unknown>> };
-      const documented = Object.entries(doc.paths).flatMap(([path, methods]) => Object.keys(methods).map((method) => `${method} ${path}`));
+      const documented = Object.entries(doc.paths).flatMap(([path, methods]) =>
+        Object.keys(methods).map((method) => `${method} ${path}`),
+      );
       expect(documented.sort()).toEqual(registered.sort());
       expect(registered.length).toBeGreaterThanOrEqual(44);
     } finally {

@@ -4,14 +4,24 @@ import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeValue, encodeValue, logIndexKey, logIndexMax, parseLogIndexKey, replaysEqual } from "../src/store/codec.js";
+import {
+  decodeValue,
+  encodeValue,
+  logIndexKey,
+  logIndexMax,
+  parseLogIndexKey,
+  replaysEqual,
+} from "../src/store/codec.js";
 import { isStoreError } from "../src/store/errors.js";
 import { LevelCommandLog, type CommandLogOptions } from "../src/store/level-command-log.js";
 import { openStoreDb, storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp } from "../src/store/level-db.js";
 // @ts-expect-error plain JS fixture shared with the spawned crash child
 import { FakeMachine } from "../../../test/e2e/fixtures/fake-machine.mjs";
 
-type Command = { type: "add"; name: string; amount: number } | { type: "blob"; name: string; data: Uint8Array; tags: Map<string, unknown> } | { type: "fail" };
+type Command =
+  | { type: "add"; name: string; amount: number }
+  | { type: "blob"; name: string; data: Uint8Array; tags: Map<string, unknown> }
+  | { type: "fail" };
 interface Machine {
   apply(command: Command): { index: number; value?: number };
   snapshot(): unknown;
@@ -49,7 +59,10 @@ const add = (name: string, amount = 1): Command => ({ type: "add", name, amount 
 describe("codec", () => {
   it("round-trips Maps, Uint8Array, undefined and nesting exactly", () => {
     const value = {
-      a: new Map<unknown, unknown>([["x", 1], [2, { y: undefined }]]),
+      a: new Map<unknown, unknown>([
+        ["x", 1],
+        [2, { y: undefined }],
+      ]),
       b: new Uint8Array([0, 1, 255]),
       c: undefined,
       d: [undefined, null, -0.5, 2 ** 53 - 1, "é"],
@@ -62,17 +75,33 @@ describe("codec", () => {
   });
 
   it("decodes to an equal value for generated JSON-like values with Maps and bytes", () => {
-    const leaf = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.uint8Array());
+    const leaf = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.uint8Array(),
+    );
     const tree = fc.letrec((tie) => ({
-      node: fc.oneof({ depthSize: "small" }, leaf, fc.array(tie("node")), fc.dictionary(fc.string(), tie("node"), { noNullPrototype: true }), fc.array(fc.tuple(fc.string(), tie("node"))).map((pairs) => new Map(pairs))),
+      node: fc.oneof(
+        { depthSize: "small" },
+        leaf,
+        fc.array(tie("node")),
+        fc.dictionary(fc.string(), tie("node"), { noNullPrototype: true }),
+        fc.array(fc.tuple(fc.string(), tie("node"))).map((pairs) => new Map(pairs)),
+      ),
     })).node;
     fc.assert(
       fc.property(tree, (value) => {
         const decoded = decodeValue(encodeValue(value));
         const hasProtoKey = (v: unknown): boolean =>
-          v instanceof Map ? [...v.values()].some(hasProtoKey)
-          : v instanceof Uint8Array || typeof v !== "object" || v === null ? false
-          : Object.keys(v).includes("__proto__") || Object.values(v).some(hasProtoKey);
+          v instanceof Map
+            ? [...v.values()].some(hasProtoKey)
+            : v instanceof Uint8Array || typeof v !== "object" || v === null
+              ? false
+              : Object.keys(v).includes("__proto__") || Object.values(v).some(hasProtoKey);
         // The one known difference: msgpackr renames "__proto__" keys; the log refuses such commands.
         expect(replaysEqual(value, decoded)).toBe(!hasProtoKey(value));
       }),
@@ -114,7 +143,12 @@ describe("LevelCommandLog", () => {
     const first = log.append(add("a", 2));
     expect(machine.counters.get("a")).toBe(2); // visible before the promise settles
     expect(log.appliedIndex()).toBe(1);
-    const blob: Command = { type: "blob", name: "b", data: new Uint8Array([1, 2, 3]), tags: new Map([["k", undefined]]) };
+    const blob: Command = {
+      type: "blob",
+      name: "b",
+      data: new Uint8Array([1, 2, 3]),
+      tags: new Map([["k", undefined]]),
+    };
     const outcomes = await Promise.all([first, log.append(blob), log.append(add("a", 3))]);
     expect(outcomes.map((o) => o.index)).toEqual([1, 2, 3]);
     await log.close();
@@ -223,7 +257,9 @@ describe("LevelCommandLog", () => {
       (error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED") && /refuses/.test(String((error as Error).cause)),
     );
     expect(fatal).toHaveLength(1);
-    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
+    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_FAILED"),
+    );
     expect(log.appliedIndex()).toBe(1);
     await first; // what was applied before is still made durable
     await log.close();
@@ -252,7 +288,9 @@ describe("LevelCommandLog", () => {
     }
     expect(fatal).toHaveLength(1);
     expect((fatal[0]?.cause as Error).message).toBe("disk full");
-    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_FAILED"));
+    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_FAILED"),
+    );
     await log.close();
     await db.close();
     db = await openDb(dir);
@@ -295,18 +333,24 @@ describe("LevelCommandLog", () => {
     const logLevel = storeSublevel(db, "log");
     await logLevel.del(logIndexKey(2));
     await expect(openLog(db, newMachine())).rejects.toSatisfy(
-      (error: unknown) => isStoreError(error, "KEYRAFT_STORE_CORRUPT") && /expected index 2, found 3/.test((error as Error).message),
+      (error: unknown) =>
+        isStoreError(error, "KEYRAFT_STORE_CORRUPT") && /expected index 2, found 3/.test((error as Error).message),
     );
     await logLevel.put(logIndexKey(2), new Uint8Array([0x92, 0x01])); // an array of two holding one item: torn
-    await expect(openLog(db, newMachine())).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_CORRUPT"));
+    await expect(openLog(db, newMachine())).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_CORRUPT"),
+    );
     await storeSublevel(db, "meta").put("format", encodeValue(99));
     await expect(openLog(db, newMachine())).rejects.toSatisfy(
-      (error: unknown) => isStoreError(error, "KEYRAFT_STORE_CORRUPT") && /format version 99/.test((error as Error).message),
+      (error: unknown) =>
+        isStoreError(error, "KEYRAFT_STORE_CORRUPT") && /format version 99/.test((error as Error).message),
     );
     await db.close();
     db = await openDb(await freshDir());
     await storeSublevel(db, "log").put(logIndexKey(1), encodeValue(add("a")));
-    await expect(openLog(db, newMachine())).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_CORRUPT"));
+    await expect(openLog(db, newMachine())).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_CORRUPT"),
+    );
   });
 
   it("recovers to the last whole batch when the write-ahead log ends in a torn write", async () => {
@@ -334,7 +378,9 @@ describe("LevelCommandLog", () => {
     const machine = newMachine();
     const log = await openLog(db, machine);
     const poisoned = JSON.parse('{"type":"add","name":"a","amount":1,"__proto__":{"x":1}}') as Command;
-    await expect(log.append(poisoned)).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_UNENCODABLE"));
+    await expect(log.append(poisoned)).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_UNENCODABLE"),
+    );
     expect(log.appliedIndex()).toBe(0);
     expect(machine.counters.size).toBe(0);
   });
@@ -345,7 +391,9 @@ describe("LevelCommandLog", () => {
     const log = await openLog(db, newMachine());
     const pending = Array.from({ length: 20 }, () => log.append(add("a")));
     await log.close();
-    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) => isStoreError(error, "KEYRAFT_STORE_CLOSED"));
+    await expect(log.append(add("a"))).rejects.toSatisfy((error: unknown) =>
+      isStoreError(error, "KEYRAFT_STORE_CLOSED"),
+    );
     expect(log.statistics().itemsWritten).toBe(20);
     await Promise.all(pending);
     await db.close();

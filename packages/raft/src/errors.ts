@@ -41,7 +41,10 @@ export class RaftNodeError extends Error {
 export class NotLeaderError extends RaftNodeError {
   override readonly name = "NotLeaderError";
   constructor(leader: NodeId, options?: { cause?: unknown }) {
-    super("RAFT_ERR_NOT_LEADER", leader === "" ? "no leader is known" : `the leader is ${leader}`, { leader, ...options });
+    super("RAFT_ERR_NOT_LEADER", leader === "" ? "no leader is known" : `the leader is ${leader}`, {
+      leader,
+      ...options,
+    });
   }
 }
 
@@ -68,7 +71,8 @@ export class StorageError extends RaftNodeError {
 export function fromCoreError(error: unknown, leader: NodeId): RaftNodeError {
   if (error instanceof RaftNodeError) return error;
   if (error instanceof RaftError) {
-    if (error.code === "RAFT_ERR_NOT_LEADER") return new NotLeaderError(error.leader === "" ? leader : error.leader, { cause: error });
+    if (error.code === "RAFT_ERR_NOT_LEADER")
+      return new NotLeaderError(error.leader === "" ? leader : error.leader, { cause: error });
     return new RaftNodeError(error.code, error.message, { leader, cause: error });
   }
   throw error; // not an operating error: a bug, let it crash

@@ -58,11 +58,25 @@ export type { StateMachine } from "./driver/state-machine.js";
 export { applicationMessageType, isApplicationMessage } from "./driver/app-message.js";
 export type { ApplicationMessage, WireMessage } from "./driver/app-message.js";
 export type { NodeStatus, PeerStatus } from "./driver/status.js";
-export { RaftNodeError, NotLeaderError, TimeoutError, ShuttingDownError, StorageError, RAFT_IO_ERROR_CODES, RAFT_ERRORS } from "./errors.js";
+export {
+  RaftNodeError,
+  NotLeaderError,
+  TimeoutError,
+  ShuttingDownError,
+  StorageError,
+  RAFT_IO_ERROR_CODES,
+  RAFT_ERRORS,
+} from "./errors.js";
 export type { RaftIoErrorCode, RaftNodeErrorCode } from "./errors.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
 // A RaftNode as a child process with a JSON-lines control channel (real-process tests, the raft benchmark).
 export { NodeProcess, defaultNodeProcessEntry } from "./driver/process-client.js";
 export type { NodeProcessSpawnOptions } from "./driver/process-client.js";
-export type { NodeProcessConfig, ControlRequest, MachineState, LoadResult, LoopDelay } from "./driver/process-protocol.js";
+export type {
+  NodeProcessConfig,
+  ControlRequest,
+  MachineState,
+  LoadResult,
+  LoopDelay,
+} from "./driver/process-protocol.js";

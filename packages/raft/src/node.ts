@@ -14,7 +14,16 @@ import { RaftError } from "./core/errors.js";
 import { RawNode } from "./core/raw-node.js";
 import { Xoshiro128, seedFromString } from "./core/prng.js";
 import type { Ready, Role } from "./core/ready.js";
-import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "./core/types.js";
+import type {
+  ConfChange,
+  ConfState,
+  Entry,
+  HardState,
+  NodeId,
+  RaftStorage,
+  RaftStorageWriter,
+  Snapshot,
+} from "./core/types.js";
 import { driverLimits, resolveNodeOptions, type RaftNodeOptions, type ResolvedNodeOptions } from "./driver/options.js";
 import type { StateMachine } from "./driver/state-machine.js";
 import { coalesceAppends } from "./driver/coalesce.js";
@@ -97,7 +106,21 @@ export class RaftNode {
   private stopped: Promise<void> | null = null;
   /** The snapshot the state machine is encoding (at most one); the loop writes it once its bytes are ready. */
   private snapshotInFlight: SnapshotInFlight | null = null;
-  private readonly counters: NodeMetrics = { readies: 0, entriesPersisted: 0, syncedWrites: 0, unsyncedWrites: 0, messagesSent: 0, entriesApplied: 0, persistMs: 0, loopMs: 0, leaderChanges: 0, voteRequests: 0, appMessagesSent: 0, appMessagesReceived: 0, appMessagesDropped: 0 };
+  private readonly counters: NodeMetrics = {
+    readies: 0,
+    entriesPersisted: 0,
+    syncedWrites: 0,
+    unsyncedWrites: 0,
+    messagesSent: 0,
+    entriesApplied: 0,
+    persistMs: 0,
+    loopMs: 0,
+    leaderChanges: 0,
+    voteRequests: 0,
+    appMessagesSent: 0,
+    appMessagesReceived: 0,
+    appMessagesDropped: 0,
+  };
 
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
@@ -114,7 +137,10 @@ export class RaftNode {
       ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
       port: options.transport.port ?? 0,
       peers: options.transport.peers,
-      onMessage: (message) => (isApplicationMessage(message) ? this.receiveAppMessage(message.from, message.payload) : this.push({ kind: "message", message })),
+      onMessage: (message) =>
+        isApplicationMessage(message)
+          ? this.receiveAppMessage(message.from, message.payload)
+          : this.push({ kind: "message", message }),
       onPeerChange: (id, connected) => {
         if (!connected) this.push({ kind: "unreachable", id });
       },
@@ -216,7 +242,9 @@ export class RaftNode {
 
   status(): NodeStatus {
     if (this.rawNode === null) throw new RaftNodeError("RAFT_ERR_NOT_STARTED", "status() before start()");
-    return buildNodeStatus(this.rawNode.status(), this.applied, this.storage.snapshot().metadata.index, (id) => this.transport.isConnected(id));
+    return buildNodeStatus(this.rawNode.status(), this.applied, this.storage.snapshot().metadata.index, (id) =>
+      this.transport.isConnected(id),
+    );
   }
 
   /** Cumulative counters of the Ready loop (for benchmarks and dashboards). */
@@ -256,10 +284,13 @@ export class RaftNode {
   }
 
   private request<T>(what: string, input: (waiter: Waiter<T>) => Input, full: boolean): Promise<T> {
-    if (this.state === "new") return Promise.reject(new RaftNodeError("RAFT_ERR_NOT_STARTED", `${what} before start()`));
+    if (this.state === "new")
+      return Promise.reject(new RaftNodeError("RAFT_ERR_NOT_STARTED", `${what} before start()`));
     if (this.state !== "running") return Promise.reject(new ShuttingDownError(what));
     if (full || this.inbox.length >= driverLimits.inboxMax) {
-      return Promise.reject(new RaftNodeError("RAFT_ERR_PENDING_FULL", `${what}: too many pending requests`, { leader: this.leader }));
+      return Promise.reject(
+        new RaftNodeError("RAFT_ERR_PENDING_FULL", `${what}: too many pending requests`, { leader: this.leader }),
+      );
     }
     return new Promise<T>((resolve, reject) => {
       this.push(input({ resolve, reject, deadlineMs: Date.now() + this.config.requestTimeoutMs }));
@@ -287,7 +318,10 @@ export class RaftNode {
       handler(from, payload);
     } catch (error) {
       // The application's bug must not take the transport's receive loop down with it.
-      this.logger.error({ id: this.id, from, err: error instanceof Error ? error.message : String(error) }, "raft node: onAppMessage threw");
+      this.logger.error(
+        { id: this.id, from, err: error instanceof Error ? error.message : String(error) },
+        "raft node: onAppMessage threw",
+      );
     }
   }
 
@@ -327,7 +361,16 @@ export class RaftNode {
       this.counters.readies++;
       const readyMs = performance.now() - startMs;
       this.counters.loopMs += readyMs;
-      if (readyMs > slowReadyMs) this.logger.warn({ id: this.id, readyMs: Math.round(readyMs), entries: ready.entries.length, committed: ready.committedEntries.length }, "raft node: slow Ready");
+      if (readyMs > slowReadyMs)
+        this.logger.warn(
+          {
+            id: this.id,
+            readyMs: Math.round(readyMs),
+            entries: ready.entries.length,
+            committed: ready.committedEntries.length,
+          },
+          "raft node: slow Ready",
+        );
     }
   }
 
@@ -353,19 +396,24 @@ export class RaftNode {
         return rawNode.reportUnreachable(input.id);
       case "propose":
         return this.attempt(input.waiter, () => {
-          if (this.proposals.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals pending", { leader: this.leader });
+          if (this.proposals.full)
+            throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals pending", { leader: this.leader });
           const id = rawNode.propose(input.data);
           this.proposals.add(id.index, id.term, input.waiter, this.overwritten(id.index));
         });
       case "confChange":
         return this.attempt(input.waiter, () => {
-          if (this.confChanges.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many membership changes pending", { leader: this.leader });
+          if (this.confChanges.full)
+            throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many membership changes pending", {
+              leader: this.leader,
+            });
           const id = rawNode.proposeConfChange(input.change);
           this.confChanges.add(id.index, id.term, input.waiter, this.overwritten(id.index));
         });
       case "read":
         return this.attempt(input.waiter, () => {
-          if (this.reads.full) throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many reads pending", { leader: this.leader });
+          if (this.reads.full)
+            throw new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many reads pending", { leader: this.leader });
           rawNode.readIndex(input.context);
           this.reads.add(contextKey(input.context), input.waiter);
         });
@@ -386,13 +434,17 @@ export class RaftNode {
       rawNode.step(message);
     } catch (error) {
       if (!(error instanceof RaftError)) throw error;
-      this.logger.debug({ id: this.id, from: message.from, type: message.type, code: error.code }, "raft node: message refused by the core");
+      this.logger.debug(
+        { id: this.id, from: message.from, type: message.type, code: error.code },
+        "raft node: message refused by the core",
+      );
     }
   }
 
   /** Runs one core call for a waiter: an operating error (not leader, dropped, ...) rejects it; a bug propagates. */
   private attempt<T>(waiter: Waiter<T>, call: () => void): void {
-    if (waiter.deadlineMs <= Date.now()) return waiter.reject(new TimeoutError("request", this.config.requestTimeoutMs, this.leader));
+    if (waiter.deadlineMs <= Date.now())
+      return waiter.reject(new TimeoutError("request", this.config.requestTimeoutMs, this.leader));
     try {
       call();
     } catch (error) {
@@ -464,7 +516,10 @@ export class RaftNode {
   private async installSnapshot(snapshot: Snapshot): Promise<void> {
     await this.stateMachine.installSnapshot(snapshot);
     this.applied = snapshot.metadata.index;
-    const lost = () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "a snapshot replaced the log; the outcome is unknown", { leader: this.leader });
+    const lost = () =>
+      new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "a snapshot replaced the log; the outcome is unknown", {
+        leader: this.leader,
+      });
     this.proposals.rejectUpTo(this.applied, lost);
     this.confChanges.rejectUpTo(this.applied, lost);
     this.logger.info({ id: this.id, index: this.applied }, "raft node: installed a snapshot from the leader");
@@ -473,7 +528,8 @@ export class RaftNode {
   /** Hands a normal entry to the state machine; returns its promise if it is asynchronous. */
   private applyEntry(entry: Entry): Promise<void> | undefined {
     if (entry.index <= this.applied) return undefined; // already covered by an installed snapshot
-    if (entry.index !== this.applied + 1) throw new RaftAssertionError(`apply: entry ${entry.index} after applied ${this.applied}`);
+    if (entry.index !== this.applied + 1)
+      throw new RaftAssertionError(`apply: entry ${entry.index} after applied ${this.applied}`);
     if (entry.type !== "normal" || entry.data.byteLength === 0) return undefined;
     const applying = this.stateMachine.apply(entry);
     return applying instanceof Promise ? applying : undefined;
@@ -487,15 +543,22 @@ export class RaftNode {
     const overwritten = this.overwritten(entry.index);
     if (entry.type === "normal") {
       const done = this.proposals.take(entry.index, entry.term);
-      if (done !== null) done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten());
+      if (done !== null)
+        done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten());
       return;
     }
     const done = this.confChanges.take(entry.index, entry.term);
-    if (done !== null) settled.push(() => (done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten())));
+    if (done !== null)
+      settled.push(() =>
+        done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten()),
+      );
   }
 
   private overwritten(index: number): () => RaftNodeError {
-    return () => new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${index} was overwritten by a new leader`, { leader: this.leader });
+    return () =>
+      new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${index} was overwritten by a new leader`, {
+        leader: this.leader,
+      });
   }
 
   private onSoftState(role: Role, leader: NodeId): void {
@@ -518,8 +581,14 @@ export class RaftNode {
    */
   private maybeSnapshot(rawNode: RawNode): void {
     const every = this.config.snapshotEntries;
-    if (this.snapshotInFlight !== null || every === 0 || this.applied - this.storage.snapshot().metadata.index < every) return;
-    const taken: SnapshotInFlight = { index: this.applied, conf: rawNode.confState(), startMs: performance.now(), data: null };
+    if (this.snapshotInFlight !== null || every === 0 || this.applied - this.storage.snapshot().metadata.index < every)
+      return;
+    const taken: SnapshotInFlight = {
+      index: this.applied,
+      conf: rawNode.confState(),
+      startMs: performance.now(),
+      data: null,
+    };
     this.snapshotInFlight = taken;
     Promise.resolve(this.stateMachine.takeSnapshot()).then(
       (data) => {
@@ -540,7 +609,10 @@ export class RaftNode {
     if (taken.index <= this.storage.snapshot().metadata.index) return;
     await this.storage.createSnapshot(taken.index, taken.conf, taken.data);
     const durationMs = Math.round(performance.now() - taken.startMs);
-    this.logger.info({ id: this.id, index: taken.index, bytes: taken.data.byteLength, durationMs }, "raft node: snapshot taken, log compacted");
+    this.logger.info(
+      { id: this.id, index: taken.index, bytes: taken.data.byteLength, durationMs },
+      "raft node: snapshot taken, log compacted",
+    );
   }
 
   private rejectEverything(error: () => RaftNodeError): void {
@@ -556,10 +628,15 @@ export class RaftNode {
   }
 
   private fatal(error: unknown): void {
-    this.logger.error({ id: this.id, err: error instanceof Error ? error.message : String(error) }, "raft node: fatal error, stopping");
+    this.logger.error(
+      { id: this.id, err: error instanceof Error ? error.message : String(error) },
+      "raft node: fatal error, stopping",
+    );
     this.deferredHardState = null; // the storage may be what failed: write nothing more
     this.loopDone = Promise.resolve();
-    this.stopped ??= this.shutdown(() => new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "the node stopped on a fatal error", { cause: error })).catch(() => undefined);
+    this.stopped ??= this.shutdown(
+      () => new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "the node stopped on a fatal error", { cause: error }),
+    ).catch(() => undefined);
     this.options.onFatal?.(error);
   }
 }

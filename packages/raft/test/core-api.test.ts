@@ -36,10 +36,16 @@ describe("Xoshiro128 PRNG", () => {
 
 describe("conf changes", () => {
   it("encode and decode round-trip", () => {
-    for (const change of [{ type: "addLearner", node: "n4" }, { type: "promote", node: "n4" }, { type: "remove", node: "n1" }] as const) {
+    for (const change of [
+      { type: "addLearner", node: "n4" },
+      { type: "promote", node: "n4" },
+      { type: "remove", node: "n1" },
+    ] as const) {
       expect(decodeConfChange(encodeConfChange(change))).toEqual(change);
     }
-    expect(() => decodeConfChange(new TextEncoder().encode('{"type":"explode","node":"x"}'))).toThrow(RaftAssertionError);
+    expect(() => decodeConfChange(new TextEncoder().encode('{"type":"explode","node":"x"}'))).toThrow(
+      RaftAssertionError,
+    );
   });
 
   it("validate refuses changes that do not fit the configuration", () => {
@@ -66,7 +72,13 @@ describe("conf changes", () => {
 describe("config", () => {
   it("fills defaults: pre-vote and check-quorum on", () => {
     const config = resolveConfig({ id: "n1" });
-    expect(config).toMatchObject({ preVote: true, checkQuorum: true, electionTicks: 10, heartbeatTicks: 1, voters: [] });
+    expect(config).toMatchObject({
+      preVote: true,
+      checkQuorum: true,
+      electionTicks: 10,
+      heartbeatTicks: 1,
+      voters: [],
+    });
   });
 
   it("rejects invalid bounds", () => {
@@ -96,7 +108,9 @@ describe("RawNode and the Ready contract", () => {
     const node = new RawNode({ id: "n1", voters: ["n1"] }, new SimStorage());
     const ready = node.ready();
     expect(() => node.tick()).toThrow(/outstanding/);
-    expect(() => node.step({ type: "heartbeatResp", from: "x", to: "n1", term: 1, context: null })).toThrow(/outstanding/);
+    expect(() => node.step({ type: "heartbeatResp", from: "x", to: "n1", term: 1, context: null })).toThrow(
+      /outstanding/,
+    );
     expect(() => node.ready()).toThrow(/outstanding/);
     expect(() => node.advance({ ...ready })).toThrow(/not the outstanding Ready/);
     node.advance(ready);
@@ -146,7 +160,18 @@ describe("RawNode and the Ready contract", () => {
   });
 
   it("an empty Ready is recognised", () => {
-    expect(isReadyEmpty({ hardState: null, entries: [], snapshot: null, committedEntries: [], messagesBeforePersist: [], messages: [], mustSync: false, readStates: [] })).toBe(true);
+    expect(
+      isReadyEmpty({
+        hardState: null,
+        entries: [],
+        snapshot: null,
+        committedEntries: [],
+        messagesBeforePersist: [],
+        messages: [],
+        mustSync: false,
+        readStates: [],
+      }),
+    ).toBe(true);
   });
 });
 
@@ -169,7 +194,10 @@ describe("sending before persisting (Ready.messagesBeforePersist)", () => {
     env.raw("n1").propose(new Uint8Array([1]));
     const leaderReady = env.raw("n1").ready();
     expect(leaderReady.entries).toHaveLength(1);
-    expect(leaderReady.messagesBeforePersist.map((m) => [m.type, m.to]).sort()).toEqual([["app", "n2"], ["app", "n3"]]);
+    expect(leaderReady.messagesBeforePersist.map((m) => [m.type, m.to]).sort()).toEqual([
+      ["app", "n2"],
+      ["app", "n3"],
+    ]);
     expect(leaderReady.messages).toEqual([]);
     env.node("n1").storage.appendSync(leaderReady.entries, leaderReady.hardState, leaderReady.mustSync);
     env.raw("n1").advance(leaderReady);

@@ -49,6 +49,8 @@ describe("core limits", () => {
   it(`accepts at most membersMax (${membersMax}) members`, () => {
     const voters = Array.from({ length: membersMax - 1 }, (_, i) => `v${i}`);
     validateConfChange({ voters, learners: [] }, { type: "addLearner", node: "last" }); // reaches the limit
-    expect(() => validateConfChange({ voters, learners: ["last"] }, { type: "addLearner", node: "extra" })).toThrow(/membersMax/);
+    expect(() => validateConfChange({ voters, learners: ["last"] }, { type: "addLearner", node: "extra" })).toThrow(
+      /membersMax/,
+    );
   });
 });

@@ -7,7 +7,11 @@ import { entry } from "./scenario-helpers.js";
 
 function logWith(terms: number[]): RaftLog {
   const storage = new SimStorage();
-  storage.appendSync(terms.map((term, i) => entry(term, i + 1, `e${i + 1}`)), null, true);
+  storage.appendSync(
+    terms.map((term, i) => entry(term, i + 1, `e${i + 1}`)),
+    null,
+    true,
+  );
   return new RaftLog(storage);
 }
 

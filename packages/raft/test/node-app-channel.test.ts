@@ -19,7 +19,12 @@ interface Received {
 async function pair(handlers: boolean): Promise<{ a: Member; b: Member; got: Record<string, Received[]> }> {
   const got: Record<string, Received[]> = { a: [], b: [] };
   const options = (id: string) =>
-    handlers ? { onAppMessage: (from: string, payload: Uint8Array) => got[id]?.push({ from, text: new TextDecoder().decode(payload) }) } : {};
+    handlers
+      ? {
+          onAppMessage: (from: string, payload: Uint8Array) =>
+            got[id]?.push({ from, text: new TextDecoder().decode(payload) }),
+        }
+      : {};
   const a = await startMember("a", ["a", "b"], options("a"));
   const b = await startMember("b", ["a", "b"], options("b"));
   running.push(a, b);
@@ -34,7 +39,11 @@ describe("RaftNode application channel", () => {
     expect(a.node.sendAppMessage("nobody", bytes("x"))).toBe(false);
     expect(a.node.sendAppMessage("a", bytes("self"))).toBe(false);
     connect([a, b]);
-    await until(() => a.node.transportStats().peers["b"]?.connected === true && b.node.transportStats().peers["a"]?.connected === true);
+    await until(
+      () =>
+        a.node.transportStats().peers["b"]?.connected === true &&
+        b.node.transportStats().peers["a"]?.connected === true,
+    );
     for (let i = 0; i < 50; i++) expect(a.node.sendAppMessage("b", bytes(`a->b ${i}`))).toBe(true);
     expect(b.node.sendAppMessage("a", bytes("b->a"))).toBe(true);
     await until(() => (got["b"]?.length ?? 0) === 50 && (got["a"]?.length ?? 0) === 1);

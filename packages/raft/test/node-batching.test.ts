@@ -56,15 +56,22 @@ async function startCluster(ids: string[]): Promise<Member[]> {
     ids.map(async (id) => {
       const storage = new GatedStorage();
       const node = new RaftNode({
-        id, voters: ids, storage, stateMachine: new RecordingMachine(),
+        id,
+        voters: ids,
+        storage,
+        stateMachine: new RecordingMachine(),
         transport: { secret: clusterSecret, peers: {}, limits: { backoffBaseMs: 10, backoffMaxMs: 100 } },
-        tickMs: 10, electionTicks: 10, heartbeatTicks: 2, requestTimeoutMs: 5000,
+        tickMs: 10,
+        electionTicks: 10,
+        heartbeatTicks: 2,
+        requestTimeoutMs: 5000,
       });
       await node.start();
       return { id, node, storage };
     }),
   );
-  for (const a of started) for (const b of started) if (a !== b) a.node.setPeerAddress(b.id, `ws://127.0.0.1:${b.node.port}`);
+  for (const a of started)
+    for (const b of started) if (a !== b) a.node.setPeerAddress(b.id, `ws://127.0.0.1:${b.node.port}`);
   members = started;
   return started;
 }
@@ -72,7 +79,11 @@ async function startCluster(ids: string[]): Promise<Member[]> {
 describe("RaftNode batching", () => {
   it("proposals arriving during a write go into the next write together; followers persist each batch in one write", async () => {
     const all = await startCluster(["n1", "n2", "n3"]);
-    await until(() => all.filter((m) => m.node.status().role === "leader").length === 1 && all.every((m) => m.node.status().leader !== ""));
+    await until(
+      () =>
+        all.filter((m) => m.node.status().role === "leader").length === 1 &&
+        all.every((m) => m.node.status().leader !== ""),
+    );
     const leader = all.find((m) => m.node.status().role === "leader");
     if (leader === undefined) throw new Error("no leader");
     await leader.node.propose(bytes("warm-up")); // the leader's no-op and first entry are out of the way
@@ -89,7 +100,10 @@ describe("RaftNode batching", () => {
     await Promise.all([first, ...rest]);
 
     const withEntries = (m: Member) => m.storage.appends.filter((a) => a.entries > 0);
-    expect(withEntries(leader)).toEqual([{ entries: 1, sync: true }, { entries: 49, sync: true }]);
+    expect(withEntries(leader)).toEqual([
+      { entries: 1, sync: true },
+      { entries: 49, sync: true },
+    ]);
     await until(() => all.every((m) => m.node.status().applied === leader.node.status().commit));
     for (const follower of all.filter((m) => m !== leader)) {
       const writes = withEntries(follower);

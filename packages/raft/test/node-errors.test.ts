@@ -12,7 +12,9 @@ describe("error registry (I/O side)", () => {
       expect(code).toMatch(/^RAFT_ERR_[A-Z_]+$/);
       expect(docs).toContain(code);
     }
-    expect(Object.keys(RAFT_ERRORS)).toHaveLength(Object.keys(RAFT_ERROR_CODES).length + Object.keys(RAFT_IO_ERROR_CODES).length);
+    expect(Object.keys(RAFT_ERRORS)).toHaveLength(
+      Object.keys(RAFT_ERROR_CODES).length + Object.keys(RAFT_IO_ERROR_CODES).length,
+    );
   });
 
   it("maps core errors to RaftNodeError, keeping code, leader and cause; bugs are rethrown", () => {
@@ -20,7 +22,11 @@ describe("error registry (I/O side)", () => {
     expect(notLeader).toBeInstanceOf(NotLeaderError);
     expect(notLeader).toMatchObject({ code: "RAFT_ERR_NOT_LEADER", leader: "n2" });
     const dropped = new RaftError("RAFT_ERR_PROPOSAL_DROPPED", "transfer in progress");
-    expect(fromCoreError(dropped, "n3")).toMatchObject({ code: "RAFT_ERR_PROPOSAL_DROPPED", leader: "n3", cause: dropped });
+    expect(fromCoreError(dropped, "n3")).toMatchObject({
+      code: "RAFT_ERR_PROPOSAL_DROPPED",
+      leader: "n3",
+      cause: dropped,
+    });
     expect(fromCoreError(new NotLeaderError("n1"), "")).toBeInstanceOf(RaftNodeError);
     expect(() => fromCoreError(new TypeError("bug"), "")).toThrow(TypeError);
   });

@@ -3,7 +3,15 @@ import { NotLeaderError, RaftNodeError } from "../src/errors.js";
 import { RaftNode } from "../src/node.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
 import { RecordingMachine } from "./fixtures/in-process-cluster.js";
-import { bytes, connect, leaderOf, startCluster, startMember, until, type Member } from "./fixtures/in-process-cluster.js";
+import {
+  bytes,
+  connect,
+  leaderOf,
+  startCluster,
+  startMember,
+  until,
+  type Member,
+} from "./fixtures/in-process-cluster.js";
 
 let running: Member[] = [];
 
@@ -35,7 +43,11 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     expect([...leader.machine.commands].sort()).toEqual(Array.from({ length: 20 }, (_, i) => `cmd-${i}`).sort());
     const status = leader.node.status();
     expect(status).toMatchObject({ role: "leader", leader: leader.id, applied: status.commit });
-    expect(Object.keys(status.peers).sort()).toEqual(followers(members, leader).map((m) => m.id).sort());
+    expect(Object.keys(status.peers).sort()).toEqual(
+      followers(members, leader)
+        .map((m) => m.id)
+        .sort(),
+    );
     await until(() => Object.values(leader.node.status().peers).every((p) => p.lag === 0 && p.connected));
   });
 
@@ -108,7 +120,10 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     await new Promise((resolve) => setTimeout(resolve, 800));
     await leader.node.propose(bytes("after"));
     await until(() => slow.machine.commands.includes("after"));
-    expect(slow.node.metrics()).toMatchObject({ voteRequests: before.voteRequests, leaderChanges: before.leaderChanges });
+    expect(slow.node.metrics()).toMatchObject({
+      voteRequests: before.voteRequests,
+      leaderChanges: before.leaderChanges,
+    });
     expect(leader.node.status()).toMatchObject({ role: "leader", term });
   });
 
@@ -156,13 +171,20 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     const pending = leader.node.readIndex().catch((e: unknown) => e);
     await leader.node.stop();
     expect(await pending).toMatchObject({ code: expect.stringMatching(/SHUTTING_DOWN|NOT_LEADER|TIMEOUT/) });
-    expect(await leader.node.propose(bytes("late")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
+    expect(await leader.node.propose(bytes("late")).catch((e: unknown) => e)).toMatchObject({
+      code: "RAFT_ERR_SHUTTING_DOWN",
+    });
   });
 });
 
 describe("RaftNode lifecycle", () => {
   it("refuses requests before start() with RAFT_ERR_NOT_STARTED", async () => {
-    const node = new RaftNode({ id: "n1", storage: new MemoryStorage(), stateMachine: new RecordingMachine(), transport: { secret: "x".repeat(16), peers: {} } });
+    const node = new RaftNode({
+      id: "n1",
+      storage: new MemoryStorage(),
+      stateMachine: new RecordingMachine(),
+      transport: { secret: "x".repeat(16), peers: {} },
+    });
     expect(await node.propose(bytes("early")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_NOT_STARTED" });
     expect(() => node.status()).toThrow(/NOT_STARTED/);
     await node.stop();
@@ -191,7 +213,9 @@ describe("RaftNode lifecycle", () => {
     const outcome = await node.propose(bytes("boom")).catch((e: unknown) => e);
     expect(outcome).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
     expect(fatal).toHaveLength(1);
-    expect(await node.propose(bytes("after")).catch((e: unknown) => e)).toMatchObject({ code: "RAFT_ERR_SHUTTING_DOWN" });
+    expect(await node.propose(bytes("after")).catch((e: unknown) => e)).toMatchObject({
+      code: "RAFT_ERR_SHUTTING_DOWN",
+    });
     await node.stop();
   });
 });

@@ -9,7 +9,13 @@ import { ProcessCluster } from "./fixtures/process-cluster.js";
 let cluster: ProcessCluster;
 
 beforeAll(async () => {
-  cluster = await ProcessCluster.start(["n1", "n2", "n3"], { tickMs: 20, electionTicks: 10, heartbeatTicks: 2, snapshotEntries: 40, keepEntries: 10 });
+  cluster = await ProcessCluster.start(["n1", "n2", "n3"], {
+    tickMs: 20,
+    electionTicks: 10,
+    heartbeatTicks: 2,
+    snapshotEntries: 40,
+    keepEntries: 10,
+  });
 }, 60_000);
 
 afterAll(async () => {
@@ -19,7 +25,9 @@ afterAll(async () => {
 async function proposeMany(leaderId: string, from: number, count: number): Promise<void> {
   const leader = cluster.node(leaderId);
   for (let start = from; start < from + count; start += 20) {
-    const batch = Array.from({ length: Math.min(20, from + count - start) }, (_, i) => leader.request({ op: "propose", data: `cmd-${start + i}` }));
+    const batch = Array.from({ length: Math.min(20, from + count - start) }, (_, i) =>
+      leader.request({ op: "propose", data: `cmd-${start + i}` }),
+    );
     await Promise.all(batch);
   }
 }

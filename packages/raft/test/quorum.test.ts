@@ -21,13 +21,30 @@ describe("quorum", () => {
 
   it("voteResult: won, lost, pending", () => {
     const voters = ["a", "b", "c", "d", "e"];
-    const votes = new Map<string, boolean>([["a", true], ["b", true]]);
+    const votes = new Map<string, boolean>([
+      ["a", true],
+      ["b", true],
+    ]);
     expect(voteResult(voters, votes)).toBe("pending");
     votes.set("c", true);
     expect(voteResult(voters, votes)).toBe("won");
-    const lost = new Map<string, boolean>([["a", true], ["b", false], ["c", false], ["d", false]]);
+    const lost = new Map<string, boolean>([
+      ["a", true],
+      ["b", false],
+      ["c", false],
+      ["d", false],
+    ]);
     expect(voteResult(voters, lost)).toBe("lost");
-    expect(voteResult(voters, new Map([["x", true], ["y", true], ["z", true]]))).toBe("pending"); // non-voters do not count
+    expect(
+      voteResult(
+        voters,
+        new Map([
+          ["x", true],
+          ["y", true],
+          ["z", true],
+        ]),
+      ),
+    ).toBe("pending"); // non-voters do not count
   });
 
   it("hasQuorum counts only voters", () => {

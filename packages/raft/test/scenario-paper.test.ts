@@ -61,7 +61,11 @@ describe("commitment (Figure 8): earlier-term entries commit only through a curr
 
 describe("log matching: a leader repairs conflicting suffixes", () => {
   it("overwrites a follower's uncommitted entries from a stale term and backs up by whole terms", () => {
-    const env = clusterWithLogs(["n1", "n2", "n3"], { n1: suffix(3, 3), n2: suffix(3, 3), n3: suffix(3, 2, 2, 2, 2, 2) }, 3);
+    const env = clusterWithLogs(
+      ["n1", "n2", "n3"],
+      { n1: suffix(3, 3), n2: suffix(3, 3), n3: suffix(3, 2, 2, 2, 2, 2) },
+      3,
+    );
     env.raw("n1").campaign();
     env.stabilize();
     for (const id of ["n1", "n2", "n3"]) {
@@ -83,7 +87,16 @@ describe("log matching: a leader repairs conflicting suffixes", () => {
     const commit = env.raw("n2").status().commit;
     // A stale append that would conflict below commit is answered with the commit index, not applied.
     const term = env.raw("n2").status().term;
-    env.raw("n2").step({ type: "app", from: "n1", to: "n2", term, index: commit - 2, logTerm: termAt(env, "n2", commit - 2), entries: [], commit });
+    env.raw("n2").step({
+      type: "app",
+      from: "n1",
+      to: "n2",
+      term,
+      index: commit - 2,
+      logTerm: termAt(env, "n2", commit - 2),
+      entries: [],
+      commit,
+    });
     env.processReady("n2");
     expect(env.queue.at(-1)).toMatchObject({ type: "appResp", index: commit, reject: false });
   });
@@ -155,7 +168,16 @@ describe("pre-vote and check-quorum against a disruptive node", () => {
     const term = env.raw("n1").status().term;
     // A removed or partitioned node asks for votes at a much higher term.
     for (const to of ["n1", "n2"]) {
-      env.raw(to).step({ type: "vote", from: "n3", to, term: term + 5, preVote: false, lastLogIndex: 100, lastLogTerm: term, transfer: false });
+      env.raw(to).step({
+        type: "vote",
+        from: "n3",
+        to,
+        term: term + 5,
+        preVote: false,
+        lastLogIndex: 100,
+        lastLogTerm: term,
+        transfer: false,
+      });
     }
     expect(env.raw("n1").status()).toMatchObject({ role: "leader", term });
     expect(env.raw("n2").status()).toMatchObject({ role: "follower", term, leader: "n1" });
@@ -167,7 +189,16 @@ describe("pre-vote and check-quorum against a disruptive node", () => {
     const env = newCluster(["n1", "n2", "n3"], { preVote: false, checkQuorum: false });
     electLeader(env, "n1");
     const term = env.raw("n1").status().term;
-    env.raw("n1").step({ type: "vote", from: "n3", to: "n1", term: term + 5, preVote: false, lastLogIndex: 100, lastLogTerm: term, transfer: false });
+    env.raw("n1").step({
+      type: "vote",
+      from: "n3",
+      to: "n1",
+      term: term + 5,
+      preVote: false,
+      lastLogIndex: 100,
+      lastLogTerm: term,
+      transfer: false,
+    });
     expect(env.raw("n1").status()).toMatchObject({ role: "follower", term: term + 5 });
   });
 
@@ -276,7 +307,9 @@ describe("snapshots to lagging followers", () => {
       env.deliver();
     }
     expect(dropped).toBe(1);
-    expect(env.output.filter((line) => line.includes("send n1->n3 snap") && line.includes("offset=64 ")).length).toBeGreaterThanOrEqual(2);
+    expect(
+      env.output.filter((line) => line.includes("send n1->n3 snap") && line.includes("offset=64 ")).length,
+    ).toBeGreaterThanOrEqual(2);
     expect(env.node("n3").app.digest).toBe(n1.app.digest);
     expect(env.raw("n3").status().commit).toBe(env.raw("n1").status().commit);
   });

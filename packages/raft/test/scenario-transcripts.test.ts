@@ -7,7 +7,9 @@ import { runInteractionTranscript } from "../src/sim/interaction/run.js";
 // UPDATE_TESTDATA=1 rewrites the expected outputs from the actual ones; review the diff before committing.
 const dir = fileURLToPath(new URL("../testdata/", import.meta.url));
 // *-seeds.txt files are regression seed lists of the simulators, not transcripts.
-const files = readdirSync(dir).filter((f) => f.endsWith(".txt") && !f.endsWith("-seeds.txt")).sort();
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith(".txt") && !f.endsWith("-seeds.txt"))
+  .sort();
 
 describe("interaction transcripts", () => {
   it("has transcripts", () => {

@@ -29,7 +29,15 @@ describe("credit-lease simulation", () => {
 
   it(`${seeds} random seeds x ${steps} steps: never overspent, every lease settles after healing, no credit lost`, () => {
     const failures: string[] = [];
-    const totals = { admittedLocal: 0, admittedForwarded: 0, crashes: 0, partitions: 0, expires: 0, resets: 0, grants: 0 };
+    const totals = {
+      admittedLocal: 0,
+      admittedForwarded: 0,
+      crashes: 0,
+      partitions: 0,
+      expires: 0,
+      resets: 0,
+      grants: 0,
+    };
     for (let seed = 1; seed <= seeds && failures.length < 5; seed++) {
       const result = runCounterSimulation({ seed, steps });
       if (!result.ok) failures.push(failureReport(seed, result.failure));

@@ -12,7 +12,10 @@ function failures(seeds: Iterable<[number, number]>): string[] {
   const failed: string[] = [];
   for (const [seed, seedSteps] of seeds) {
     const result = runSimulation({ seed, steps: seedSteps });
-    if (!result.ok) failed.push(`seed ${seed} (${seedSteps} steps): ${result.failure}\n  replay: npm run test:sim -- --seed ${seed} --steps ${seedSteps} --verbose`);
+    if (!result.ok)
+      failed.push(
+        `seed ${seed} (${seedSteps} steps): ${result.failure}\n  replay: npm run test:sim -- --seed ${seed} --steps ${seedSteps} --verbose`,
+      );
   }
   return failed;
 }
@@ -29,10 +32,14 @@ describe("deterministic simulator", () => {
     expect(failures(seeds)).toEqual([]);
   });
 
-  it(`${seedCount} random seeds x ${steps} steps keep every safety property and converge after healing`, { timeout: 300_000 }, () => {
-    const seeds = Array.from({ length: seedCount }, (_, i): [number, number] => [1_000_000 + i, steps]);
-    expect(failures(seeds)).toEqual([]);
-  });
+  it(
+    `${seedCount} random seeds x ${steps} steps keep every safety property and converge after healing`,
+    { timeout: 300_000 },
+    () => {
+      const seeds = Array.from({ length: seedCount }, (_, i): [number, number] => [1_000_000 + i, steps]);
+      expect(failures(seeds)).toEqual([]);
+    },
+  );
 
   it("is deterministic: the same seed gives the same run", () => {
     const a = runSimulation({ seed: 77, steps: 400 });
@@ -43,7 +50,15 @@ describe("deterministic simulator", () => {
   });
 
   it("exercises the faults it claims to (over a sample of seeds)", () => {
-    const totals = { crashes: 0, partitions: 0, confChanges: 0, snapshotsTaken: 0, readsChecked: 0, terms: 0, messagesDropped: 0 };
+    const totals = {
+      crashes: 0,
+      partitions: 0,
+      confChanges: 0,
+      snapshotsTaken: 0,
+      readsChecked: 0,
+      terms: 0,
+      messagesDropped: 0,
+    };
     for (let seed = 1; seed <= 100; seed++) {
       const { stats } = runSimulation({ seed, steps: 300 });
       for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += stats[key];

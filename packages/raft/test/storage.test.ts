@@ -84,13 +84,19 @@ describe("LevelStorage compaction on disk", () => {
     const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
     try {
       const storage = await LevelStorage.open({ path, keepEntries: 10 });
-      await storage.append(Array.from({ length: 300 }, (_, i) => entry(i + 1, 1)), { term: 1, vote: "", commit: 300 }, true);
+      await storage.append(
+        Array.from({ length: 300 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 300 },
+        true,
+      );
       await storage.createSnapshot(250, { voters: ["n1"], learners: [] }, new Uint8Array([1]));
       await storage.close();
       expect(await logKeys(path)).toEqual(Array.from({ length: 60 }, (_, i) => 241 + i)); // 241..300
       // A crash between the snapshot batch and the range clear leaves keys at or below the mark.
       const db = new Level<Uint8Array, Uint8Array>(path, { keyEncoding: "view", valueEncoding: "view" });
-      await db.sublevel<Uint8Array, Uint8Array>("log", { keyEncoding: "view", valueEncoding: "view" }).put(encodeLogKey(7), new Uint8Array(9));
+      await db
+        .sublevel<Uint8Array, Uint8Array>("log", { keyEncoding: "view", valueEncoding: "view" })
+        .put(encodeLogKey(7), new Uint8Array(9));
       await db.close();
       const reopened = await LevelStorage.open({ path });
       expect([reopened.firstIndex(), reopened.lastIndex(), reopened.term(240)]).toEqual([241, 300, 1]);

@@ -36,7 +36,10 @@ function capture(logs: Node["logs"]): Logger {
   return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
 }
 
-async function node(id: string, options: { secret?: string; port?: number; limits?: Partial<WsTransportLimits> } = {}): Promise<Node> {
+async function node(
+  id: string,
+  options: { secret?: string; port?: number; limits?: Partial<WsTransportLimits> } = {},
+): Promise<Node> {
   const received: TestMessage[] = [];
   const logs: Node["logs"] = [];
   const transport = new WsTransport<TestMessage>({
@@ -54,7 +57,8 @@ async function node(id: string, options: { secret?: string; port?: number; limit
 
 function link(nodes: Record<string, Node>): void {
   for (const [id, a] of Object.entries(nodes)) {
-    for (const [peerId, b] of Object.entries(nodes)) if (peerId !== id) a.transport.addPeer(peerId, `ws://127.0.0.1:${b.port}`);
+    for (const [peerId, b] of Object.entries(nodes))
+      if (peerId !== id) a.transport.addPeer(peerId, `ws://127.0.0.1:${b.port}`);
   }
 }
 
@@ -84,7 +88,13 @@ async function rawDial(port: number, from: string, to: string, clientSecret: str
   ]);
   const frame = parseHandshake(challenge);
   if (frame?.k === "challenge") {
-    const proof = computeProof(new TextEncoder().encode(clientSecret), { role: "dialer", dialer: from, acceptor: to, dialerNonce: nonce, acceptorNonce: frame.nonce });
+    const proof = computeProof(new TextEncoder().encode(clientSecret), {
+      role: "dialer",
+      dialer: from,
+      acceptor: to,
+      dialerNonce: nonce,
+      acceptorNonce: frame.nonce,
+    });
     socket.send(encodeValue({ k: "proof", proof }));
   }
   return { socket, closed, challenged: frame?.k === "challenge" };
@@ -113,7 +123,9 @@ describe("WsTransport on loopback", () => {
     link(nodes);
     const payload = new Uint8Array([0, 1, 2, 255]);
     for (const from of ["a", "b", "c"] as const) {
-      nodes[from].transport.send(["a", "b", "c"].filter((to) => to !== from).map((to, n) => ({ ...ping(from, to, n), data: payload })));
+      nodes[from].transport.send(
+        ["a", "b", "c"].filter((to) => to !== from).map((to, n) => ({ ...ping(from, to, n), data: payload })),
+      );
     }
     await until(() => Object.values(nodes).every((n) => n.received.length === 2));
     for (const [id, n] of Object.entries(nodes)) {
@@ -159,7 +171,11 @@ describe("WsTransport on loopback", () => {
     a.transport.addPeer("b", "ws://127.0.0.1:1");
     a.transport.addPeer("c", "ws://127.0.0.1:1");
     const raw = await rawDial(a.port, "b", "a", secret);
-    const frame = (messages: TestMessage[]) => buildFrame(messages.map((m) => encodeValue(m)), messages.reduce((n, m) => n + encodeValue(m).byteLength, 0));
+    const frame = (messages: TestMessage[]) =>
+      buildFrame(
+        messages.map((m) => encodeValue(m)),
+        messages.reduce((n, m) => n + encodeValue(m).byteLength, 0),
+      );
     raw.socket.send(frame([ping("b", "a", 1), ping("c", "a", 2), ping("b", "x", 3), ping("b", "a", 4)]));
     await until(() => a.received.length === 2);
     expect(a.received.map((m) => m.n)).toEqual([1, 4]);
@@ -245,14 +261,19 @@ describe("transport leaves", () => {
     for (const count of [1, 15, 16, 300]) {
       const messages = Array.from({ length: count }, (_, n) => ping("a", "b", n));
       const encoded = messages.map((m) => encodeValue(m));
-      const frame = buildFrame(encoded, encoded.reduce((n, b) => n + b.byteLength, 0));
+      const frame = buildFrame(
+        encoded,
+        encoded.reduce((n, b) => n + b.byteLength, 0),
+      );
       expect(decodeValue(frame)).toEqual(messages);
     }
   });
 
   it("backoff doubles up to the cap, with jitter in [d/2, d]", () => {
     const config = { baseMs: 50, maxMs: 1000 };
-    expect([0, 1, 2, 3, 4, 5, 10].map((attempt) => backoffDelayMs(config, attempt, 0.999999))).toEqual([50, 100, 200, 400, 800, 1000, 1000]);
+    expect([0, 1, 2, 3, 4, 5, 10].map((attempt) => backoffDelayMs(config, attempt, 0.999999))).toEqual([
+      50, 100, 200, 400, 800, 1000, 1000,
+    ]);
     expect(backoffDelayMs(config, 3, 0)).toBe(200);
   });
 });

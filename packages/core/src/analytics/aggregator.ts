@@ -49,7 +49,8 @@ export function matchesFilter(series: VerificationSeries, filter: VerificationFi
   if (series.hourMs + hourMs <= filter.startMs || series.hourMs > filter.endMs) return false;
   if (filter.keyIds !== undefined && filter.keyIds.length > 0 && !filter.keyIds.includes(series.keyId)) return false;
   if (filter.identityId !== undefined && series.identityId !== filter.identityId) return false;
-  if (filter.tags !== undefined && filter.tags.length > 0 && !filter.tags.some((tag) => series.tags.includes(tag))) return false;
+  if (filter.tags !== undefined && filter.tags.length > 0 && !filter.tags.some((tag) => series.tags.includes(tag)))
+    return false;
   return true;
 }
 
@@ -72,7 +73,10 @@ export class VerificationAggregator {
     this.seriesMax = options.seriesMax ?? analyticsSeriesMaxDefault;
     this.overflowSeriesMax = options.overflowSeriesMax ?? analyticsOverflowSeriesMaxDefault;
     this.retentionMs = options.retentionMs ?? analyticsRetentionMsDefault;
-    assert(this.seriesMax >= 0 && this.overflowSeriesMax >= 0 && this.retentionMs > 0, "VerificationAggregator: valid bounds");
+    assert(
+      this.seriesMax >= 0 && this.overflowSeriesMax >= 0 && this.retentionMs > 0,
+      "VerificationAggregator: valid bounds",
+    );
   }
 
   /** Number of series held (regular and overflow). */
@@ -88,7 +92,14 @@ export class VerificationAggregator {
     let series = byTags?.get(tagKey);
     if (series === undefined) {
       if (this.regularSize < this.seriesMax) {
-        series = { hourMs: hour, keyId: event.keyId, apiId: event.apiId, identityId: event.identityId, tags: canonicalTags(event.tags), counts: emptyCounts() };
+        series = {
+          hourMs: hour,
+          keyId: event.keyId,
+          apiId: event.apiId,
+          identityId: event.identityId,
+          tags: canonicalTags(event.tags),
+          counts: emptyCounts(),
+        };
         if (byKey === undefined) {
           byKey = new Map();
           this.regular.set(hour, byKey);
@@ -171,12 +182,21 @@ export class VerificationAggregator {
       // Recording an empty event creates (or finds) the series, then the counts are added.
       const before = this.droppedEvents;
       const tags = canonicalTags(item.tags);
-      this.record({ timeMs: item.hourMs, keyId: item.keyId, apiId: item.apiId, identityId: item.identityId, outcome: "VALID", tags });
+      this.record({
+        timeMs: item.hourMs,
+        keyId: item.keyId,
+        apiId: item.apiId,
+        identityId: item.identityId,
+        outcome: "VALID",
+        tags,
+      });
       if (this.droppedEvents !== before) {
         this.droppedEvents += totalOf(item.counts) - 1;
         continue;
       }
-      const target = this.regular.get(item.hourMs)?.get(item.keyId)?.get(tagSetKey(tags)) ?? this.overflow.get(`${item.hourMs}\u0000${item.apiId}`);
+      const target =
+        this.regular.get(item.hourMs)?.get(item.keyId)?.get(tagSetKey(tags)) ??
+        this.overflow.get(`${item.hourMs}\u0000${item.apiId}`);
       assert(target !== undefined, "VerificationAggregator.restore: the series was just recorded");
       target.counts.valid--;
       addCounts(target.counts, item.counts);

@@ -14,7 +14,17 @@ export const outcomeFields: readonly OutcomeField[] = [
 ];
 
 export function emptyCounts(): OutcomeCounts {
-  return { valid: 0, notFound: 0, forbidden: 0, usageExceeded: 0, rateLimited: 0, unauthorized: 0, disabled: 0, insufficientPermissions: 0, expired: 0 };
+  return {
+    valid: 0,
+    notFound: 0,
+    forbidden: 0,
+    usageExceeded: 0,
+    rateLimited: 0,
+    unauthorized: 0,
+    disabled: 0,
+    insufficientPermissions: 0,
+    expired: 0,
+  };
 }
 
 export function outcomeField(code: VerifyCode): OutcomeField {

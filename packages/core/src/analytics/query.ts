@@ -17,7 +17,10 @@ function seriesKey(series: VerificationSeries): string {
  * Combines two nodes' series: the same hour x key x tag set adds its counts. Pure, commutative
  * and associative (as a multiset of series), so a cluster can fold any number of answers.
  */
-export function mergeVerificationSeries(a: readonly VerificationSeries[], b: readonly VerificationSeries[]): VerificationSeries[] {
+export function mergeVerificationSeries(
+  a: readonly VerificationSeries[],
+  b: readonly VerificationSeries[],
+): VerificationSeries[] {
   const merged = new Map<string, VerificationSeries>();
   for (const series of [...a, ...b]) {
     const key = seriesKey(series);
@@ -73,7 +76,8 @@ export function queryVerifications(series: readonly VerificationSeries[], query:
   const rows = [...groups.values()];
   const orderBy = query.orderBy ?? "time";
   const direction = query.order === "desc" ? -1 : 1;
-  const value = (row: VerificationRow): number => (orderBy === "time" ? row.time ?? 0 : orderBy === "total" ? row.total : row[orderBy]);
+  const value = (row: VerificationRow): number =>
+    orderBy === "time" ? (row.time ?? 0) : orderBy === "total" ? row.total : row[orderBy];
   rows.sort((a, b) => direction * (value(a) - value(b)) || (a.time ?? 0) - (b.time ?? 0));
   const limit = Math.min(query.limit ?? analyticsRowsMax, analyticsRowsMax);
   return rows.slice(0, limit);

@@ -35,7 +35,8 @@ export interface Refill {
 function assertRefill(refill: Refill): void {
   assert(Number.isSafeInteger(refill.amount) && refill.amount >= 0, "refill: amount is a non-negative integer");
   assert(
-    refill.refillDay === null || (Number.isInteger(refill.refillDay) && refill.refillDay >= 1 && refill.refillDay <= 31),
+    refill.refillDay === null ||
+      (Number.isInteger(refill.refillDay) && refill.refillDay >= 1 && refill.refillDay <= 31),
     "refill: refillDay is null or 1..31",
   );
 }

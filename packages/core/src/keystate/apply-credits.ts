@@ -6,7 +6,12 @@ import { assert } from "../assert.js";
 import { applyCreditLeaseCommand } from "../leases/ledger.js";
 import { creditLeasePolicyDefaults } from "../leases/policy.js";
 import type { CreditLeaseOutcome, ExpireCreditLeaseCommand, SettleCreditLeaseCommand } from "../leases/types.js";
-import type { CreditBatchCommand, CreditBatchItem, GrantCreditLeaseKeyCommand, RefillCreditsCommand } from "./commands.js";
+import type {
+  CreditBatchCommand,
+  CreditBatchItem,
+  GrantCreditLeaseKeyCommand,
+  RefillCreditsCommand,
+} from "./commands.js";
 import { putCredits, refilledCredits, withLedger } from "./credit-ledgers.js";
 import { creditBatchCommandsMax, refillKeysPerCommandMax } from "./limits.js";
 import { commandError, type CommandOutcome } from "./outcome.js";
@@ -20,7 +25,8 @@ function leaseOutcome(state: KeyState, command: CreditBatchItem): CreditLeaseOut
   const key = state.keys.get(command.keyId);
   const ledger = state.creditLedgers.get(command.keyId);
   if (key === undefined || ledger === undefined || (command.type === "grantCreditLease" && key.remaining === null)) {
-    if (command.type === "grantCreditLease") return { type: "refused", ...base, reason: "empty", ownerNodeId: command.nodeId };
+    if (command.type === "grantCreditLease")
+      return { type: "refused", ...base, reason: "empty", ownerNodeId: command.nodeId };
     return { type: "ignored", ...base };
   }
   const voters = command.type === "grantCreditLease" ? command.voters : [];
@@ -42,21 +48,27 @@ function leaseOutcome(state: KeyState, command: CreditBatchItem): CreditLeaseOut
 function invalidLease(command: CreditBatchItem): string | null {
   if (!Number.isSafeInteger(command.seq) || command.seq < 1) return "seq must be a positive integer";
   if (command.type === "grantCreditLease") {
-    if (!Number.isSafeInteger(command.requested) || command.requested < 1) return "requested must be a positive integer";
+    if (!Number.isSafeInteger(command.requested) || command.requested < 1)
+      return "requested must be a positive integer";
     if (command.voters.length > grantVotersMax) return `at most ${grantVotersMax} voters`;
   }
-  if (command.type === "settleCreditLease" && (!Number.isSafeInteger(command.spent) || command.spent < 0)) return "spent must be a non-negative integer";
+  if (command.type === "settleCreditLease" && (!Number.isSafeInteger(command.spent) || command.spent < 0))
+    return "spent must be a non-negative integer";
   return null;
 }
 
-export function applyCreditLease(state: KeyState, command: GrantCreditLeaseKeyCommand | SettleCreditLeaseCommand | ExpireCreditLeaseCommand): CommandOutcome {
+export function applyCreditLease(
+  state: KeyState,
+  command: GrantCreditLeaseKeyCommand | SettleCreditLeaseCommand | ExpireCreditLeaseCommand,
+): CommandOutcome {
   const invalid = invalidLease(command);
   if (invalid !== null) return commandError("BAD_REQUEST", `${command.type}: ${invalid}`);
   return { ok: true, lease: leaseOutcome(state, command) };
 }
 
 export function applyCreditBatch(state: KeyState, command: CreditBatchCommand): CommandOutcome {
-  if (command.commands.length > creditBatchCommandsMax) return commandError("BAD_REQUEST", `creditBatch: at most ${creditBatchCommandsMax} commands`);
+  if (command.commands.length > creditBatchCommandsMax)
+    return commandError("BAD_REQUEST", `creditBatch: at most ${creditBatchCommandsMax} commands`);
   for (const item of command.commands) {
     const invalid = invalidLease(item);
     if (invalid !== null) return commandError("BAD_REQUEST", `creditBatch ${item.type}: ${invalid}`);
@@ -68,7 +80,8 @@ export function applyCreditBatch(state: KeyState, command: CreditBatchCommand): 
 
 /** Materializes the refill due at the command's time on each listed key (missing or unlimited keys are skipped). */
 export function applyRefillCredits(state: KeyState, command: RefillCreditsCommand): CommandOutcome {
-  if (command.keyIds.length > refillKeysPerCommandMax) return commandError("BAD_REQUEST", `refillCredits: at most ${refillKeysPerCommandMax} keys`);
+  if (command.keyIds.length > refillKeysPerCommandMax)
+    return commandError("BAD_REQUEST", `refillCredits: at most ${refillKeysPerCommandMax} keys`);
   let count = 0;
   for (const keyId of command.keyIds) {
     const key = state.keys.get(keyId);

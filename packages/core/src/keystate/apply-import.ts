@@ -13,23 +13,28 @@ import type { IdentityRecord, KeyRecord, KeyState } from "./types.js";
 /** Every name once (first occurrence's newId wins), so one resolution covers the whole batch. */
 function uniqueByName(lists: readonly RefByName[][]): RefByName[] {
   const byName = new Map<string, RefByName>();
-  for (const list of lists) for (const ref of list) if (!byName.has(ref.name)) byName.set(ref.name, { ...ref, create: true });
+  for (const list of lists)
+    for (const ref of list) if (!byName.has(ref.name)) byName.set(ref.name, { ...ref, create: true });
   return [...byName.values()];
 }
 
 function checkEntries(state: KeyState, command: ImportKeysCommand): CommandError | null {
-  if (command.keys.length > importKeysMax) return commandError("BAD_REQUEST", `at most ${importKeysMax} keys may be imported at once`);
-  if (state.keys.size + command.keys.length > keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
+  if (command.keys.length > importKeysMax)
+    return commandError("BAD_REQUEST", `at most ${importKeysMax} keys may be imported at once`);
+  if (state.keys.size + command.keys.length > keysMax)
+    return commandError("PRECONDITION_FAILED", "the key limit is reached");
   const hashes = new Set<string>();
   const ids = new Set<string>();
   for (const [index, key] of command.keys.entries()) {
     if (state.keyIdByHash.has(key.hash) || hashes.has(key.hash)) {
       return commandError("CONFLICT", `${index}: a key with this hash already exists`);
     }
-    if (state.keys.has(key.keyId) || ids.has(key.keyId)) return commandError("CONFLICT", `key ${key.keyId} already exists`);
+    if (state.keys.has(key.keyId) || ids.has(key.keyId))
+      return commandError("CONFLICT", `key ${key.keyId} already exists`);
     hashes.add(key.hash);
     ids.add(key.keyId);
-    if (key.remaining !== null && key.remaining <= 0) return commandError("BAD_REQUEST", `${index}: remaining must be greater than 0.`);
+    if (key.remaining !== null && key.remaining <= 0)
+      return commandError("BAD_REQUEST", `${index}: remaining must be greater than 0.`);
     if (key.remaining !== null && !(Number.isSafeInteger(key.remaining) && key.remaining <= creditsMax)) {
       return commandError("BAD_REQUEST", `${index}: remaining must be an integer of at most ${creditsMax}`);
     }
@@ -49,9 +54,21 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   }
   const invalid = checkEntries(state, command);
   if (invalid !== null) return invalid;
-  const permissions = resolveRefs(state, "permission", uniqueByName(command.keys.map((key) => key.permissions)), command.allowCreatePermissions, command.nowMs);
+  const permissions = resolveRefs(
+    state,
+    "permission",
+    uniqueByName(command.keys.map((key) => key.permissions)),
+    command.allowCreatePermissions,
+    command.nowMs,
+  );
   if (isCommandError(permissions)) return permissions;
-  const roles = resolveRefs(state, "role", uniqueByName(command.keys.map((key) => key.roles)), command.allowCreateRoles, command.nowMs);
+  const roles = resolveRefs(
+    state,
+    "role",
+    uniqueByName(command.keys.map((key) => key.roles)),
+    command.allowCreateRoles,
+    command.nowMs,
+  );
   if (isCommandError(roles)) return roles;
   const identityIds = new Map<string, string>();
   const newIdentities: IdentityRecord[] = [];
@@ -65,7 +82,8 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
     identityIds.set(key.identity.externalId, resolved.identityId);
     if (resolved.create !== null) newIdentities.push(resolved.create);
   }
-  if (state.identities.size + newIdentities.length > identitiesMax) return commandError("PRECONDITION_FAILED", "the identity limit is reached");
+  if (state.identities.size + newIdentities.length > identitiesMax)
+    return commandError("PRECONDITION_FAILED", "the identity limit is reached");
 
   insertResolved(state, permissions);
   insertResolved(state, roles);
@@ -83,7 +101,7 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
       start: entry.start,
       name: entry.name,
       ownerId: entry.identity?.externalId ?? entry.ownerId,
-      identityId: entry.identity === null ? null : identityIds.get(entry.identity.externalId) ?? null,
+      identityId: entry.identity === null ? null : (identityIds.get(entry.identity.externalId) ?? null),
       meta: entry.meta,
       createdAtMs: command.nowMs,
       updatedAtMs: null,

@@ -2,7 +2,13 @@
 // checks every precondition first and mutates only after all passed (atomic commands).
 
 import { assert } from "../assert.js";
-import { applyCreditAdjust, applyCreditDirectSpend, applyCreditSet, createCreditLedger, ledgerRemaining } from "../leases/ledger.js";
+import {
+  applyCreditAdjust,
+  applyCreditDirectSpend,
+  applyCreditSet,
+  createCreditLedger,
+  ledgerRemaining,
+} from "../leases/ledger.js";
 import type {
   CreateKeyCommand,
   DeleteKeyCommand,
@@ -41,8 +47,10 @@ export function resolveIdentity(
 ): { identityId: string; create: IdentityRecord | null } | CommandError {
   const existing = state.identityIdByExternalId.get(link.externalId);
   if (existing !== undefined) return { identityId: existing, create: null };
-  if (state.identities.has(link.newIdentityId)) return commandError("CONFLICT", `identity ${link.newIdentityId} already exists`);
-  if (state.identities.size >= identitiesMax) return commandError("PRECONDITION_FAILED", "the identity limit is reached");
+  if (state.identities.has(link.newIdentityId))
+    return commandError("CONFLICT", `identity ${link.newIdentityId} already exists`);
+  if (state.identities.size >= identitiesMax)
+    return commandError("PRECONDITION_FAILED", "the identity limit is reached");
   const create: IdentityRecord = {
     id: link.newIdentityId,
     externalId: link.externalId,
@@ -61,14 +69,16 @@ export function insertIdentity(state: KeyState, identity: IdentityRecord | null)
 }
 
 export function defaultLimit(ratelimit: { limit: number; durationMs: number } | null): RatelimitConfig[] {
-  return ratelimit === null ? [] : [{ name: "default", limit: ratelimit.limit, durationMs: ratelimit.durationMs, autoApply: true }];
+  return ratelimit === null
+    ? []
+    : [{ name: "default", limit: ratelimit.limit, durationMs: ratelimit.durationMs, autoApply: true }];
 }
 
 export function refillRule(refill: RefillInput, lastRefillAtMs: number): RefillRule {
   return {
     interval: refill.interval,
     amount: refill.amount,
-    refillDay: refill.interval === "daily" ? null : refill.refillDay ?? 1,
+    refillDay: refill.interval === "daily" ? null : (refill.refillDay ?? 1),
     lastRefillAtMs,
   };
 }
@@ -90,7 +100,13 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   if (command.refill !== null && command.refill.interval === "daily" && command.refill.refillDay !== null) {
     return commandError("BAD_REQUEST", "when interval is set to 'daily', 'refillDay' must be null.");
   }
-  const permissions = resolveRefs(state, "permission", command.permissions, command.allowCreatePermissions, command.nowMs);
+  const permissions = resolveRefs(
+    state,
+    "permission",
+    command.permissions,
+    command.allowCreatePermissions,
+    command.nowMs,
+  );
   if (isCommandError(permissions)) return permissions;
   const roles = resolveRefs(state, "role", command.roles, command.allowCreateRoles, command.nowMs);
   if (isCommandError(roles)) return roles;
@@ -139,7 +155,11 @@ function checkUpdate(key: KeyRecord, command: UpdateKeyCommand): CommandError | 
   if (command.remaining !== undefined && command.remaining !== null && command.remaining < 0) {
     return commandError("BAD_REQUEST", "remaining must not be negative");
   }
-  if (command.remaining !== undefined && command.remaining !== null && !(Number.isSafeInteger(command.remaining) && command.remaining <= creditsMax)) {
+  if (
+    command.remaining !== undefined &&
+    command.remaining !== null &&
+    !(Number.isSafeInteger(command.remaining) && command.remaining <= creditsMax)
+  ) {
     return commandError("BAD_REQUEST", `remaining must be an integer of at most ${creditsMax}`);
   }
   return null;
@@ -166,7 +186,13 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
   }
   let permissions: ResolvedRefs | undefined;
   if (command.permissions !== undefined) {
-    const resolved = resolveRefs(state, "permission", command.permissions.refs, command.permissions.allowCreate, command.nowMs);
+    const resolved = resolveRefs(
+      state,
+      "permission",
+      command.permissions.refs,
+      command.permissions.allowCreate,
+      command.nowMs,
+    );
     if (isCommandError(resolved)) return resolved;
     permissions = resolved;
   }
@@ -188,13 +214,16 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
   let ledger = refilled.ledger;
   if (command.remaining !== undefined && command.remaining !== null) {
     // A reset: a new epoch (leases of older epochs return nothing), or a first ledger.
-    ledger = state.creditLedgers.has(key.id) ? applyCreditSet(ledgerOf(state, key), command.remaining) : createCreditLedger(key.id, command.remaining);
+    ledger = state.creditLedgers.has(key.id)
+      ? applyCreditSet(ledgerOf(state, key), command.remaining)
+      : createCreditLedger(key.id, command.remaining);
     next.remaining = ledgerRemaining(ledger);
   } else if (command.remaining === null) {
     next.remaining = null; // the ledger stays (epochs never go back if credits return)
   }
   if (command.refill !== undefined) {
-    next.refill = command.refill === null ? null : refillRule(command.refill, key.refill?.lastRefillAtMs ?? command.nowMs);
+    next.refill =
+      command.refill === null ? null : refillRule(command.refill, key.refill?.lastRefillAtMs ?? command.nowMs);
   }
   if (command.enabled !== undefined) next.enabled = command.enabled;
   if (roles !== undefined) {
@@ -225,13 +254,16 @@ export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCo
   const key = refilled.key;
   let change: CreditsChange;
   if (command.op === "set") {
-    if (command.value !== null && command.value < 0) return commandError("BAD_REQUEST", "remaining must not be negative");
+    if (command.value !== null && command.value < 0)
+      return commandError("BAD_REQUEST", "remaining must not be negative");
     if (command.value !== null && !(Number.isSafeInteger(command.value) && command.value <= creditsMax)) {
       return commandError("BAD_REQUEST", `remaining must be an integer of at most ${creditsMax}`);
     }
     if (command.value === null) change = { key: { ...key, remaining: null }, ledger: null };
     else {
-      const ledger = state.creditLedgers.has(key.id) ? applyCreditSet(ledgerOf(state, key), command.value) : createCreditLedger(key.id, command.value);
+      const ledger = state.creditLedgers.has(key.id)
+        ? applyCreditSet(ledgerOf(state, key), command.value)
+        : createCreditLedger(key.id, command.value);
       change = { key: withLedger(key, ledger), ledger };
     }
   } else {
@@ -254,7 +286,8 @@ export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCo
   if (remaining === null && key.refill !== null) {
     return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
   }
-  if (remaining !== null && remaining > creditsMax) return commandError("BAD_REQUEST", `remaining must be at most ${creditsMax}`);
+  if (remaining !== null && remaining > creditsMax)
+    return commandError("BAD_REQUEST", `remaining must be at most ${creditsMax}`);
   putCredits(state, { key: { ...change.key, updatedAtMs: command.nowMs }, ledger: change.ledger });
   return { ok: true, remaining };
 }
@@ -294,7 +327,12 @@ export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyComman
     const existing = state.keys.get(existingId);
     if (existing === undefined) return keyNotFound(existingId);
     if (existing.apiId !== ROOT_API_ID) return commandError("CONFLICT", "this secret belongs to a key of another api");
-    key = { ...existing, enabled: true, expiresAtMs: null, permissionIds: sortedUnique([...existing.permissionIds, permissionId]) };
+    key = {
+      ...existing,
+      enabled: true,
+      expiresAtMs: null,
+      permissionIds: sortedUnique([...existing.permissionIds, permissionId]),
+    };
   } else {
     if (state.keys.has(command.keyId)) return commandError("CONFLICT", `key ${command.keyId} already exists`);
     if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");

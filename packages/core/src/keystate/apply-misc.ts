@@ -20,7 +20,12 @@ import type { KeyState, OverrideRecord, RatelimitConfig } from "./types.js";
 export function applyCreateApi(state: KeyState, command: CreateApiCommand): CommandOutcome {
   if (state.apis.has(command.apiId)) return commandError("CONFLICT", `api ${command.apiId} already exists`);
   if (state.apis.size >= apisMax) return commandError("PRECONDITION_FAILED", "the api limit is reached");
-  state.apis.set(command.apiId, { id: command.apiId, name: command.name, createdAtMs: command.nowMs, deleteProtected: false });
+  state.apis.set(command.apiId, {
+    id: command.apiId,
+    name: command.name,
+    createdAtMs: command.nowMs,
+    deleteProtected: false,
+  });
   return { ok: true, id: command.apiId };
 }
 
@@ -53,10 +58,15 @@ function identityLimits(inputs: readonly RatelimitInput[]): RatelimitConfig[] | 
 
 export function applyCreateIdentity(state: KeyState, command: CreateIdentityCommand): CommandOutcome {
   if (state.identityIdByExternalId.has(command.externalId)) {
-    return commandError("CONFLICT", `Identity with externalId "${command.externalId}" already exists in this workspace`);
+    return commandError(
+      "CONFLICT",
+      `Identity with externalId "${command.externalId}" already exists in this workspace`,
+    );
   }
-  if (state.identities.has(command.identityId)) return commandError("CONFLICT", `identity ${command.identityId} already exists`);
-  if (state.identities.size >= identitiesMax) return commandError("PRECONDITION_FAILED", "the identity limit is reached");
+  if (state.identities.has(command.identityId))
+    return commandError("CONFLICT", `identity ${command.identityId} already exists`);
+  if (state.identities.size >= identitiesMax)
+    return commandError("PRECONDITION_FAILED", "the identity limit is reached");
   const ratelimits = identityLimits(command.ratelimits);
   if (!Array.isArray(ratelimits)) return ratelimits;
   state.identities.set(command.identityId, {
@@ -104,22 +114,31 @@ export function applyCreateNamespace(state: KeyState, command: CreateNamespaceCo
   // Two nodes may race to auto-create the same namespace: the second create is a no-op that
   // returns the first one's id, so both callers proceed with the same namespace.
   if (existing !== undefined) return { ok: true, id: existing };
-  if (state.namespaces.has(command.namespaceId)) return commandError("CONFLICT", `namespace ${command.namespaceId} already exists`);
-  if (state.namespaces.size >= namespacesMax) return commandError("PRECONDITION_FAILED", "the namespace limit is reached");
-  state.namespaces.set(command.namespaceId, { id: command.namespaceId, name: command.name, createdAtMs: command.nowMs });
+  if (state.namespaces.has(command.namespaceId))
+    return commandError("CONFLICT", `namespace ${command.namespaceId} already exists`);
+  if (state.namespaces.size >= namespacesMax)
+    return commandError("PRECONDITION_FAILED", "the namespace limit is reached");
+  state.namespaces.set(command.namespaceId, {
+    id: command.namespaceId,
+    name: command.name,
+    createdAtMs: command.nowMs,
+  });
   state.namespaceIdByName.set(command.name, command.namespaceId);
   return { ok: true, id: command.namespaceId };
 }
 
 /** Creates or overwrites the override of (namespace, identifier); an existing one keeps its id. */
 export function applySetOverride(state: KeyState, command: SetOverrideCommand): CommandOutcome {
-  if (!state.namespaces.has(command.namespaceId)) return commandError("NOT_FOUND", `Namespace ${command.namespaceId} not found`);
+  if (!state.namespaces.has(command.namespaceId))
+    return commandError("NOT_FOUND", `Namespace ${command.namespaceId} not found`);
   const byIdentifier = state.overrideIdsByNamespace.get(command.namespaceId);
   const existingId = byIdentifier?.get(command.identifier);
   const existing = existingId === undefined ? undefined : state.overrides.get(existingId);
   if (existing === undefined) {
-    if (state.overrides.has(command.overrideId)) return commandError("CONFLICT", `override ${command.overrideId} already exists`);
-    if (state.overrides.size >= overridesMax) return commandError("PRECONDITION_FAILED", "the override limit is reached");
+    if (state.overrides.has(command.overrideId))
+      return commandError("CONFLICT", `override ${command.overrideId} already exists`);
+    if (state.overrides.size >= overridesMax)
+      return commandError("PRECONDITION_FAILED", "the override limit is reached");
   }
   const id = existing?.id ?? command.overrideId;
   const record: OverrideRecord = {
@@ -140,7 +159,8 @@ export function applySetOverride(state: KeyState, command: SetOverrideCommand): 
 }
 
 export function applyDeleteOverride(state: KeyState, command: DeleteOverrideCommand): CommandOutcome {
-  if (!state.namespaces.has(command.namespaceId)) return commandError("NOT_FOUND", `Namespace ${command.namespaceId} not found`);
+  if (!state.namespaces.has(command.namespaceId))
+    return commandError("NOT_FOUND", `Namespace ${command.namespaceId} not found`);
   const byIdentifier = state.overrideIdsByNamespace.get(command.namespaceId);
   const id = byIdentifier?.get(command.identifier);
   if (byIdentifier === undefined || id === undefined) {

@@ -45,14 +45,20 @@ export function applyConnect(
     return commandError("BAD_REQUEST", `at most ${connectionsPerRecordMax} ${kind}s may be connected to a key`);
   }
   insertResolved(state, resolved);
-  assert(resolved.ids.every((id) => (kind === "permission" ? state.permissions : state.roles).has(id)), "connect: every id exists");
+  assert(
+    resolved.ids.every((id) => (kind === "permission" ? state.permissions : state.roles).has(id)),
+    "connect: every id exists",
+  );
   state.keys.set(key.id, withConnections(key, kind, ids));
   state.derived.delete(key.id);
   return { ok: true, items: resolved.items };
 }
 
 /** removePermissions/removeRoles: disconnects the referenced records; unknown ones are ignored. */
-export function applyDisconnect(state: KeyState, command: RemovePermissionsCommand | RemoveRolesCommand): CommandOutcome {
+export function applyDisconnect(
+  state: KeyState,
+  command: RemovePermissionsCommand | RemoveRolesCommand,
+): CommandOutcome {
   const kind: RefKind = command.type === "removePermissions" ? "permission" : "role";
   const key = state.keys.get(command.keyId);
   if (key === undefined) return commandError("NOT_FOUND", `key ${command.keyId} not found`);
@@ -66,7 +72,14 @@ export function applyDisconnect(state: KeyState, command: RemovePermissionsComma
           : state.roleIdByName.get(ref.name);
     if (id !== undefined) remove.add(id);
   }
-  state.keys.set(key.id, withConnections(key, kind, connected(key, kind).filter((id) => !remove.has(id))));
+  state.keys.set(
+    key.id,
+    withConnections(
+      key,
+      kind,
+      connected(key, kind).filter((id) => !remove.has(id)),
+    ),
+  );
   state.derived.delete(key.id);
   return okEmpty;
 }
@@ -75,8 +88,10 @@ export function applyCreatePermission(state: KeyState, command: CreatePermission
   if (state.permissionIdBySlug.has(command.slug)) {
     return commandError("CONFLICT", `Permission with name "${command.name}" already exists in this workspace`);
   }
-  if (state.permissions.has(command.permissionId)) return commandError("CONFLICT", `permission ${command.permissionId} already exists`);
-  if (state.permissions.size >= permissionsMax) return commandError("PRECONDITION_FAILED", "the permission limit is reached");
+  if (state.permissions.has(command.permissionId))
+    return commandError("CONFLICT", `permission ${command.permissionId} already exists`);
+  if (state.permissions.size >= permissionsMax)
+    return commandError("PRECONDITION_FAILED", "the permission limit is reached");
   state.permissions.set(command.permissionId, {
     id: command.permissionId,
     name: command.name,
@@ -92,7 +107,8 @@ export function applyDeletePermission(state: KeyState, command: DeletePermission
   const permission = state.permissions.get(command.permissionId);
   if (permission === undefined) return commandError("NOT_FOUND", `Permission ${command.permissionId} not found`);
   // Root keys hold `*`; deleting it would lock every administrator out.
-  if (permission.slug === ROOT_PERMISSION) return commandError("DELETE_PROTECTED", "the root permission is protected from deletions");
+  if (permission.slug === ROOT_PERMISSION)
+    return commandError("DELETE_PROTECTED", "the root permission is protected from deletions");
   for (const key of state.keys.values()) {
     if (key.permissionIds.includes(permission.id)) {
       state.keys.set(key.id, { ...key, permissionIds: key.permissionIds.filter((id) => id !== permission.id) });

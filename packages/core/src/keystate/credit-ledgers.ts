@@ -48,7 +48,10 @@ export function putCredits(state: KeyState, change: CreditsChange): void {
   const { key, ledger } = change;
   if (ledger !== null) {
     assert(ledger.keyId === key.id, "putCredits: the ledger of this key");
-    assert(key.remaining === null || key.remaining === ledgerRemaining(ledger), "putCredits: remaining is the ledger's view");
+    assert(
+      key.remaining === null || key.remaining === ledgerRemaining(ledger),
+      "putCredits: remaining is the ledger's view",
+    );
     state.creditLedgers.set(key.id, ledger);
   }
   state.keys.set(key.id, key);
@@ -67,7 +70,8 @@ export function creditLedgersViolation(state: KeyState): string | null {
     }
   }
   for (const key of state.keys.values()) {
-    if (key.remaining !== null && !state.creditLedgers.has(key.id)) return `key ${key.id} has finite credits and no ledger`;
+    if (key.remaining !== null && !state.creditLedgers.has(key.id))
+      return `key ${key.id} has finite credits and no ledger`;
   }
   return null;
 }

@@ -10,7 +10,8 @@ export function keyStateViolation(state: KeyState): string | null {
   for (const key of state.keys.values()) {
     if (state.keyIdByHash.get(key.hash) !== key.id) return `hash index does not point to key ${key.id}`;
     if (!state.apis.has(key.apiId)) return `key ${key.id} belongs to a missing api`;
-    if (key.identityId !== null && !state.identities.has(key.identityId)) return `key ${key.id} has a dangling identity`;
+    if (key.identityId !== null && !state.identities.has(key.identityId))
+      return `key ${key.id} has a dangling identity`;
     if (key.permissionIds.some((id) => !state.permissions.has(id))) return `key ${key.id} has a dangling permission`;
     if (key.roleIds.some((id) => !state.roles.has(id))) return `key ${key.id} has a dangling role`;
     if (key.remaining !== null && (!Number.isSafeInteger(key.remaining) || key.remaining < 0)) {
@@ -28,7 +29,8 @@ export function keyStateViolation(state: KeyState): string | null {
   }
   if (state.permissionIdBySlug.size !== state.permissions.size) return "slug index size differs";
   for (const identity of state.identities.values()) {
-    if (state.identityIdByExternalId.get(identity.externalId) !== identity.id) return `externalId index wrong for ${identity.id}`;
+    if (state.identityIdByExternalId.get(identity.externalId) !== identity.id)
+      return `externalId index wrong for ${identity.id}`;
   }
   if (state.identityIdByExternalId.size !== state.identities.size) return "externalId index size differs";
   let byApi = 0;
@@ -43,14 +45,16 @@ export function keyStateViolation(state: KeyState): string | null {
     if (!state.namespaces.has(namespaceId)) return `overrides of missing namespace ${namespaceId}`;
     for (const [identifier, id] of byIdentifier) {
       const override = state.overrides.get(id);
-      if (override?.identifier !== identifier || override.namespaceId !== namespaceId) return `override index wrong for ${id}`;
+      if (override?.identifier !== identifier || override.namespaceId !== namespaceId)
+        return `override index wrong for ${id}`;
       indexed++;
     }
   }
   if (indexed !== state.overrides.size) return "override index size differs";
   const wildcards = new Map<string, number>();
   for (const override of state.overrides.values()) {
-    if (override.identifier.includes("*")) wildcards.set(override.namespaceId, (wildcards.get(override.namespaceId) ?? 0) + 1);
+    if (override.identifier.includes("*"))
+      wildcards.set(override.namespaceId, (wildcards.get(override.namespaceId) ?? 0) + 1);
   }
   for (const [namespaceId, index] of state.overrideWildcards) {
     if (index.size() !== wildcards.get(namespaceId)) return `wildcard index size differs for ${namespaceId}`;

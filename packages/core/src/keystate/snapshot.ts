@@ -34,7 +34,11 @@ export interface KeyStateSnapshot {
 }
 
 function copyLedger(ledger: CreditLedgerRecord): CreditLedgerRecord {
-  return { ...ledger, leases: ledger.leases.map((lease) => ({ ...lease })), seqFloors: ledger.seqFloors.map((floor) => ({ ...floor })) };
+  return {
+    ...ledger,
+    leases: ledger.leases.map((lease) => ({ ...lease })),
+    seqFloors: ledger.seqFloors.map((floor) => ({ ...floor })),
+  };
 }
 
 /** Deep copy of JSON-like data (meta objects), so a snapshot shares nothing with the live state. */
@@ -82,7 +86,11 @@ function copyKey(key: KeyRecord): KeyRecord {
 }
 
 function copyIdentity(identity: IdentityRecord): IdentityRecord {
-  return { ...identity, meta: cloneJson(identity.meta), ratelimits: identity.ratelimits.map((limit) => ({ ...limit })) };
+  return {
+    ...identity,
+    meta: cloneJson(identity.meta),
+    ratelimits: identity.ratelimits.map((limit) => ({ ...limit })),
+  };
 }
 
 export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
@@ -133,7 +141,8 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
   for (const key of data.keys) {
     indexKey(state, copyKey(key));
   }
-  for (const keyId of state.creditLedgers.keys()) assert(state.keys.has(keyId), "restoreKeyState: a credit ledger of a missing key");
+  for (const keyId of state.creditLedgers.keys())
+    assert(state.keys.has(keyId), "restoreKeyState: a credit ledger of a missing key");
   for (const namespace of data.namespaces) {
     state.namespaces.set(namespace.id, { ...namespace });
     state.namespaceIdByName.set(namespace.name, namespace.id);

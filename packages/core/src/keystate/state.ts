@@ -55,7 +55,8 @@ export function sortedUnique(values: Iterable<string>): string[] {
 /** Inserts a new key with its hash and api indexes, and its credit ledger when its credits are finite. */
 export function indexKey(state: KeyState, key: KeyRecord): void {
   state.keys.set(key.id, key);
-  if (key.remaining !== null && !state.creditLedgers.has(key.id)) state.creditLedgers.set(key.id, createCreditLedger(key.id, key.remaining));
+  if (key.remaining !== null && !state.creditLedgers.has(key.id))
+    state.creditLedgers.set(key.id, createCreditLedger(key.id, key.remaining));
   state.keyIdByHash.set(key.hash, key.id);
   let ids = state.keyIdsByApi.get(key.apiId);
   if (ids === undefined) {

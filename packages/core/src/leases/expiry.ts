@@ -18,7 +18,10 @@ export interface LeaseExpiryOptions {
 export const expiryWatchedMax = 1_000_000;
 
 export function expiryWaitMs(options: LeaseExpiryOptions): number {
-  assert(options.ttlMs > 0 && options.driftMax >= 0 && options.driftMax < 1 && options.marginMs >= 0, "expiry: options in range");
+  assert(
+    options.ttlMs > 0 && options.driftMax >= 0 && options.driftMax < 1 && options.marginMs >= 0,
+    "expiry: options in range",
+  );
   return Math.ceil(options.ttlMs * (1 + options.driftMax) + options.marginMs);
 }
 
@@ -50,7 +53,10 @@ export class LeaseExpiryTracker {
   onGrantApplied(lease: WatchedLease, nowMonoMs: number): void {
     const key = leaseKey(lease);
     if (this.observed.has(key) || this.observed.size >= expiryWatchedMax) return;
-    this.observed.set(key, { lease: { keyId: lease.keyId, nodeId: lease.nodeId, seq: lease.seq }, sinceMonoMs: nowMonoMs });
+    this.observed.set(key, {
+      lease: { keyId: lease.keyId, nodeId: lease.nodeId, seq: lease.seq },
+      sinceMonoMs: nowMonoMs,
+    });
   }
 
   /** The lease was settled or expired: stop watching it. */

@@ -115,7 +115,10 @@ export class LeaseHolder {
     nextSeq: number,
   ) {
     assert(options.ttlMs > 0 && options.requestTimeoutMs > 0 && options.settleRetryMs > 0, "holder: positive timings");
-    assert(options.requestCredits >= 1 && options.requestCreditsMax >= options.requestCredits, "holder: request sizes in range");
+    assert(
+      options.requestCredits >= 1 && options.requestCreditsMax >= options.requestCredits,
+      "holder: request sizes in range",
+    );
     assert(options.renewFraction >= 0 && options.renewFraction < 1, "holder: renewFraction in range");
     this.nextSeq = nextSeq;
   }
@@ -148,7 +151,17 @@ export class LeaseHolder {
     let hold = this.keys.get(keyId);
     if (hold === undefined) {
       if (this.keys.size >= holderKeysMax) return undefined;
-      hold = { leases: [], pending: null, wanted: 0, retryAtMonoMs: 0, forwardTo: null, lastGranted: 0, requestSize: this.options.requestCredits, usedAtMonoMs: -Infinity, epochSeen: 0 };
+      hold = {
+        leases: [],
+        pending: null,
+        wanted: 0,
+        retryAtMonoMs: 0,
+        forwardTo: null,
+        lastGranted: 0,
+        requestSize: this.options.requestCredits,
+        usedAtMonoMs: -Infinity,
+        epochSeen: 0,
+      };
       this.keys.set(keyId, hold);
     }
     return hold;
@@ -184,7 +197,10 @@ export class LeaseHolder {
     const lease = live[0];
     if (lease === undefined) {
       hold.wanted = Math.max(hold.wanted, cost);
-      return { result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: this.usable(hold, nowMonoMs) }, journal: [] };
+      return {
+        result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: this.usable(hold, nowMonoMs) },
+        journal: [],
+      };
     }
     lease.spent += cost;
     assert(lease.spent <= lease.granted, "holder: never spends past a grant");
@@ -206,7 +222,8 @@ export class LeaseHolder {
     const out: HolderOutput = { journal: [], requests: [] };
     for (const [keyId, hold] of this.keys) {
       for (const lease of [...hold.leases]) {
-        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted) this.close(keyId, hold, lease, nowMonoMs, out);
+        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted)
+          this.close(keyId, hold, lease, nowMonoMs, out);
       }
       if (hold.pending !== null && nowMonoMs - hold.pending.sentAtMonoMs >= this.options.requestTimeoutMs) {
         // Abandon: the settle with 0 spent returns the grant if it was applied, or fences it if not.
@@ -217,12 +234,19 @@ export class LeaseHolder {
         out.requests.push({ type: "settleCreditLease", keyId, nodeId: this.nodeId, seq, spent: 0 });
       }
       this.maybeRequest(keyId, hold, nowMonoMs, out);
-      if (hold.leases.length === 0 && hold.pending === null && hold.wanted === 0 && hold.forwardTo === null) this.keys.delete(keyId);
+      if (hold.leases.length === 0 && hold.pending === null && hold.wanted === 0 && hold.forwardTo === null)
+        this.keys.delete(keyId);
     }
     for (const settle of this.owed.values()) {
       if (nowMonoMs - settle.lastSentMonoMs < this.options.settleRetryMs) continue;
       settle.lastSentMonoMs = nowMonoMs;
-      out.requests.push({ type: "settleCreditLease", keyId: settle.keyId, nodeId: this.nodeId, seq: settle.seq, spent: settle.spent });
+      out.requests.push({
+        type: "settleCreditLease",
+        keyId: settle.keyId,
+        nodeId: this.nodeId,
+        seq: settle.seq,
+        spent: settle.spent,
+      });
     }
     return out;
   }
@@ -233,7 +257,8 @@ export class LeaseHolder {
     const usable = this.usable(hold, nowMonoMs);
     const inUse = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs;
     const runningLow = inUse && usable < hold.lastGranted * this.options.renewFraction;
-    const nearDeadline = inUse && hold.leases.every((l) => l.deadlineMonoMs - nowMonoMs < this.options.ttlMs * this.options.renewFraction);
+    const nearDeadline =
+      inUse && hold.leases.every((l) => l.deadlineMonoMs - nowMonoMs < this.options.ttlMs * this.options.renewFraction);
     if (hold.wanted === 0 && !runningLow && !nearDeadline) return;
     this.adaptRequestSize(hold, runningLow, nowMonoMs);
     const requested = Math.max(hold.requestSize, hold.wanted);
@@ -252,7 +277,8 @@ export class LeaseHolder {
     const newest = hold.leases[hold.leases.length - 1];
     if (newest === undefined) return;
     const ageMs = nowMonoMs - (newest.deadlineMonoMs - this.options.ttlMs);
-    if (runningLow && ageMs < this.options.ttlMs / 8) hold.requestSize = Math.min(hold.requestSize * 2, this.options.requestCreditsMax);
+    if (runningLow && ageMs < this.options.ttlMs / 8)
+      hold.requestSize = Math.min(hold.requestSize * 2, this.options.requestCreditsMax);
     else if (!runningLow) hold.requestSize = Math.max(Math.floor(hold.requestSize / 2), this.options.requestCredits);
   }
 
@@ -269,7 +295,13 @@ export class LeaseHolder {
           // Not waited for (abandoned, or from before a restart): its settle is owed already or now.
           if (!this.owed.has(outcome.seq)) {
             this.owed.set(outcome.seq, { keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
-            out.requests.push({ type: "settleCreditLease", keyId: outcome.keyId, nodeId: this.nodeId, seq: outcome.seq, spent: 0 });
+            out.requests.push({
+              type: "settleCreditLease",
+              keyId: outcome.keyId,
+              nodeId: this.nodeId,
+              seq: outcome.seq,
+              spent: 0,
+            });
           }
           return out;
         }
@@ -283,10 +315,17 @@ export class LeaseHolder {
           epoch: outcome.epoch,
           deadlineMonoMs: pending.sentAtMonoMs + this.options.ttlMs,
         };
-        out.journal.push({ t: "grant", keyId: outcome.keyId, seq: outcome.seq, granted: outcome.granted, epoch: outcome.epoch });
+        out.journal.push({
+          t: "grant",
+          keyId: outcome.keyId,
+          seq: outcome.seq,
+          granted: outcome.granted,
+          epoch: outcome.epoch,
+        });
         hold.leases.push(lease);
         // Past its deadline already, or granted before a reset this node has seen: settle it now.
-        if (nowMonoMs >= lease.deadlineMonoMs || outcome.epoch < hold.epochSeen) this.close(outcome.keyId, hold, lease, nowMonoMs, out);
+        if (nowMonoMs >= lease.deadlineMonoMs || outcome.epoch < hold.epochSeen)
+          this.close(outcome.keyId, hold, lease, nowMonoMs, out);
         return out;
       }
       case "refused": {
@@ -298,7 +337,13 @@ export class LeaseHolder {
           // answer lost. Abandon it like a timed-out request: settle 0, which returns any grant.
           out.journal.push({ t: "close", keyId: outcome.keyId, seq: outcome.seq });
           this.owed.set(outcome.seq, { keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
-          out.requests.push({ type: "settleCreditLease", keyId: outcome.keyId, nodeId: this.nodeId, seq: outcome.seq, spent: 0 });
+          out.requests.push({
+            type: "settleCreditLease",
+            keyId: outcome.keyId,
+            nodeId: this.nodeId,
+            seq: outcome.seq,
+            spent: 0,
+          });
         }
         hold.forwardTo = outcome.reason === "low-not-owner" ? outcome.ownerNodeId : null;
         return out;

@@ -27,13 +27,23 @@ export interface JournaledLease {
 }
 
 /** Folds a journal into the leases it describes (by seq), checking that it is well-formed. */
-export function replayHolderJournal(records: readonly HolderJournalRecord[]): { leases: Map<number, JournaledLease>; seqMax: number } {
+export function replayHolderJournal(records: readonly HolderJournalRecord[]): {
+  leases: Map<number, JournaledLease>;
+  seqMax: number;
+} {
   const leases = new Map<number, JournaledLease>();
   let seqMax = 0;
   for (const record of records) {
     if (record.t === "request") {
       assert(!leases.has(record.seq), "journal: a seq is requested once");
-      leases.set(record.seq, { keyId: record.keyId, seq: record.seq, granted: 0, spent: 0, closed: false, settled: false });
+      leases.set(record.seq, {
+        keyId: record.keyId,
+        seq: record.seq,
+        granted: 0,
+        spent: 0,
+        closed: false,
+        settled: false,
+      });
       seqMax = Math.max(seqMax, record.seq);
       continue;
     }
@@ -70,7 +80,8 @@ export function compactHolderJournal(records: readonly HolderJournalRecord[]): H
   for (const lease of leases.values()) {
     if (lease.settled && lease.seq !== seqMax) continue; // keep the newest seq so numbering never goes back
     out.push({ t: "request", keyId: lease.keyId, seq: lease.seq });
-    if (lease.granted > 0 || lease.spent > 0) out.push({ t: "grant", keyId: lease.keyId, seq: lease.seq, granted: lease.granted, epoch: 0 });
+    if (lease.granted > 0 || lease.spent > 0)
+      out.push({ t: "grant", keyId: lease.keyId, seq: lease.seq, granted: lease.granted, epoch: 0 });
     if (lease.spent > 0) out.push({ t: "spend", keyId: lease.keyId, seq: lease.seq, cost: lease.spent });
     if (lease.closed) out.push({ t: "close", keyId: lease.keyId, seq: lease.seq });
     if (lease.settled) out.push({ t: "settled", keyId: lease.keyId, seq: lease.seq });

@@ -110,12 +110,27 @@ export function applyGrantCreditLease(
   if (record.leases.length >= leasesPerKeyMax) return refuse("too-many-leases");
   if (record.unleased === 0) return refuse("empty");
   const voterCount = Math.max(1, context.voters.length);
-  const size = leaseGrantSize(command.requested, record.unleased, voterCount, ownerNodeId === command.nodeId, context.policy);
+  const size = leaseGrantSize(
+    command.requested,
+    record.unleased,
+    voterCount,
+    ownerNodeId === command.nodeId,
+    context.policy,
+  );
   if (size.granted === 0) return refuse(size.low ? "low-not-owner" : "empty");
-  const lease: CreditLeaseRecord = { nodeId: command.nodeId, seq: command.seq, granted: size.granted, epoch: record.epoch, state: "open" };
+  const lease: CreditLeaseRecord = {
+    nodeId: command.nodeId,
+    seq: command.seq,
+    granted: size.granted,
+    epoch: record.epoch,
+    state: "open",
+  };
   const leases = [...record.leases, lease].sort(compareLease);
   const next = checked({ ...record, unleased: record.unleased - size.granted, leases, seqFloors: floors });
-  return { record: next, outcome: { type: "granted", ...base, granted: size.granted, epoch: record.epoch, low: size.low } };
+  return {
+    record: next,
+    outcome: { type: "granted", ...base, granted: size.granted, epoch: record.epoch, low: size.low },
+  };
 }
 
 export function applySettleCreditLease(record: CreditLedgerRecord, command: SettleCreditLeaseCommand): LedgerApplied {
@@ -132,7 +147,10 @@ export function applySettleCreditLease(record: CreditLedgerRecord, command: Sett
   const leases = record.leases.filter((l) => l !== lease);
   if (lease.epoch !== record.epoch) {
     // A reset since the grant replaced the balance: the old lease's unspent credits are not returned.
-    return { record: checked({ ...record, leases, seqFloors: floors }), outcome: { type: "settled", ...base, returned: 0 } };
+    return {
+      record: checked({ ...record, leases, seqFloors: floors }),
+      outcome: { type: "settled", ...base, returned: 0 },
+    };
   }
   const returned = lease.granted - command.spent;
   const next = checked({
@@ -205,7 +223,10 @@ export function applyCreditRefill(record: CreditLedgerRecord, amount: number): C
 }
 
 /** A spend decided on the ledger itself (the `spendCredits` command path, e.g. an owner without a lease). */
-export function applyCreditDirectSpend(record: CreditLedgerRecord, cost: number): { record: CreditLedgerRecord; admitted: boolean } {
+export function applyCreditDirectSpend(
+  record: CreditLedgerRecord,
+  cost: number,
+): { record: CreditLedgerRecord; admitted: boolean } {
   assert(Number.isSafeInteger(cost) && cost >= 0, "direct spend: cost >= 0");
   if (cost > record.unleased) return { record, admitted: false };
   return {

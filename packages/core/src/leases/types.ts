@@ -73,7 +73,16 @@ export type CreditLeaseCommand = GrantCreditLeaseCommand | SettleCreditLeaseComm
 
 /** What applying a lease command did (returned to the proposer; deterministic on every replica). */
 export type CreditLeaseOutcome =
-  | { type: "granted"; keyId: string; nodeId: string; seq: number; granted: number; epoch: number; ownerNodeId: string; low: boolean }
+  | {
+      type: "granted";
+      keyId: string;
+      nodeId: string;
+      seq: number;
+      granted: number;
+      epoch: number;
+      ownerNodeId: string;
+      low: boolean;
+    }
   | { type: "refused"; keyId: string; nodeId: string; seq: number; reason: CreditLeaseRefusal; ownerNodeId: string }
   | { type: "settled"; keyId: string; nodeId: string; seq: number; returned: number }
   | { type: "expired"; keyId: string; nodeId: string; seq: number }

@@ -69,7 +69,8 @@ export class AsyncLimitEstimator {
   report(nowMs: number): AsyncBucketCount[] {
     const from = this.windowStart(nowMs);
     const out: AsyncBucketCount[] = [];
-    for (const [key, buckets] of this.own) for (const [start, count] of buckets) if (start >= from) out.push({ key, bucketStartMs: start, count });
+    for (const [key, buckets] of this.own)
+      for (const [start, count] of buckets) if (start >= from) out.push({ key, bucketStartMs: start, count });
     return out;
   }
 

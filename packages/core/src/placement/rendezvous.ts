@@ -72,7 +72,11 @@ export function ownerOf(identifier: string, nodes: readonly string[]): string {
  * first-ranked node or, when it is down, the second-ranked one (which holds the owner's
  * reservations) may serve the identifier. When both are down it returns null: fail closed.
  */
-export function servingNode(identifier: string, voters: readonly string[], isUp: (nodeId: string) => boolean): string | null {
+export function servingNode(
+  identifier: string,
+  voters: readonly string[],
+  isUp: (nodeId: string) => boolean,
+): string | null {
   const ranked = rankNodes(identifier, voters);
   const first = ranked[0];
   if (first === undefined) return null;

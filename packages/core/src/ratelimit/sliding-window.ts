@@ -234,7 +234,13 @@ export class SlidingWindowLimiter {
       for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
         const count = entry.counts[bucket % entry.counts.length]!;
         if (count === 0) continue;
-        buckets.push({ key, limit: entry.limit, durationMs: entry.durationMs, bucketStartMs: bucket * entry.widthMs, count });
+        buckets.push({
+          key,
+          limit: entry.limit,
+          durationMs: entry.durationMs,
+          bucketStartMs: bucket * entry.widthMs,
+          count,
+        });
       }
     }
     return buckets;
@@ -381,7 +387,13 @@ export class SlidingWindowLimiter {
     // Counted buckets at any time span at most ceil(durationMs / widthMs) + 1 buckets.
     const ringLength = Math.ceil(durationMs / widthMs) + 1;
     assert(ringLength <= this.bucketsPerWindow + 1, "newEntry: ring holds at most k + 1 buckets");
-    return { limit, durationMs, widthMs, counts: new Array<number>(ringLength).fill(0), headBucket: Math.floor(atMs / widthMs) };
+    return {
+      limit,
+      durationMs,
+      widthMs,
+      counts: new Array<number>(ringLength).fill(0),
+      headBucket: Math.floor(atMs / widthMs),
+    };
   }
 
   /** Moves the ring's head to `bucket`, zeroing the slots of the buckets it passes. */

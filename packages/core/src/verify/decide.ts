@@ -8,7 +8,14 @@ import { keyDerived, verifyLimitKey } from "../keystate/derived.js";
 import type { KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
 import type { LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
-import type { RateLimitJudge, VerifyBadRequest, VerifyCode, VerifyDecision, VerifyRequest, VerifyResult } from "./types.js";
+import type {
+  RateLimitJudge,
+  VerifyBadRequest,
+  VerifyCode,
+  VerifyDecision,
+  VerifyRequest,
+  VerifyResult,
+} from "./types.js";
 
 const noTouched: readonly TouchedBucket[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
@@ -43,7 +50,13 @@ function notFound(requestId: string): VerifyDecision {
 }
 
 /** The full key info of a found key; `code`, `ratelimit` and `remaining` are set by the caller. */
-function keyResult(state: KeyState, key: KeyRecord, derived: KeyDerived, code: VerifyCode, requestId: string): VerifyResult {
+function keyResult(
+  state: KeyState,
+  key: KeyRecord,
+  derived: KeyDerived,
+  code: VerifyCode,
+  requestId: string,
+): VerifyResult {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   return {
     keyId: key.id,
@@ -60,7 +73,9 @@ function keyResult(state: KeyState, key: KeyRecord, derived: KeyDerived, code: V
     roles: derived.roles,
     environment: key.environment ?? undefined,
     identity:
-      identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? emptyMeta },
+      identity === undefined
+        ? undefined
+        : { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? emptyMeta },
     requestId,
   };
 }
@@ -103,18 +118,33 @@ function resolveLimits(
   const names: string[] = [];
   for (const limit of derived.autoLimits) {
     const cost = limit.name === "default" && defaultCost !== undefined ? defaultCost : 1;
-    checks.push({ key: verifyLimitKey(derived.limitOwnerId, limit.name), limit: limit.limit, durationMs: limit.durationMs, cost });
+    checks.push({
+      key: verifyLimitKey(derived.limitOwnerId, limit.name),
+      limit: limit.limit,
+      durationMs: limit.durationMs,
+      cost,
+    });
     names.push(limit.name);
   }
   for (const entry of requested ?? []) {
     const cost = entry.cost ?? 1;
     let check: LimitCheck;
     if (entry.limit !== undefined && entry.duration !== undefined) {
-      check = { key: verifyLimitKey(derived.limitOwnerId, entry.name), limit: entry.limit, durationMs: entry.duration, cost };
+      check = {
+        key: verifyLimitKey(derived.limitOwnerId, entry.name),
+        limit: entry.limit,
+        durationMs: entry.duration,
+        cost,
+      };
     } else {
       const configured = derived.configuredLimits.get(entry.name);
       if (configured === undefined) return unknownLimitMessage(state, key, entry.name);
-      check = { key: verifyLimitKey(derived.limitOwnerId, entry.name), limit: configured.limit, durationMs: configured.durationMs, cost };
+      check = {
+        key: verifyLimitKey(derived.limitOwnerId, entry.name),
+        limit: configured.limit,
+        durationMs: configured.durationMs,
+        cost,
+      };
     }
     const at = names.indexOf(entry.name);
     if (at >= 0) checks[at] = check;
@@ -140,7 +170,10 @@ function unknownLimitMessage(state: KeyState, key: KeyRecord, name: string): str
  * otherwise, unlike upstream which omitted it, the reported limit's own (the v1 client types
  * declare `limit` required).
  */
-function ratelimitField(judged: LimitResult, names: readonly string[]): { limit: number; remaining: number; reset: number } {
+function ratelimitField(
+  judged: LimitResult,
+  names: readonly string[],
+): { limit: number; remaining: number; reset: number } {
   let reported = 0;
   if (!judged.success) reported = judged.outcomes.findIndex((outcome) => !outcome.success);
   const outcome = judged.outcomes[reported]!;
@@ -175,7 +208,11 @@ export function decideVerification(
   if (query !== undefined) {
     const evaluation = evaluatePermissionQuery(query, (p) => derived.slugs.has(p), derived.permissions);
     if (!evaluation.valid) {
-      const decision = decided(keyResult(state, key, derived, "INSUFFICIENT_PERMISSIONS", request.requestId), key, derived);
+      const decision = decided(
+        keyResult(state, key, derived, "INSUFFICIENT_PERMISSIONS", request.requestId),
+        key,
+        derived,
+      );
       decision.permissionMessage = evaluation.message;
       return decision;
     }

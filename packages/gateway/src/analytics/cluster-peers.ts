@@ -73,12 +73,19 @@ export class ClusterVerificationPeers implements VerificationPeers {
 }
 
 /** What a member answers for op "analytics": its own series, or a refusal when there are too many to send. */
-export function answerAnalytics(select: ((filter: VerificationFilter) => VerificationSeries[]) | null, filter: unknown): RpcResult {
+export function answerAnalytics(
+  select: ((filter: VerificationFilter) => VerificationSeries[]) | null,
+  filter: unknown,
+): RpcResult {
   if (select === null) return { ok: false, retry: false, message: "analytics are not served yet" };
   if (!isFilter(filter)) return { ok: false, retry: false, message: "malformed analytics filter" };
   const series = select(filter);
   if (series.length > analyticsPeerSeriesMax) {
-    return { ok: false, retry: false, message: `${series.length} series match, more than the ${analyticsPeerSeriesMax} a member sends` };
+    return {
+      ok: false,
+      retry: false,
+      message: `${series.length} series match, more than the ${analyticsPeerSeriesMax} a member sends`,
+    };
   }
   return { ok: true, index: 0, series };
 }

@@ -47,7 +47,8 @@ export async function loadAnalytics(recorder: VerificationRecorder, dataDir: str
     throw error;
   }
   const file = JSON.parse(text) as Partial<AnalyticsFile>;
-  if (file.version !== fileVersion || !Array.isArray(file.series)) throw new Error(`${analyticsFileName}: unknown format`);
+  if (file.version !== fileVersion || !Array.isArray(file.series))
+    throw new Error(`${analyticsFileName}: unknown format`);
   const series = file.series.filter(isSeries);
   recorder.restore(series);
   return series.length;

@@ -39,7 +39,14 @@ export class VerificationRecorder {
   }
 
   /** O(1): buffers one verification of a known key. */
-  record(timeMs: number, keyId: string, apiId: string, identityId: string | null, outcome: VerifyCode, tags: readonly string[] | undefined): void {
+  record(
+    timeMs: number,
+    keyId: string,
+    apiId: string,
+    identityId: string | null,
+    outcome: VerifyCode,
+    tags: readonly string[] | undefined,
+  ): void {
     if (this.pending === pendingVerificationsMax) this.flush();
     const slot = this.pending++;
     this.timesMs[slot] = timeMs;

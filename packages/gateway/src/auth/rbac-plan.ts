@@ -42,7 +42,7 @@ export function planReplacement(
   const named: { name: string; create: boolean }[] = [];
   const requestedIds = new Set<string>();
   items.forEach((item, index) => {
-    const name = kind === "permission" ? item.slug ?? item.name : item.name;
+    const name = kind === "permission" ? (item.slug ?? item.name) : item.name;
     if (item.id !== undefined) requestedIds.add(item.id);
     else if (name !== undefined) {
       named.push({ name, create: item.create === true });
@@ -72,7 +72,7 @@ export function planReplacement(
     item.id !== undefined
       ? { id: item.id }
       : {
-          name: (kind === "permission" ? item.slug ?? item.name : item.name) ?? "",
+          name: (kind === "permission" ? (item.slug ?? item.name) : item.name) ?? "",
           newId: ids.next(prefix),
           create: item.create === true,
         },

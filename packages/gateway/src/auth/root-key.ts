@@ -30,7 +30,11 @@ function bearerToken(request: FastifyRequest): string {
  * Authenticates the caller; with `query`, also checks it (before the root-api test, as upstream).
  * Throws the v1 error of the first failing check.
  */
-export async function authenticate(ctx: GatewayContext, request: FastifyRequest, query?: PermissionQuery): Promise<RootAuth> {
+export async function authenticate(
+  ctx: GatewayContext,
+  request: FastifyRequest,
+  query?: PermissionQuery,
+): Promise<RootAuth> {
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
   const { deps } = ctx;
@@ -99,6 +103,8 @@ export function requirePermission(
 /** Keys of the root api are root keys: only a caller holding `*` may create or change them. */
 export function requireRootAdmin(auth: RootAuth, apiId: string): void {
   if (apiId === ROOT_API_ID && !auth.slugs.has(ROOT_PERMISSION)) {
-    throw insufficientPermissions(`only a root key holding '${ROOT_PERMISSION}' may create or change keys of ${ROOT_API_ID}`);
+    throw insufficientPermissions(
+      `only a root key holding '${ROOT_PERMISSION}' may create or change keys of ${ROOT_API_ID}`,
+    );
   }
 }

@@ -118,7 +118,9 @@ export class ClusterCommandLog implements CommandLog<KeyCommand, CommandOutcome>
   private expire(): void {
     this.waiting.expire(this.options.nowMs(), (seq) => {
       const sent = this.maybeProposed.delete(seq);
-      return sent ? outcomeUnknownError(`not applied on this node within ${this.options.timeoutMs} ms`) : noLeaderError(this.options.timeoutMs);
+      return sent
+        ? outcomeUnknownError(`not applied on this node within ${this.options.timeoutMs} ms`)
+        : noLeaderError(this.options.timeoutMs);
     });
   }
 

@@ -52,7 +52,15 @@ export interface ClusterStatus {
   voters: NodeId[];
   learners: NodeId[];
   /** Every other member: its lag as the leader sees it (null when the leader could not be asked). */
-  peers: { id: NodeId; address: string | null; voter: boolean; match: number | null; lag: number | null; connected: boolean | null; state: string | null }[];
+  peers: {
+    id: NodeId;
+    address: string | null;
+    voter: boolean;
+    match: number | null;
+    lag: number | null;
+    connected: boolean | null;
+    state: string | null;
+  }[];
   pendingWrites: number;
   /** This node's lag behind the leader's last index, as the leader sees it (null when unknown). */
   selfLag: number | null;
@@ -106,7 +114,9 @@ export class ClusterNode {
         secret: config.secret ?? randomBytes(32),
         host: config.raftListenHost,
         port: self?.port ?? 0,
-        peers: Object.fromEntries(config.peers.filter((peer) => peer.id !== config.nodeId).map((peer) => [peer.id, peerUrl(peer)])),
+        peers: Object.fromEntries(
+          config.peers.filter((peer) => peer.id !== config.nodeId).map((peer) => [peer.id, peerUrl(peer)]),
+        ),
       },
       tickMs: config.tickMs,
       electionTicks: config.electionTicks,
@@ -121,14 +131,20 @@ export class ClusterNode {
       onAppMessage: (from: NodeId, payload: Uint8Array) => this.rpc.receive(from, payload),
     });
     const raftNode = this.raft;
-    this.rpc = new ClusterRpc({ send: (to, payload) => raftNode.sendAppMessage(to, payload) }, { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs });
+    this.rpc = new ClusterRpc(
+      { send: (to, payload) => raftNode.sendAppMessage(to, payload) },
+      { pendingMax: options.pendingMax, timeoutMs: config.requestTimeoutMs },
+    );
     this.rpc.serve((from, request) => this.serve(from, request));
     const raft = this.raft;
     const proposalsMax = Math.max(options.pendingMax, 1024);
     this.proposer = new TurnBatcher(
       (_key, data) => raft.propose(data),
       proposalsMax,
-      () => new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals waiting for the next entry", { leader: raft.status().leader }),
+      () =>
+        new RaftNodeError("RAFT_ERR_PENDING_FULL", "too many proposals waiting for the next entry", {
+          leader: raft.status().leader,
+        }),
     );
     commandLog = new ClusterCommandLog({
       raft: this.batchedRaft(),
@@ -176,7 +192,8 @@ export class ClusterNode {
   async waitFresh(timeoutMs: number): Promise<void> {
     const deadline = this.options.nowMs() + timeoutMs;
     while (!this.staleness.everConfirmed) {
-      if (this.options.nowMs() > deadline) throw new Error(`no leader backed by a quorum answered within ${timeoutMs} ms`);
+      if (this.options.nowMs() > deadline)
+        throw new Error(`no leader backed by a quorum answered within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -208,7 +225,9 @@ export class ClusterNode {
       ...local,
       peers: local.peers.map((peer) => {
         const seen = progress[peer.id];
-        return seen === undefined ? peer : { ...peer, match: seen.match, lag: seen.lag, connected: seen.connected, state: seen.state };
+        return seen === undefined
+          ? peer
+          : { ...peer, match: seen.match, lag: seen.lag, connected: seen.connected, state: seen.state };
       }),
       selfLag: progress[this.nodeId]?.lag ?? null,
     };
@@ -271,7 +290,11 @@ export class ClusterNode {
         try {
           result = await this.rpc.call(leader, request, this.options.nowMs());
         } catch (error) {
-          return { ok: false, retry: false, message: `no answer from the leader ${leader}: ${(error as Error).message}` };
+          return {
+            ok: false,
+            retry: false,
+            message: `no answer from the leader ${leader}: ${(error as Error).message}`,
+          };
         }
       }
       if (result.ok || !result.retry || this.options.nowMs() + retryDelayMs >= deadline) return result;
@@ -330,7 +353,10 @@ export class ClusterNode {
 
   private async serveCounters(from: NodeId, request: CounterRequest): Promise<RpcResult> {
     const handler = this.countersHandler;
-    const counters: CounterReply = handler === null ? { t: "refused", message: `${this.nodeId} does not serve rate limits yet` } : await handler(from, request);
+    const counters: CounterReply =
+      handler === null
+        ? { t: "refused", message: `${this.nodeId} does not serve rate limits yet` }
+        : await handler(from, request);
     return { ok: true, index: 0, counters };
   }
 
@@ -338,7 +364,8 @@ export class ClusterNode {
     if (request.op === "counters") return this.serveCounters(from, request.m);
     if (request.op === "analytics") return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
     if (request.op === "credits") return this.serveCredits(request.keyId, request.cost);
-    if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
+    if (!this.isLeader())
+      return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
     return this.serveLocally(request);
   }
 
@@ -359,7 +386,8 @@ export class ClusterNode {
       case "progress": {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};
-        for (const [id, peer] of Object.entries(status.peers)) progress[id] = { match: peer.match, lag: peer.lag, connected: peer.connected, state: peer.state };
+        for (const [id, peer] of Object.entries(status.peers))
+          progress[id] = { match: peer.match, lag: peer.lag, connected: peer.connected, state: peer.state };
         progress[this.nodeId] = { match: status.lastIndex, lag: 0, connected: true, state: "leader" };
         return Promise.resolve({ ok: true, index: status.commit, progress });
       }
@@ -373,7 +401,11 @@ export class ClusterNode {
   /** The Raft link of writes: proposals go through the turn batcher. */
   private batchedRaft() {
     const raft = this.raft;
-    return { id: this.nodeId, leader: () => this.leaderId(), propose: (data: Uint8Array) => this.proposer.submit("", data) };
+    return {
+      id: this.nodeId,
+      leader: () => this.leaderId(),
+      propose: (data: Uint8Array) => this.proposer.submit("", data),
+    };
   }
 
   /** The known leader ("" if none), without building a whole status (it is asked on every write). */
@@ -399,7 +431,8 @@ export class ClusterNode {
     this.promoting = true;
     try {
       const promoted = await promoteCaughtUpLearner(this.membershipRaft());
-      if (promoted !== null) this.options.logger.info({ nodeId: promoted }, "cluster: learner caught up and promoted to voter");
+      if (promoted !== null)
+        this.options.logger.info({ nodeId: promoted }, "cluster: learner caught up and promoted to voter");
     } finally {
       this.promoting = false;
     }

@@ -68,15 +68,23 @@ export function parseClusterConfig(
   const nodeId = parseNodeId(env["KEYRAFT_NODE_ID"], errors);
   const peersRaw = env["KEYRAFT_PEERS"];
   const peersConfigured = peersRaw !== undefined;
-  const peers = peersConfigured ? parsePeers(peersRaw, nodeId, errors) : [{ id: nodeId, host: clusterDefaults.singleNodeRaftHost, port: 0 }];
+  const peers = peersConfigured
+    ? parsePeers(peersRaw, nodeId, errors)
+    : [{ id: nodeId, host: clusterDefaults.singleNodeRaftHost, port: 0 }];
   const secret = parseSecret(env["KEYRAFT_CLUSTER_SECRET"], peers.length, errors);
   const self = peers.find((peer) => peer.id === nodeId);
-  const raftListenHost = parseListenHost(env["KEYRAFT_RAFT_LISTEN_HOST"], self?.host ?? clusterDefaults.singleNodeRaftHost, errors);
+  const raftListenHost = parseListenHost(
+    env["KEYRAFT_RAFT_LISTEN_HOST"],
+    self?.host ?? clusterDefaults.singleNodeRaftHost,
+    errors,
+  );
   const join = parseBoolean(env["KEYRAFT_JOIN"], "KEYRAFT_JOIN", errors);
   const electionTicks = integer(clusterIntegerVariables.electionTicks);
   const heartbeatTicks = integer(clusterIntegerVariables.heartbeatTicks);
   if (heartbeatTicks >= electionTicks) {
-    errors.push(`KEYRAFT_RAFT_HEARTBEAT_TICKS=${heartbeatTicks} must be smaller than KEYRAFT_RAFT_ELECTION_TICKS=${electionTicks}`);
+    errors.push(
+      `KEYRAFT_RAFT_HEARTBEAT_TICKS=${heartbeatTicks} must be smaller than KEYRAFT_RAFT_ELECTION_TICKS=${electionTicks}`,
+    );
   }
   return {
     nodeId,
@@ -102,7 +110,9 @@ export function isNodeId(value: string): boolean {
 function parseNodeId(raw: string | undefined, errors: string[]): string {
   if (raw === undefined) return clusterDefaults.nodeId;
   if (!isNodeId(raw.trim())) {
-    errors.push(`KEYRAFT_NODE_ID=${JSON.stringify(raw)} is invalid: expected 1 to 64 letters, digits, "_" or "-" (default ${clusterDefaults.nodeId})`);
+    errors.push(
+      `KEYRAFT_NODE_ID=${JSON.stringify(raw)} is invalid: expected 1 to 64 letters, digits, "_" or "-" (default ${clusterDefaults.nodeId})`,
+    );
     return clusterDefaults.nodeId;
   }
   return raw.trim();
@@ -124,8 +134,12 @@ export function peerUrl(peer: { host: string; port: number }): string {
 
 function parsePeers(raw: string, nodeId: string, errors: string[]): PeerAddress[] {
   const fallback = [{ id: nodeId, host: clusterDefaults.singleNodeRaftHost, port: 0 }];
-  const accepted = 'a comma list of id=host:raftPort, this node included, e.g. "n1=10.0.0.1:7001,n2=10.0.0.2:7001,n3=10.0.0.3:7001"';
-  const items = raw.split(",").map((item) => item.trim()).filter((item) => item.length > 0);
+  const accepted =
+    'a comma list of id=host:raftPort, this node included, e.g. "n1=10.0.0.1:7001,n2=10.0.0.2:7001,n3=10.0.0.3:7001"';
+  const items = raw
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
   if (items.length === 0 || items.length > peersMax) {
     errors.push(`KEYRAFT_PEERS=${JSON.stringify(raw)} is invalid: expected ${accepted} (1 to ${peersMax} members)`);
     return fallback;
@@ -136,7 +150,9 @@ function parsePeers(raw: string, nodeId: string, errors: string[]): PeerAddress[
     const id = equals < 0 ? "" : item.slice(0, equals).trim();
     const address = equals < 0 ? null : parseHostPort(item.slice(equals + 1));
     if (!isNodeId(id) || address === null) {
-      errors.push(`KEYRAFT_PEERS: ${JSON.stringify(item)} is invalid: expected id=host:raftPort (port 1..65535); KEYRAFT_PEERS takes ${accepted}`);
+      errors.push(
+        `KEYRAFT_PEERS: ${JSON.stringify(item)} is invalid: expected id=host:raftPort (port 1..65535); KEYRAFT_PEERS takes ${accepted}`,
+      );
       return fallback;
     }
     if (peers.some((peer) => peer.id === id)) {
@@ -146,7 +162,9 @@ function parsePeers(raw: string, nodeId: string, errors: string[]): PeerAddress[
     peers.push({ id, ...address });
   }
   if (!peers.some((peer) => peer.id === nodeId)) {
-    errors.push(`KEYRAFT_PEERS does not list this node (KEYRAFT_NODE_ID=${JSON.stringify(nodeId)}): include it, e.g. "${nodeId}=host:raftPort"`);
+    errors.push(
+      `KEYRAFT_PEERS does not list this node (KEYRAFT_NODE_ID=${JSON.stringify(nodeId)}): include it, e.g. "${nodeId}=host:raftPort"`,
+    );
     return fallback;
   }
   return peers;
@@ -155,11 +173,16 @@ function parsePeers(raw: string, nodeId: string, errors: string[]): PeerAddress[
 function parseSecret(raw: string | undefined, memberCount: number, errors: string[]): string | null {
   // Never echo the value: it is the cluster's only credential.
   if (raw === undefined) {
-    if (memberCount > 1) errors.push(`KEYRAFT_CLUSTER_SECRET is required when KEYRAFT_PEERS lists more than one node: ${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters, the same on every node (e.g. openssl rand -hex 32)`);
+    if (memberCount > 1)
+      errors.push(
+        `KEYRAFT_CLUSTER_SECRET is required when KEYRAFT_PEERS lists more than one node: ${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters, the same on every node (e.g. openssl rand -hex 32)`,
+      );
     return null;
   }
   if (raw.length < clusterSecretLengthMin || raw.length > clusterSecretLengthMax || /\s/.test(raw)) {
-    errors.push(`KEYRAFT_CLUSTER_SECRET is invalid (${raw.length} characters): expected ${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters without whitespace (e.g. openssl rand -hex 32)`);
+    errors.push(
+      `KEYRAFT_CLUSTER_SECRET is invalid (${raw.length} characters): expected ${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters without whitespace (e.g. openssl rand -hex 32)`,
+    );
     return null;
   }
   return raw;
@@ -169,7 +192,9 @@ function parseListenHost(raw: string | undefined, fallback: string, errors: stri
   if (raw === undefined) return fallback;
   const host = raw.trim();
   if (host.length === 0 || host.length > 253 || !/^[A-Za-z0-9.:%_-]+$/.test(host)) {
-    errors.push(`KEYRAFT_RAFT_LISTEN_HOST=${JSON.stringify(raw)} is invalid: expected an IP address or host name such as 0.0.0.0 (default: this node's host in KEYRAFT_PEERS)`);
+    errors.push(
+      `KEYRAFT_RAFT_LISTEN_HOST=${JSON.stringify(raw)} is invalid: expected an IP address or host name such as 0.0.0.0 (default: this node's host in KEYRAFT_PEERS)`,
+    );
     return fallback;
   }
   return host;
@@ -179,7 +204,9 @@ function parseStalePolicy(raw: string | undefined, errors: string[]): StalePolic
   if (raw === undefined) return clusterDefaults.stalePolicy;
   const policy = stalePolicies.find((candidate) => candidate === raw.trim().toLowerCase());
   if (policy === undefined) {
-    errors.push(`KEYRAFT_STALE_POLICY=${JSON.stringify(raw)} is invalid: expected refuse or serve (default ${clusterDefaults.stalePolicy})`);
+    errors.push(
+      `KEYRAFT_STALE_POLICY=${JSON.stringify(raw)} is invalid: expected refuse or serve (default ${clusterDefaults.stalePolicy})`,
+    );
     return clusterDefaults.stalePolicy;
   }
   return policy;

@@ -70,7 +70,8 @@ export function decodeEntries(bytes: Uint8Array): ClusterEntry[] {
     const entries: ClusterEntry[] = [];
     for (let i = 1; i < value.length; i++) {
       const part: unknown = value[i];
-      if (!(part instanceof Uint8Array) || isBatch(part)) throw new Error("decodeEntries: a batch part is not an entry");
+      if (!(part instanceof Uint8Array) || isBatch(part))
+        throw new Error("decodeEntries: a batch part is not an entry");
       entries.push(entryOf(decodeValue(part)));
     }
     return entries;
@@ -85,7 +86,13 @@ export function decodeEntry(bytes: Uint8Array): ClusterEntry {
 
 function entryOf(value: unknown): ClusterEntry {
   if (Array.isArray(value)) {
-    if (value[0] === commandTag && typeof value[1] === "string" && typeof value[2] === "number" && typeof value[3] === "object" && value[3] !== null) {
+    if (
+      value[0] === commandTag &&
+      typeof value[1] === "string" &&
+      typeof value[2] === "number" &&
+      typeof value[3] === "object" &&
+      value[3] !== null
+    ) {
       return { kind: "command", origin: value[1], seq: value[2], command: value[3] as KeyCommand };
     }
     if (value[0] === peerTag && typeof value[1] === "string" && (typeof value[2] === "string" || value[2] === null)) {
@@ -113,7 +120,10 @@ export const snapshotSliceRecords = 2000;
  * each (the node passes a turn of the event loop, so verifications go on meanwhile). `keys` must
  * not change while this runs: a capture (captureKeyState) of immutable records.
  */
-export async function encodeSnapshotSliced(snapshot: ClusterSnapshot, betweenSlices: () => Promise<void>): Promise<Uint8Array> {
+export async function encodeSnapshotSliced(
+  snapshot: ClusterSnapshot,
+  betweenSlices: () => Promise<void>,
+): Promise<Uint8Array> {
   assert(typeof snapshot.keys === "object" && snapshot.keys !== null, "encodeSnapshotSliced: keys is an object");
   const head: Record<string, unknown> = {};
   const parts: [string, Uint8Array][] = [];
@@ -132,18 +142,32 @@ export async function encodeSnapshotSliced(snapshot: ClusterSnapshot, betweenSli
 }
 
 export function decodeSnapshot(bytes: Uint8Array): ClusterSnapshot {
-  const value = decodeValue(bytes) as { v?: unknown; keys?: unknown; head?: unknown; parts?: unknown; peers?: unknown } | null;
+  const value = decodeValue(bytes) as {
+    v?: unknown;
+    keys?: unknown;
+    head?: unknown;
+    parts?: unknown;
+    peers?: unknown;
+  } | null;
   if (value === null || typeof value !== "object" || typeof value.peers !== "object" || value.peers === null) {
     throw new Error("decodeSnapshot: not a cluster snapshot");
   }
   const peers = value.peers as Record<string, string>;
   if (value.v === snapshotVersionWhole) return { keys: value.keys, peers };
-  if (value.v !== snapshotVersionSliced || typeof value.head !== "object" || value.head === null || !Array.isArray(value.parts)) {
-    throw new Error(`decodeSnapshot: not a cluster snapshot of version ${snapshotVersionWhole} or ${snapshotVersionSliced}`);
+  if (
+    value.v !== snapshotVersionSliced ||
+    typeof value.head !== "object" ||
+    value.head === null ||
+    !Array.isArray(value.parts)
+  ) {
+    throw new Error(
+      `decodeSnapshot: not a cluster snapshot of version ${snapshotVersionWhole} or ${snapshotVersionSliced}`,
+    );
   }
   const keys: Record<string, unknown> = { ...(value.head as Record<string, unknown>) };
   for (const part of value.parts as unknown[]) {
-    if (!Array.isArray(part) || typeof part[0] !== "string" || !(part[1] instanceof Uint8Array)) throw new Error("decodeSnapshot: a malformed part");
+    if (!Array.isArray(part) || typeof part[0] !== "string" || !(part[1] instanceof Uint8Array))
+      throw new Error("decodeSnapshot: a malformed part");
     const records = decodeValue(part[1]);
     if (!Array.isArray(records)) throw new Error("decodeSnapshot: a part is not an array of records");
     const name = part[0];

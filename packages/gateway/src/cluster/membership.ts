@@ -25,7 +25,11 @@ export async function addNodeOnLeader(raft: MembershipRaft, id: NodeId, url: str
   if (status.conf.voters.includes(id)) return { ok: true, index: status.commit };
   const members = status.conf.voters.length + status.conf.learners.length;
   if (!status.conf.learners.includes(id) && members >= peersMax) {
-    return { ok: false, retry: false, message: `the cluster already has ${members} members, the most it may have (${peersMax})` };
+    return {
+      ok: false,
+      retry: false,
+      message: `the cluster already has ${members} members, the most it may have (${peersMax})`,
+    };
   }
   const address = await proposeLocally(raft, encodeEntry({ kind: "peer", id, url }));
   if (!address.ok) return address;
@@ -42,7 +46,8 @@ export async function removeNodeOnLeader(raft: MembershipRaft, id: NodeId): Prom
   if (status.role !== "leader") return { ok: false, retry: true, message: "not the leader" };
   const { voters, learners } = status.conf;
   if (!voters.includes(id) && !learners.includes(id)) return { ok: true, index: status.commit };
-  if (voters.length === 1 && voters[0] === id) return { ok: false, retry: false, message: `${id} is the last voter; a cluster cannot remove its last member` };
+  if (voters.length === 1 && voters[0] === id)
+    return { ok: false, retry: false, message: `${id} is the last voter; a cluster cannot remove its last member` };
   let index: number;
   try {
     index = (await raft.remove(id)).index;

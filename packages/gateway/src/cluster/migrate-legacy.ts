@@ -73,14 +73,20 @@ export async function migrateLegacyStore(options: MigrationOptions): Promise<voi
   const storage = await LevelStorage.open({ path: migrating });
   try {
     const conf = { voters: [options.nodeId], learners: [] };
-    await storage.applySnapshot({ metadata: { index: 1, term: 1, conf }, data: await encodeSnapshotSliced({ keys: machine.capture(), peers: {} }, async () => undefined) });
+    await storage.applySnapshot({
+      metadata: { index: 1, term: 1, conf },
+      data: await encodeSnapshotSliced({ keys: machine.capture(), peers: {} }, async () => undefined),
+    });
     await storage.append([], { term: 1, vote: "", commit: 1 }, true);
   } finally {
     await storage.close();
   }
   await rename(migrating, raftDir);
   await moveLegacyFiles(dataDir);
-  logger.info({ dataDir, oldAppliedIndex: index, keys: machine.state.keys.size, backup: join(dataDir, backupDirName) }, "pre-cluster store migrated");
+  logger.info(
+    { dataDir, oldAppliedIndex: index, keys: machine.state.keys.size, backup: join(dataDir, backupDirName) },
+    "pre-cluster store migrated",
+  );
 }
 
 async function copyReservations(legacy: Awaited<ReturnType<typeof openStoreDb>>, nodeDir: string): Promise<void> {

@@ -31,7 +31,9 @@ export class PendingMap<T> {
   wait(seq: number, nowMs: number): Promise<T> {
     assert(!this.waiters.has(seq), "PendingMap: a sequence number waits once");
     assert(!this.full, "PendingMap: the caller checks `full` first");
-    return new Promise<T>((resolve, reject) => this.waiters.set(seq, { resolve, reject, deadlineMs: nowMs + this.timeoutMs }));
+    return new Promise<T>((resolve, reject) =>
+      this.waiters.set(seq, { resolve, reject, deadlineMs: nowMs + this.timeoutMs }),
+    );
   }
 
   has(seq: number): boolean {

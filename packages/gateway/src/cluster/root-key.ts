@@ -36,7 +36,11 @@ export interface GenerateRootKeyOptions {
 /** "generated": `secret` is the cluster's root key (print it once); "exists": another key was there or came first; "stopped". */
 export type RootKeyResult = "generated" | "exists" | "stopped";
 
-export async function generateRootKeyOnce(link: RootKeyLink, secret: string, options: GenerateRootKeyOptions): Promise<RootKeyResult> {
+export async function generateRootKeyOnce(
+  link: RootKeyLink,
+  secret: string,
+  options: GenerateRootKeyOptions,
+): Promise<RootKeyResult> {
   const ours = link.hash(secret);
   const settled = (): RootKeyResult | null => {
     const existing = link.rootKeyHash();
@@ -66,7 +70,10 @@ export async function generateRootKeyOnce(link: RootKeyLink, secret: string, opt
       await link.propose(secret);
     } catch (error) {
       // Not proposed, or outcome unknown: the next round's barrier tells which (our hash applied, or nothing).
-      options.logger.warn({ err: (error as Error).message }, "root key: the cluster did not take the write; checking again");
+      options.logger.warn(
+        { err: (error as Error).message },
+        "root key: the cluster did not take the write; checking again",
+      );
       await pause();
     }
   }

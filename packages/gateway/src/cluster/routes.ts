@@ -55,7 +55,9 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     );
   });
 
-  app.get(clusterStatusPath, async (request, reply) => reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress()));
+  app.get(clusterStatusPath, async (request, reply) =>
+    reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress()),
+  );
 
   app.get("/v1/cluster.metrics", (request, reply) => reply.header(requestIdHeader, request.id).send(cluster.metrics()));
 
@@ -65,7 +67,13 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     const query = request.query as Record<string, string | undefined>;
     const from = Number(query["from"]);
     const to = Number(query["to"]);
-    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || from < 1 || to < from || to - from >= applyTimesEntriesMax) {
+    if (
+      !Number.isSafeInteger(from) ||
+      !Number.isSafeInteger(to) ||
+      from < 1 ||
+      to < from ||
+      to - from >= applyTimesEntriesMax
+    ) {
       throw new V1Error("BAD_REQUEST", `from and to: integers with 1 <= from <= to < from + ${applyTimesEntriesMax}`);
     }
     const times: [number, number][] = [];
@@ -84,7 +92,11 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     if (address === null) throw new V1Error("BAD_REQUEST", "address: expected host:raftPort");
     const result = await cluster.addNode(nodeId, peerUrl(address));
-    return answer(request, reply, result, { nodeId, address: peerUrl(address), note: "added as a learner; it becomes a voter once it has caught up (see /v1/cluster.status)" });
+    return answer(request, reply, result, {
+      nodeId,
+      address: peerUrl(address),
+      note: "added as a learner; it becomes a voter once it has caught up (see /v1/cluster.status)",
+    });
   });
 
   app.post("/v1/cluster.removeNode", async (request, reply) => {
@@ -96,18 +108,27 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
   });
 }
 
-function answer(request: FastifyRequest, reply: FastifyReply, result: RpcResult, fields: Record<string, string>): FastifyReply {
+function answer(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  result: RpcResult,
+  fields: Record<string, string>,
+): FastifyReply {
   reply.header(requestIdHeader, request.id);
   if (result.ok) return reply.send({ ...fields, index: result.index });
   if (result.retry || result.overloaded === true) {
-    throw new V1Error("INTERNAL_SERVER_ERROR", `no leader took the change: ${result.message}`, { statusCode: 503, headers: { "Retry-After": retryAfterSeconds } });
+    throw new V1Error("INTERNAL_SERVER_ERROR", `no leader took the change: ${result.message}`, {
+      statusCode: 503,
+      headers: { "Retry-After": retryAfterSeconds },
+    });
   }
   throw new V1Error("PRECONDITION_FAILED", result.message);
 }
 
 function objectBody(request: FastifyRequest): Record<string, unknown> {
   const body = request.body;
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new V1Error("BAD_REQUEST", "expected a JSON object body");
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw new V1Error("BAD_REQUEST", "expected a JSON object body");
   return body as Record<string, unknown>;
 }
 

@@ -23,13 +23,18 @@ export type RpcRequest =
   | { op: "credits"; keyId: string; cost: number };
 
 export type RpcResult =
-  | { ok: true; index: number; progress?: Record<NodeId, PeerProgress>; counters?: CounterReply; series?: VerificationSeries[]; credits?: ForwardedSpendReply }
+  | {
+      ok: true;
+      index: number;
+      progress?: Record<NodeId, PeerProgress>;
+      counters?: CounterReply;
+      series?: VerificationSeries[];
+      credits?: ForwardedSpendReply;
+    }
   /** `retry`: certainly not applied (e.g. the receiver is not the leader), safe to send again. */
   | { ok: false; retry: boolean; message: string; overloaded?: boolean };
 
-type Wire =
-  | { k: "req"; r: number; q: RpcRequest }
-  | { k: "res"; r: number; s: RpcResult };
+type Wire = { k: "req"; r: number; q: RpcRequest } | { k: "res"; r: number; s: RpcResult };
 
 /** One member's replication progress as the leader sees it. */
 export interface PeerProgress {
@@ -62,7 +67,13 @@ export class ClusterRpc {
   }
 
   call(to: NodeId, request: RpcRequest, nowMs: number): Promise<RpcResult> {
-    if (this.answers.full) return Promise.resolve({ ok: false, retry: false, overloaded: true, message: "too many requests waiting for the leader" });
+    if (this.answers.full)
+      return Promise.resolve({
+        ok: false,
+        retry: false,
+        overloaded: true,
+        message: "too many requests waiting for the leader",
+      });
     const id = this.nextId++;
     const answer = this.answers.wait(id, nowMs);
     if (!this.channel.send(to, encodeValue({ k: "req", r: id, q: request } satisfies Wire))) {
@@ -94,7 +105,8 @@ export class ClusterRpc {
       return;
     }
     if (wire.k !== "req" || this.handler === null) return;
-    const reply = (result: RpcResult) => this.channel.send(from, encodeValue({ k: "res", r: wire.r, s: result } satisfies Wire));
+    const reply = (result: RpcResult) =>
+      this.channel.send(from, encodeValue({ k: "res", r: wire.r, s: result } satisfies Wire));
     this.handler(from, wire.q).then(reply, (error: unknown) =>
       reply({ ok: false, retry: false, message: error instanceof Error ? error.message : String(error) }),
     );

@@ -38,8 +38,12 @@ export const analyticsListValuesMax = 1_000;
 
 function splitList(value: string | undefined, field: string): string[] | undefined {
   if (value === undefined) return undefined;
-  const values = value.split(",").map((part) => part.trim()).filter((part) => part !== "");
-  if (values.length > analyticsListValuesMax) throw badRequest(`${field}: Array must contain at most ${analyticsListValuesMax} element(s)`);
+  const values = value
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
+  if (values.length > analyticsListValuesMax)
+    throw badRequest(`${field}: Array must contain at most ${analyticsListValuesMax} element(s)`);
   return values;
 }
 
@@ -48,7 +52,9 @@ function parseGroupBy(value: string | undefined): AnalyticsGroupBy[] {
   const allowed: readonly string[] = analyticsGroupByValues;
   for (const item of values) {
     if (!allowed.includes(item)) {
-      throw badRequest(`groupBy: Invalid enum value. Expected ${analyticsGroupByValues.map((v) => `'${v}'`).join(" | ")}, received '${item}'`);
+      throw badRequest(
+        `groupBy: Invalid enum value. Expected ${analyticsGroupByValues.map((v) => `'${v}'`).join(" | ")}, received '${item}'`,
+      );
     }
   }
   return values as AnalyticsGroupBy[];
@@ -64,41 +70,52 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
     return mergeVerificationSeries(local, await deps.verificationPeers.fetch(filter));
   };
 
-  app.get("/v1/keys.getVerifications", { schema: { querystring: keyVerificationsQuery, response: keyVerificationsResponse } }, async (request, reply) => {
-    const query = request.query as { keyId?: string; ownerId?: string; start?: number | null; end?: number | null };
-    let keys: KeyRecord[];
-    if (query.keyId !== undefined) {
-      const key = deps.state.keys.get(query.keyId);
-      if (key === undefined) throw notFound(`key ${query.keyId} not found`);
-      keys = [key];
-    } else if (query.ownerId !== undefined) {
-      const identityId = deps.state.identityIdByExternalId.get(query.ownerId);
-      keys = [...deps.state.keys.values()].filter((key) => key.ownerId === query.ownerId || (identityId !== undefined && key.identityId === identityId));
-      if (keys.length === 0) throw notFound("No keys were found to match your query");
-    } else throw badRequest("keyId or ownerId must be provided");
-    const apiIds = [...new Set(keys.map((key) => key.apiId))].sort();
-    const permission: PermissionQuery = {
-      or: [ROOT_PERMISSION, "api.*.read_key", { and: apiIds.map((apiId) => `api.${apiId}.read_key`) }],
-    };
-    await authenticate(ctx, request, permission);
-    const endMs = query.end ?? deps.nowMs();
-    const startMs = query.start ?? endMs - keyVerificationsWindowMsDefault;
-    const keyIds = keys.map((key) => key.id);
-    let series: VerificationSeries[] = [];
-    for (const apiId of apiIds) series = mergeVerificationSeries(series, await collect({ apiId, startMs, endMs, keyIds }));
-    const rows = apiIds.flatMap((apiId) => queryVerifications(series, { apiId, startMs, endMs, keyIds, groupBy: ["day"] }));
-    const byDay = new Map<number, { time: number; success: number; rateLimited: number; usageExceeded: number }>();
-    for (const row of rows) {
-      const time = row.time ?? dayStartMs(startMs);
-      const day = byDay.get(time) ?? { time, success: 0, rateLimited: 0, usageExceeded: 0 };
-      day.success += row.valid;
-      day.rateLimited += row.rateLimited;
-      day.usageExceeded += row.usageExceeded;
-      byDay.set(time, day);
-    }
-    const verifications = [...byDay.values()].filter((day) => day.success + day.rateLimited + day.usageExceeded > 0).sort((a, b) => a.time - b.time);
-    return reply.header(requestIdHeader, request.id).send({ verifications });
-  });
+  app.get(
+    "/v1/keys.getVerifications",
+    { schema: { querystring: keyVerificationsQuery, response: keyVerificationsResponse } },
+    async (request, reply) => {
+      const query = request.query as { keyId?: string; ownerId?: string; start?: number | null; end?: number | null };
+      let keys: KeyRecord[];
+      if (query.keyId !== undefined) {
+        const key = deps.state.keys.get(query.keyId);
+        if (key === undefined) throw notFound(`key ${query.keyId} not found`);
+        keys = [key];
+      } else if (query.ownerId !== undefined) {
+        const identityId = deps.state.identityIdByExternalId.get(query.ownerId);
+        keys = [...deps.state.keys.values()].filter(
+          (key) => key.ownerId === query.ownerId || (identityId !== undefined && key.identityId === identityId),
+        );
+        if (keys.length === 0) throw notFound("No keys were found to match your query");
+      } else throw badRequest("keyId or ownerId must be provided");
+      const apiIds = [...new Set(keys.map((key) => key.apiId))].sort();
+      const permission: PermissionQuery = {
+        or: [ROOT_PERMISSION, "api.*.read_key", { and: apiIds.map((apiId) => `api.${apiId}.read_key`) }],
+      };
+      await authenticate(ctx, request, permission);
+      const endMs = query.end ?? deps.nowMs();
+      const startMs = query.start ?? endMs - keyVerificationsWindowMsDefault;
+      const keyIds = keys.map((key) => key.id);
+      let series: VerificationSeries[] = [];
+      for (const apiId of apiIds)
+        series = mergeVerificationSeries(series, await collect({ apiId, startMs, endMs, keyIds }));
+      const rows = apiIds.flatMap((apiId) =>
+        queryVerifications(series, { apiId, startMs, endMs, keyIds, groupBy: ["day"] }),
+      );
+      const byDay = new Map<number, { time: number; success: number; rateLimited: number; usageExceeded: number }>();
+      for (const row of rows) {
+        const time = row.time ?? dayStartMs(startMs);
+        const day = byDay.get(time) ?? { time, success: 0, rateLimited: 0, usageExceeded: 0 };
+        day.success += row.valid;
+        day.rateLimited += row.rateLimited;
+        day.usageExceeded += row.usageExceeded;
+        byDay.set(time, day);
+      }
+      const verifications = [...byDay.values()]
+        .filter((day) => day.success + day.rateLimited + day.usageExceeded > 0)
+        .sort((a, b) => a.time - b.time);
+      return reply.header(requestIdHeader, request.id).send({ verifications });
+    },
+  );
 
   app.get(
     "/v1/analytics.getVerifications",
@@ -117,7 +134,11 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
         order: "asc" | "desc";
       };
       const groupBy = parseGroupBy(query.groupBy);
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_analytics", `api.${query.apiId}.read_analytics`));
+      await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "api.*.read_analytics", `api.${query.apiId}.read_analytics`),
+      );
       if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
@@ -127,13 +148,32 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       const endMs = query.end ?? deps.nowMs();
       const startMs = query.start ?? endMs - analyticsWindowMsDefault;
       if (startMs > endMs) throw badRequest("start: must not be after end");
-      const filter: VerificationFilter = { apiId: query.apiId, startMs, endMs, keyIds: splitList(query.keyId, "keyId"), identityId, tags: splitList(query.tag, "tag") };
-      const analyticsQuery: VerificationQuery = { ...filter, groupBy, orderBy: query.orderBy, order: query.order, limit: query.limit ?? analyticsRowsDefault };
-      const rows = queryVerifications(await collect(filter), analyticsQuery).map(({ identityId: rowIdentityId, ...row }) => {
-        if (rowIdentityId === undefined) return row;
-        const identity = rowIdentityId === null ? undefined : deps.state.identities.get(rowIdentityId);
-        return { ...row, identity: rowIdentityId === null ? undefined : { id: rowIdentityId, externalId: identity?.externalId ?? "" } };
-      });
+      const filter: VerificationFilter = {
+        apiId: query.apiId,
+        startMs,
+        endMs,
+        keyIds: splitList(query.keyId, "keyId"),
+        identityId,
+        tags: splitList(query.tag, "tag"),
+      };
+      const analyticsQuery: VerificationQuery = {
+        ...filter,
+        groupBy,
+        orderBy: query.orderBy,
+        order: query.order,
+        limit: query.limit ?? analyticsRowsDefault,
+      };
+      const rows = queryVerifications(await collect(filter), analyticsQuery).map(
+        ({ identityId: rowIdentityId, ...row }) => {
+          if (rowIdentityId === undefined) return row;
+          const identity = rowIdentityId === null ? undefined : deps.state.identities.get(rowIdentityId);
+          return {
+            ...row,
+            identity:
+              rowIdentityId === null ? undefined : { id: rowIdentityId, externalId: identity?.externalId ?? "" },
+          };
+        },
+      );
       return reply.header(requestIdHeader, request.id).send(rows);
     },
   );

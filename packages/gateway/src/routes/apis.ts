@@ -24,7 +24,11 @@ import { emptyResponse } from "../schemas/keys.js";
 import { workspaceId } from "./guards.js";
 
 /** Keys of the api matching the owner filter, ordered by id (the api's index, then a sort). */
-function apiKeys(state: KeyState, apiId: string, owner: { identityId?: string | undefined; ownerId?: string | undefined }): KeyRecord[] {
+function apiKeys(
+  state: KeyState,
+  apiId: string,
+  owner: { identityId?: string | undefined; ownerId?: string | undefined },
+): KeyRecord[] {
   const keys: KeyRecord[] = [];
   for (const id of state.keyIdsByApi.get(apiId) ?? []) {
     const key = state.keys.get(id);
@@ -45,10 +49,7 @@ const readKeysQuery = (apiId: string) => ({
   or: [
     ROOT_PERMISSION,
     {
-      and: [
-        { or: ["api.*.read_key", `api.${apiId}.read_key`] },
-        { or: ["api.*.read_api", `api.${apiId}.read_api`] },
-      ],
+      and: [{ or: ["api.*.read_key", `api.${apiId}.read_key`] }, { or: ["api.*.read_api", `api.${apiId}.read_api`] }],
     },
   ],
 });
@@ -56,54 +57,92 @@ const readKeysQuery = (apiId: string) => ({
 export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
 
-  app.post("/v1/apis.createApi", { schema: { body: createApiBody, response: createApiResponse } }, async (request, reply) => {
-    const body = request.body as { name: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
-    const outcome = await ctx.submit({ type: "createApi", apiId: ctx.ids.next("api"), name: body.name, nowMs: deps.nowMs() });
-    return reply.header(requestIdHeader, request.id).send({ apiId: outcome.id, name: body.name });
-  });
+  app.post(
+    "/v1/apis.createApi",
+    { schema: { body: createApiBody, response: createApiResponse } },
+    async (request, reply) => {
+      const body = request.body as { name: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
+      const outcome = await ctx.submit({
+        type: "createApi",
+        apiId: ctx.ids.next("api"),
+        name: body.name,
+        nowMs: deps.nowMs(),
+      });
+      return reply.header(requestIdHeader, request.id).send({ apiId: outcome.id, name: body.name });
+    },
+  );
 
-  app.get("/v1/apis.getApi", { schema: { querystring: getApiQuery, response: getApiResponse } }, async (request, reply) => {
-    const query = request.query as { apiId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
-    const api = deps.state.apis.get(query.apiId);
-    if (api === undefined) throw notFound(`api ${query.apiId} not found`);
-    return reply.header(requestIdHeader, request.id).send({ id: api.id, workspaceId, name: api.name });
-  });
+  app.get(
+    "/v1/apis.getApi",
+    { schema: { querystring: getApiQuery, response: getApiResponse } },
+    async (request, reply) => {
+      const query = request.query as { apiId: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
+      const api = deps.state.apis.get(query.apiId);
+      if (api === undefined) throw notFound(`api ${query.apiId} not found`);
+      return reply.header(requestIdHeader, request.id).send({ id: api.id, workspaceId, name: api.name });
+    },
+  );
 
   // Deletes the api and all its keys; api_root is protected (412 DELETE_PROTECTED).
-  app.post("/v1/apis.deleteApi", { schema: { body: deleteApiBody, response: emptyResponse } }, async (request, reply) => {
-    const body = request.body as { apiId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
-    await ctx.submit({ type: "deleteApi", apiId: body.apiId });
-    return reply.header(requestIdHeader, request.id).send({});
-  });
+  app.post(
+    "/v1/apis.deleteApi",
+    { schema: { body: deleteApiBody, response: emptyResponse } },
+    async (request, reply) => {
+      const body = request.body as { apiId: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
+      await ctx.submit({ type: "deleteApi", apiId: body.apiId });
+      return reply.header(requestIdHeader, request.id).send({});
+    },
+  );
 
-  app.get("/v1/apis.listKeys", { schema: { querystring: listKeysQuery, response: listKeysResponse } }, async (request, reply) => {
-    const query = request.query as { apiId: string; limit: number; cursor?: string; ownerId?: string; externalId?: string; decrypt?: boolean | null };
-    await authenticate(ctx, request, readKeysQuery(query.apiId));
-    if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
-    if (query.decrypt === true) throw recoverableUnsupported();
-    let identityId: string | undefined;
-    if (query.externalId !== undefined) {
-      identityId = deps.state.identityIdByExternalId.get(query.externalId);
-      if (identityId === undefined) return reply.header(requestIdHeader, request.id).send({ keys: [], total: 0 });
-    }
-    const all = apiKeys(deps.state, query.apiId, { identityId, ownerId: identityId === undefined ? query.ownerId : undefined });
-    const after = query.cursor;
-    const page = (after === undefined ? all : all.filter((key) => key.id > after)).slice(0, query.limit);
-    const nowMs = deps.nowMs();
-    return reply.header(requestIdHeader, request.id).send({
-      keys: page.map((key) => listedKey(deps.state, key, nowMs)),
-      total: all.length,
-      cursor: page.at(-1)?.id,
-    });
-  });
+  app.get(
+    "/v1/apis.listKeys",
+    { schema: { querystring: listKeysQuery, response: listKeysResponse } },
+    async (request, reply) => {
+      const query = request.query as {
+        apiId: string;
+        limit: number;
+        cursor?: string;
+        ownerId?: string;
+        externalId?: string;
+        decrypt?: boolean | null;
+      };
+      await authenticate(ctx, request, readKeysQuery(query.apiId));
+      if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
+      if (query.decrypt === true) throw recoverableUnsupported();
+      let identityId: string | undefined;
+      if (query.externalId !== undefined) {
+        identityId = deps.state.identityIdByExternalId.get(query.externalId);
+        if (identityId === undefined) return reply.header(requestIdHeader, request.id).send({ keys: [], total: 0 });
+      }
+      const all = apiKeys(deps.state, query.apiId, {
+        identityId,
+        ownerId: identityId === undefined ? query.ownerId : undefined,
+      });
+      const after = query.cursor;
+      const page = (after === undefined ? all : all.filter((key) => key.id > after)).slice(0, query.limit);
+      const nowMs = deps.nowMs();
+      return reply.header(requestIdHeader, request.id).send({
+        keys: page.map((key) => listedKey(deps.state, key, nowMs)),
+        total: all.length,
+        cursor: page.at(-1)?.id,
+      });
+    },
+  );
 
   // Legacy REST alias of listKeys with offset paging (upstream's deprecated route).
   app.get(
     "/v1/apis/:apiId/keys",
-    { schema: { params: legacyListKeysParams, querystring: legacyListKeysQuery, response: listKeysResponse, deprecated: true } },
+    {
+      schema: {
+        params: legacyListKeysParams,
+        querystring: legacyListKeysQuery,
+        response: listKeysResponse,
+        deprecated: true,
+      },
+    },
     async (request, reply) => {
       const { apiId } = request.params as { apiId: string };
       const query = request.query as { limit: number; offset: number; ownerId?: string };
@@ -116,10 +155,14 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     },
   );
 
-  app.post("/v1/apis.deleteKeys", { schema: { body: deleteKeysBody, response: deleteKeysResponse } }, async (request, reply) => {
-    const body = request.body as { apiId: string; permanent?: boolean };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
-    const outcome = await ctx.submit({ type: "deleteKeys", apiId: body.apiId });
-    return reply.header(requestIdHeader, request.id).send({ deletedKeys: outcome.count ?? 0 });
-  });
+  app.post(
+    "/v1/apis.deleteKeys",
+    { schema: { body: deleteKeysBody, response: deleteKeysResponse } },
+    async (request, reply) => {
+      const body = request.body as { apiId: string; permanent?: boolean };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
+      const outcome = await ctx.submit({ type: "deleteKeys", apiId: body.apiId });
+      return reply.header(requestIdHeader, request.id).send({ deletedKeys: outcome.count ?? 0 });
+    },
+  );
 }

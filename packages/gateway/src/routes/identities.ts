@@ -34,14 +34,25 @@ function ratelimitsView(identity: IdentityRecord) {
 }
 
 function identityView(identity: IdentityRecord) {
-  return { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? {}, ratelimits: ratelimitsView(identity) };
+  return {
+    id: identity.id,
+    externalId: identity.externalId,
+    meta: identity.meta ?? {},
+    ratelimits: ratelimitsView(identity),
+  };
 }
 
-function findIdentity(state: KeyState, ref: { identityId?: string; externalId?: string }, environment?: string): IdentityRecord | undefined {
+function findIdentity(
+  state: KeyState,
+  ref: { identityId?: string; externalId?: string },
+  environment?: string,
+): IdentityRecord | undefined {
   if (ref.identityId !== undefined) return state.identities.get(ref.identityId);
   const id = state.identityIdByExternalId.get(ref.externalId ?? "");
   const identity = id === undefined ? undefined : state.identities.get(id);
-  return identity !== undefined && (environment === undefined || identity.environment === environment) ? identity : undefined;
+  return identity !== undefined && (environment === undefined || identity.environment === environment)
+    ? identity
+    : undefined;
 }
 
 function limitInputs(ratelimits: readonly RatelimitBody[] | undefined) {
@@ -51,71 +62,117 @@ function limitInputs(ratelimits: readonly RatelimitBody[] | undefined) {
 export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
 
-  app.post("/v1/identities.createIdentity", { schema: { body: createIdentityBody, response: createIdentityResponse } }, async (request, reply) => {
-    const body = request.body as { externalId: string; meta?: JsonObject; ratelimits?: RatelimitBody[] };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
-    checkMeta(body.meta);
-    const outcome = await ctx.submit({
-      type: "createIdentity",
-      identityId: ctx.ids.next("id"),
-      externalId: body.externalId,
-      environment: "default",
-      meta: body.meta ?? null,
-      ratelimits: limitInputs(body.ratelimits),
-      nowMs: deps.nowMs(),
-    });
-    return reply.header(requestIdHeader, request.id).send({ identityId: outcome.id });
-  });
+  app.post(
+    "/v1/identities.createIdentity",
+    { schema: { body: createIdentityBody, response: createIdentityResponse } },
+    async (request, reply) => {
+      const body = request.body as { externalId: string; meta?: JsonObject; ratelimits?: RatelimitBody[] };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
+      checkMeta(body.meta);
+      const outcome = await ctx.submit({
+        type: "createIdentity",
+        identityId: ctx.ids.next("id"),
+        externalId: body.externalId,
+        environment: "default",
+        meta: body.meta ?? null,
+        ratelimits: limitInputs(body.ratelimits),
+        nowMs: deps.nowMs(),
+      });
+      return reply.header(requestIdHeader, request.id).send({ identityId: outcome.id });
+    },
+  );
 
-  app.get("/v1/identities.getIdentity", { schema: { querystring: getIdentityQuery, response: identityResponse } }, async (request, reply) => {
-    const query = request.query as { identityId?: string; externalId?: string };
-    if (query.identityId === undefined && query.externalId === undefined) throw badRequest(missingId);
-    const scoped = query.identityId ?? deps.state.identityIdByExternalId.get(query.externalId ?? "") ?? "";
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.read_identity", `identity.${scoped}.read_identity`));
-    const identity = findIdentity(deps.state, query);
-    if (identity === undefined) throw notFound(`identity ${query.identityId ?? query.externalId ?? ""} not found`);
-    return reply.header(requestIdHeader, request.id).send(identityView(identity));
-  });
+  app.get(
+    "/v1/identities.getIdentity",
+    { schema: { querystring: getIdentityQuery, response: identityResponse } },
+    async (request, reply) => {
+      const query = request.query as { identityId?: string; externalId?: string };
+      if (query.identityId === undefined && query.externalId === undefined) throw badRequest(missingId);
+      const scoped = query.identityId ?? deps.state.identityIdByExternalId.get(query.externalId ?? "") ?? "";
+      await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "identity.*.read_identity", `identity.${scoped}.read_identity`),
+      );
+      const identity = findIdentity(deps.state, query);
+      if (identity === undefined) throw notFound(`identity ${query.identityId ?? query.externalId ?? ""} not found`);
+      return reply.header(requestIdHeader, request.id).send(identityView(identity));
+    },
+  );
 
-  app.get("/v1/identities.listIdentities", { schema: { querystring: listIdentitiesQuery, response: listIdentitiesResponse } }, async (request, reply) => {
-    const query = request.query as { environment: string; limit: number; cursor?: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.read_identity", `identity.${query.environment}.read_identity`));
-    const all = [...deps.state.identities.values()].filter((identity) => identity.environment === query.environment);
-    all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const after = query.cursor;
-    const page = (after === undefined ? all : all.filter((identity) => identity.id > after)).slice(0, query.limit);
-    return reply.header(requestIdHeader, request.id).send({
-      identities: page.map((identity) => ({ id: identity.id, externalId: identity.externalId, ratelimits: ratelimitsView(identity) })),
-      total: all.length,
-      cursor: page.at(-1)?.id,
-    });
-  });
+  app.get(
+    "/v1/identities.listIdentities",
+    { schema: { querystring: listIdentitiesQuery, response: listIdentitiesResponse } },
+    async (request, reply) => {
+      const query = request.query as { environment: string; limit: number; cursor?: string };
+      await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "identity.*.read_identity", `identity.${query.environment}.read_identity`),
+      );
+      const all = [...deps.state.identities.values()].filter((identity) => identity.environment === query.environment);
+      all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+      const after = query.cursor;
+      const page = (after === undefined ? all : all.filter((identity) => identity.id > after)).slice(0, query.limit);
+      return reply.header(requestIdHeader, request.id).send({
+        identities: page.map((identity) => ({
+          id: identity.id,
+          externalId: identity.externalId,
+          ratelimits: ratelimitsView(identity),
+        })),
+        total: all.length,
+        cursor: page.at(-1)?.id,
+      });
+    },
+  );
 
-  app.post("/v1/identities.updateIdentity", { schema: { body: updateIdentityBody, response: identityResponse } }, async (request, reply) => {
-    const body = request.body as { identityId?: string; externalId?: string; environment: string; meta?: JsonObject; ratelimits?: RatelimitBody[] };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.update_identity"));
-    if (body.identityId === undefined && body.externalId === undefined) throw badRequest(missingId);
-    const names = new Set<string>();
-    for (const limit of body.ratelimits ?? []) {
-      if (names.has(limit.name)) throw new V1Error("CONFLICT", `Ratelimit with name "${limit.name}" is already defined in the request`);
-      names.add(limit.name);
-    }
-    checkMeta(body.meta);
-    const identity = findIdentity(deps.state, body, body.identityId === undefined ? body.environment : undefined);
-    if (identity === undefined) throw notFound(`identity ${body.identityId ?? body.externalId ?? ""} not found`);
-    const command: Extract<KeyCommand, { type: "updateIdentity" }> = { type: "updateIdentity", identityId: identity.id };
-    if (body.meta !== undefined) command.meta = body.meta;
-    if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
-    await ctx.submit(command);
-    const updated = deps.state.identities.get(identity.id);
-    if (updated === undefined) throw notFound(`identity ${identity.id} not found`);
-    return reply.header(requestIdHeader, request.id).send(identityView(updated));
-  });
+  app.post(
+    "/v1/identities.updateIdentity",
+    { schema: { body: updateIdentityBody, response: identityResponse } },
+    async (request, reply) => {
+      const body = request.body as {
+        identityId?: string;
+        externalId?: string;
+        environment: string;
+        meta?: JsonObject;
+        ratelimits?: RatelimitBody[];
+      };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.update_identity"));
+      if (body.identityId === undefined && body.externalId === undefined) throw badRequest(missingId);
+      const names = new Set<string>();
+      for (const limit of body.ratelimits ?? []) {
+        if (names.has(limit.name))
+          throw new V1Error("CONFLICT", `Ratelimit with name "${limit.name}" is already defined in the request`);
+        names.add(limit.name);
+      }
+      checkMeta(body.meta);
+      const identity = findIdentity(deps.state, body, body.identityId === undefined ? body.environment : undefined);
+      if (identity === undefined) throw notFound(`identity ${body.identityId ?? body.externalId ?? ""} not found`);
+      const command: Extract<KeyCommand, { type: "updateIdentity" }> = {
+        type: "updateIdentity",
+        identityId: identity.id,
+      };
+      if (body.meta !== undefined) command.meta = body.meta;
+      if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
+      await ctx.submit(command);
+      const updated = deps.state.identities.get(identity.id);
+      if (updated === undefined) throw notFound(`identity ${identity.id} not found`);
+      return reply.header(requestIdHeader, request.id).send(identityView(updated));
+    },
+  );
 
-  app.post("/v1/identities.deleteIdentity", { schema: { body: deleteIdentityBody, response: identityEmptyResponse } }, async (request, reply) => {
-    const body = request.body as { identityId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.delete_identity", `identity.${body.identityId}.delete_identity`));
-    await ctx.submit({ type: "deleteIdentity", identityId: body.identityId });
-    return reply.header(requestIdHeader, request.id).send({});
-  });
+  app.post(
+    "/v1/identities.deleteIdentity",
+    { schema: { body: deleteIdentityBody, response: identityEmptyResponse } },
+    async (request, reply) => {
+      const body = request.body as { identityId: string };
+      await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "identity.*.delete_identity", `identity.${body.identityId}.delete_identity`),
+      );
+      await ctx.submit({ type: "deleteIdentity", identityId: body.identityId });
+      return reply.header(requestIdHeader, request.id).send({});
+    },
+  );
 }

@@ -10,7 +10,14 @@ import type { RefItem } from "../auth/rbac-plan.js";
 import { anyOf, authenticate, holdsAny, requirePermission, requireRootAdmin } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
-import { addPermissionsBody, addRolesBody, rbacEmptyResponse, rbacNamedItemsResponse, removePermissionsBody, removeRolesBody } from "../schemas/rbac.js";
+import {
+  addPermissionsBody,
+  addRolesBody,
+  rbacEmptyResponse,
+  rbacNamedItemsResponse,
+  removePermissionsBody,
+  removeRolesBody,
+} from "../schemas/rbac.js";
 
 type Kind = "permission" | "role";
 
@@ -44,7 +51,11 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
           const missing = lookupName(deps.state, kind, item.name) === undefined;
           if (missing && item.create !== true) throw notFound(`${kind} ${item.name} not found`);
           creates ||= missing;
-          refs.push({ name: item.name, newId: ctx.ids.next(kind === "permission" ? "perm" : "role"), create: item.create === true });
+          refs.push({
+            name: item.name,
+            newId: ctx.ids.next(kind === "permission" ? "perm" : "role"),
+            create: item.create === true,
+          });
         } else throw badRequest(`${field}.${index}: provide an id or a name`);
       }
       if (creates) requirePermission(auth, anyOf(ROOT_PERMISSION, `rbac.*.create_${kind}`), "UNAUTHORIZED");
@@ -69,8 +80,9 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
       requireRootAdmin(auth, key.apiId);
       const refs = (body[field] ?? []).map((item, index) => {
         if (item.id !== undefined) return { id: item.id };
-        const name = kind === "permission" ? item.slug ?? item.name : item.name;
-        if (name === undefined) throw badRequest(`${field}.${index}: provide an id or a ${kind === "permission" ? "slug" : "name"}`);
+        const name = kind === "permission" ? (item.slug ?? item.name) : item.name;
+        if (name === undefined)
+          throw badRequest(`${field}.${index}: provide an id or a ${kind === "permission" ? "slug" : "name"}`);
         return { name };
       });
       await ctx.submit({ type: kind === "permission" ? "removePermissions" : "removeRoles", keyId: key.id, refs });
@@ -78,8 +90,20 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
     };
   };
 
-  app.post("/v1/keys.addPermissions", { schema: { body: addPermissionsBody, response: rbacNamedItemsResponse } }, addRoute("permission"));
-  app.post("/v1/keys.removePermissions", { schema: { body: removePermissionsBody, response: rbacEmptyResponse } }, removeRoute("permission"));
+  app.post(
+    "/v1/keys.addPermissions",
+    { schema: { body: addPermissionsBody, response: rbacNamedItemsResponse } },
+    addRoute("permission"),
+  );
+  app.post(
+    "/v1/keys.removePermissions",
+    { schema: { body: removePermissionsBody, response: rbacEmptyResponse } },
+    removeRoute("permission"),
+  );
   app.post("/v1/keys.addRoles", { schema: { body: addRolesBody, response: rbacNamedItemsResponse } }, addRoute("role"));
-  app.post("/v1/keys.removeRoles", { schema: { body: removeRolesBody, response: rbacEmptyResponse } }, removeRoute("role"));
+  app.post(
+    "/v1/keys.removeRoles",
+    { schema: { body: removeRolesBody, response: rbacEmptyResponse } },
+    removeRoute("role"),
+  );
 }

@@ -40,31 +40,48 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<
     ratelimit:
       limit === undefined
         ? undefined
-        : { async: false, limit: limit.limit, duration: limit.durationMs, refillRate: limit.limit, refillInterval: limit.durationMs },
+        : {
+            async: false,
+            limit: limit.limit,
+            duration: limit.durationMs,
+            refillRate: limit.limit,
+            refillInterval: limit.durationMs,
+          },
     roles: key.roleIds.map((id) => state.roles.get(id)?.name ?? id).sort(),
     permissions: key.permissionIds.map((id) => state.permissions.get(id)?.name ?? id).sort(),
     enabled: key.enabled,
-    identity: identity === undefined ? undefined : { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? {} },
+    identity:
+      identity === undefined
+        ? undefined
+        : { id: identity.id, externalId: identity.externalId, meta: identity.meta ?? {} },
   };
 }
 
 export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
 
-  app.get("/v1/keys.getKey", { schema: { querystring: getKeyQuery, response: keyResponse } }, async (request, reply) => {
-    const query = request.query as { keyId: string; decrypt?: boolean };
-    const key = deps.state.keys.get(query.keyId);
-    if (key === undefined) throw notFound(`key ${query.keyId} not found`);
-    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
-    // The permission rule first (as upstream), then: keyraft stores no recoverable copies (decision 10).
-    if (query.decrypt === true) {
-      if (!holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
-        throw unauthorized("you're not allowed to decrypt this key");
+  app.get(
+    "/v1/keys.getKey",
+    { schema: { querystring: getKeyQuery, response: keyResponse } },
+    async (request, reply) => {
+      const query = request.query as { keyId: string; decrypt?: boolean };
+      const key = deps.state.keys.get(query.keyId);
+      if (key === undefined) throw notFound(`key ${query.keyId} not found`);
+      const auth = await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
+      );
+      // The permission rule first (as upstream), then: keyraft stores no recoverable copies (decision 10).
+      if (query.decrypt === true) {
+        if (!holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
+          throw unauthorized("you're not allowed to decrypt this key");
+        }
+        throw recoverableUnsupported();
       }
-      throw recoverableUnsupported();
-    }
-    return reply.header(requestIdHeader, request.id).send(keyView(deps.state, key, deps.nowMs()));
-  });
+      return reply.header(requestIdHeader, request.id).send(keyView(deps.state, key, deps.nowMs()));
+    },
+  );
 
   app.post("/v1/keys.whoami", { schema: { body: whoamiBody, response: whoamiResponse } }, async (request, reply) => {
     const body = request.body as { key: string };

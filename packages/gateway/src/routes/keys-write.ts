@@ -84,11 +84,16 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
 
   const createKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as CreateKeyBody;
-    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_key", `api.${body.apiId}.create_key`));
+    const auth = await authenticate(
+      ctx,
+      request,
+      anyOf(ROOT_PERMISSION, "api.*.create_key", `api.${body.apiId}.create_key`),
+    );
     if (!deps.state.apis.has(body.apiId)) throw notFound(`api ${body.apiId} not found`);
     if (body.recoverable === true) throw recoverableUnsupported();
     if (body.remaining !== undefined && body.remaining <= 0) throw badRequest("remaining must be greater than 0.");
-    if (body.refill !== undefined && body.remaining === undefined) throw badRequest("remaining must be set if you are using refill.");
+    if (body.refill !== undefined && body.remaining === undefined)
+      throw badRequest("remaining must be set if you are using refill.");
     if (body.refill?.interval === "daily" && body.refill.refillDay !== undefined) {
       throw badRequest("when interval is set to 'daily', 'refillDay' must be null.");
     }
@@ -126,61 +131,99 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
   // Legacy REST alias (upstream's deprecated route).
   app.post("/v1/keys", { schema: { body: createKeyBody, response: createKeyResponse, deprecated: true } }, createKey);
 
-  app.post("/v1/keys.updateKey", { schema: { body: updateKeyBody, response: emptyResponse } }, async (request, reply) => {
-    const body = request.body as UpdateKeyBody;
-    const auth = await authenticate(ctx, request);
-    const key = deps.state.keys.get(body.keyId);
-    if (key === undefined) throw notFound(`key ${body.keyId} not found`);
-    requirePermission(auth, anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`));
-    requireRootAdmin(auth, key.apiId);
-    if (body.remaining === null && body.refill !== undefined && body.refill !== null) {
-      throw badRequest("Cannot set refill on a key with unlimited requests");
-    }
-    if (body.refill?.interval === "daily" && body.refill.refillDay !== undefined) {
-      throw badRequest("Cannot set 'refillDay' if 'interval' is 'daily'");
-    }
-    checkMeta(body.meta);
-    const command: Extract<KeyCommand, { type: "updateKey" }> = { type: "updateKey", keyId: key.id, nowMs: deps.nowMs() };
-    if (body.roles !== undefined) {
-      command.roles = planReplacement(deps.state, auth, ctx.ids, key, "role", "roles", body.roles);
-    }
-    if (body.permissions !== undefined) {
-      command.permissions = planReplacement(deps.state, auth, ctx.ids, key, "permission", "permissions", body.permissions);
-    }
-    if (body.name !== undefined) command.name = body.name;
-    const externalId = body.externalId !== undefined ? body.externalId : body.ownerId;
-    if (externalId !== undefined) {
-      command.identity = externalId === null ? null : { externalId, newIdentityId: ctx.ids.next("id") };
-    }
-    if (body.meta !== undefined) command.meta = body.meta;
-    if (body.expires !== undefined) command.expiresAtMs = body.expires;
-    if (body.ratelimit !== undefined) command.ratelimit = body.ratelimit === null ? null : limitInput(body.ratelimit);
-    if (body.remaining !== undefined) command.remaining = body.remaining;
-    if (body.refill !== undefined) command.refill = body.refill === null ? null : refillInput(body.refill);
-    if (body.enabled !== undefined) command.enabled = body.enabled;
-    await ctx.submit(command);
-    return sendWithId(request, reply, {});
-  });
+  app.post(
+    "/v1/keys.updateKey",
+    { schema: { body: updateKeyBody, response: emptyResponse } },
+    async (request, reply) => {
+      const body = request.body as UpdateKeyBody;
+      const auth = await authenticate(ctx, request);
+      const key = deps.state.keys.get(body.keyId);
+      if (key === undefined) throw notFound(`key ${body.keyId} not found`);
+      requirePermission(auth, anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`));
+      requireRootAdmin(auth, key.apiId);
+      if (body.remaining === null && body.refill !== undefined && body.refill !== null) {
+        throw badRequest("Cannot set refill on a key with unlimited requests");
+      }
+      if (body.refill?.interval === "daily" && body.refill.refillDay !== undefined) {
+        throw badRequest("Cannot set 'refillDay' if 'interval' is 'daily'");
+      }
+      checkMeta(body.meta);
+      const command: Extract<KeyCommand, { type: "updateKey" }> = {
+        type: "updateKey",
+        keyId: key.id,
+        nowMs: deps.nowMs(),
+      };
+      if (body.roles !== undefined) {
+        command.roles = planReplacement(deps.state, auth, ctx.ids, key, "role", "roles", body.roles);
+      }
+      if (body.permissions !== undefined) {
+        command.permissions = planReplacement(
+          deps.state,
+          auth,
+          ctx.ids,
+          key,
+          "permission",
+          "permissions",
+          body.permissions,
+        );
+      }
+      if (body.name !== undefined) command.name = body.name;
+      const externalId = body.externalId !== undefined ? body.externalId : body.ownerId;
+      if (externalId !== undefined) {
+        command.identity = externalId === null ? null : { externalId, newIdentityId: ctx.ids.next("id") };
+      }
+      if (body.meta !== undefined) command.meta = body.meta;
+      if (body.expires !== undefined) command.expiresAtMs = body.expires;
+      if (body.ratelimit !== undefined) command.ratelimit = body.ratelimit === null ? null : limitInput(body.ratelimit);
+      if (body.remaining !== undefined) command.remaining = body.remaining;
+      if (body.refill !== undefined) command.refill = body.refill === null ? null : refillInput(body.refill);
+      if (body.enabled !== undefined) command.enabled = body.enabled;
+      await ctx.submit(command);
+      return sendWithId(request, reply, {});
+    },
+  );
 
-  app.post("/v1/keys.deleteKey", { schema: { body: deleteKeyBody, response: emptyResponse } }, async (request, reply) => {
-    const body = request.body as { keyId: string; permanent?: boolean };
-    const key = deps.state.keys.get(body.keyId);
-    if (key === undefined) throw notFound(`key ${body.keyId} not found`);
-    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${key.apiId}.delete_key`));
-    requireRootAdmin(auth, key.apiId);
-    await ctx.submit({ type: "deleteKey", keyId: key.id });
-    return sendWithId(request, reply, {});
-  });
+  app.post(
+    "/v1/keys.deleteKey",
+    { schema: { body: deleteKeyBody, response: emptyResponse } },
+    async (request, reply) => {
+      const body = request.body as { keyId: string; permanent?: boolean };
+      const key = deps.state.keys.get(body.keyId);
+      if (key === undefined) throw notFound(`key ${body.keyId} not found`);
+      const auth = await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${key.apiId}.delete_key`),
+      );
+      requireRootAdmin(auth, key.apiId);
+      await ctx.submit({ type: "deleteKey", keyId: key.id });
+      return sendWithId(request, reply, {});
+    },
+  );
 
-  app.post("/v1/keys.updateRemaining", { schema: { body: updateRemainingBody, response: updateRemainingResponse } }, async (request, reply) => {
-    const body = request.body as { keyId: string; op: "increment" | "decrement" | "set"; value: number | null };
-    const key = deps.state.keys.get(body.keyId);
-    if (key === undefined) throw notFound(`key ${body.keyId} not found`);
-    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`));
-    requireRootAdmin(auth, key.apiId);
-    const outcome = await ctx.submit({ type: "updateRemaining", keyId: key.id, op: body.op, value: body.value, nowMs: deps.nowMs() });
-    return sendWithId(request, reply, { remaining: outcome.remaining ?? null });
-  });
+  app.post(
+    "/v1/keys.updateRemaining",
+    { schema: { body: updateRemainingBody, response: updateRemainingResponse } },
+    async (request, reply) => {
+      const body = request.body as { keyId: string; op: "increment" | "decrement" | "set"; value: number | null };
+      const key = deps.state.keys.get(body.keyId);
+      if (key === undefined) throw notFound(`key ${body.keyId} not found`);
+      const auth = await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`),
+      );
+      requireRootAdmin(auth, key.apiId);
+      const outcome = await ctx.submit({
+        type: "updateRemaining",
+        keyId: key.id,
+        op: body.op,
+        value: body.value,
+        nowMs: deps.nowMs(),
+      });
+      return sendWithId(request, reply, { remaining: outcome.remaining ?? null });
+    },
+  );
 
   const replaceRoute = (kind: "permission" | "role") => {
     const field = kind === "permission" ? "permissions" : "roles";
@@ -201,6 +244,10 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       return sendWithId(request, reply, outcome.items ?? []);
     };
   };
-  app.post("/v1/keys.setPermissions", { schema: { body: setPermissionsBody, response: namedItemsResponse } }, replaceRoute("permission"));
+  app.post(
+    "/v1/keys.setPermissions",
+    { schema: { body: setPermissionsBody, response: namedItemsResponse } },
+    replaceRoute("permission"),
+  );
   app.post("/v1/keys.setRoles", { schema: { body: setRolesBody, response: namedItemsResponse } }, replaceRoute("role"));
 }

@@ -38,20 +38,29 @@ export interface MigratedKey {
 const sha256Base64Pattern = /^[A-Za-z0-9+/]{43}=$/;
 
 function secretHash(key: MigratedKey, index: number): { hash: string; start: string } {
-  if (key.plaintext !== undefined && key.hash !== undefined) throw badRequest(`${index}: provide either hash or plaintext, not both`);
-  if (key.plaintext !== undefined) return { hash: hashKey(key.plaintext), start: key.start ?? keyStart(key.plaintext, key.prefix) };
+  if (key.plaintext !== undefined && key.hash !== undefined)
+    throw badRequest(`${index}: provide either hash or plaintext, not both`);
+  if (key.plaintext !== undefined)
+    return { hash: hashKey(key.plaintext), start: key.start ?? keyStart(key.plaintext, key.prefix) };
   if (key.hash === undefined) throw badRequest(`${index}: provide either hash or plaintext`);
-  if (!sha256Base64Pattern.test(key.hash.value)) throw badRequest(`${index}.hash.value: must be a base64 encoded SHA-256 digest (44 characters)`);
+  if (!sha256Base64Pattern.test(key.hash.value))
+    throw badRequest(`${index}.hash.value: must be a base64 encoded SHA-256 digest (44 characters)`);
   return { hash: key.hash.value, start: key.start ?? key.prefix ?? "" };
 }
 
 function validateKey(key: MigratedKey, index: number): void {
-  if (key.remaining !== undefined && key.remaining <= 0) throw badRequest(`${index}: remaining must be greater than 0.`);
-  if (key.refill !== undefined && key.remaining === undefined) throw badRequest(`${index}: remaining must be set if you are using refill.`);
+  if (key.remaining !== undefined && key.remaining <= 0)
+    throw badRequest(`${index}: remaining must be greater than 0.`);
+  if (key.refill !== undefined && key.remaining === undefined)
+    throw badRequest(`${index}: remaining must be set if you are using refill.`);
   if (key.refill?.interval === "daily" && key.refill.refillDay !== undefined) {
     throw badRequest(`${index}: when interval is set to 'daily', 'refillDay' must be null.`);
   }
-  if (key.ratelimit !== undefined && key.ratelimit.duration === undefined && key.ratelimit.refillInterval === undefined) {
+  if (
+    key.ratelimit !== undefined &&
+    key.ratelimit.duration === undefined &&
+    key.ratelimit.refillInterval === undefined
+  ) {
     throw badRequest(`${index}.ratelimit.duration: Required`);
   }
   checkMeta(key.meta);
@@ -69,7 +78,9 @@ async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: re
     requireRootAdmin(auth, apiId);
   }
   keys.forEach(validateKey);
-  const permissions = planCreation(deps.state, auth, ctx.ids, "permission", [...new Set(keys.flatMap((key) => key.permissions ?? []))]);
+  const permissions = planCreation(deps.state, auth, ctx.ids, "permission", [
+    ...new Set(keys.flatMap((key) => key.permissions ?? [])),
+  ]);
   const roles = planCreation(deps.state, auth, ctx.ids, "role", [...new Set(keys.flatMap((key) => key.roles ?? []))]);
   const permissionRef = new Map(permissions.refs.map((ref) => [ref.name, ref]));
   const roleRef = new Map(roles.refs.map((ref) => [ref.name, ref]));
@@ -87,8 +98,14 @@ async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: re
       meta: key.meta ?? null,
       expiresAtMs: key.expires ?? null,
       remaining: key.remaining ?? null,
-      refill: key.refill === undefined ? null : { interval: key.refill.interval, amount: key.refill.amount, refillDay: key.refill.refillDay ?? null },
-      ratelimit: key.ratelimit === undefined ? null : { limit: key.ratelimit.limit, durationMs: key.ratelimit.duration ?? key.ratelimit.refillInterval ?? 0 },
+      refill:
+        key.refill === undefined
+          ? null
+          : { interval: key.refill.interval, amount: key.refill.amount, refillDay: key.refill.refillDay ?? null },
+      ratelimit:
+        key.ratelimit === undefined
+          ? null
+          : { limit: key.ratelimit.limit, durationMs: key.ratelimit.duration ?? key.ratelimit.refillInterval ?? 0 },
       enabled: key.enabled ?? true,
       environment: key.environment ?? null,
       permissions: (key.permissions ?? []).map((name) => permissionRef.get(name)!),
@@ -112,14 +129,25 @@ export function registerMigrationRoutes(app: FastifyInstance, ctx: GatewayContex
     return outcome.ids ?? [];
   };
 
-  app.post("/v1/migrations.createKeys", { schema: { body: createKeysBody, response: createKeysResponse } }, async (request, reply) => {
-    const keyIds = await importKeys(request, request.body as MigratedKey[]);
-    return reply.header(requestIdHeader, request.id).send({ keyIds });
-  });
+  app.post(
+    "/v1/migrations.createKeys",
+    { schema: { body: createKeysBody, response: createKeysResponse } },
+    async (request, reply) => {
+      const keyIds = await importKeys(request, request.body as MigratedKey[]);
+      return reply.header(requestIdHeader, request.id).send({ keyIds });
+    },
+  );
 
-  app.post("/v1/migrations.enqueueKeys", { schema: { body: enqueueKeysBody, response: enqueueKeysResponse } }, async (request, reply) => {
-    const body = request.body as { migrationId: string; apiId: string; keys: Array<Omit<MigratedKey, "apiId">> };
-    await importKeys(request, body.keys.map((key) => ({ ...key, apiId: body.apiId })));
-    return reply.code(202).header(requestIdHeader, request.id).send({});
-  });
+  app.post(
+    "/v1/migrations.enqueueKeys",
+    { schema: { body: enqueueKeysBody, response: enqueueKeysResponse } },
+    async (request, reply) => {
+      const body = request.body as { migrationId: string; apiId: string; keys: Array<Omit<MigratedKey, "apiId">> };
+      await importKeys(
+        request,
+        body.keys.map((key) => ({ ...key, apiId: body.apiId })),
+      );
+      return reply.code(202).header(requestIdHeader, request.id).send({});
+    },
+  );
 }

@@ -31,7 +31,12 @@ function hasNamespace(ref: NamespaceRef): boolean {
 
 /** The namespace by id when given (it takes precedence), else by name; 404 with the given message. */
 function findNamespace(state: KeyState, ref: NamespaceRef, message?: string): string {
-  const id = ref.namespaceId !== undefined ? (state.namespaces.has(ref.namespaceId) ? ref.namespaceId : undefined) : state.namespaceIdByName.get(ref.namespaceName ?? "");
+  const id =
+    ref.namespaceId !== undefined
+      ? state.namespaces.has(ref.namespaceId)
+        ? ref.namespaceId
+        : undefined
+      : state.namespaceIdByName.get(ref.namespaceName ?? "");
   if (id === undefined) throw notFound(message ?? `Namespace ${ref.namespaceId ?? ref.namespaceName ?? ""} not found`);
   return id;
 }
@@ -49,56 +54,77 @@ function overrideView(override: OverrideRecord) {
 export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext): void {
   const { deps } = ctx;
 
-  app.post("/v1/ratelimits.setOverride", { schema: { body: setOverrideBody, response: setOverrideResponse } }, async (request, reply) => {
-    const body = request.body as NamespaceRef & { identifier: string; limit: number; duration: number; async?: boolean };
-    if (!hasNamespace(body)) throw badRequest(missingNamespace);
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
-    const namespaceId = findNamespace(deps.state, body);
-    const outcome = await ctx.submit({
-      type: "setOverride",
-      overrideId: ctx.ids.next("rlor"),
-      namespaceId,
-      identifier: body.identifier,
-      limit: body.limit,
-      durationMs: body.duration,
-      async: body.async ?? false,
-      nowMs: deps.nowMs(),
-    });
-    return reply.header(requestIdHeader, request.id).send({ overrideId: outcome.id });
-  });
+  app.post(
+    "/v1/ratelimits.setOverride",
+    { schema: { body: setOverrideBody, response: setOverrideResponse } },
+    async (request, reply) => {
+      const body = request.body as NamespaceRef & {
+        identifier: string;
+        limit: number;
+        duration: number;
+        async?: boolean;
+      };
+      if (!hasNamespace(body)) throw badRequest(missingNamespace);
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
+      const namespaceId = findNamespace(deps.state, body);
+      const outcome = await ctx.submit({
+        type: "setOverride",
+        overrideId: ctx.ids.next("rlor"),
+        namespaceId,
+        identifier: body.identifier,
+        limit: body.limit,
+        durationMs: body.duration,
+        async: body.async ?? false,
+        nowMs: deps.nowMs(),
+      });
+      return reply.header(requestIdHeader, request.id).send({ overrideId: outcome.id });
+    },
+  );
 
-  app.get("/v1/ratelimits.getOverride", { schema: { querystring: getOverrideQuery, response: getOverrideResponse } }, async (request, reply) => {
-    const query = request.query as NamespaceRef & { identifier: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
-    if (!hasNamespace(query)) throw badRequest(missingNamespace);
-    const namespaceId = findNamespace(deps.state, query, "Namespace not found");
-    const id = deps.state.overrideIdsByNamespace.get(namespaceId)?.get(query.identifier);
-    const override = id === undefined ? undefined : deps.state.overrides.get(id);
-    if (override === undefined) throw notFound("Override not found");
-    return reply.header(requestIdHeader, request.id).send({ ...overrideView(override), async: override.async });
-  });
+  app.get(
+    "/v1/ratelimits.getOverride",
+    { schema: { querystring: getOverrideQuery, response: getOverrideResponse } },
+    async (request, reply) => {
+      const query = request.query as NamespaceRef & { identifier: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      if (!hasNamespace(query)) throw badRequest(missingNamespace);
+      const namespaceId = findNamespace(deps.state, query, "Namespace not found");
+      const id = deps.state.overrideIdsByNamespace.get(namespaceId)?.get(query.identifier);
+      const override = id === undefined ? undefined : deps.state.overrides.get(id);
+      if (override === undefined) throw notFound("Override not found");
+      return reply.header(requestIdHeader, request.id).send({ ...overrideView(override), async: override.async });
+    },
+  );
 
-  app.get("/v1/ratelimits.listOverrides", { schema: { querystring: listOverridesQuery, response: listOverridesResponse } }, async (request, reply) => {
-    const query = request.query as NamespaceRef & { limit: number; cursor?: string };
-    if (!hasNamespace(query)) throw badRequest(missingNamespace);
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
-    const namespaceId = findNamespace(deps.state, query);
-    const ids = [...(deps.state.overrideIdsByNamespace.get(namespaceId)?.values() ?? [])].sort();
-    const after = query.cursor;
-    const page = (after === undefined ? ids : ids.filter((id) => id > after)).slice(0, query.limit);
-    const overrides = page.flatMap((id) => {
-      const override = deps.state.overrides.get(id);
-      return override === undefined ? [] : [overrideView(override)];
-    });
-    return reply.header(requestIdHeader, request.id).send({ overrides, total: ids.length, cursor: page.at(-1) });
-  });
+  app.get(
+    "/v1/ratelimits.listOverrides",
+    { schema: { querystring: listOverridesQuery, response: listOverridesResponse } },
+    async (request, reply) => {
+      const query = request.query as NamespaceRef & { limit: number; cursor?: string };
+      if (!hasNamespace(query)) throw badRequest(missingNamespace);
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      const namespaceId = findNamespace(deps.state, query);
+      const ids = [...(deps.state.overrideIdsByNamespace.get(namespaceId)?.values() ?? [])].sort();
+      const after = query.cursor;
+      const page = (after === undefined ? ids : ids.filter((id) => id > after)).slice(0, query.limit);
+      const overrides = page.flatMap((id) => {
+        const override = deps.state.overrides.get(id);
+        return override === undefined ? [] : [overrideView(override)];
+      });
+      return reply.header(requestIdHeader, request.id).send({ overrides, total: ids.length, cursor: page.at(-1) });
+    },
+  );
 
-  app.post("/v1/ratelimits.deleteOverride", { schema: { body: deleteOverrideBody, response: deleteOverrideResponse } }, async (request, reply) => {
-    const body = request.body as NamespaceRef & { identifier: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
-    if (!hasNamespace(body)) throw badRequest(missingNamespace);
-    const namespaceId = findNamespace(deps.state, body);
-    await ctx.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
-    return reply.header(requestIdHeader, request.id).send({});
-  });
+  app.post(
+    "/v1/ratelimits.deleteOverride",
+    { schema: { body: deleteOverrideBody, response: deleteOverrideResponse } },
+    async (request, reply) => {
+      const body = request.body as NamespaceRef & { identifier: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
+      if (!hasNamespace(body)) throw badRequest(missingNamespace);
+      const namespaceId = findNamespace(deps.state, body);
+      await ctx.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
+      return reply.header(requestIdHeader, request.id).send({});
+    },
+  );
 }

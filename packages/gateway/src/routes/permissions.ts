@@ -24,7 +24,12 @@ import {
 } from "../schemas/rbac.js";
 
 function permissionView(permission: PermissionRecord) {
-  return { id: permission.id, name: permission.name, slug: permission.slug, description: permission.description ?? undefined };
+  return {
+    id: permission.id,
+    name: permission.name,
+    slug: permission.slug,
+    description: permission.description ?? undefined,
+  };
 }
 
 function roleView(state: KeyState, role: RoleRecord) {
@@ -49,76 +54,108 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
   const { deps } = ctx;
   const send = <T>(reply: FastifyReply, id: string, body: T) => reply.header(requestIdHeader, id).send(body);
 
-  app.post("/v1/permissions.createPermission", { schema: { body: createPermissionBody, response: createPermissionResponse } }, async (request, reply) => {
-    const body = request.body as { name: string; slug?: string; description?: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
-    const outcome = await ctx.submit({
-      type: "createPermission",
-      permissionId: ctx.ids.next("perm"),
-      name: body.name,
-      slug: body.slug ?? body.name,
-      description: description(body.description),
-      nowMs: deps.nowMs(),
-    });
-    return send(reply, request.id, { permissionId: outcome.id });
-  });
+  app.post(
+    "/v1/permissions.createPermission",
+    { schema: { body: createPermissionBody, response: createPermissionResponse } },
+    async (request, reply) => {
+      const body = request.body as { name: string; slug?: string; description?: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
+      const outcome = await ctx.submit({
+        type: "createPermission",
+        permissionId: ctx.ids.next("perm"),
+        name: body.name,
+        slug: body.slug ?? body.name,
+        description: description(body.description),
+        nowMs: deps.nowMs(),
+      });
+      return send(reply, request.id, { permissionId: outcome.id });
+    },
+  );
 
-  app.get("/v1/permissions.getPermission", { schema: { querystring: getPermissionQuery, response: getPermissionResponse } }, async (request, reply) => {
-    const query = request.query as { permissionId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
-    const permission = deps.state.permissions.get(query.permissionId);
-    if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
-    return send(reply, request.id, permissionView(permission));
-  });
+  app.get(
+    "/v1/permissions.getPermission",
+    { schema: { querystring: getPermissionQuery, response: getPermissionResponse } },
+    async (request, reply) => {
+      const query = request.query as { permissionId: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const permission = deps.state.permissions.get(query.permissionId);
+      if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
+      return send(reply, request.id, permissionView(permission));
+    },
+  );
 
-  app.get("/v1/permissions.listPermissions", { schema: { response: listPermissionsResponse } }, async (request, reply) => {
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
-    return send(reply, request.id, [...deps.state.permissions.values()].sort(byId).map(permissionView));
-  });
+  app.get(
+    "/v1/permissions.listPermissions",
+    { schema: { response: listPermissionsResponse } },
+    async (request, reply) => {
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      return send(reply, request.id, [...deps.state.permissions.values()].sort(byId).map(permissionView));
+    },
+  );
 
-  app.post("/v1/permissions.deletePermission", { schema: { body: deletePermissionBody, response: rbacEmptyResponse } }, async (request, reply) => {
-    const body = request.body as { permissionId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
-    await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
-    return send(reply, request.id, {});
-  });
+  app.post(
+    "/v1/permissions.deletePermission",
+    { schema: { body: deletePermissionBody, response: rbacEmptyResponse } },
+    async (request, reply) => {
+      const body = request.body as { permissionId: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
+      return send(reply, request.id, {});
+    },
+  );
 
-  app.post("/v1/permissions.createRole", { schema: { body: createRoleBody, response: createRoleResponse } }, async (request, reply) => {
-    const body = request.body as { name: string; description?: string; permissions?: string[] };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
-    const permissionIds = (body.permissions ?? []).map((ref) => {
-      const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
-      if (id === undefined) throw notFound(`permission ${ref} not found`);
-      return id;
-    });
-    const outcome = await ctx.submit({
-      type: "createRole",
-      roleId: ctx.ids.next("role"),
-      name: body.name,
-      description: description(body.description),
-      permissionIds,
-      nowMs: deps.nowMs(),
-    });
-    return send(reply, request.id, { roleId: outcome.id });
-  });
+  app.post(
+    "/v1/permissions.createRole",
+    { schema: { body: createRoleBody, response: createRoleResponse } },
+    async (request, reply) => {
+      const body = request.body as { name: string; description?: string; permissions?: string[] };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
+      const permissionIds = (body.permissions ?? []).map((ref) => {
+        const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
+        if (id === undefined) throw notFound(`permission ${ref} not found`);
+        return id;
+      });
+      const outcome = await ctx.submit({
+        type: "createRole",
+        roleId: ctx.ids.next("role"),
+        name: body.name,
+        description: description(body.description),
+        permissionIds,
+        nowMs: deps.nowMs(),
+      });
+      return send(reply, request.id, { roleId: outcome.id });
+    },
+  );
 
-  app.get("/v1/permissions.getRole", { schema: { querystring: getRoleQuery, response: getRoleResponse } }, async (request, reply) => {
-    const query = request.query as { roleId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
-    const role = deps.state.roles.get(query.roleId);
-    if (role === undefined) throw notFound(`role ${query.roleId} not found`);
-    return send(reply, request.id, roleView(deps.state, role));
-  });
+  app.get(
+    "/v1/permissions.getRole",
+    { schema: { querystring: getRoleQuery, response: getRoleResponse } },
+    async (request, reply) => {
+      const query = request.query as { roleId: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+      const role = deps.state.roles.get(query.roleId);
+      if (role === undefined) throw notFound(`role ${query.roleId} not found`);
+      return send(reply, request.id, roleView(deps.state, role));
+    },
+  );
 
   app.get("/v1/permissions.listRoles", { schema: { response: listRolesResponse } }, async (request, reply) => {
     await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
-    return send(reply, request.id, [...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)));
+    return send(
+      reply,
+      request.id,
+      [...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)),
+    );
   });
 
-  app.post("/v1/permissions.deleteRole", { schema: { body: deleteRoleBody, response: rbacEmptyResponse } }, async (request, reply) => {
-    const body = request.body as { roleId: string };
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
-    await ctx.submit({ type: "deleteRole", roleId: body.roleId });
-    return send(reply, request.id, {});
-  });
+  app.post(
+    "/v1/permissions.deleteRole",
+    { schema: { body: deleteRoleBody, response: rbacEmptyResponse } },
+    async (request, reply) => {
+      const body = request.body as { roleId: string };
+      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      await ctx.submit({ type: "deleteRole", roleId: body.roleId });
+      return send(reply, request.id, {});
+    },
+  );
 }

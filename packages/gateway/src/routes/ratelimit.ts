@@ -32,15 +32,26 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     const auth = await authenticate(ctx, request);
     let namespaceId = deps.state.namespaceIdByName.get(body.namespace);
     if (namespaceId === undefined) {
-      if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace")) throw notFound(`namespace ${body.namespace} not found`);
-      const created = await ctx.submit({ type: "createNamespace", namespaceId: ctx.ids.next("rlns"), name: body.namespace, nowMs: deps.nowMs() });
+      if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace"))
+        throw notFound(`namespace ${body.namespace} not found`);
+      const created = await ctx.submit({
+        type: "createNamespace",
+        namespaceId: ctx.ids.next("rlns"),
+        name: body.namespace,
+        nowMs: deps.nowMs(),
+      });
       namespaceId = created.id ?? "";
     }
     requirePermission(auth, anyOf(ROOT_PERMISSION, "ratelimit.*.limit", `ratelimit.${namespaceId}.limit`));
     const override = resolveOverride(deps.state, namespaceId, body.identifier);
     const limit = override?.limit ?? body.limit;
     const durationMs = override?.durationMs ?? body.duration;
-    const check = { key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs), limit, durationMs, cost: body.cost ?? 1 };
+    const check = {
+      key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs),
+      limit,
+      durationMs,
+      cost: body.cost ?? 1,
+    };
     // In a cluster: judged by the node serving the identifier (async: here, reconciled in the background).
     const isAsync = override?.async ?? body.async ?? false;
     const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??

@@ -24,7 +24,12 @@ interface VerifyKeyBody {
 export const triggeredHeader = "Unkey-Ratelimit-Triggered";
 
 /** Buffers the outcome for analytics (O(1), no await); verifications of unknown keys are not attributable. */
-function recordOutcome(ctx: GatewayContext, decision: VerifyDecision, nowMs: number, tags: readonly string[] | undefined): void {
+function recordOutcome(
+  ctx: GatewayContext,
+  decision: VerifyDecision,
+  nowMs: number,
+  tags: readonly string[] | undefined,
+): void {
   const key = decision.key;
   if (key === undefined) return;
   ctx.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
@@ -50,7 +55,10 @@ function answerSink(): VerifySink<VerifiedAnswer> {
 function coverTouched(ctx: GatewayContext, decision: VerifyDecision): Promise<void> | null {
   const disk = ctx.deps.counterDurability.cover(decision.touched);
   const owner = decision.derived?.limitOwnerId;
-  return bothCovered(disk, owner === undefined ? null : (ctx.deps.rateLimits?.coverVerification(owner, decision.touched) ?? null));
+  return bothCovered(
+    disk,
+    owner === undefined ? null : (ctx.deps.rateLimits?.coverVerification(owner, decision.touched) ?? null),
+  );
 }
 
 /** Waits for the counter coverage, then the credit spend (its outcome is authoritative). */
@@ -69,7 +77,8 @@ async function finish<R>(
   if (decision.creditSpend !== undefined) {
     // From this node's credit lease when it has one (counters/credits), else decided on the log.
     const spend = decision.creditSpend;
-    const leased = ctx.deps.creditLeases === undefined ? null : await ctx.deps.creditLeases.spend(spend.keyId, spend.cost);
+    const leased =
+      ctx.deps.creditLeases === undefined ? null : await ctx.deps.creditLeases.spend(spend.keyId, spend.cost);
     if (leased !== null && leased.t === "admitted") {
       if (leased.remaining !== null) result.remaining = leased.remaining;
     } else if (leased !== null) {
@@ -100,7 +109,12 @@ export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): 
   const { deps } = ctx;
   const schema = { body: verifyKeyBody, response: verifyKeyResponse };
   // The verification here: on a request, or on a verification forwarded by another node (this node serves its limits).
-  const verifyHere = <R>(body: Omit<VerifyKeyBody, "key">, hash: string, requestId: string, reply: VerifySink<R>): R | Promise<R> => {
+  const verifyHere = <R>(
+    body: Omit<VerifyKeyBody, "key">,
+    hash: string,
+    requestId: string,
+    reply: VerifySink<R>,
+  ): R | Promise<R> => {
     const nowMs = deps.nowMs();
     const decision = decideVerification(
       deps.state,
@@ -125,7 +139,9 @@ export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): 
     }
     return finish(ctx, reply, decision, cover, nowMs, body.tags);
   };
-  deps.rateLimits?.setLocalVerifier((hash, requestId, fields) => Promise.resolve(verifyHere(fields, hash, requestId, answerSink())));
+  deps.rateLimits?.setLocalVerifier((hash, requestId, fields) =>
+    Promise.resolve(verifyHere(fields, hash, requestId, answerSink())),
+  );
   const handler = (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as VerifyKeyBody;
     reply.header(requestIdHeader, request.id);

@@ -22,7 +22,12 @@ export const keyVerificationsResponse = responses({
       type: "array",
       items: {
         type: "object",
-        properties: { time: { type: "integer" }, success: { type: "integer" }, rateLimited: { type: "integer" }, usageExceeded: { type: "integer" } },
+        properties: {
+          time: { type: "integer" },
+          success: { type: "integer" },
+          rateLimited: { type: "integer" },
+          usageExceeded: { type: "integer" },
+        },
         required: ["time", "success", "rateLimited", "usageExceeded"],
       },
     },
@@ -31,7 +36,17 @@ export const keyVerificationsResponse = responses({
 });
 
 export const analyticsOrderByValues = [
-  "time", "valid", "notFound", "forbidden", "usageExceeded", "rateLimited", "unauthorized", "disabled", "insufficientPermissions", "expired", "total",
+  "time",
+  "valid",
+  "notFound",
+  "forbidden",
+  "usageExceeded",
+  "rateLimited",
+  "unauthorized",
+  "disabled",
+  "insufficientPermissions",
+  "expired",
+  "total",
 ] as const;
 export const analyticsGroupByValues = ["key", "identity", "tags", "tag", "month", "day", "hour"] as const;
 
@@ -73,7 +88,11 @@ export const analyticsVerificationsResponse = responses({
       tag: { type: "string" },
       tags: { type: "array", items: { type: "string" } },
       keyId: { type: "string" },
-      identity: { type: "object", properties: { id: { type: "string" }, externalId: { type: "string" } }, required: ["id", "externalId"] },
+      identity: {
+        type: "object",
+        properties: { id: { type: "string" }, externalId: { type: "string" } },
+        required: ["id", "externalId"],
+      },
     },
     required: ["total"],
   },

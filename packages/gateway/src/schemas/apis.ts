@@ -55,7 +55,11 @@ export const legacyListKeysParams = { type: "object", properties: { apiId: text(
 
 export const legacyListKeysQuery = {
   type: "object",
-  properties: { limit: { ...int(1, 100), default: 100 }, offset: { ...int(0, 10_000_000), default: 0 }, ownerId: text(1) },
+  properties: {
+    limit: { ...int(1, 100), default: 100 },
+    offset: { ...int(0, 10_000_000), default: 0 },
+    ownerId: text(1),
+  },
 } as const;
 
 export const listKeysResponse = responses({

@@ -11,7 +11,8 @@ export const timestampMsMax = 253_402_300_799_999;
 
 export const text = (minLength = 0, maxLength = textLengthMax) => ({ type: "string", minLength, maxLength }) as const;
 export const int = (minimum: number, maximum = countMax) => ({ type: "integer", minimum, maximum }) as const;
-export const nullable = <T extends { type: string }>(schema: T) => ({ ...schema, type: [schema.type, "null"] }) as const;
+export const nullable = <T extends { type: string }>(schema: T) =>
+  ({ ...schema, type: [schema.type, "null"] }) as const;
 export const meta = { type: "object", additionalProperties: true } as const;
 
 export const errorSchema = {

@@ -28,7 +28,11 @@ export const createIdentityBody = {
   required: ["externalId"],
 } as const;
 
-export const createIdentityResponse = responses({ type: "object", properties: { identityId: { type: "string" } }, required: ["identityId"] });
+export const createIdentityResponse = responses({
+  type: "object",
+  properties: { identityId: { type: "string" } },
+  required: ["identityId"],
+});
 
 export const getIdentityQuery = { type: "object", properties: { identityId: text(1), externalId: text(1) } } as const;
 
@@ -42,7 +46,11 @@ export const identityResponse = responses(identityView);
 
 export const listIdentitiesQuery = {
   type: "object",
-  properties: { environment: { ...text(1), default: "default" }, limit: { ...int(1, 100), default: 100 }, cursor: text() },
+  properties: {
+    environment: { ...text(1), default: "default" },
+    limit: { ...int(1, 100), default: 100 },
+    cursor: text(),
+  },
 } as const;
 
 export const listIdentitiesResponse = responses({
@@ -64,8 +72,18 @@ export const listIdentitiesResponse = responses({
 
 export const updateIdentityBody = {
   type: "object",
-  properties: { identityId: text(1), externalId: text(1), environment: { ...text(1), default: "default" }, meta, ratelimits },
+  properties: {
+    identityId: text(1),
+    externalId: text(1),
+    environment: { ...text(1), default: "default" },
+    meta,
+    ratelimits,
+  },
 } as const;
 
-export const deleteIdentityBody = { type: "object", properties: { identityId: text(1) }, required: ["identityId"] } as const;
+export const deleteIdentityBody = {
+  type: "object",
+  properties: { identityId: text(1) },
+  required: ["identityId"],
+} as const;
 export const identityEmptyResponse = responses(emptyObject);

@@ -2,7 +2,18 @@
 // issue in this order).
 
 import { connectionsPerRecordMax } from "@keyraft/core";
-import { countMax, durationMsMax, int, meta, namedItems, nullable, responses, text, timestampMsMax, emptyObject } from "./common.js";
+import {
+  countMax,
+  durationMsMax,
+  int,
+  meta,
+  namedItems,
+  nullable,
+  responses,
+  text,
+  timestampMsMax,
+  emptyObject,
+} from "./common.js";
 
 const cost = int(0);
 const refill = {
@@ -103,8 +114,6 @@ export const createKeyBody = {
   required: ["apiId"],
 } as const;
 
-
-
 export const createKeyResponse = responses({
   type: "object",
   properties: { keyId: { type: "string" }, key: { type: "string" } },
@@ -180,7 +189,11 @@ export const whoamiResponse = responses({
     id: { type: "string" },
     name: { type: "string" },
     remaining: { type: "integer" },
-    identity: { type: "object", properties: { id: { type: "string" }, externalId: { type: "string" } }, required: ["id", "externalId"] },
+    identity: {
+      type: "object",
+      properties: { id: { type: "string" }, externalId: { type: "string" } },
+      required: ["id", "externalId"],
+    },
     meta,
     createdAt: { type: "integer" },
     enabled: { type: "boolean" },

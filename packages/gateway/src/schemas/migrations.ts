@@ -59,7 +59,12 @@ export const enqueueKeysBody = {
   properties: {
     migrationId: text(1),
     apiId: text(1),
-    keys: { type: "array", minItems: 1, maxItems: importKeysMax, items: { type: "object", properties: migratedKeyFields } },
+    keys: {
+      type: "array",
+      minItems: 1,
+      maxItems: importKeysMax,
+      items: { type: "object", properties: migratedKeyFields },
+    },
   },
   required: ["migrationId", "apiId", "keys"],
 } as const;

@@ -58,14 +58,27 @@ export const createPermissionResponse = responses({
 
 const permissionView = {
   type: "object",
-  properties: { id: { type: "string" }, name: { type: "string" }, slug: { type: "string" }, description: { type: "string" } },
+  properties: {
+    id: { type: "string" },
+    name: { type: "string" },
+    slug: { type: "string" },
+    description: { type: "string" },
+  },
   required: ["id", "name", "slug"],
 } as const;
 
-export const getPermissionQuery = { type: "object", properties: { permissionId: text(1) }, required: ["permissionId"] } as const;
+export const getPermissionQuery = {
+  type: "object",
+  properties: { permissionId: text(1) },
+  required: ["permissionId"],
+} as const;
 export const getPermissionResponse = responses(permissionView);
 export const listPermissionsResponse = responses({ type: "array", items: permissionView });
-export const deletePermissionBody = { type: "object", properties: { permissionId: text(1) }, required: ["permissionId"] } as const;
+export const deletePermissionBody = {
+  type: "object",
+  properties: { permissionId: text(1) },
+  required: ["permissionId"],
+} as const;
 
 export const createRoleBody = {
   type: "object",
@@ -78,7 +91,11 @@ export const createRoleBody = {
   required: ["name"],
 } as const;
 
-export const createRoleResponse = responses({ type: "object", properties: { roleId: { type: "string" } }, required: ["roleId"] });
+export const createRoleResponse = responses({
+  type: "object",
+  properties: { roleId: { type: "string" } },
+  required: ["roleId"],
+});
 
 const roleView = {
   type: "object",

@@ -2,7 +2,16 @@
 // it, a node whose state has no root key generates one and returns its plaintext once (main
 // prints it). Idempotent: a restart with the same state appends nothing.
 
-import { keyDerived, keyStart, newKeySecret, ROOT_API_ID, ROOT_PERMISSION, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
+import {
+  keyDerived,
+  keyStart,
+  newKeySecret,
+  ROOT_API_ID,
+  ROOT_PERMISSION,
+  type CommandOutcome,
+  type KeyCommand,
+  type KeyState,
+} from "@keyraft/core";
 import { hashKey } from "../auth/hash.js";
 import type { CommandLog } from "../store/types.js";
 import { IdSource } from "./ids.js";

@@ -52,8 +52,10 @@ export const replayCompareDepthMax = 256;
  */
 export function replaysEqual(original: unknown, decoded: unknown, depth = 0): boolean {
   if (original === decoded) return true;
-  if (typeof original === "number" && typeof decoded === "number") return Number.isNaN(original) && Number.isNaN(decoded);
-  if (typeof original !== "object" || typeof decoded !== "object" || original === null || decoded === null) return false;
+  if (typeof original === "number" && typeof decoded === "number")
+    return Number.isNaN(original) && Number.isNaN(decoded);
+  if (typeof original !== "object" || typeof decoded !== "object" || original === null || decoded === null)
+    return false;
   if (depth >= replayCompareDepthMax) return false;
   if (original instanceof Uint8Array || decoded instanceof Uint8Array) {
     return original instanceof Uint8Array && decoded instanceof Uint8Array && Buffer.from(original).equals(decoded);
@@ -75,7 +77,8 @@ export function replaysEqual(original: unknown, decoded: unknown, depth = 0): bo
   if (keys.length !== Object.keys(decoded).length) return false;
   for (const key of keys) {
     if (!Object.prototype.hasOwnProperty.call(decoded, key)) return false;
-    if (!replaysEqual((original as Record<string, unknown>)[key], (decoded as Record<string, unknown>)[key], depth + 1)) return false;
+    if (!replaysEqual((original as Record<string, unknown>)[key], (decoded as Record<string, unknown>)[key], depth + 1))
+      return false;
   }
   return true;
 }

@@ -12,7 +12,14 @@ import type { CounterDurability, TouchedBucket } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey } from "./codec.js";
 import { closedError, corruptError, overloadedError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
-import { storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp, type StoreSublevel, type SyncedBatchWrite } from "./level-db.js";
+import {
+  storeSublevel,
+  syncedBatchWrite,
+  type StoreDb,
+  type StoreOp,
+  type StoreSublevel,
+  type SyncedBatchWrite,
+} from "./level-db.js";
 
 /** What `restore` needs of the limiter: set a bucket's count to at least `bucket.count`. */
 export interface RestorableLimiter {
@@ -184,7 +191,8 @@ export class LevelCounterDurability implements CounterDurability {
     const refusal = this.refusal();
     if (refusal !== null) {
       for (const { reservation } of grown) {
-        if (reservation.queuedDone === null && reservation.durable === 0) this.reservations.delete(reservationId(reservation.bucket));
+        if (reservation.queuedDone === null && reservation.durable === 0)
+          this.reservations.delete(reservationId(reservation.bucket));
       }
       return refusal;
     }
@@ -213,11 +221,16 @@ export class LevelCounterDurability implements CounterDurability {
     const failure = this.writer.failed();
     if (failure !== null) return failure;
     const nowMs = this.options.nowMs();
-    if (nowMs - this.lastPruneMs >= this.limits.pruneIntervalMs || this.reservations.size > this.limits.reservationsMax) {
+    if (
+      nowMs - this.lastPruneMs >= this.limits.pruneIntervalMs ||
+      this.reservations.size > this.limits.reservationsMax
+    ) {
       this.prune(nowMs);
     }
-    if (this.reservations.size > this.limits.reservationsMax) return overloadedError(`${what} (table full)`, this.limits.reservationsMax);
-    if (this.writer.pendingItems() >= this.limits.queueEntriesMax) return overloadedError(what, this.limits.queueEntriesMax);
+    if (this.reservations.size > this.limits.reservationsMax)
+      return overloadedError(`${what} (table full)`, this.limits.reservationsMax);
+    if (this.writer.pendingItems() >= this.limits.queueEntriesMax)
+      return overloadedError(what, this.limits.queueEntriesMax);
     return null;
   }
 

@@ -37,7 +37,11 @@ export function failedError(what: string, cause: unknown): StoreError {
 
 /** The state machine threw while applying: memory may be half-changed and is not in the log. */
 export function applyFailedError(what: string, cause: unknown): StoreError {
-  return new StoreError("KEYRAFT_STORE_FAILED", `${what}: the state machine threw while applying a command; the node must stop`, { cause });
+  return new StoreError(
+    "KEYRAFT_STORE_FAILED",
+    `${what}: the state machine threw while applying a command; the node must stop`,
+    { cause },
+  );
 }
 
 export function corruptError(what: string, detail: string, cause?: unknown): StoreError {
@@ -53,5 +57,8 @@ export function isStoreError(error: unknown, code?: StoreErrorCode): error is St
 
 /** A command that would not decode to an equal value (so replay would diverge): refused, not applied. */
 export function unencodableError(what: string): StoreError {
-  return new StoreError("KEYRAFT_STORE_UNENCODABLE", `${what}: the command does not survive encoding unchanged (e.g. a "__proto__" key); nothing was changed`);
+  return new StoreError(
+    "KEYRAFT_STORE_UNENCODABLE",
+    `${what}: the command does not survive encoding unchanged (e.g. a "__proto__" key); nothing was changed`,
+  );
 }

@@ -138,7 +138,10 @@ export class GroupCommitWriter {
       this.queue.splice(0, this.queueHead);
       this.queueHead = 0;
     }
-    assert(batch.length >= 1 && batch.length <= this.limits.batchEntriesMax, "group commit: a batch holds 1..batchEntriesMax items");
+    assert(
+      batch.length >= 1 && batch.length <= this.limits.batchEntriesMax,
+      "group commit: a batch holds 1..batchEntriesMax items",
+    );
     return batch;
   }
 

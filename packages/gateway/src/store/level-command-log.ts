@@ -13,7 +13,14 @@ import type { CommandLog, ReplicatedStateMachine } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey, parseLogIndexKey, replaysEqual } from "./codec.js";
 import { applyFailedError, closedError, corruptError, overloadedError, unencodableError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
-import { storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp, type StoreSublevel, type SyncedBatchWrite } from "./level-db.js";
+import {
+  storeSublevel,
+  syncedBatchWrite,
+  type StoreDb,
+  type StoreOp,
+  type StoreSublevel,
+  type SyncedBatchWrite,
+} from "./level-db.js";
 
 export interface CommandLogOptions {
   /** Take a snapshot (and drop the entries it covers) every this many entries. */
@@ -126,7 +133,10 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
       return Promise.reject(this.applyFailure);
     }
     this.lastIndex = index;
-    const durable = this.writer.enqueue([{ type: "put", sublevel: this.logLevel, key: logIndexKey(index), value }], value.byteLength);
+    const durable = this.writer.enqueue(
+      [{ type: "put", sublevel: this.logLevel, key: logIndexKey(index), value }],
+      value.byteLength,
+    );
     if (index - this.snapshotIndex >= this.options.snapshotEveryEntries) this.takeSnapshot(index);
     return durable.then(() => outcome);
   }
@@ -148,7 +158,10 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
   // The machine is at exactly `index` here (apply is synchronous), so its snapshot is the state
   // after `index`. Queued behind entry `index`, it reaches the disk with or after that entry.
   private takeSnapshot(index: number): void {
-    assert(index === this.lastIndex && index > this.snapshotIndex, "command log: a snapshot covers new entries up to the last one");
+    assert(
+      index === this.lastIndex && index > this.snapshotIndex,
+      "command log: a snapshot covers new entries up to the last one",
+    );
     const stored: StoredSnapshot = { index, state: this.machine.snapshot() };
     const value = encodeValue(stored);
     const ops: StoreOp[] = [{ type: "put", sublevel: this.snapLevel, key: snapshotKey, value }];
@@ -176,7 +189,8 @@ function resolveOptions(
   };
   for (const name of ["snapshotEveryEntries", "batchEntriesMax", "batchBytesMax", "queueEntriesMax"] as const) {
     const value = resolved[name];
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${what}: ${name} must be a positive integer, got ${value}`);
+    if (!Number.isSafeInteger(value) || value < 1)
+      throw new RangeError(`${what}: ${name} must be a positive integer, got ${value}`);
   }
   return resolved;
 }
@@ -188,8 +202,11 @@ async function checkFormat(db: StoreDb, logLevel: StoreSublevel, snapLevel: Stor
     // A fresh database. Refuse one that holds a log but no format: it is not ours, or damaged.
     const [anyLog] = await logLevel.keys({ limit: 1 }).all();
     const [anySnap] = await snapLevel.keys({ limit: 1 }).all();
-    if (anyLog !== undefined || anySnap !== undefined) throw corruptError(what, "entries present but no format version");
-    await syncedBatchWrite(db)([{ type: "put", sublevel: meta, key: formatKey, value: encodeValue(commandLogFormatVersion) }]);
+    if (anyLog !== undefined || anySnap !== undefined)
+      throw corruptError(what, "entries present but no format version");
+    await syncedBatchWrite(db)([
+      { type: "put", sublevel: meta, key: formatKey, value: encodeValue(commandLogFormatVersion) },
+    ]);
     return;
   }
   const version = decodeOrCorrupt(stored, "format version");
@@ -206,7 +223,8 @@ async function readSnapshot(snapLevel: StoreSublevel): Promise<StoredSnapshot | 
     throw corruptError(what, "snapshot is not { index, state }");
   }
   const index = stored.index;
-  if (typeof index !== "number" || !Number.isSafeInteger(index) || index < 1) throw corruptError(what, `snapshot index ${String(index)}`);
+  if (typeof index !== "number" || !Number.isSafeInteger(index) || index < 1)
+    throw corruptError(what, `snapshot index ${String(index)}`);
   return { index, state: stored.state };
 }
 

@@ -32,7 +32,7 @@ function topLevelField(error: ErrorObject): string {
 function orderErrors(errors: readonly ErrorObject[], fieldOrder: ReadonlyMap<string, number>): ErrorObject[] {
   const rank = (error: ErrorObject): number => {
     const field = topLevelField(error);
-    return field === "" ? -1 : fieldOrder.get(field) ?? fieldOrder.size;
+    return field === "" ? -1 : (fieldOrder.get(field) ?? fieldOrder.size);
   };
   return errors
     .slice(0, validationErrorsMax)

@@ -17,7 +17,8 @@ export function jsonNestingDepth(bytes: Uint8Array, limit: number): number {
   for (let i = 0; i < bytes.length; i++) {
     const byte = bytes[i]!;
     if (inString) {
-      if (byte === 0x5c) i++; // backslash: skip the escaped character
+      if (byte === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (byte === 0x22) inString = false;
       continue;
     }

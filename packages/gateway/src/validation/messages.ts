@@ -59,7 +59,9 @@ function zodMessage(error: ErrorObject): string {
     case "exclusiveMaximum":
       return `Number must be less than ${numberParam(error)}`;
     case "enum": {
-      const allowed = ((error.params as { allowedValues?: unknown[] }).allowedValues ?? []).map((value) => `'${String(value)}'`);
+      const allowed = ((error.params as { allowedValues?: unknown[] }).allowedValues ?? []).map(
+        (value) => `'${String(value)}'`,
+      );
       return `Invalid enum value. Expected ${allowed.join(" | ")}, received '${String(error.data)}'`;
     }
     case "pattern":

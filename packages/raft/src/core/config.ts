@@ -106,8 +106,14 @@ export function resolveConfig(config: RaftConfig): ResolvedConfig {
 
 function validateConfig(c: ResolvedConfig): void {
   assert(c.id.length > 0, "config: id must be non-empty");
-  assert(Number.isInteger(c.heartbeatTicks) && c.heartbeatTicks > 0, "config: heartbeatTicks must be a positive integer");
-  assert(Number.isInteger(c.electionTicks) && c.electionTicks > c.heartbeatTicks, "config: electionTicks must exceed heartbeatTicks");
+  assert(
+    Number.isInteger(c.heartbeatTicks) && c.heartbeatTicks > 0,
+    "config: heartbeatTicks must be a positive integer",
+  );
+  assert(
+    Number.isInteger(c.electionTicks) && c.electionTicks > c.heartbeatTicks,
+    "config: electionTicks must exceed heartbeatTicks",
+  );
   assert(c.electionTicks <= electionTicksMax, "config: electionTicks above electionTicksMax");
   assert(Number.isInteger(c.maxInflightMsgs) && c.maxInflightMsgs > 0, "config: maxInflightMsgs must be positive");
   assert(c.maxInflightMsgs <= maxInflightMsgsMax, "config: maxInflightMsgs above maxInflightMsgsMax");

@@ -3,7 +3,8 @@ import type { NodeId } from "./types.js";
 /** Stable error codes of the Raft core. Never reuse or renumber a code; document every one in docs/raft-core.md. */
 export const RAFT_ERROR_CODES = {
   RAFT_ERR_NOT_LEADER: "this node is not the leader; `leader` names the known leader or is empty",
-  RAFT_ERR_PROPOSAL_DROPPED: "the leader refused the proposal (leadership transfer in progress or uncommitted log too large)",
+  RAFT_ERR_PROPOSAL_DROPPED:
+    "the leader refused the proposal (leadership transfer in progress or uncommitted log too large)",
   RAFT_ERR_CONF_CHANGE_PENDING: "a membership change is already in progress; one server at a time",
   RAFT_ERR_CONF_CHANGE_INVALID: "the membership change is not valid for the current configuration",
   RAFT_ERR_ENTRY_TOO_LARGE: "a proposed command is larger than maxEntryBytes",

@@ -100,7 +100,8 @@ export class RaftLog {
     if (first === undefined) return this.lastIndex();
     assert(first.index - 1 >= this.committed, `append would overwrite committed entry ${first.index}`);
     assert(first.index <= this.lastIndex() + 1, "append leaves a gap");
-    for (let i = 1; i < entries.length; i++) assert(entries[i]?.index === first.index + i, "append: indexes not contiguous");
+    for (let i = 1; i < entries.length; i++)
+      assert(entries[i]?.index === first.index + i, "append: indexes not contiguous");
     this.unstable.truncateAndAppend(entries);
     return this.lastIndex();
   }
@@ -156,7 +157,10 @@ export class RaftLog {
 
   appliedTo(index: number): void {
     if (index === 0) return;
-    assert(index <= this.committed && index >= this.applied, `applied ${index} outside [${this.applied}, ${this.committed}]`);
+    assert(
+      index <= this.committed && index >= this.applied,
+      `applied ${index} outside [${this.applied}, ${this.committed}]`,
+    );
     this.applied = index;
   }
 

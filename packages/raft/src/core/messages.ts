@@ -123,5 +123,7 @@ export interface TransferLeaderMessage extends MessageBase {
 
 /** Messages a leader sends to maintain its leadership and replicate; used to recognise the current leader. */
 export function isLeaderMessage(message: Message): boolean {
-  return message.type === "app" || message.type === "heartbeat" || message.type === "snap" || message.type === "timeoutNow";
+  return (
+    message.type === "app" || message.type === "heartbeat" || message.type === "snap" || message.type === "timeoutNow"
+  );
 }

@@ -22,7 +22,11 @@ export interface ProposalId {
 
 type CampaignKind = "preElection" | "election" | "transfer";
 
-type Outgoing = Message extends infer M ? (M extends Message ? Omit<M, "from" | "term"> & { term?: number } : never) : never;
+type Outgoing = Message extends infer M
+  ? M extends Message
+    ? Omit<M, "from" | "term"> & { term?: number }
+    : never
+  : never;
 
 export class Raft {
   readonly id: NodeId;
@@ -95,10 +99,18 @@ export class Raft {
    */
   private bootstrap(voters: readonly NodeId[], learners: readonly NodeId[]): void {
     const changes: ConfChange[] = [
-      ...voters.flatMap((node): ConfChange[] => [{ type: "addLearner", node }, { type: "promote", node }]),
+      ...voters.flatMap((node): ConfChange[] => [
+        { type: "addLearner", node },
+        { type: "promote", node },
+      ]),
       ...learners.map((node): ConfChange => ({ type: "addLearner", node })),
     ];
-    const entries = changes.map((change, i): Entry => ({ term: 1, index: i + 1, type: "conf", data: encodeConfChange(change) }));
+    const entries = changes.map((change, i): Entry => ({
+      term: 1,
+      index: i + 1,
+      type: "conf",
+      data: encodeConfChange(change),
+    }));
     this.becomeFollower(1, "");
     this.log.append(entries);
     this.log.commitTo(entries.length);
@@ -107,9 +119,10 @@ export class Raft {
 
   /** Conf entries in (from, to] were applied before a restart: the membership must include them. */
   private replayConfChanges(from: number, to: number): void {
-    for (let lo = from + 1; lo <= to; ) {
+    for (let lo = from + 1; lo <= to;) {
       const entries = this.log.slice(lo, to + 1, this.config.maxCommittedSizePerReadyBytes);
-      for (const entry of entries) if (entry.type === "conf") this.conf = applyConfChange(this.conf, decodeConfChange(entry.data));
+      for (const entry of entries)
+        if (entry.type === "conf") this.conf = applyConfChange(this.conf, decodeConfChange(entry.data));
       lo += entries.length;
     }
   }
@@ -145,7 +158,10 @@ export class Raft {
     if (this.electionElapsed >= this.config.electionTicks) {
       this.electionElapsed = 0;
       if (this.config.checkQuorum && !this.quorumActive()) {
-        this.config.logger.warn({ id: this.id, term: this.term }, "raft: leader lost contact with a quorum; stepping down");
+        this.config.logger.warn(
+          { id: this.id, term: this.term },
+          "raft: leader lost contact with a quorum; stepping down",
+        );
         this.becomeFollower(this.term, "");
         return;
       }
@@ -187,7 +203,11 @@ export class Raft {
   private assertLeaderForProposal(): void {
     if (this.role !== "leader") throw new RaftError("RAFT_ERR_NOT_LEADER", `${this.id} is ${this.role}`, this.leader);
     if (this.leadTransferee !== "") {
-      throw new RaftError("RAFT_ERR_PROPOSAL_DROPPED", `leadership transfer to ${this.leadTransferee} in progress`, this.leader);
+      throw new RaftError(
+        "RAFT_ERR_PROPOSAL_DROPPED",
+        `leadership transfer to ${this.leadTransferee} in progress`,
+        this.leader,
+      );
     }
   }
 
@@ -196,7 +216,11 @@ export class Raft {
     const size = data.byteLength;
     const limit = this.config.maxUncommittedEntriesSize;
     if (limit > 0 && this.uncommittedBytes > 0 && this.uncommittedBytes + size > limit) {
-      throw new RaftError("RAFT_ERR_PROPOSAL_DROPPED", "uncommitted log exceeds maxUncommittedEntriesSize", this.leader);
+      throw new RaftError(
+        "RAFT_ERR_PROPOSAL_DROPPED",
+        "uncommitted log exceeds maxUncommittedEntriesSize",
+        this.leader,
+      );
     }
     const entry: Entry = { term: this.term, index: this.log.lastIndex() + 1, type, data };
     this.appendEntries([entry]);
@@ -208,7 +232,11 @@ export class Raft {
   readIndex(context: Uint8Array): void {
     if (this.role === "leader") {
       if (!this.handleReadIndex(this.id, context)) {
-        throw new RaftError("RAFT_ERR_READ_INDEX_DROPPED", "read index queue full or context already pending", this.leader);
+        throw new RaftError(
+          "RAFT_ERR_READ_INDEX_DROPPED",
+          "read index queue full or context already pending",
+          this.leader,
+        );
       }
       return;
     }
@@ -291,7 +319,8 @@ export class Raft {
   }
 
   private handleVoteRequest(m: Extract<Message, { type: "vote" }>): void {
-    const canVote = this.vote === m.from || (this.vote === "" && this.leader === "") || (m.preVote && m.term > this.term);
+    const canVote =
+      this.vote === m.from || (this.vote === "" && this.leader === "") || (m.preVote && m.term > this.term);
     if (canVote && this.log.isUpToDate(m.lastLogIndex, m.lastLogTerm)) {
       // A granted pre-vote answers in the candidate's future term so the pre-candidate counts it.
       this.send({ type: "voteResp", to: m.from, term: m.term, preVote: m.preVote, reject: false });
@@ -390,7 +419,14 @@ export class Raft {
       return;
     }
     const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    this.send({ type: "appResp", to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term });
+    this.send({
+      type: "appResp",
+      to: m.from,
+      index: m.index,
+      reject: true,
+      rejectHint: hint.index,
+      logTerm: hint.term,
+    });
   }
 
   private handleSnapshotChunk(m: SnapshotChunkMessage): void {
@@ -407,7 +443,10 @@ export class Raft {
     } else {
       this.log.restore(result);
       this.conf = copyConf(result.metadata.conf);
-      this.config.logger.info({ id: this.id, term: this.term, index, bytes: result.data.byteLength }, "raft: restored a snapshot from the leader");
+      this.config.logger.info(
+        { id: this.id, term: this.term, index, bytes: result.data.byteLength },
+        "raft: restored a snapshot from the leader",
+      );
       this.send({ type: "appResp", to: m.from, index: this.log.lastIndex(), reject: false, rejectHint: 0, logTerm: 0 });
       return;
     }
@@ -478,7 +517,8 @@ export class Raft {
       default:
         unreachable(pr.state);
     }
-    if (this.maybeCommit()) this.broadcastPending = true; // one commit notice per Ready, not per ack
+    if (this.maybeCommit())
+      this.broadcastPending = true; // one commit notice per Ready, not per ack
     else if (wasPaused) this.sendAppend(m.from, true);
     while (this.sendAppend(m.from, false)) {
       // Pipelining: keep sending batches until caught up or the in-flight window is full.
@@ -492,7 +532,8 @@ export class Raft {
     pr.recentActive = true;
     pr.probeSent = false;
     if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
-    if (pr.state === "snapshot") this.retransmitSnapshot(m.from); // a chunk may have been lost
+    if (pr.state === "snapshot")
+      this.retransmitSnapshot(m.from); // a chunk may have been lost
     else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
     if (m.context === null) return;
     for (const read of this.readOnly.ack(m.context, m.from, this.conf.voters)) {
@@ -693,7 +734,15 @@ export class Raft {
     for (const id of this.conf.voters) {
       if (id === this.id) continue;
       const preVote = kind === "preElection";
-      this.send({ type: "vote", to: id, term: voteTerm, preVote, lastLogIndex, lastLogTerm, transfer: kind === "transfer" });
+      this.send({
+        type: "vote",
+        to: id,
+        term: voteTerm,
+        preVote,
+        lastLogIndex,
+        lastLogTerm,
+        transfer: kind === "transfer",
+      });
     }
     this.recordVote(this.id, true);
   }
@@ -717,7 +766,7 @@ export class Raft {
   }
 
   private hasUnappliedConfChanges(): boolean {
-    for (let lo = this.log.applied + 1; lo <= this.log.committed; ) {
+    for (let lo = this.log.applied + 1; lo <= this.log.committed;) {
       const lowest = Math.max(lo, this.log.firstIndex());
       const entries = this.log.slice(lowest, this.log.committed + 1, this.config.maxCommittedSizePerReadyBytes);
       if (entries.some((entry) => entry.type === "conf")) return true;
@@ -795,7 +844,10 @@ export class Raft {
   private applyConfEntry(entry: Entry): void {
     const change = decodeConfChange(entry.data);
     this.conf = applyConfChange(this.conf, change);
-    this.config.logger.info({ id: this.id, term: this.term, index: entry.index, change, conf: this.conf }, "raft: applied a membership change");
+    this.config.logger.info(
+      { id: this.id, term: this.term, index: entry.index, change, conf: this.conf },
+      "raft: applied a membership change",
+    );
     if (this.role !== "leader") return;
     const next = this.log.lastIndex() + 1;
     for (const id of [...this.progress.keys()]) {
@@ -886,7 +938,8 @@ export class Raft {
     const hardChanged = !hardStateEqual(hard, this.prevHardState);
     const messagesBeforePersist: Message[] = [];
     const messages: Message[] = [];
-    for (const message of this.messages) (sendableBeforePersist(message, this.prevHardState.term) ? messagesBeforePersist : messages).push(message);
+    for (const message of this.messages)
+      (sendableBeforePersist(message, this.prevHardState.term) ? messagesBeforePersist : messages).push(message);
     const ready: Ready = {
       hardState: hardChanged ? hard : null,
       entries,
@@ -961,7 +1014,9 @@ function copyConf(conf: ConfState): ConfState {
  * sends MsgApp while it persists). Everything else (votes, acknowledgements) waits for the write.
  */
 function sendableBeforePersist(message: Message, persistedTerm: number): boolean {
-  return (message.type === "app" || message.type === "heartbeat" || message.type === "snap") && message.term <= persistedTerm;
+  return (
+    (message.type === "app" || message.type === "heartbeat" || message.type === "snap") && message.term <= persistedTerm
+  );
 }
 
 function hardStateEqual(a: HardState, b: HardState): boolean {

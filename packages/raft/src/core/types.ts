@@ -34,9 +34,7 @@ export interface ConfState {
 
 /** A membership change, carried in the `data` of a "conf" entry (encoded by the core). */
 export type ConfChange =
-  | { type: "addLearner"; node: NodeId }
-  | { type: "promote"; node: NodeId }
-  | { type: "remove"; node: NodeId };
+  { type: "addLearner"; node: NodeId } | { type: "promote"; node: NodeId } | { type: "remove"; node: NodeId };
 
 export interface SnapshotMetadata {
   /** Last log index covered by the snapshot. */

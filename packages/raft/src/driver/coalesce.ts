@@ -35,7 +35,12 @@ export function coalesceAppends(messages: readonly Message[]): Message[] {
       continue;
     }
     const bytes = dataBytes(message.entries);
-    if (previous && head?.type === "app" && chains(head, message) && previous.bytes + bytes <= coalescedAppendBytesMax) {
+    if (
+      previous &&
+      head?.type === "app" &&
+      chains(head, message) &&
+      previous.bytes + bytes <= coalescedAppendBytesMax
+    ) {
       // The first merge copies the head (the core's message is not ours to change); later merges extend that copy in place.
       const merged = previous.owned ? head : { ...head, entries: [...head.entries] };
       for (const entry of message.entries) merged.entries.push(entry);
@@ -62,7 +67,13 @@ function chains(first: AppendMessage, next: AppendMessage): boolean {
 
 /** A successful response at a higher (or equal) index, same term, makes an earlier successful one redundant. */
 function supersedes(next: AppendResponseMessage, earlier: AppendResponseMessage): boolean {
-  return !next.reject && !earlier.reject && next.term === earlier.term && next.from === earlier.from && next.index >= earlier.index;
+  return (
+    !next.reject &&
+    !earlier.reject &&
+    next.term === earlier.term &&
+    next.from === earlier.from &&
+    next.index >= earlier.index
+  );
 }
 
 function dataBytes(entries: readonly Entry[]): number {

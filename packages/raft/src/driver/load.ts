@@ -8,7 +8,10 @@ import type { LoadResult } from "./process-protocol.js";
 /** Upper bound of recorded latency samples (a reservoir beyond it). */
 export const latencySamplesMax = 1_000_000;
 
-export async function runLoad(node: RaftNode, options: { concurrency: number; durationMs: number; payloadBytes: number }): Promise<LoadResult> {
+export async function runLoad(
+  node: RaftNode,
+  options: { concurrency: number; durationMs: number; payloadBytes: number },
+): Promise<LoadResult> {
   const payload = new Uint8Array(options.payloadBytes);
   const latenciesMs: number[] = [];
   const errorCodes: Record<string, number> = {};
@@ -37,9 +40,22 @@ export async function runLoad(node: RaftNode, options: { concurrency: number; du
   await Promise.all(Array.from({ length: options.concurrency }, (_, worker) => proposer(worker)));
   const durationMs = performance.now() - startMs;
   const after = node.metrics();
-  const leader = Object.fromEntries(Object.entries(after).map(([key, value]) => [key, Math.round((value - before[key as keyof typeof before]) * 10) / 10]));
+  const leader = Object.fromEntries(
+    Object.entries(after).map(([key, value]) => [
+      key,
+      Math.round((value - before[key as keyof typeof before]) * 10) / 10,
+    ]),
+  );
   latenciesMs.sort((a, b) => a - b);
-  return { commits, errors, durationMs, p50Ms: quantile(latenciesMs, 0.5), p99Ms: quantile(latenciesMs, 0.99), errorCodes, leader };
+  return {
+    commits,
+    errors,
+    durationMs,
+    p50Ms: quantile(latenciesMs, 0.5),
+    p99Ms: quantile(latenciesMs, 0.99),
+    errorCodes,
+    leader,
+  };
 }
 
 function record(samples: number[], valueMs: number, seen: number): void {

@@ -11,7 +11,14 @@ import type { Logger } from "../logger.js";
 import { RaftNode } from "../node.js";
 import { LevelStorage } from "../storage/level-storage.js";
 import { runLoad } from "./load.js";
-import { secretEnvVar, type ControlRequest, type ControlResponse, type LoopDelay, type MachineState, type NodeProcessConfig } from "./process-protocol.js";
+import {
+  secretEnvVar,
+  type ControlRequest,
+  type ControlResponse,
+  type LoopDelay,
+  type MachineState,
+  type NodeProcessConfig,
+} from "./process-protocol.js";
 import type { StateMachine } from "./state-machine.js";
 
 class DigestMachine implements StateMachine {
@@ -31,7 +38,10 @@ class DigestMachine implements StateMachine {
   }
 
   installSnapshot(snapshot: Snapshot): void {
-    const saved = JSON.parse(new TextDecoder().decode(snapshot.data)) as Pick<MachineState, "count" | "digest" | "lastIndex">;
+    const saved = JSON.parse(new TextDecoder().decode(snapshot.data)) as Pick<
+      MachineState,
+      "count" | "digest" | "lastIndex"
+    >;
     this.state = { ...saved, installs: this.state.installs + 1, lastInstalledIndex: snapshot.metadata.index };
   }
 }
@@ -41,7 +51,8 @@ const levels = ["debug", "info", "warn", "error"] as const;
 function stderrLogger(id: string, level: string): Logger {
   const min = Math.max(0, levels.indexOf(level as (typeof levels)[number]));
   const at = (rank: number, name: string) => (fields: object, message: string) => {
-    if (rank >= min) process.stderr.write(`${JSON.stringify({ level: name, time: Date.now(), node: id, msg: message, ...fields })}\n`);
+    if (rank >= min)
+      process.stderr.write(`${JSON.stringify({ level: name, time: Date.now(), node: id, msg: message, ...fields })}\n`);
   };
   return { debug: at(0, "debug"), info: at(1, "info"), warn: at(2, "warn"), error: at(3, "error") };
 }
@@ -55,7 +66,11 @@ loopDelay.enable();
 
 function takeLoopDelay(): LoopDelay {
   const nsPerMs = 1e6;
-  const window = { p50Ms: loopDelay.percentile(50) / nsPerMs, p99Ms: loopDelay.percentile(99) / nsPerMs, meanMs: loopDelay.mean / nsPerMs };
+  const window = {
+    p50Ms: loopDelay.percentile(50) / nsPerMs,
+    p99Ms: loopDelay.percentile(99) / nsPerMs,
+    meanMs: loopDelay.mean / nsPerMs,
+  };
   loopDelay.reset();
   return window;
 }
@@ -131,7 +146,11 @@ async function main(): Promise<void> {
       (result) => reply({ id: request.id, ok: true, result: result ?? null }),
       (error: unknown) => {
         const coded = error instanceof RaftNodeError ? error : null;
-        reply({ id: request.id, ok: false, error: { code: coded?.code ?? "ERROR", message: String(error), leader: coded?.leader ?? "" } });
+        reply({
+          id: request.id,
+          ok: false,
+          error: { code: coded?.code ?? "ERROR", message: String(error), leader: coded?.leader ?? "" },
+        });
       },
     );
   });

@@ -7,7 +7,13 @@ import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { NodeId } from "../core/types.js";
 import { RaftNodeError, type RaftNodeErrorCode } from "../errors.js";
-import { secretEnvVar, type ControlRequest, type ControlResponse, type NodeProcessConfig, type StartedEvent } from "./process-protocol.js";
+import {
+  secretEnvVar,
+  type ControlRequest,
+  type ControlResponse,
+  type NodeProcessConfig,
+  type StartedEvent,
+} from "./process-protocol.js";
 
 /** Requests awaiting a response from one child. */
 export const pendingRequestsMax = 10_000;
@@ -29,7 +35,10 @@ export function defaultNodeProcessEntry(): string {
 }
 
 export class NodeProcess {
-  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (value: unknown) => void; reject: (error: Error) => void; timer: NodeJS.Timeout }
+  >();
   private nextId = 1;
   private readonly exit: Promise<number | null>;
   exitCode: number | null | undefined = undefined;
@@ -75,7 +84,10 @@ export class NodeProcess {
     });
     const lines = createInterface({ input: child.stdout });
     const started = await new Promise<StartedEvent>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`node process ${options.config.id} did not start`)), options.startTimeoutMs ?? 20_000);
+      const timer = setTimeout(
+        () => reject(new Error(`node process ${options.config.id} did not start`)),
+        options.startTimeoutMs ?? 20_000,
+      );
       const onLine = (line: string) => {
         const event = parseLine(line) as Partial<StartedEvent> | null;
         if (event?.event !== "started") return;
@@ -86,7 +98,9 @@ export class NodeProcess {
       lines.on("line", onLine);
       child.once("exit", (code) => {
         clearTimeout(timer);
-        reject(new Error(`node process ${options.config.id} exited (${code}) before starting: ${stderrTail.join("\n")}`));
+        reject(
+          new Error(`node process ${options.config.id} exited (${code}) before starting: ${stderrTail.join("\n")}`),
+        );
       });
     }).catch((error: unknown) => {
       child.kill("SIGKILL");
@@ -133,7 +147,11 @@ export class NodeProcess {
     if (response.ok) waiter.resolve(response.result);
     else {
       const { code, message, leader } = response.error;
-      waiter.reject(new RaftNodeError(code as RaftNodeErrorCode, message.replace(/^\w*Error: /, "").replace(`${code}: `, ""), { leader }));
+      waiter.reject(
+        new RaftNodeError(code as RaftNodeErrorCode, message.replace(/^\w*Error: /, "").replace(`${code}: `, ""), {
+          leader,
+        }),
+      );
     }
   }
 }

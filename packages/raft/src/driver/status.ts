@@ -30,11 +30,22 @@ export interface NodeStatus {
   peers: Record<NodeId, PeerStatus>;
 }
 
-export function buildNodeStatus(core: Status, applied: number, snapshotIndex: number, connected: (id: NodeId) => boolean): NodeStatus {
+export function buildNodeStatus(
+  core: Status,
+  applied: number,
+  snapshotIndex: number,
+  connected: (id: NodeId) => boolean,
+): NodeStatus {
   const peers: Record<NodeId, PeerStatus> = {};
   for (const [id, progress] of Object.entries(core.progress)) {
     if (id === core.id) continue;
-    peers[id] = { match: progress.match, lag: Math.max(0, core.lastIndex - progress.match), state: progress.state, connected: connected(id), learner: progress.learner };
+    peers[id] = {
+      match: progress.match,
+      lag: Math.max(0, core.lastIndex - progress.match),
+      state: progress.state,
+      connected: connected(id),
+      learner: progress.learner,
+    };
   }
   return {
     id: core.id,

@@ -100,7 +100,13 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   const keys: KeySpec[] = Array.from({ length: 1 + random.intBelow(3) }, (_, i) => {
     const key = `ns:id${i}`;
     const [owner, successor] = rankNodes(key, ids);
-    return { key, limit: 1 + random.intBelow(20), durationMs: 100 + random.intBelow(8) * 100, owner: owner ?? "n1", successor: successor ?? "n2" };
+    return {
+      key,
+      limit: 1 + random.intBelow(20),
+      durationMs: 100 + random.intBelow(8) * 100,
+      owner: owner ?? "n1",
+      successor: successor ?? "n2",
+    };
   });
   let dropRate = random.nextFloat() * 0.2;
   const delayMax = 1 + random.intBelow(4);
@@ -113,14 +119,36 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   const answerTimeoutSteps = 5 + random.intBelow(20);
   const requestsPerStep = 1 + random.intBelow(4);
   const trace = options.trace;
-  const stats: RateLimitSimStats = { nodes: nodeCount, keys: keys.length, requests: 0, admitted: 0, refusedUnavailable: 0, takeovers: 0, handBacks: 0, crashes: 0, partitions: 0 };
+  const stats: RateLimitSimStats = {
+    nodes: nodeCount,
+    keys: keys.length,
+    requests: 0,
+    admitted: 0,
+    refusedUnavailable: 0,
+    takeovers: 0,
+    handBacks: 0,
+    crashes: 0,
+    partitions: 0,
+  };
 
   const freshNode = (id: string, durable: Map<string, SuccessorSide> | null): NodeState => {
-    const node: NodeState = { id, up: true, limiter: new SlidingWindowLimiter(), owned: new Map(), succeeding: durable ?? new Map() };
+    const node: NodeState = {
+      id,
+      up: true,
+      limiter: new SlidingWindowLimiter(),
+      owned: new Map(),
+      succeeding: durable ?? new Map(),
+    };
     for (const spec of keys) {
-      if (spec.owner === id) node.owned.set(spec.key, { reservations: null, waiting: [], lastHandBackRequestStep: -1_000 });
+      if (spec.owner === id)
+        node.owned.set(spec.key, { reservations: null, waiting: [], lastHandBackRequestStep: -1_000 });
       if (spec.successor === id && durable === null) {
-        node.succeeding.set(spec.key, { reservations: new SuccessorReservations(), serving: false, served: new Map(), lostOwnerSteps: 0 });
+        node.succeeding.set(spec.key, {
+          reservations: new SuccessorReservations(),
+          serving: false,
+          served: new Map(),
+          lostOwnerSteps: 0,
+        });
       }
     }
     return node;
@@ -150,7 +178,14 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   };
 
   const restore = (n: NodeState, s: KeySpec, buckets: readonly ReservationBucket[]): void => {
-    for (const b of buckets) n.limiter.restoreBucket({ key: b.key, limit: s.limit, durationMs: s.durationMs, bucketStartMs: b.bucketStartMs, count: b.count });
+    for (const b of buckets)
+      n.limiter.restoreBucket({
+        key: b.key,
+        limit: s.limit,
+        durationMs: s.durationMs,
+        bucketStartMs: b.bucketStartMs,
+        count: b.count,
+      });
   };
 
   const onMessage = (envelope: Envelope): void => {
@@ -167,7 +202,13 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       case "ack": {
         const side = to.owned.get(m.key);
         const reservations = side?.reservations;
-        if (side === undefined || reservations === null || reservations === undefined || reservations.generation !== m.ask.generation) return;
+        if (
+          side === undefined ||
+          reservations === null ||
+          reservations === undefined ||
+          reservations.generation !== m.ask.generation
+        )
+          return;
         if (m.ack !== null) reservations.onAck(m.ack);
         else {
           // Refused: fenced or another generation. This owner was taken over: stop and ask for a hand-back.
@@ -218,8 +259,18 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       if (!result.success || touched === undefined) return;
       if (reservations.covered(s.key, touched.bucketStartMs, touched.count)) admit(s.key, nowMs());
       else {
-        side.waiting.push({ bucketStartMs: touched.bucketStartMs, count: touched.count, decidedAtMs: nowMs(), expiresAtStep: step + answerTimeoutSteps });
-        const ask = reservations.request({ key: s.key, limit: s.limit, bucketStartMs: touched.bucketStartMs, count: touched.count });
+        side.waiting.push({
+          bucketStartMs: touched.bucketStartMs,
+          count: touched.count,
+          decidedAtMs: nowMs(),
+          expiresAtStep: step + answerTimeoutSteps,
+        });
+        const ask = reservations.request({
+          key: s.key,
+          limit: s.limit,
+          bucketStartMs: touched.bucketStartMs,
+          count: touched.count,
+        });
         if (ask !== null) send(n.id, s.successor, { type: "reserve", key: s.key, ask });
       }
       return;
@@ -229,7 +280,12 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       const result = n.limiter.limit([check(s)], nowMs());
       const touched = result.touched[0];
       if (!result.success || touched === undefined) return;
-      succ.served.set(touched.bucketStartMs, { key: s.key, limit: s.limit, bucketStartMs: touched.bucketStartMs, count: touched.count }); // durable before the answer
+      succ.served.set(touched.bucketStartMs, {
+        key: s.key,
+        limit: s.limit,
+        bucketStartMs: touched.bucketStartMs,
+        count: touched.count,
+      }); // durable before the answer
       admit(s.key, nowMs());
     }
   };
@@ -242,8 +298,10 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     stats.requests++;
     const ownerNode = node(s.owner);
     const succNode = node(s.successor);
-    if (ownerNode.up && connected(at, s.owner) && ownerNode.owned.get(s.key)?.reservations != null) serveAt(ownerNode, s);
-    else if (succNode.up && connected(at, s.successor) && succNode.succeeding.get(s.key)?.serving === true) serveAt(succNode, s);
+    if (ownerNode.up && connected(at, s.owner) && ownerNode.owned.get(s.key)?.reservations != null)
+      serveAt(ownerNode, s);
+    else if (succNode.up && connected(at, s.successor) && succNode.succeeding.get(s.key)?.serving === true)
+      serveAt(succNode, s);
     else stats.refusedUnavailable++;
   };
 
@@ -306,7 +364,8 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       const times = [...(admittedAt.get(s.key) ?? [])].sort((a, b) => a - b);
       for (let i = 0, j = 0; i < times.length; i++) {
         while ((times[j] ?? 0) <= (times[i] ?? 0) - s.durationMs) j++;
-        if (i - j + 1 > s.limit) throw new Failure(`${s.key}: ${i - j + 1} admissions within ${s.durationMs} ms, limit ${s.limit}`);
+        if (i - j + 1 > s.limit)
+          throw new Failure(`${s.key}: ${i - j + 1} admissions within ${s.durationMs} ms, limit ${s.limit}`);
       }
     }
   };
@@ -326,7 +385,8 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     for (const n of nodes.values()) {
       if (!n.up) {
         const restarted = freshNode(n.id, n.succeeding);
-        for (const [key, succ] of restarted.succeeding) if (succ.serving) restore(restarted, spec(key), [...succ.reservations.takeOver(), ...succ.served.values()]);
+        for (const [key, succ] of restarted.succeeding)
+          if (succ.serving) restore(restarted, spec(key), [...succ.reservations.takeOver(), ...succ.served.values()]);
         nodes.set(n.id, restarted);
       }
     }
@@ -339,7 +399,8 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     }
     checkWindows();
     for (const s of keys) {
-      if ((admittedAt.get(s.key)?.length ?? 0) === before.get(s.key)) throw new Failure(`liveness: ${s.key} admitted nothing in ${recoverySteps} steps after healing`);
+      if ((admittedAt.get(s.key)?.length ?? 0) === before.get(s.key))
+        throw new Failure(`liveness: ${s.key} admitted nothing in ${recoverySteps} steps after healing`);
     }
     return { seed: options.seed, ok: true, stats };
   } catch (error) {

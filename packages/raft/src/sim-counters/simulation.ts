@@ -82,7 +82,11 @@ interface SimNodeState {
   /** Epoch per key last applied in this node's replica. */
   epochsSeen: Map<string, number>;
   /** This step's output, not yet synced: a crash before the end of the step loses all of it. */
-  buffer: { journal: HolderJournalRecord[]; requests: HolderOutput["requests"]; spends: { keyId: string; seq: number; cost: number; via: "local" | "forwarded" }[] };
+  buffer: {
+    journal: HolderJournalRecord[];
+    requests: HolderOutput["requests"];
+    spends: { keyId: string; seq: number; cost: number; via: "local" | "forwarded" }[];
+  };
 }
 
 class Failure extends Error {}
@@ -122,7 +126,8 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   const adminRate = steady ? 0 : random.nextFloat() * 0.04;
 
   /** Clock rate in [1, 1 + driftMax]: at either extreme half of the time, the worst case for expiry. */
-  const drawRate = (): number => (random.chance(0.5) ? (random.chance(0.5) ? 1 : 1 + driftMax) : 1 + random.nextFloat() * driftMax);
+  const drawRate = (): number =>
+    random.chance(0.5) ? (random.chance(0.5) ? 1 : 1 + driftMax) : 1 + random.nextFloat() * driftMax;
   const ids = Array.from({ length: nodeCount }, (_, i) => `n${i + 1}`);
   const keyIds = Array.from({ length: keyCount }, (_, i) => `key_${i + 1}`);
   const nodes = new Map<string, SimNodeState>();
@@ -186,7 +191,8 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   /** The group holding a majority of up nodes (the ledger is available there), or null. */
   const majorityGroup = (): number | null => {
     const counts = new Map<number, number>();
-    for (const n of nodes.values()) if (n.up) counts.set(groups.get(n.id) ?? 0, (counts.get(groups.get(n.id) ?? 0) ?? 0) + 1);
+    for (const n of nodes.values())
+      if (n.up) counts.set(groups.get(n.id) ?? 0, (counts.get(groups.get(n.id) ?? 0) ?? 0) + 1);
     for (const [group, count] of counts) if (count * 2 > nodeCount) return group;
     return null;
   };
@@ -197,7 +203,9 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
 
   const openLeases = (): { keyId: string; nodeId: string; seq: number }[] => {
     const out: { keyId: string; nodeId: string; seq: number }[] = [];
-    for (const record of ledgers.values()) for (const l of record.leases) if (l.state === "open") out.push({ keyId: record.keyId, nodeId: l.nodeId, seq: l.seq });
+    for (const record of ledgers.values())
+      for (const l of record.leases)
+        if (l.state === "open") out.push({ keyId: record.keyId, nodeId: l.nodeId, seq: l.seq });
     return out;
   };
 
@@ -228,7 +236,9 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     const violation = creditLedgerViolation(applied.record);
     check(violation === null, `ledger invariant: ${violation ?? ""}`);
     const o = applied.outcome;
-    trace?.(`step ${step}: ledger ${command.type} ${command.keyId}/${command.nodeId}/${command.seq} -> ${JSON.stringify(o)}`);
+    trace?.(
+      `step ${step}: ledger ${command.type} ${command.keyId}/${command.nodeId}/${command.seq} -> ${JSON.stringify(o)}`,
+    );
     if (o.type === "granted") {
       stats.grants++;
       leaseEpoch.set(`${o.keyId}/${o.nodeId}/${o.seq}`, o.epoch);
@@ -248,7 +258,8 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   const send = (envelope: Envelope): void => {
     if (random.chance(dropRate)) return;
     network.push(envelope);
-    if (random.chance(duplicateRate)) network.push({ ...envelope, deliverAt: envelope.deliverAt + random.intBelow(delayMaxSteps + 1) });
+    if (random.chance(duplicateRate))
+      network.push({ ...envelope, deliverAt: envelope.deliverAt + random.intBelow(delayMaxSteps + 1) });
   };
 
   /** Buffers a node's output until the end of the step (its sync point). */
@@ -260,7 +271,8 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   /** The sync point: the journal becomes durable, then requests leave and spends are answered. */
   const flush = (n: SimNodeState): void => {
     n.journal.push(...n.buffer.journal);
-    for (const command of n.buffer.requests) send({ to: "ledger", from: n.id, command, deliverAt: step + 1 + random.intBelow(delayMaxSteps) });
+    for (const command of n.buffer.requests)
+      send({ to: "ledger", from: n.id, command, deliverAt: step + 1 + random.intBelow(delayMaxSteps) });
     for (const spend of n.buffer.spends) {
       const epoch = leaseEpoch.get(`${spend.keyId}/${n.id}/${spend.seq}`);
       check(epoch !== undefined, "spend from a lease never granted");
@@ -280,8 +292,14 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     for (const record of journal) {
       if (record.t !== "spend") continue;
       const lease = ledgers.get(record.keyId)?.leases.find((l) => l.nodeId === n.id && l.seq === record.seq);
-      check(lease !== undefined, `${n.id} spent from lease ${record.seq} of ${record.keyId} that the ledger does not hold`);
-      check(lease.state === "open", `${n.id} spent from lease ${record.seq} of ${record.keyId} after the leader expired it`);
+      check(
+        lease !== undefined,
+        `${n.id} spent from lease ${record.seq} of ${record.keyId} that the ledger does not hold`,
+      );
+      check(
+        lease.state === "open",
+        `${n.id} spent from lease ${record.seq} of ${record.keyId} after the leader expired it`,
+      );
       n.buffer.spends.push({ keyId: record.keyId, seq: record.seq, cost: record.cost, via });
     }
   };
@@ -294,7 +312,10 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     }
     for (const record of ledgers.values()) {
       const admitted = admittedByEpoch.get(`${record.keyId}/${record.epoch}`) ?? 0;
-      check(admitted <= record.epochBalance - record.unleased, `overspent ${record.keyId}: admitted ${admitted} > handed out ${record.epochBalance - record.unleased}`);
+      check(
+        admitted <= record.epochBalance - record.unleased,
+        `overspent ${record.keyId}: admitted ${admitted} > handed out ${record.epochBalance - record.unleased}`,
+      );
     }
   };
 
@@ -377,7 +398,9 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
       } else {
         const n = node(envelope.node);
         if (!n.up || !reachesLedger(n.id)) continue;
-        trace?.(`step ${step}: ${n.id} hears ${envelope.outcome.type} ${envelope.outcome.keyId}/${envelope.outcome.seq}`);
+        trace?.(
+          `step ${step}: ${n.id} hears ${envelope.outcome.type} ${envelope.outcome.keyId}/${envelope.outcome.seq}`,
+        );
         emit(n, n.holder.onOutcome(envelope.outcome, mono(n)));
       }
     }
@@ -476,9 +499,16 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     }
     stats.healSteps = step - healStart;
     if (stats.healSteps >= healStepsMax) {
-      const leases = [...ledgers.values()].flatMap((r) => r.leases.map((l) => `${r.keyId}/${l.nodeId}/${l.seq}:${l.state}`));
-      const holders = [...nodes.values()].map((n) => `${n.id}: owed ${n.holder.owedSettles()} held ${n.holder.heldLeases()}`);
-      check(false, `liveness: unsettled ${healStepsMax} steps after healing: ledger [${leases.join(" ")}], ${holders.join(", ")}, in flight ${network.length}`);
+      const leases = [...ledgers.values()].flatMap((r) =>
+        r.leases.map((l) => `${r.keyId}/${l.nodeId}/${l.seq}:${l.state}`),
+      );
+      const holders = [...nodes.values()].map(
+        (n) => `${n.id}: owed ${n.holder.owedSettles()} held ${n.holder.heldLeases()}`,
+      );
+      check(
+        false,
+        `liveness: unsettled ${healStepsMax} steps after healing: ledger [${leases.join(" ")}], ${holders.join(", ")}, in flight ${network.length}`,
+      );
     }
     for (const record of ledgers.values()) {
       const admitted = admittedByEpoch.get(`${record.keyId}/${record.epoch}`) ?? 0;
@@ -493,4 +523,3 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     return { seed: options.seed, ok: false, failure: `step ${step}: ${error.message}`, stats };
   }
 }
-

@@ -47,7 +47,10 @@ export class SafetyChecker {
       }
       const own = storage.term(index);
       if (own !== entry.term) {
-        this.fail("leader completeness", `leader ${id} (term ${term}) has term ${own} at committed index ${index}, want ${entry.term}`);
+        this.fail(
+          "leader completeness",
+          `leader ${id} (term ${term}) has term ${own} at committed index ${index}, want ${entry.term}`,
+        );
       }
     }
   }
@@ -68,9 +71,13 @@ export class SafetyChecker {
         this.logEntries.set(slot, { key, prevTerm });
         continue;
       }
-      if (seen.key !== key) this.fail("log matching", `${id} index ${entry.index} term ${entry.term} holds a different command`);
+      if (seen.key !== key)
+        this.fail("log matching", `${id} index ${entry.index} term ${entry.term} holds a different command`);
       if (seen.prevTerm !== null && prevTerm !== null && seen.prevTerm !== prevTerm) {
-        this.fail("log matching", `${id} index ${entry.index} term ${entry.term} follows term ${prevTerm}, elsewhere ${seen.prevTerm}`);
+        this.fail(
+          "log matching",
+          `${id} index ${entry.index} term ${entry.term} follows term ${prevTerm}, elsewhere ${seen.prevTerm}`,
+        );
       }
     }
   }
@@ -91,14 +98,19 @@ export class SafetyChecker {
   /** A snapshot installed at `index` must carry the state every node had after applying `index`. */
   observeSnapshotInstalled(id: NodeId, index: number, digest: number): void {
     const seen = this.applied.get(index);
-    if (seen !== undefined && seen.digest !== digest) this.fail("state-machine safety", `${id} installed a snapshot at ${index} with a different state`);
-    if (seen === undefined && index > 0) this.fail("state-machine safety", `${id} installed a snapshot at ${index} never applied by anyone`);
+    if (seen !== undefined && seen.digest !== digest)
+      this.fail("state-machine safety", `${id} installed a snapshot at ${index} with a different state`);
+    if (seen === undefined && index > 0)
+      this.fail("state-machine safety", `${id} installed a snapshot at ${index} never applied by anyone`);
   }
 
   /** Linearizable reads: the read index covers every write applied before the read began. */
   observeRead(id: NodeId, readIndex: number, appliedMaxAtStart: number): void {
     if (readIndex < appliedMaxAtStart) {
-      this.fail("linearizable read", `${id} read at ${readIndex} but ${appliedMaxAtStart} was applied before the read started`);
+      this.fail(
+        "linearizable read",
+        `${id} read at ${readIndex} but ${appliedMaxAtStart} was applied before the read started`,
+      );
     }
   }
 

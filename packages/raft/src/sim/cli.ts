@@ -18,7 +18,8 @@ function parseArgs(argv: readonly string[]): CliOptions {
     const value = (): number => {
       const raw = argv[++i];
       const parsed = Number(raw);
-      if (raw === undefined || !Number.isInteger(parsed) || parsed < 0) throw new Error(`${flag} needs a non-negative integer`);
+      if (raw === undefined || !Number.isInteger(parsed) || parsed < 0)
+        throw new Error(`${flag} needs a non-negative integer`);
       return parsed;
     };
     if (flag === "--seeds") options.seeds = value();
@@ -37,15 +38,28 @@ function replayCommand(result: SimResult, steps: number): string {
 
 function main(): number {
   const options = parseArgs(process.argv.slice(2));
-  const seeds = options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
+  const seeds =
+    options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
   const startedMs = performance.now();
   let failures = 0;
-  const totals = { terms: 0, appliedMax: 0, crashes: 0, crashesLosingSentEntries: 0, partitions: 0, confChanges: 0, snapshotsTaken: 0, readsChecked: 0, messagesSent: 0 };
+  const totals = {
+    terms: 0,
+    appliedMax: 0,
+    crashes: 0,
+    crashesLosingSentEntries: 0,
+    partitions: 0,
+    confChanges: 0,
+    snapshotsTaken: 0,
+    readsChecked: 0,
+    messagesSent: 0,
+  };
   let livenessStepsMax = 0;
   let slowestSeed = 0;
   for (const [i, seed] of seeds.entries()) {
     const trace = options.verbose ? (line: string) => console.log(line) : undefined;
-    const result = runSimulation(trace === undefined ? { seed, steps: options.steps } : { seed, steps: options.steps, trace });
+    const result = runSimulation(
+      trace === undefined ? { seed, steps: options.steps } : { seed, steps: options.steps, trace },
+    );
     if (options.verbose || seeds.length === 1) console.log(JSON.stringify(result.stats));
     for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += result.stats[key];
     if (result.ok && result.stats.livenessSteps > livenessStepsMax) {
@@ -58,10 +72,17 @@ function main(): number {
       console.log(`replay: ${replayCommand(result, options.steps)}`);
       if (failures >= 10) break;
     }
-    if ((i + 1) % 500 === 0) console.log(`${i + 1}/${seeds.length} seeds, ${failures} failed, ${Math.round(performance.now() - startedMs)} ms`);
+    if ((i + 1) % 500 === 0)
+      console.log(
+        `${i + 1}/${seeds.length} seeds, ${failures} failed, ${Math.round(performance.now() - startedMs)} ms`,
+      );
   }
-  console.log(`totals ${JSON.stringify(totals)}; slowest recovery after healing: ${livenessStepsMax} steps (seed ${slowestSeed})`);
-  console.log(`${seeds.length} seeds x ${options.steps} steps: ${failures === 0 ? "ok" : `${failures} FAILED`} in ${Math.round(performance.now() - startedMs)} ms`);
+  console.log(
+    `totals ${JSON.stringify(totals)}; slowest recovery after healing: ${livenessStepsMax} steps (seed ${slowestSeed})`,
+  );
+  console.log(
+    `${seeds.length} seeds x ${options.steps} steps: ${failures === 0 ? "ok" : `${failures} FAILED`} in ${Math.round(performance.now() - startedMs)} ms`,
+  );
   return failures === 0 ? 0 : 1;
 }
 

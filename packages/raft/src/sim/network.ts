@@ -59,7 +59,11 @@ export class SimNetwork {
     if (!this.connected(message.from, message.to) && this.unreachable.length < inFlightMax) {
       this.unreachable.push({ from: message.from, to: message.to, snapshot: message.type === "snap" });
     }
-    if (!this.connected(message.from, message.to) || this.random.chance(this.faults.dropRate) || this.queue.length >= inFlightMax) {
+    if (
+      !this.connected(message.from, message.to) ||
+      this.random.chance(this.faults.dropRate) ||
+      this.queue.length >= inFlightMax
+    ) {
       this.dropped++;
       return;
     }

@@ -58,7 +58,11 @@ export class SimNode {
   /** A write is in flight whose entries already left in appends (a leader between send and persist). */
   writingSentEntries(): boolean {
     const ready = this.pending?.ready;
-    return ready !== undefined && ready.entries.length > 0 && ready.messagesBeforePersist.some((m) => m.type === "app" && m.entries.length > 0);
+    return (
+      ready !== undefined &&
+      ready.entries.length > 0 &&
+      ready.messagesBeforePersist.some((m) => m.type === "app" && m.entries.length > 0)
+    );
   }
 
   /** Boots (or reboots) from whatever storage holds durably; the app is rebuilt from the snapshot. */

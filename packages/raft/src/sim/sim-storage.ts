@@ -27,7 +27,10 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   private live: StorageState;
   private durable: StorageState;
 
-  constructor(conf: ConfState = { voters: [], learners: [] }, private readonly keepEntries = 0) {
+  constructor(
+    conf: ConfState = { voters: [], learners: [] },
+    private readonly keepEntries = 0,
+  ) {
     const snapshot: Snapshot = { metadata: { index: 0, term: 0, conf }, data: new Uint8Array(0) };
     this.live = { hardState: { term: 0, vote: "", commit: 0 }, snapshot, markIndex: 0, markTerm: 0, entries: [] };
     this.durable = cloneState(this.live);
@@ -56,7 +59,8 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
 
   entries(lo: number, hi: number, maxBytes: number): Entry[] {
     if (lo < this.firstIndex()) throw new RaftStorageError("compacted", `entries(${lo}) below ${this.firstIndex()}`);
-    if (hi > this.lastIndex() + 1) throw new RaftStorageError("unavailable", `entries(.., ${hi}) past ${this.lastIndex()}`);
+    if (hi > this.lastIndex() + 1)
+      throw new RaftStorageError("unavailable", `entries(.., ${hi}) past ${this.lastIndex()}`);
     const offset = this.firstIndex();
     return limitSize(this.live.entries.slice(lo - offset, hi - offset), maxBytes);
   }

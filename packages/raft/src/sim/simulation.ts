@@ -56,7 +56,11 @@ function drawParameters(random: Xoshiro128) {
     /** Entries a snapshot keeps before its index (0: compact everything it covers). */
     keepEntries: random.chance(0.5) ? 0 : random.intBelow(20),
     writeLatencyMax: random.intBelow(3),
-    faults: { dropRate: random.nextFloat() * 0.15, duplicateRate: random.nextFloat() * 0.05, delayMax: random.intBelow(5) },
+    faults: {
+      dropRate: random.nextFloat() * 0.15,
+      duplicateRate: random.nextFloat() * 0.05,
+      delayMax: random.intBelow(5),
+    },
     proposeRate: 0.1 + random.nextFloat() * 0.4,
     crashRate: random.nextFloat() * 0.02,
     /** Leader churn: crashing or cutting off the leader is what exposes commitment bugs (Figure 8). */
@@ -95,8 +99,18 @@ export class Simulation {
       this.nodes.set(id, new SimNode(id, makeConfig, nodeRandom, this.params.writeLatencyMax, this.params.keepEntries));
     }
     this.stats = {
-      nodes: this.nodes.size, terms: 0, appliedMax: 0, crashes: 0, crashesLosingSentEntries: 0, partitions: 0, confChanges: 0,
-      snapshotsTaken: 0, readsChecked: 0, messagesSent: 0, messagesDropped: 0, livenessSteps: 0,
+      nodes: this.nodes.size,
+      terms: 0,
+      appliedMax: 0,
+      crashes: 0,
+      crashesLosingSentEntries: 0,
+      partitions: 0,
+      confChanges: 0,
+      snapshotsTaken: 0,
+      readsChecked: 0,
+      messagesSent: 0,
+      messagesDropped: 0,
+      livenessSteps: 0,
     };
     this.trace(`seed ${options.seed} params ${JSON.stringify(this.params)}`);
   }
@@ -104,8 +118,15 @@ export class Simulation {
   private nodeConfig(id: NodeId, voters: NodeId[]): RaftConfig {
     const p = this.params;
     return {
-      id, voters, electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
-      maxInflightMsgs: p.maxInflightMsgs, maxSizePerMsgBytes: p.maxSizePerMsgBytes, maxSnapshotChunkBytes: p.maxSnapshotChunkBytes,
+      id,
+      voters,
+      electionTicks,
+      heartbeatTicks: p.heartbeatTicks,
+      preVote: p.preVote,
+      checkQuorum: p.checkQuorum,
+      maxInflightMsgs: p.maxInflightMsgs,
+      maxSizePerMsgBytes: p.maxSizePerMsgBytes,
+      maxSnapshotChunkBytes: p.maxSnapshotChunkBytes,
       random: new Xoshiro128(this.random.nextUint32()),
     };
   }
@@ -120,7 +141,10 @@ export class Simulation {
       this.checkLiveness();
       return this.result(true);
     } catch (error) {
-      const failure = error instanceof SafetyViolation ? error.message : `${error instanceof Error ? error.stack ?? error.message : String(error)}`;
+      const failure =
+        error instanceof SafetyViolation
+          ? error.message
+          : `${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
       return this.result(false, `step ${this.step}: ${failure}`);
     }
   }
@@ -129,7 +153,9 @@ export class Simulation {
     this.stats.appliedMax = this.checker.appliedMax;
     this.stats.messagesSent = this.network.sent;
     this.stats.messagesDropped = this.network.dropped;
-    return failure === undefined ? { seed: this.options.seed, ok, stats: this.stats } : { seed: this.options.seed, ok, failure, stats: this.stats };
+    return failure === undefined
+      ? { seed: this.options.seed, ok, stats: this.stats }
+      : { seed: this.options.seed, ok, failure, stats: this.stats };
   }
 
   private advanceOneStep(randomTicks: boolean): void {
@@ -242,7 +268,11 @@ export class Simulation {
       return;
     }
     const buddy = this.pick([...this.nodes.keys()].filter((id) => id !== leader.id));
-    const groups = new Map([...this.nodes.keys()].map((id) => [id, id === leader.id || (id === buddy && this.random.chance(0.5)) ? 1 : 0] as const));
+    const groups = new Map(
+      [...this.nodes.keys()].map(
+        (id) => [id, id === leader.id || (id === buddy && this.random.chance(0.5)) ? 1 : 0] as const,
+      ),
+    );
     this.network.partition(groups);
     this.stats.partitions++;
     this.trace(`step ${this.step}: cut off leader ${JSON.stringify([...groups])}`);
@@ -252,7 +282,12 @@ export class Simulation {
     const leader = this.leader();
     if (leader?.raw == null) return null;
     const counter = ++this.proposalCounter;
-    const data = new Uint8Array([counter & 0xff, (counter >> 8) & 0xff, (counter >> 16) & 0xff, this.random.intBelow(256)]);
+    const data = new Uint8Array([
+      counter & 0xff,
+      (counter >> 8) & 0xff,
+      (counter >> 16) & 0xff,
+      this.random.intBelow(256),
+    ]);
     try {
       return leader.raw.propose(data);
     } catch (error) {

@@ -22,7 +22,8 @@ export function encodeEntryValue(entry: Entry): Uint8Array {
 }
 
 export function decodeEntryValue(index: number, value: Uint8Array): Entry {
-  if (value.byteLength < entryHeaderBytes) throw corrupt(`log entry ${index}: ${value.byteLength} bytes is shorter than its header`);
+  if (value.byteLength < entryHeaderBytes)
+    throw corrupt(`log entry ${index}: ${value.byteLength} bytes is shorter than its header`);
   const view = new DataView(value.buffer, value.byteOffset, value.byteLength);
   const term = view.getUint32(0) * 2 ** 32 + view.getUint32(4);
   const typeCode = view.getUint8(8);

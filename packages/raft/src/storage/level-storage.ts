@@ -11,7 +11,16 @@ import { Level } from "level";
 import { assert } from "../core/assert.js";
 import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot } from "../core/types.js";
 import { StorageError } from "../errors.js";
-import { copyBytes, decodeEntryValue, decodeHardState, decodeLogMark, decodeSnapshotMetadata, encodeEntryValue, encodeRecord, type LogMark } from "./codec.js";
+import {
+  copyBytes,
+  decodeEntryValue,
+  decodeHardState,
+  decodeLogMark,
+  decodeSnapshotMetadata,
+  encodeEntryValue,
+  encodeRecord,
+  type LogMark,
+} from "./codec.js";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "./keys.js";
 import { copyConf, LogState, type LogPlan } from "./log-state.js";
 
@@ -51,7 +60,13 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   static async open(options: LevelStorageOptions): Promise<LevelStorage> {
     const db = new Level<Bytes, Bytes>(options.path, { keyEncoding: "view", valueEncoding: "view" });
     await db.open();
-    const storage = new LevelStorage(db, logSublevel(db), recordSublevel(db, "meta"), recordSublevel(db, "snap"), options.keepEntries ?? 0);
+    const storage = new LevelStorage(
+      db,
+      logSublevel(db),
+      recordSublevel(db, "meta"),
+      recordSublevel(db, "snap"),
+      options.keepEntries ?? 0,
+    );
     try {
       await storage.loadOrInit(options.conf ?? { voters: [], learners: [] });
     } catch (error) {
@@ -87,7 +102,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   /** Plans against the state left by the previous write (hence inside the queue), writes, then mirrors in memory. */
   private enqueue(plan: () => LogPlan, sync: boolean): Promise<void> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
-    assert(this.pendingWrites < pendingWritesMax, "level storage: pendingWritesMax overlapping writes; the driver must await its writes");
+    assert(
+      this.pendingWrites < pendingWritesMax,
+      "level storage: pendingWritesMax overlapping writes; the driver must await its writes",
+    );
     this.pendingWrites++;
     const run = this.tail.then(async () => {
       const planned = plan();
@@ -112,10 +130,12 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     const atomicFrom = Math.max(plan.deleteFrom, plan.mark.index + 1);
     // Log operations carry the sublevel prefix themselves: identical bytes on disk, without
     // abstract-level's per-operation sublevel delegation (a measurable share of a leader's CPU).
-    for (let index = atomicFrom; index <= plan.deleteTo; index++) batch.del(encodePrefixedLogKey(this.logPrefix, index));
+    for (let index = atomicFrom; index <= plan.deleteTo; index++)
+      batch.del(encodePrefixedLogKey(this.logPrefix, index));
     for (const entry of plan.put) batch.put(encodePrefixedLogKey(this.logPrefix, entry.index), encodeEntryValue(entry));
     if (plan.hardState !== null) batch.put("hardState", encodeRecord(plan.hardState), { sublevel: this.metaLevel });
-    if (plan.mark.index !== this.mark.index) batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
+    if (plan.mark.index !== this.mark.index)
+      batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
     if (plan.snapshot !== null) {
       batch.put("meta", encodeRecord(plan.snapshot.metadata), { sublevel: this.snapLevel });
       batch.put("data", plan.snapshot.data, { sublevel: this.snapLevel });
@@ -123,7 +143,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     if (batch.length === 0) await batch.close();
     else await batch.write({ sync });
     const clearTo = Math.min(plan.deleteTo, plan.mark.index);
-    if (plan.deleteFrom <= clearTo) await this.logLevel.clear({ gte: encodeLogKey(plan.deleteFrom), lte: encodeLogKey(clearTo) });
+    if (plan.deleteFrom <= clearTo)
+      await this.logLevel.clear({ gte: encodeLogKey(plan.deleteFrom), lte: encodeLogKey(clearTo) });
   }
 
   private async loadOrInit(conf: ConfState): Promise<void> {
@@ -131,7 +152,14 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     if (snapMeta === undefined) {
       // First boot: record the empty snapshot (carrying the initial membership) durably.
       const snapshot: Snapshot = { metadata: { index: 0, term: 0, conf: copyConf(conf) }, data: new Uint8Array(0) };
-      const plan: LogPlan = { put: [], deleteFrom: 1, deleteTo: 0, mark: this.mark, hardState: this.hardState, snapshot };
+      const plan: LogPlan = {
+        put: [],
+        deleteFrom: 1,
+        deleteTo: 0,
+        mark: this.mark,
+        hardState: this.hardState,
+        snapshot,
+      };
       await this.write(plan, true);
       this.apply(plan);
       return;
@@ -144,8 +172,17 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     await this.logLevel.clear({ lte: encodeLogKey(mark.index) }); // leftovers of a compaction cut short by a crash
     const log = await this.readLog(mark);
     const hardState = hardStateValue === undefined ? { term: 0, vote: "", commit: 0 } : decodeHardState(hardStateValue);
-    if (mark.index > metadata.index) throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `compacted index ${mark.index} is past the snapshot at ${metadata.index}`);
-    this.load({ hardState, snapshot: { metadata, data: snapData === undefined ? new Uint8Array(0) : copyBytes(snapData) }, mark, log });
+    if (mark.index > metadata.index)
+      throw new StorageError(
+        "RAFT_ERR_STORAGE_CORRUPT",
+        `compacted index ${mark.index} is past the snapshot at ${metadata.index}`,
+      );
+    this.load({
+      hardState,
+      snapshot: { metadata, data: snapData === undefined ? new Uint8Array(0) : copyBytes(snapData) },
+      mark,
+      log,
+    });
   }
 
   private async readLog(mark: LogMark): Promise<Entry[]> {
@@ -153,7 +190,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     let expected = mark.index + 1;
     for await (const [key, value] of this.logLevel.iterator({ gt: encodeLogKey(mark.index) })) {
       const index = decodeLogKey(key);
-      if (index !== expected) throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `log gap: expected index ${expected}, found ${index}`);
+      if (index !== expected)
+        throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `log gap: expected index ${expected}, found ${index}`);
       log.push(decodeEntryValue(index, value));
       expected++;
     }

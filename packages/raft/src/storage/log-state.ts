@@ -43,8 +43,10 @@ export class LogState implements RaftStorage {
   }
 
   term(index: number): number {
-    if (index < this.mark.index) throw new RaftStorageError("compacted", `term(${index}): below firstIndex-1 (${this.mark.index})`);
-    if (index > this.lastIndex()) throw new RaftStorageError("unavailable", `term(${index}): past lastIndex (${this.lastIndex()})`);
+    if (index < this.mark.index)
+      throw new RaftStorageError("compacted", `term(${index}): below firstIndex-1 (${this.mark.index})`);
+    if (index > this.lastIndex())
+      throw new RaftStorageError("unavailable", `term(${index}): past lastIndex (${this.lastIndex()})`);
     if (index === this.mark.index) return this.mark.term;
     const entry = this.log[index - this.mark.index - 1];
     assert(entry !== undefined && entry.index === index, `log state: entry ${index} out of place`);
@@ -53,8 +55,10 @@ export class LogState implements RaftStorage {
 
   entries(lo: number, hi: number, maxBytes: number): Entry[] {
     assert(lo <= hi, `entries(${lo}, ${hi}): lo must not exceed hi`);
-    if (lo <= this.mark.index) throw new RaftStorageError("compacted", `entries(${lo}): below firstIndex (${this.firstIndex()})`);
-    if (hi > this.lastIndex() + 1) throw new RaftStorageError("unavailable", `entries(.., ${hi}): past lastIndex (${this.lastIndex()})`);
+    if (lo <= this.mark.index)
+      throw new RaftStorageError("compacted", `entries(${lo}): below firstIndex (${this.firstIndex()})`);
+    if (hi > this.lastIndex() + 1)
+      throw new RaftStorageError("unavailable", `entries(.., ${hi}): past lastIndex (${this.lastIndex()})`);
     const result: Entry[] = [];
     let bytes = 0;
     for (let index = lo; index < hi; index++) {
@@ -81,7 +85,10 @@ export class LogState implements RaftStorage {
     let deleteFrom = 1;
     let deleteTo = 0;
     if (first !== undefined && last !== undefined) {
-      assert(first.index <= this.lastIndex() + 1, `append: gap between lastIndex ${this.lastIndex()} and ${first.index}`);
+      assert(
+        first.index <= this.lastIndex() + 1,
+        `append: gap between lastIndex ${this.lastIndex()} and ${first.index}`,
+      );
       deleteFrom = last.index + 1;
       deleteTo = this.lastIndex();
     }
@@ -92,7 +99,10 @@ export class LogState implements RaftStorage {
   planApplySnapshot(snapshot: Snapshot): LogPlan {
     const { index, term } = snapshot.metadata;
     if (index <= this.snap.metadata.index) {
-      throw new StorageError("RAFT_ERR_SNAPSHOT_OUT_OF_DATE", `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`);
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+      );
     }
     const matches = index >= this.mark.index && index <= this.lastIndex() && this.term(index) === term;
     const deleteTo = matches ? index : this.lastIndex();
@@ -103,18 +113,30 @@ export class LogState implements RaftStorage {
 
   /** Discards entries up to and including `index`; never past the snapshot, which must cover what is discarded. */
   planCompact(index: number): LogPlan {
-    if (index <= this.mark.index) return { put: [], deleteFrom: 1, deleteTo: 0, mark: this.mark, hardState: null, snapshot: null };
+    if (index <= this.mark.index)
+      return { put: [], deleteFrom: 1, deleteTo: 0, mark: this.mark, hardState: null, snapshot: null };
     assert(index <= this.snap.metadata.index, `compact(${index}): past the snapshot at ${this.snap.metadata.index}`);
     assert(index <= this.lastIndex(), `compact(${index}): past lastIndex ${this.lastIndex()}`);
-    return { put: [], deleteFrom: this.firstIndex(), deleteTo: index, mark: { index, term: this.term(index) }, hardState: null, snapshot: null };
+    return {
+      put: [],
+      deleteFrom: this.firstIndex(),
+      deleteTo: index,
+      mark: { index, term: this.term(index) },
+      hardState: null,
+      snapshot: null,
+    };
   }
 
   /** Records the application's snapshot at `index` and compacts up to `index - keepEntries`. */
   planCreateSnapshot(index: number, conf: ConfState, data: Uint8Array, keepEntries: number): LogPlan {
     if (index <= this.snap.metadata.index) {
-      throw new StorageError("RAFT_ERR_SNAPSHOT_OUT_OF_DATE", `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`);
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+      );
     }
-    if (index > this.lastIndex()) throw new RaftStorageError("unavailable", `createSnapshot(${index}): past lastIndex (${this.lastIndex()})`);
+    if (index > this.lastIndex())
+      throw new RaftStorageError("unavailable", `createSnapshot(${index}): past lastIndex (${this.lastIndex()})`);
     const snapshot: Snapshot = { metadata: { index, term: this.term(index), conf: copyConf(conf) }, data };
     const compactTo = index - keepEntries;
     const compacts = compactTo > this.mark.index;
@@ -144,13 +166,19 @@ export class LogState implements RaftStorage {
     }
     this.mark = { ...plan.mark };
     assert(this.mark.index <= this.snap.metadata.index, "log state: compacted past the snapshot");
-    assert(this.log.length === 0 || this.log[0]?.index === this.mark.index + 1, "log state: first entry does not follow the mark");
+    assert(
+      this.log.length === 0 || this.log[0]?.index === this.mark.index + 1,
+      "log state: first entry does not follow the mark",
+    );
   }
 
   /** Used by LevelStorage on open: installs what was read from disk. */
   load(state: { hardState: HardState; snapshot: Snapshot; mark: LogMark; log: Entry[] }): void {
     assertContiguous(state.log);
-    assert(state.log.length === 0 || state.log[0]?.index === state.mark.index + 1, "load: log does not follow the mark");
+    assert(
+      state.log.length === 0 || state.log[0]?.index === state.mark.index + 1,
+      "load: log does not follow the mark",
+    );
     this.hardState = state.hardState;
     this.snap = state.snapshot;
     this.mark = state.mark;

@@ -18,7 +18,8 @@ export class MemoryStorage extends LogState implements RaftStorageWriter {
   constructor(options: MemoryStorageOptions = {}) {
     super();
     this.keepEntries = options.keepEntries ?? 0;
-    if (options.conf !== undefined) this.snap = { ...this.snap, metadata: { ...this.snap.metadata, conf: copyConf(options.conf) } };
+    if (options.conf !== undefined)
+      this.snap = { ...this.snap, metadata: { ...this.snap.metadata, conf: copyConf(options.conf) } };
   }
 
   append(entries: readonly Entry[], hardState: HardState | null, _sync: boolean): Promise<void> {

@@ -7,7 +7,15 @@ import { assert } from "../core/assert.js";
 import type { NodeId } from "../core/types.js";
 import type { Logger } from "../logger.js";
 import { decodeValue, encodeValue } from "./codec.js";
-import { computeProof, handshakeBytesMax, newNonce, parseHandshake, protocolVersion, verifyProof, type HandshakeInput } from "./handshake.js";
+import {
+  computeProof,
+  handshakeBytesMax,
+  newNonce,
+  parseHandshake,
+  protocolVersion,
+  verifyProof,
+  type HandshakeInput,
+} from "./handshake.js";
 import { closeCodes } from "./transport.js";
 
 export interface ConnectionHooks {
@@ -44,10 +52,15 @@ export class Connection {
     assert(role === "acceptor" || expectedPeer !== "", "connection: a dialer must know whom it dials");
     this.peerId = expectedPeer;
     this.step = role === "dialer" ? "awaitChallenge" : "awaitHello";
-    this.handshakeTimer = setTimeout(() => this.refuse(closeCodes.handshakeTimeout, "handshake timeout", false), hooks.handshakeTimeoutMs);
+    this.handshakeTimer = setTimeout(
+      () => this.refuse(closeCodes.handshakeTimeout, "handshake timeout", false),
+      hooks.handshakeTimeoutMs,
+    );
     socket.on("message", (data, isBinary) => this.onFrame(data, isBinary));
     socket.on("close", (code) => this.onClose(code));
-    socket.on("error", (error) => hooks.logger.debug({ peer: this.peerId, remoteAddress, err: error.message }, "raft transport: socket error"));
+    socket.on("error", (error) =>
+      hooks.logger.debug({ peer: this.peerId, remoteAddress, err: error.message }, "raft transport: socket error"),
+    );
     socket.on("pong", () => void (this.alive = true));
     if (role === "dialer") socket.on("open", () => this.sendHello());
   }
@@ -72,7 +85,9 @@ export class Connection {
   }
 
   private sendHello(): void {
-    this.socket.send(encodeValue({ k: "hello", v: protocolVersion, from: this.hooks.selfId, to: this.peerId, nonce: this.ownNonce }));
+    this.socket.send(
+      encodeValue({ k: "hello", v: protocolVersion, from: this.hooks.selfId, to: this.peerId, nonce: this.ownNonce }),
+    );
   }
 
   private onFrame(data: WebSocket.RawData, isBinary: boolean): void {
@@ -83,7 +98,8 @@ export class Connection {
       this.hooks.onData(this, frame);
       return;
     }
-    if (!isBinary || frame.byteLength > handshakeBytesMax) return this.refuse(closeCodes.protocolError, "bad handshake frame", false);
+    if (!isBinary || frame.byteLength > handshakeBytesMax)
+      return this.refuse(closeCodes.protocolError, "bad handshake frame", false);
     let value: unknown;
     try {
       value = decodeValue(frame);
@@ -97,7 +113,8 @@ export class Connection {
     const frame = parseHandshake(value);
     if (frame === null) return this.refuse(closeCodes.protocolError, "malformed handshake frame", false);
     if (this.step === "awaitHello" && frame.k === "hello") {
-      if (frame.to !== this.hooks.selfId) return this.refuse(closeCodes.unknownNode, `hello addressed to ${frame.to}`, false);
+      if (frame.to !== this.hooks.selfId)
+        return this.refuse(closeCodes.unknownNode, `hello addressed to ${frame.to}`, false);
       this.peerId = frame.from;
       if (!this.hooks.isKnownPeer(frame.from)) return this.refuse(closeCodes.unknownNode, "unknown node id", false);
       this.peerNonce = frame.nonce;
@@ -107,7 +124,8 @@ export class Connection {
       return;
     }
     if (this.step === "awaitChallenge" && frame.k === "challenge") {
-      if (frame.from !== this.peerId) return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
+      if (frame.from !== this.peerId)
+        return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
       this.peerNonce = frame.nonce;
       if (!verifyProof(this.hooks.secret, this.proofInput("acceptor"), frame.proof)) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
@@ -140,7 +158,10 @@ export class Connection {
 
   private refuse(code: number, reason: string, authFailure: boolean): void {
     if (this.step === "closed") return;
-    this.hooks.logger.warn({ peer: this.peerId, remoteAddress: this.remoteAddress, role: this.role, code, reason }, "raft transport: connection refused");
+    this.hooks.logger.warn(
+      { peer: this.peerId, remoteAddress: this.remoteAddress, role: this.role, code, reason },
+      "raft transport: connection refused",
+    );
     this.hooks.onRefused(this, code, authFailure);
     this.close(code, reason);
     this.step = "closed";
@@ -151,7 +172,8 @@ export class Connection {
     const wasClosed = this.step === "closed";
     this.step = "closed";
     this.hooks.onClosed(this, code);
-    if (!wasClosed) this.hooks.logger.debug({ peer: this.peerId, role: this.role, code }, "raft transport: connection closed");
+    if (!wasClosed)
+      this.hooks.logger.debug({ peer: this.peerId, role: this.role, code }, "raft transport: connection closed");
   }
 
   private clearHandshakeTimer(): void {

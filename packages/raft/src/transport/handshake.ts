@@ -75,7 +75,13 @@ export function parseHandshake(value: unknown): HandshakeFrame | null {
   const frame = value as Record<string, unknown>;
   const kind = frame["k"];
   if (kind === "hello") {
-    if (frame["v"] !== protocolVersion || !isNodeId(frame["from"]) || !isNodeId(frame["to"]) || !isNonce(frame["nonce"])) return null;
+    if (
+      frame["v"] !== protocolVersion ||
+      !isNodeId(frame["from"]) ||
+      !isNodeId(frame["to"]) ||
+      !isNonce(frame["nonce"])
+    )
+      return null;
     return { k: "hello", v: protocolVersion, from: frame["from"], to: frame["to"], nonce: frame["nonce"] };
   }
   if (kind === "challenge") {

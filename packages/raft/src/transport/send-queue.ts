@@ -30,7 +30,10 @@ export class SendQueue {
   /** Enqueues one encoded message (at most bytesMax), dropping the oldest ones to make room. */
   push(encoded: Uint8Array): void {
     assert(encoded.byteLength <= this.bytesMax, "send queue: a message larger than the whole queue");
-    while (this.length > 0 && (this.length >= this.messagesMax || this.queuedBytes + encoded.byteLength > this.bytesMax)) {
+    while (
+      this.length > 0 &&
+      (this.length >= this.messagesMax || this.queuedBytes + encoded.byteLength > this.bytesMax)
+    ) {
       this.shift();
       this.dropped++;
     }

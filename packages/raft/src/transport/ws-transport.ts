@@ -96,8 +96,14 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 
   constructor(private readonly options: WsTransportOptions<M>) {
     this.limits = { ...defaultTransportLimits, ...options.limits };
-    assert(this.limits.frameBytesMax >= this.limits.messageBytesMax + 3, "transport: frameBytesMax must hold one message");
-    assert(this.limits.sendQueueBytesMax >= this.limits.messageBytesMax, "transport: sendQueueBytesMax must hold one message");
+    assert(
+      this.limits.frameBytesMax >= this.limits.messageBytesMax + 3,
+      "transport: frameBytesMax must hold one message",
+    );
+    assert(
+      this.limits.sendQueueBytesMax >= this.limits.messageBytesMax,
+      "transport: sendQueueBytesMax must hold one message",
+    );
     this.secret = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret;
     assert(this.secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
     this.logger = options.logger ?? silentLogger;
@@ -121,7 +127,8 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       server.once("error", reject);
     });
     server.on("error", (error) => this.logger.error({ err: error.message }, "raft transport: server error"));
-    if (this.limits.pingIntervalMs > 0) this.pingTimer = setInterval(() => this.keepalive(), this.limits.pingIntervalMs);
+    if (this.limits.pingIntervalMs > 0)
+      this.pingTimer = setInterval(() => this.keepalive(), this.limits.pingIntervalMs);
     for (const peer of this.peers.values()) this.maybeDial(peer);
     const address = server.address();
     assert(typeof address === "object" && address !== null, "transport: server has no address");
@@ -142,7 +149,10 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       const encoded = encodeValue(message);
       if (encoded.byteLength > this.limits.messageBytesMax) {
         peer.stats.droppedOversize++;
-        this.logger.warn({ peer: peer.id, type: message.type, bytes: encoded.byteLength, max: this.limits.messageBytesMax }, "raft transport: message too large, dropped");
+        this.logger.warn(
+          { peer: peer.id, type: message.type, bytes: encoded.byteLength, max: this.limits.messageBytesMax },
+          "raft transport: message too large, dropped",
+        );
         continue;
       }
       peer.queue.push(encoded);
@@ -171,7 +181,14 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     }
     assert(this.peers.size < this.limits.peersMax, "transport: peersMax reached");
     const queue = new SendQueue(this.limits.sendQueueMessagesMax, this.limits.sendQueueBytesMax);
-    const stats = { sentMessages: 0, sentFrames: 0, receivedMessages: 0, droppedOversize: 0, connects: 0, dialFailures: 0 };
+    const stats = {
+      sentMessages: 0,
+      sentFrames: 0,
+      receivedMessages: 0,
+      droppedOversize: 0,
+      connects: 0,
+      dialFailures: 0,
+    };
     const peer: Peer = { id, url, active: null, dialing: null, attempt: 0, redialTimer: null, queue, stats };
     this.peers.set(id, peer);
     if (this.server !== null) this.maybeDial(peer);
@@ -194,7 +211,12 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   stats(): TransportStats {
     const peers: Record<NodeId, PeerStats> = {};
     for (const peer of this.peers.values()) {
-      peers[peer.id] = { ...peer.stats, connected: this.isConnected(peer.id), queuedMessages: peer.queue.length, droppedQueueFull: peer.queue.dropped };
+      peers[peer.id] = {
+        ...peer.stats,
+        connected: this.isConnected(peer.id),
+        queuedMessages: peer.queue.length,
+        droppedQueueFull: peer.queue.dropped,
+      };
     }
     return { peers, ...this.counters };
   }
@@ -236,7 +258,10 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   private accept(socket: WebSocket, remoteAddress: string): void {
     if (this.closing || this.handshakesPending >= this.limits.handshakesPendingMax) {
       this.counters.refusedConnections++;
-      this.logger.warn({ remoteAddress, pending: this.handshakesPending }, "raft transport: too many pending handshakes, refused");
+      this.logger.warn(
+        { remoteAddress, pending: this.handshakesPending },
+        "raft transport: too many pending handshakes, refused",
+      );
       socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
       return;
     }
@@ -246,7 +271,14 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private maybeDial(peer: Peer): void {
-    if (this.closing || this.server === null || peer.active !== null || peer.dialing !== null || peer.redialTimer !== null) return;
+    if (
+      this.closing ||
+      this.server === null ||
+      peer.active !== null ||
+      peer.dialing !== null ||
+      peer.redialTimer !== null
+    )
+      return;
     const socket = new WebSocket(peer.url, {
       maxPayload: this.limits.frameBytesMax,
       perMessageDeflate: false,
@@ -259,8 +291,19 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private scheduleRedial(peer: Peer): void {
-    if (this.closing || peer.active !== null || peer.dialing !== null || peer.redialTimer !== null || this.peers.get(peer.id) !== peer) return;
-    const delayMs = backoffDelayMs({ baseMs: this.limits.backoffBaseMs, maxMs: this.limits.backoffMaxMs }, peer.attempt, Math.random());
+    if (
+      this.closing ||
+      peer.active !== null ||
+      peer.dialing !== null ||
+      peer.redialTimer !== null ||
+      this.peers.get(peer.id) !== peer
+    )
+      return;
+    const delayMs = backoffDelayMs(
+      { baseMs: this.limits.backoffBaseMs, maxMs: this.limits.backoffMaxMs },
+      peer.attempt,
+      Math.random(),
+    );
     peer.attempt++;
     peer.redialTimer = setTimeout(() => {
       peer.redialTimer = null;
@@ -279,7 +322,8 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     if (peer.dialing === connection) peer.dialing = null;
     const current = peer.active;
     if (current !== null && current !== connection) {
-      if (this.rank(connection) < this.rank(current)) return connection.close(closeCodes.duplicate, "duplicate connection");
+      if (this.rank(connection) < this.rank(current))
+        return connection.close(closeCodes.duplicate, "duplicate connection");
       peer.active = null; // so that closing the replaced one does not trigger a redial
       current.close(closeCodes.duplicate, "duplicate connection");
     }
@@ -345,7 +389,12 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   private isValidMessage(item: unknown, peerId: NodeId): item is M {
     if (typeof item !== "object" || item === null || Array.isArray(item)) return false;
     const message = item as Record<string, unknown>;
-    return typeof message["type"] === "string" && message["from"] === peerId && message["to"] === this.options.id && typeof message["term"] === "number";
+    return (
+      typeof message["type"] === "string" &&
+      message["from"] === peerId &&
+      message["to"] === this.options.id &&
+      typeof message["term"] === "number"
+    );
   }
 
   private scheduleFlush(): void {
@@ -386,7 +435,10 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       const connection = peer.active;
       if (connection === null || !connection.isOpen) continue;
       if (!connection.alive) {
-        this.logger.warn({ peer: peer.id }, "raft transport: no pong within the ping interval, dropping the connection");
+        this.logger.warn(
+          { peer: peer.id },
+          "raft transport: no pong within the ping interval, dropping the connection",
+        );
         connection.socket.terminate();
         continue;
       }

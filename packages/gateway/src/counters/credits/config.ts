@@ -13,7 +13,12 @@ export interface CreditLeaseConfig {
   leaseCreditsMax: number;
 }
 
-export const creditLeaseConfigDefaults: CreditLeaseConfig = { leaseTtlMs: 10_000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 };
+export const creditLeaseConfigDefaults: CreditLeaseConfig = {
+  leaseTtlMs: 10_000,
+  clockDriftMax: 0.01,
+  leaseCredits: 100,
+  leaseCreditsMax: 1600,
+};
 export const creditLeaseTtlMsRange = { min: 100, max: 600_000 } as const;
 export const clockDriftMaxRange = { min: 0, max: 0.5 } as const;
 export const leaseCreditsRange = { min: 1, max: 1_000_000 } as const;
@@ -28,19 +33,31 @@ export const leaseWaitMs = 100;
 /** The leader's expiry and refill timers. */
 export const leaderTickMs = 100;
 
-function parseNumber(env: Readonly<Record<string, string | undefined>>, name: string, range: { min: number; max: number }, integer: boolean, fallback: number, errors: string[]): number {
+function parseNumber(
+  env: Readonly<Record<string, string | undefined>>,
+  name: string,
+  range: { min: number; max: number },
+  integer: boolean,
+  fallback: number,
+  errors: string[],
+): number {
   const raw = env[name];
   if (raw === undefined) return fallback;
   const value = raw.trim() === "" ? Number.NaN : Number(raw);
   const kind = integer ? "an integer" : "a number";
   if (!Number.isFinite(value) || (integer && !Number.isSafeInteger(value)) || value < range.min || value > range.max) {
-    errors.push(`${name}=${JSON.stringify(raw)} is invalid: expected ${kind} from ${range.min} to ${range.max} (default ${fallback})`);
+    errors.push(
+      `${name}=${JSON.stringify(raw)} is invalid: expected ${kind} from ${range.min} to ${range.max} (default ${fallback})`,
+    );
     return fallback;
   }
   return value;
 }
 
-export function parseCreditLeaseConfig(env: Readonly<Record<string, string | undefined>>, errors: string[]): CreditLeaseConfig {
+export function parseCreditLeaseConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  errors: string[],
+): CreditLeaseConfig {
   const d = creditLeaseConfigDefaults;
   const config: CreditLeaseConfig = {
     leaseTtlMs: parseNumber(env, "KEYRAFT_CREDIT_LEASE_TTL_MS", creditLeaseTtlMsRange, true, d.leaseTtlMs, errors),
@@ -49,16 +66,35 @@ export function parseCreditLeaseConfig(env: Readonly<Record<string, string | und
     leaseCreditsMax: 0,
   };
   const maxDefault = Math.min(config.leaseCredits * leaseGrowthFactorDefault, leaseCreditsRange.max);
-  config.leaseCreditsMax = parseNumber(env, "KEYRAFT_CREDIT_LEASE_CREDITS_MAX", leaseCreditsRange, true, maxDefault, errors);
+  config.leaseCreditsMax = parseNumber(
+    env,
+    "KEYRAFT_CREDIT_LEASE_CREDITS_MAX",
+    leaseCreditsRange,
+    true,
+    maxDefault,
+    errors,
+  );
   if (config.leaseCreditsMax < config.leaseCredits) {
-    errors.push(`KEYRAFT_CREDIT_LEASE_CREDITS_MAX=${config.leaseCreditsMax} is invalid: expected at least KEYRAFT_CREDIT_LEASE_CREDITS (${config.leaseCredits})`);
+    errors.push(
+      `KEYRAFT_CREDIT_LEASE_CREDITS_MAX=${config.leaseCreditsMax} is invalid: expected at least KEYRAFT_CREDIT_LEASE_CREDITS (${config.leaseCredits})`,
+    );
   }
-  if (config.clockDriftMax >= 0.5) errors.push(`KEYRAFT_CLOCK_DRIFT_MAX=${config.clockDriftMax} is invalid: expected below 0.5`);
+  if (config.clockDriftMax >= 0.5)
+    errors.push(`KEYRAFT_CLOCK_DRIFT_MAX=${config.clockDriftMax} is invalid: expected below 0.5`);
   return config;
 }
 
 /** The holder's options for a configuration: timeouts scale down with a short ttl. */
 export function holderOptions(config: CreditLeaseConfig): LeaseHolderOptions {
-  const requestTimeoutMs = Math.max(50, Math.min(leaseHolderDefaults.requestTimeoutMs, Math.floor(config.leaseTtlMs / 2)));
-  return { ...leaseHolderDefaults, ttlMs: config.leaseTtlMs, requestTimeoutMs, requestCredits: config.leaseCredits, requestCreditsMax: config.leaseCreditsMax };
+  const requestTimeoutMs = Math.max(
+    50,
+    Math.min(leaseHolderDefaults.requestTimeoutMs, Math.floor(config.leaseTtlMs / 2)),
+  );
+  return {
+    ...leaseHolderDefaults,
+    ttlMs: config.leaseTtlMs,
+    requestTimeoutMs,
+    requestCredits: config.leaseCredits,
+    requestCreditsMax: config.leaseCreditsMax,
+  };
 }

@@ -7,7 +7,14 @@ import { LeaseHolder, ownerOf, type CommandOutcome, type KeyCommand, type KeySta
 import type { Logger } from "pino";
 import type { StoreDb } from "../../store/level-db.js";
 import type { ObservedKeyMachine } from "./credit-events.js";
-import { expiryMarginMs, holderOptions, holderPollIntervalMs, leaderTickMs, leaseWaitMs, type CreditLeaseConfig } from "./config.js";
+import {
+  expiryMarginMs,
+  holderOptions,
+  holderPollIntervalMs,
+  leaderTickMs,
+  leaseWaitMs,
+  type CreditLeaseConfig,
+} from "./config.js";
 import { spendOnLog, type CreditTransport } from "./forward.js";
 import { LeaseJournalStore } from "./journal-store.js";
 import { LeaseExpiryDriver } from "./lease-expiry.js";
@@ -49,14 +56,20 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     const now = monoNowMs();
     if (now - lastErrorLogMs < errorLogEveryMs) return;
     lastErrorLogMs = now;
-    logger.warn({ err: error instanceof Error ? error.message : String(error) }, "credit leases: a proposal failed (retried by the holder's timers)");
+    logger.warn(
+      { err: error instanceof Error ? error.message : String(error) },
+      "credit leases: a proposal failed (retried by the holder's timers)",
+    );
   };
   const { store: journal, records } = await LeaseJournalStore.open(options.db, { onFatal: options.onFatal });
   const restored = LeaseHolder.restore(options.nodeId, records, holderOptions(config));
   // Rule 3: leases known from before the restart are closed (durably) before anything else.
   await journal.append(restored.journal);
   const holder = restored.holder;
-  logger.info({ owedSettles: holder.owedSettles(), leasesOnDisk: journal.leasesOnDisk() }, "credit lease journal restored");
+  logger.info(
+    { owedSettles: holder.owedSettles(), leasesOnDisk: journal.leasesOnDisk() },
+    "credit lease journal restored",
+  );
 
   const votersOrSelf = () => {
     const voters = options.voters();
@@ -65,16 +78,30 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
   const outbox = new LeaseOutbox({ propose: options.propose, voters: options.voters, onError });
   const state: KeyState = options.machine.state;
   const spender = new LeaseSpender({
-    holder, journal, outbox, state, monoNowMs, leaseWaitMs, pollIntervalMs: holderPollIntervalMs, onError,
+    holder,
+    journal,
+    outbox,
+    state,
+    monoNowMs,
+    leaseWaitMs,
+    pollIntervalMs: holderPollIntervalMs,
+    onError,
     forward: (owner, keyId, cost) => options.transport.call(owner, keyId, cost),
     ownerOf: (keyId) => ownerOf(keyId, votersOrSelf()),
   });
   // As the owner of low keys: spend for the other nodes, from a lease or on the log.
   options.transport.serve(async (keyId, cost) => {
-    if (typeof keyId !== "string" || !Number.isSafeInteger(cost) || cost < 1) return { t: "undecided", message: "malformed credit spend" };
+    if (typeof keyId !== "string" || !Number.isSafeInteger(cost) || cost < 1)
+      return { t: "undecided", message: "malformed credit spend" };
     const spent = await spender.spend(keyId, cost, { forwarded: true });
     if (spent !== null) return spent;
-    return spendOnLog(options.propose, keyId, cost, options.nowMs(), () => state.creditLedgers.get(keyId)?.unleased ?? 0);
+    return spendOnLog(
+      options.propose,
+      keyId,
+      cost,
+      options.nowMs(),
+      () => state.creditLedgers.get(keyId)?.unleased ?? 0,
+    );
   });
   const expiry = new LeaseExpiryDriver({
     ttlMs: config.leaseTtlMs,
@@ -86,7 +113,13 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     monoNowMs,
     onError,
   });
-  const refills = new RefillScheduler({ state, isLeader: options.isLeader, propose: options.propose, nowMs: options.nowMs, onError });
+  const refills = new RefillScheduler({
+    state,
+    isLeader: options.isLeader,
+    propose: options.propose,
+    nowMs: options.nowMs,
+    onError,
+  });
   options.machine.listen({
     onLease(outcome) {
       spender.onLease(outcome);
@@ -104,7 +137,12 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
 
   return {
     spender,
-    status: () => ({ ...spender.status(), ...outbox.stats(), expiryWatched: expiry.watched(), leasesOnDisk: journal.leasesOnDisk() }),
+    status: () => ({
+      ...spender.status(),
+      ...outbox.stats(),
+      expiryWatched: expiry.watched(),
+      leasesOnDisk: journal.leasesOnDisk(),
+    }),
     async close() {
       await spender.drain(drainTimeoutMs);
       logger.info({ ...spender.status(), ...outbox.stats() }, "credit leases stopped");

@@ -10,7 +10,14 @@ import { assert, compactHolderJournal, type HolderJournalRecord } from "@keyraft
 import { decodeValue, encodeValue, logIndexKey, parseLogIndexKey } from "../../store/codec.js";
 import { closedError, corruptError, overloadedError } from "../../store/errors.js";
 import { GroupCommitWriter } from "../../store/group-commit.js";
-import { storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp, type StoreSublevel, type SyncedBatchWrite } from "../../store/level-db.js";
+import {
+  storeSublevel,
+  syncedBatchWrite,
+  type StoreDb,
+  type StoreOp,
+  type StoreSublevel,
+  type SyncedBatchWrite,
+} from "../../store/level-db.js";
 
 const what = "credit lease journal";
 const seqMaxKey = "seqmax";
@@ -55,7 +62,10 @@ export class LeaseJournalStore {
    * Opens the journal, compacts it on disk and returns the records a holder restores from
    * (LeaseHolder.restore). The numbering floor is included as a settled request of `seqmax`.
    */
-  static async open(db: StoreDb, options: LeaseJournalOptions): Promise<{ store: LeaseJournalStore; records: HolderJournalRecord[] }> {
+  static async open(
+    db: StoreDb,
+    options: LeaseJournalOptions,
+  ): Promise<{ store: LeaseJournalStore; records: HolderJournalRecord[] }> {
     const level = storeSublevel(db, "lease");
     const store = new LeaseJournalStore(level, options.write ?? syncedBatchWrite(db), options.onFatal);
     const loaded: HolderJournalRecord[] = [];
@@ -77,7 +87,11 @@ export class LeaseJournalStore {
     for (const record of records) if (record.t === "request") seqMax = Math.max(seqMax, record.seq);
     if (!records.some((record) => record.t === "request" && record.seq === seqMax) && seqMax > 0) {
       // Keep the numbering: the highest number used, as a lease already settled.
-      records.push({ t: "request", keyId: "", seq: seqMax }, { t: "close", keyId: "", seq: seqMax }, { t: "settled", keyId: "", seq: seqMax });
+      records.push(
+        { t: "request", keyId: "", seq: seqMax },
+        { t: "close", keyId: "", seq: seqMax },
+        { t: "settled", keyId: "", seq: seqMax },
+      );
     }
     // Rewrite: delete what was read, write the compacted records, in one synced batch.
     const ops: StoreOp[] = [...stale, ...store.recordOps(records)];

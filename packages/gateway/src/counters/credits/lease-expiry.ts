@@ -4,7 +4,16 @@
 // Only the leader watches; a new leader starts every open lease's wait afresh (it can only wait
 // longer). Expiry returns no credits (they come back when the holder settles): it records that
 // the holder's spends of that lease are final.
-import { creditBatchCommandsMax, LeaseExpiryTracker, type CommandOutcome, type CreditLeaseOutcome, type KeyCommand, type KeyState, type LeaseExpiryOptions, type WatchedLease } from "@keyraft/core";
+import {
+  creditBatchCommandsMax,
+  LeaseExpiryTracker,
+  type CommandOutcome,
+  type CreditLeaseOutcome,
+  type KeyCommand,
+  type KeyState,
+  type LeaseExpiryOptions,
+  type WatchedLease,
+} from "@keyraft/core";
 
 export interface LeaseExpiryDriverOptions extends LeaseExpiryOptions {
   state: KeyState;
@@ -31,7 +40,8 @@ export class LeaseExpiryDriver {
   private openLeases(): WatchedLease[] {
     const out: WatchedLease[] = [];
     for (const ledger of this.options.state.creditLedgers.values()) {
-      for (const lease of ledger.leases) if (lease.state === "open") out.push({ keyId: ledger.keyId, nodeId: lease.nodeId, seq: lease.seq });
+      for (const lease of ledger.leases)
+        if (lease.state === "open") out.push({ keyId: ledger.keyId, nodeId: lease.nodeId, seq: lease.seq });
     }
     return out;
   }

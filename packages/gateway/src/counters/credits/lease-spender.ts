@@ -6,7 +6,15 @@
 // Ordering rules kept here: every journal record is enqueued (in holder order) at the moment the
 // holder produces it, so a spend is never written before the grant it spends from; requests are
 // proposed only after their journal records are durable.
-import { assert, creditLeasePolicyDefaults, holderKeysMax, type CreditLeaseOutcome, type HolderOutput, type KeyState, type LeaseHolder } from "@keyraft/core";
+import {
+  assert,
+  creditLeasePolicyDefaults,
+  holderKeysMax,
+  type CreditLeaseOutcome,
+  type HolderOutput,
+  type KeyState,
+  type LeaseHolder,
+} from "@keyraft/core";
 import type { LeaseJournalStore } from "./journal-store.js";
 import type { ForwardedSpendReply } from "./forward.js";
 import type { LeaseOutbox } from "./outbox.js";
@@ -138,7 +146,12 @@ export class LeaseSpender implements CreditSpender {
   /** The key's owner when the replica shows it low and another node owns it, else null. */
   private lowKeyOwner(keyId: string): string | null {
     const ledger = this.options.state.creditLedgers.get(keyId);
-    if (ledger === undefined || this.options.ownerOf === undefined || ledger.unleased > creditLeasePolicyDefaults.lowWatermark) return null;
+    if (
+      ledger === undefined ||
+      this.options.ownerOf === undefined ||
+      ledger.unleased > creditLeasePolicyDefaults.lowWatermark
+    )
+      return null;
     const owner = this.options.ownerOf(keyId);
     return owner === this.options.holder.nodeId ? null : owner;
   }
@@ -164,7 +177,10 @@ export class LeaseSpender implements CreditSpender {
   }
 
   /** A spend from a live lease, answered once durable; else the owner named by a low-credit refusal (or null). */
-  private tryLease(keyId: string, cost: number): { spend: Promise<LeaseSpend>; forwardTo: null } | { spend: null; forwardTo: string | null } {
+  private tryLease(
+    keyId: string,
+    cost: number,
+  ): { spend: Promise<LeaseSpend>; forwardTo: null } | { spend: null; forwardTo: string | null } {
     const { result, journal } = this.options.holder.verify(keyId, cost, this.options.monoNowMs());
     if (result.type === "no-lease") {
       this.requestSoon();
@@ -259,7 +275,8 @@ export class LeaseSpender implements CreditSpender {
   async drain(timeoutMs: number): Promise<void> {
     const now = this.options.monoNowMs();
     // An epoch above any real one closes every lease of the key (the holder stops spending it).
-    for (const keyId of this.reservations.keysWithLeases()) this.emit(this.options.holder.onEpoch(keyId, Number.MAX_SAFE_INTEGER, now));
+    for (const keyId of this.reservations.keysWithLeases())
+      this.emit(this.options.holder.onEpoch(keyId, Number.MAX_SAFE_INTEGER, now));
     const deadline = now + timeoutMs;
     while (this.options.holder.owedSettles() > 0 && this.options.monoNowMs() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -271,6 +288,11 @@ export class LeaseSpender implements CreditSpender {
   }
 
   status() {
-    return { ...this.stats, heldLeases: this.options.holder.heldLeases(), owedSettles: this.options.holder.owedSettles(), waiting: this.waiting };
+    return {
+      ...this.stats,
+      heldLeases: this.options.holder.heldLeases(),
+      owedSettles: this.options.holder.owedSettles(),
+      waiting: this.waiting,
+    };
   }
 }

@@ -2,7 +2,13 @@
 // proposed as creditBatch commands (one log entry per batch, a few batches in flight). A request
 // that is dropped (full queue, a failed proposal) is like a lost message: the holder times out
 // grants and resends settles, so nothing here needs to be reliable for safety.
-import { creditBatchCommandsMax, type CommandOutcome, type CreditBatchItem, type HolderRequest, type KeyCommand } from "@keyraft/core";
+import {
+  creditBatchCommandsMax,
+  type CommandOutcome,
+  type CreditBatchItem,
+  type HolderRequest,
+  type KeyCommand,
+} from "@keyraft/core";
 
 export interface OutboxOptions {
   propose(command: KeyCommand): Promise<CommandOutcome>;

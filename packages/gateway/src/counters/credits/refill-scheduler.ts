@@ -3,7 +3,13 @@
 // applies the same reset at the same log index (the command carries its `nowMs`). Commands that
 // touch a key after the instant (a spend on the log, an update) apply the refill too, with their
 // own replicated time, so a key is refilled identically even before the leader's command lands.
-import { refillDueBetween, refillKeysPerCommandMax, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
+import {
+  refillDueBetween,
+  refillKeysPerCommandMax,
+  type CommandOutcome,
+  type KeyCommand,
+  type KeyState,
+} from "@keyraft/core";
 
 const dayMs = 86_400_000;
 
@@ -49,14 +55,16 @@ export class RefillScheduler {
     const day = Math.floor(nowMs / dayMs);
     if (this.running || this.scannedDay === day) return;
     this.running = true;
-    void this.run(nowMs).then(
-      (complete) => {
-        if (complete) this.scannedDay = day;
-      },
-      (error: unknown) => this.options.onError(error),
-    ).finally(() => {
-      this.running = false;
-    });
+    void this.run(nowMs)
+      .then(
+        (complete) => {
+          if (complete) this.scannedDay = day;
+        },
+        (error: unknown) => this.options.onError(error),
+      )
+      .finally(() => {
+        this.running = false;
+      });
   }
 
   private async run(nowMs: number): Promise<boolean> {

@@ -37,7 +37,13 @@ export class SpendReservations {
   observe(records: readonly HolderJournalRecord[]): void {
     for (const record of records) {
       if (record.t === "grant" && this.leases.size < reservedLeasesMax) {
-        this.leases.set(record.seq, { keyId: record.keyId, granted: record.granted, spent: 0, reserved: 0, pending: null });
+        this.leases.set(record.seq, {
+          keyId: record.keyId,
+          granted: record.granted,
+          spent: 0,
+          reserved: 0,
+          pending: null,
+        });
       } else if (record.t === "close" || record.t === "settled") {
         this.leases.delete(record.seq);
       }
@@ -50,10 +56,16 @@ export class SpendReservations {
     if (lease === undefined) return { type: "write", record, onQueued: () => undefined };
     lease.spent += record.cost;
     assert(lease.spent <= lease.granted, "reservations: spent within the grant");
-    if (lease.spent <= lease.reserved) return lease.pending === null ? { type: "durable" } : { type: "pending", durable: lease.pending };
+    if (lease.spent <= lease.reserved)
+      return lease.pending === null ? { type: "durable" } : { type: "pending", durable: lease.pending };
     const chunk = Math.max(1, Math.ceil(lease.granted / reservationChunkDivisor));
     const target = Math.min(lease.granted, lease.spent + chunk - 1);
-    const write: HolderJournalRecord = { t: "spend", keyId: record.keyId, seq: record.seq, cost: target - lease.reserved };
+    const write: HolderJournalRecord = {
+      t: "spend",
+      keyId: record.keyId,
+      seq: record.seq,
+      cost: target - lease.reserved,
+    };
     lease.reserved = target;
     return {
       type: "write",

@@ -7,7 +7,14 @@
 // and reconcile through the beats (async-limits.ts). A one-member cluster judges everything
 // here, as a single node always did: no forwarding, no reservations, no beats.
 import { randomBytes } from "node:crypto";
-import { rankNodes, type KeyState, type LimitCheck, type SlidingWindowLimiter, type TouchedBucket, type VerifyResult } from "@keyraft/core";
+import {
+  rankNodes,
+  type KeyState,
+  type LimitCheck,
+  type SlidingWindowLimiter,
+  type TouchedBucket,
+  type VerifyResult,
+} from "@keyraft/core";
 import type { Logger } from "pino";
 import { V1Error, type V1ErrorCode } from "../../errors.js";
 import type { CounterDurability } from "../../store/types.js";
@@ -20,7 +27,15 @@ import { PeerLiveness } from "./liveness.js";
 import { OwnerSide } from "./owner-side.js";
 import { subjectOfVerification, verifySubject } from "./subject.js";
 import { SuccessorSide } from "./successor-side.js";
-import { verifyFieldsOf, type CounterReply, type CounterRequest, type CounterTransport, type ForwardItem, type ForwardResult, type VerifyFields } from "./wire.js";
+import {
+  verifyFieldsOf,
+  type CounterReply,
+  type CounterRequest,
+  type CounterTransport,
+  type ForwardItem,
+  type ForwardResult,
+  type VerifyFields,
+} from "./wire.js";
 
 /** Subjects whose ranking is cached (cleared when full or when the voters change). */
 export const rankCacheMax = 100_000;
@@ -78,10 +93,31 @@ export class ClusterRateLimits {
     const { transport, limiter, durability, config, nowMs, logger } = options;
     this.nodeId = transport.nodeId;
     this.liveness = new PeerLiveness(config.suspectAfterMs);
-    this.owner = new OwnerSide({ transport, limiter, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs, logger });
-    this.successor = new SuccessorSide({ nodeId: this.nodeId, boot: randomBytes(8).toString("hex"), limiter, durability, voters: () => transport.voters(), nowMs, logger });
+    this.owner = new OwnerSide({
+      transport,
+      limiter,
+      liveness: this.liveness,
+      timeoutMs: config.timeoutMs,
+      nowMs,
+      logger,
+    });
+    this.successor = new SuccessorSide({
+      nodeId: this.nodeId,
+      boot: randomBytes(8).toString("hex"),
+      limiter,
+      durability,
+      voters: () => transport.voters(),
+      nowMs,
+      logger,
+    });
     this.asyncLimits = new AsyncLimits(limiter);
-    this.forwarder = new Forwarder({ transport, liveness: this.liveness, timeoutMs: config.timeoutMs, delayMs: config.forwardDelayMs, nowMs });
+    this.forwarder = new Forwarder({
+      transport,
+      liveness: this.liveness,
+      timeoutMs: config.timeoutMs,
+      delayMs: config.forwardDelayMs,
+      nowMs,
+    });
     transport.serve((from, request) => this.serve(from, request));
     this.voters = transport.voters();
     this.votersKey = this.voters.join(",");
@@ -118,7 +154,15 @@ export class ClusterRateLimits {
     this.beatTimer = null;
     const { forwarder, owner, successor, asyncLimits } = this;
     this.options.logger.info(
-      { forwardedBatches: forwarder.batchesSent, forwardedChecks: forwarder.itemsSent, reservationAsks: owner.asksSent, handBacksRestored: owner.handBacksRestored, takeovers: successor.takeovers, handBacks: successor.handBacks, asyncAdmitted: asyncLimits.admitted },
+      {
+        forwardedBatches: forwarder.batchesSent,
+        forwardedChecks: forwarder.itemsSent,
+        reservationAsks: owner.asksSent,
+        handBacksRestored: owner.handBacksRestored,
+        takeovers: successor.takeovers,
+        handBacks: successor.handBacks,
+        asyncAdmitted: asyncLimits.admitted,
+      },
       "rate limits: stopped",
     );
   }
@@ -148,7 +192,10 @@ export class ClusterRateLimits {
     }
     if (ownerUp) return { kind: "forward", target: owner };
     if (this.liveness.isUp(successor, nowMs)) return { kind: "forward", target: successor };
-    return { kind: "unavailable", message: `neither ${owner} (its owner) nor ${successor} (its successor) is reachable` };
+    return {
+      kind: "unavailable",
+      message: `neither ${owner} (its owner) nor ${successor} (its successor) is reachable`,
+    };
   }
 
   /** The successor coverage of an admission this node just judged for `subject` (null: none needed). */
@@ -185,7 +232,9 @@ export class ClusterRateLimits {
       case "wait":
         return placement.ready.then(() => this.verifyHere(hash, requestId, fields));
       case "forward":
-        return this.forwarder.forward(placement.target, { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) }).then(verifyAnswerOf);
+        return this.forwarder
+          .forward(placement.target, { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) })
+          .then(verifyAnswerOf);
       case "unavailable":
         return Promise.reject(limitUnavailable(placement.message));
       default: {
@@ -213,9 +262,17 @@ export class ClusterRateLimits {
         await placement.ready;
         return judgeLimitHere(limiter, durability, check, nowMs(), (touched) => this.coverSubject(subject, touched));
       case "forward": {
-        const item: ForwardItem = { k: "limit", subject, key: check.key, limit: check.limit, durationMs: check.durationMs, cost: check.cost };
+        const item: ForwardItem = {
+          k: "limit",
+          subject,
+          key: check.key,
+          limit: check.limit,
+          durationMs: check.durationMs,
+          cost: check.cost,
+        };
         const result = await this.forwarder.forward(placement.target, item);
-        if (result.k === "limit") return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
+        if (result.k === "limit")
+          return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
         throw result.k === "error" ? errorOfResult(result) : limitUnavailable("unexpected answer to a forwarded limit");
       }
       case "unavailable":
@@ -235,7 +292,10 @@ export class ClusterRateLimits {
         this.asyncLimits.merge(from, request.asyncCounts);
         return { t: "beat" };
       case "batch":
-        return { t: "batch", results: await Promise.all(request.items.map((item) => this.judgeForwarded(item).catch(errorResult))) };
+        return {
+          t: "batch",
+          results: await Promise.all(request.items.map((item) => this.judgeForwarded(item).catch(errorResult))),
+        };
       case "reserve":
         return this.successor.accept(from, request.boot, request.asks);
       case "handBack":
@@ -250,7 +310,8 @@ export class ClusterRateLimits {
   /** A check another node forwarded: judged only if this node serves its subject (never forwarded again). */
   private async judgeForwarded(item: ForwardItem): Promise<ForwardResult> {
     const placement = this.placement(item.subject, this.options.nowMs());
-    if (placement.kind === "forward") throw limitUnavailable(`${this.nodeId} does not serve this limit (it sees ${placement.target} serving it)`);
+    if (placement.kind === "forward")
+      throw limitUnavailable(`${this.nodeId} does not serve this limit (it sees ${placement.target} serving it)`);
     if (placement.kind === "unavailable") throw limitUnavailable(placement.message);
     if (placement.kind === "wait") await placement.ready;
     if (item.k === "verify") {
@@ -259,7 +320,9 @@ export class ClusterRateLimits {
     }
     const { limiter, durability, nowMs } = this.options;
     const check = { key: item.key, limit: item.limit, durationMs: item.durationMs, cost: item.cost };
-    const answer = await judgeLimitHere(limiter, durability, check, nowMs(), (touched) => this.coverSubject(item.subject, touched));
+    const answer = await judgeLimitHere(limiter, durability, check, nowMs(), (touched) =>
+      this.coverSubject(item.subject, touched),
+    );
     return { k: "limit", ...answer };
   }
 
@@ -299,7 +362,8 @@ function verifyAnswerOf(result: ForwardResult): VerifiedAnswer {
 }
 
 function errorResult(error: unknown): ForwardResult {
-  if (error instanceof V1Error) return { k: "error", status: error.statusCode, code: error.code, message: error.message };
+  if (error instanceof V1Error)
+    return { k: "error", status: error.statusCode, code: error.code, message: error.message };
   const code: V1ErrorCode = "INTERNAL_SERVER_ERROR";
   return { k: "error", status: 500, code, message: error instanceof Error ? error.message : String(error) };
 }

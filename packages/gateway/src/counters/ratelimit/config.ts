@@ -10,7 +10,12 @@ export interface RateLimitClusterConfig {
   forwardDelayMs: number;
 }
 
-export const rateLimitClusterDefaults: RateLimitClusterConfig = { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 };
+export const rateLimitClusterDefaults: RateLimitClusterConfig = {
+  reconcileMs: 50,
+  suspectAfterMs: 1000,
+  timeoutMs: 1000,
+  forwardDelayMs: 0,
+};
 
 const variables = {
   reconcileMs: { name: "KEYRAFT_RATELIMIT_RECONCILE_MS", min: 5, max: 10_000 },
@@ -20,16 +25,23 @@ const variables = {
 } as const;
 
 /** Reads the knobs; each invalid one is added to `errors` by name (and its default kept). */
-export function parseRateLimitClusterConfig(env: Readonly<Record<string, string | undefined>>, errors: string[]): RateLimitClusterConfig {
+export function parseRateLimitClusterConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  errors: string[],
+): RateLimitClusterConfig {
   const config = { ...rateLimitClusterDefaults };
   for (const field of Object.keys(variables) as (keyof RateLimitClusterConfig)[]) {
     const { name, min, max } = variables[field];
     const raw = env[name];
     if (raw === undefined || raw === "") continue;
     const value = Number(raw);
-    if (!Number.isSafeInteger(value) || value < min || value > max) errors.push(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(raw)}`);
+    if (!Number.isSafeInteger(value) || value < min || value > max)
+      errors.push(`${name} must be an integer in ${min}..${max}, got ${JSON.stringify(raw)}`);
     else config[field] = value;
   }
-  if (config.suspectAfterMs <= 2 * config.reconcileMs) errors.push(`KEYRAFT_RATELIMIT_SUSPECT_MS (${config.suspectAfterMs}) must exceed twice KEYRAFT_RATELIMIT_RECONCILE_MS (${config.reconcileMs})`);
+  if (config.suspectAfterMs <= 2 * config.reconcileMs)
+    errors.push(
+      `KEYRAFT_RATELIMIT_SUSPECT_MS (${config.suspectAfterMs}) must exceed twice KEYRAFT_RATELIMIT_RECONCILE_MS (${config.reconcileMs})`,
+    );
   return config;
 }

@@ -56,14 +56,21 @@ export class Forwarder {
     this.batchesSent++;
     this.itemsSent += pending.length;
     const call = transport.call(target, { t: "batch", items: pending.map((p) => p.item) });
-    withTimeout(call, timeoutMs, () => limitUnavailable(`${target}, which serves this limit, did not answer within ${timeoutMs} ms`)).then(
+    withTimeout(call, timeoutMs, () =>
+      limitUnavailable(`${target}, which serves this limit, did not answer within ${timeoutMs} ms`),
+    ).then(
       (reply) => {
         if (reply === "notSent") {
           liveness.lost(target);
           return failAll(pending, limitUnavailable(`no connection to ${target}, which serves this limit`));
         }
         if (reply.t !== "batch" || reply.results.length !== pending.length) {
-          return failAll(pending, limitUnavailable(`${target} did not judge the forwarded checks${reply.t === "refused" ? `: ${reply.message}` : ""}`));
+          return failAll(
+            pending,
+            limitUnavailable(
+              `${target} did not judge the forwarded checks${reply.t === "refused" ? `: ${reply.message}` : ""}`,
+            ),
+          );
         }
         liveness.heard(target, this.options.nowMs());
         for (let i = 0; i < pending.length; i++) pending[i]!.resolve(reply.results[i]!);
@@ -79,5 +86,8 @@ function failAll(pending: readonly Pending[], error: Error): void {
 
 /** A forwarded check's error result, as the error the receiving node answers. */
 export function errorOfResult(result: Extract<ForwardResult, { k: "error" }>): V1Error {
-  return new V1Error(result.code, result.message, { statusCode: result.status, ...(result.status === 503 ? { headers: { "Retry-After": "1" } } : {}) });
+  return new V1Error(result.code, result.message, {
+    statusCode: result.status,
+    ...(result.status === 503 ? { headers: { "Retry-After": "1" } } : {}),
+  });
 }

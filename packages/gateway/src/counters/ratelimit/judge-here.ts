@@ -26,7 +26,12 @@ export function judgeLimitHere(
 ): LimitAnswer | Promise<LimitAnswer> {
   const judged = limiter.limit([check], nowMs);
   const outcome = judged.outcomes[0]!;
-  const answer = { success: judged.success, limit: outcome.limit, remaining: outcome.remaining, reset: outcome.resetAtMs };
+  const answer = {
+    success: judged.success,
+    limit: outcome.limit,
+    remaining: outcome.remaining,
+    reset: outcome.resetAtMs,
+  };
   if (judged.touched.length === 0) return answer;
   const cover = bothCovered(durability.cover(judged.touched), successorCover(judged.touched));
   return cover === null ? answer : cover.then(() => answer);

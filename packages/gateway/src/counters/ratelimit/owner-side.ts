@@ -63,7 +63,15 @@ export class OwnerSide {
   private link(successor: string): Link {
     let link = this.links.get(successor);
     if (link === undefined) {
-      link = { reservations: null, boot: "", handingBack: null, waiters: [], inFlight: new Map(), queued: new Map(), flushScheduled: false };
+      link = {
+        reservations: null,
+        boot: "",
+        handingBack: null,
+        waiters: [],
+        inFlight: new Map(),
+        queued: new Map(),
+        flushScheduled: false,
+      };
       this.links.set(successor, link);
     }
     return link;
@@ -81,24 +89,36 @@ export class OwnerSide {
 
   private async handBack(successor: string, link: Link): Promise<void> {
     const { transport, limiter, timeoutMs } = this.options;
-    const reply = await withTimeout(transport.call(successor, { t: "handBack" }), timeoutMs, () => limitUnavailable(`no hand-back from ${successor} in time`));
+    const reply = await withTimeout(transport.call(successor, { t: "handBack" }), timeoutMs, () =>
+      limitUnavailable(`no hand-back from ${successor} in time`),
+    );
     if (reply === "notSent") {
       this.options.liveness.lost(successor);
       throw limitUnavailable(`no connection to ${successor}, which holds this limit's reservations`);
     }
-    if (reply.t !== "handBack") throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
+    if (reply.t !== "handBack")
+      throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
     this.options.liveness.heard(successor, this.options.nowMs());
     if (link.reservations !== null) return; // a concurrent hand-back already restored (cannot happen: one at a time)
     for (const bucket of reply.buckets) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
-      limiter.restoreBucket({ key: parsed.limiterKey, limit: bucket.limit, durationMs: parsed.durationMs, bucketStartMs: bucket.bucketStartMs, count: bucket.count });
+      limiter.restoreBucket({
+        key: parsed.limiterKey,
+        limit: bucket.limit,
+        durationMs: parsed.durationMs,
+        bucketStartMs: bucket.bucketStartMs,
+        count: bucket.count,
+      });
     }
     // Only now, with every count the successor holds restored, may this node admit again.
     link.reservations = new OwnerReservations(reply.generation);
     link.boot = reply.boot;
     this.handBacksRestored++;
-    this.options.logger.info({ successor, generation: reply.generation, buckets: reply.buckets.length }, "rate limits: hand-back restored; serving owned limits");
+    this.options.logger.info(
+      { successor, generation: reply.generation, buckets: reply.buckets.length },
+      "rate limits: hand-back restored; serving owned limits",
+    );
   }
 
   /**
@@ -111,29 +131,52 @@ export class OwnerSide {
     const reservations = link.reservations;
     // Judged while no generation is held (lost between ready() and the decision): its counts may
     // predate the hand-back, so it is never answered; the count stays (it can only under-admit).
-    if (reservations === null) return Promise.reject(limitUnavailable(`the reservations at ${successor} are being handed back`));
+    if (reservations === null)
+      return Promise.reject(limitUnavailable(`the reservations at ${successor} are being handed back`));
     let waits: Promise<void>[] | null = null;
     for (const bucket of touched) {
       const key = reservationKey(bucket.durationMs, bucket.key);
       if (!reservations.covered(key, bucket.bucketStartMs, bucket.count)) {
-        if (link.waiters.length >= coverWaitersMax) return Promise.reject(limitUnavailable("too many admissions waiting for their reservation"));
+        if (link.waiters.length >= coverWaitersMax)
+          return Promise.reject(limitUnavailable("too many admissions waiting for their reservation"));
         waits ??= [];
-        waits.push(new Promise<void>((resolve, reject) => link.waiters.push({ key, bucketStartMs: bucket.bucketStartMs, count: bucket.count, limit: bucket.limit, resolve, reject })));
+        waits.push(
+          new Promise<void>((resolve, reject) =>
+            link.waiters.push({
+              key,
+              bucketStartMs: bucket.bucketStartMs,
+              count: bucket.count,
+              limit: bucket.limit,
+              resolve,
+              reject,
+            }),
+          ),
+        );
       }
       // Ask ahead, so the next admissions of the bucket find their count covered.
       const ahead = Math.min(bucket.limit, bucket.count + Math.ceil(Math.max(1, Math.ceil(bucket.limit / 8)) / 2));
-      if (!reservations.covered(key, bucket.bucketStartMs, ahead)) this.ask(successor, link, reservations, key, bucket.limit, bucket.bucketStartMs, bucket.count);
+      if (!reservations.covered(key, bucket.bucketStartMs, ahead))
+        this.ask(successor, link, reservations, key, bucket.limit, bucket.bucketStartMs, bucket.count);
     }
     if (waits === null) return null;
     return waits.length === 1 ? waits[0]! : Promise.all(waits).then(() => undefined);
   }
 
-  private ask(successor: string, link: Link, reservations: OwnerReservations, key: string, limit: number, bucketStartMs: number, count: number): void {
+  private ask(
+    successor: string,
+    link: Link,
+    reservations: OwnerReservations,
+    key: string,
+    limit: number,
+    bucketStartMs: number,
+    count: number,
+  ): void {
     const id = bucketId(key, bucketStartMs);
     if ((link.inFlight.get(id) ?? -1) >= count) return;
     const want = nextReservation(count, limit);
     const queued = link.queued.get(id);
-    if (queued === undefined || queued.count < want) link.queued.set(id, { key, limit, bucketStartMs, count: want, generation: reservations.generation });
+    if (queued === undefined || queued.count < want)
+      link.queued.set(id, { key, limit, bucketStartMs, count: want, generation: reservations.generation });
     link.inFlight.set(id, want);
     if (!link.flushScheduled) {
       link.flushScheduled = true;
@@ -150,20 +193,28 @@ export class OwnerSide {
     }
     const asks = [...link.queued.values()];
     link.queued.clear();
-    for (let at = 0; at < asks.length; at += reserveAsksMax) this.send(successor, link, reservations, asks.slice(at, at + reserveAsksMax));
+    for (let at = 0; at < asks.length; at += reserveAsksMax)
+      this.send(successor, link, reservations, asks.slice(at, at + reserveAsksMax));
   }
 
   private send(successor: string, link: Link, reservations: OwnerReservations, asks: WireAsk[]): void {
     const { transport, timeoutMs } = this.options;
     this.asksSent += asks.length;
-    const answered = withTimeout(transport.call(successor, { t: "reserve", boot: link.boot, asks }), timeoutMs, () => limitUnavailable(`no reservation from ${successor} in time`));
+    const answered = withTimeout(transport.call(successor, { t: "reserve", boot: link.boot, asks }), timeoutMs, () =>
+      limitUnavailable(`no reservation from ${successor} in time`),
+    );
     answered.then(
       (reply) => {
         if (reply === "notSent") {
           this.options.liveness.lost(successor);
-          return this.failAsks(link, asks, limitUnavailable(`no connection to ${successor}, which must reserve this limit's counts`));
+          return this.failAsks(
+            link,
+            asks,
+            limitUnavailable(`no connection to ${successor}, which must reserve this limit's counts`),
+          );
         }
-        if (reply.t !== "reserve" || reply.acks.length !== asks.length) return this.failAsks(link, asks, limitUnavailable(`${successor} refused the reservation`));
+        if (reply.t !== "reserve" || reply.acks.length !== asks.length)
+          return this.failAsks(link, asks, limitUnavailable(`${successor} refused the reservation`));
         this.options.liveness.heard(successor, this.options.nowMs());
         if (link.reservations !== reservations) return; // a newer generation: its own waiters and asks
         let refused = false;
@@ -190,7 +241,8 @@ export class OwnerSide {
       else rest.push(waiter);
     }
     link.waiters = rest;
-    for (const waiter of rest) this.ask(successor, link, reservations, waiter.key, waiter.limit, waiter.bucketStartMs, waiter.count);
+    for (const waiter of rest)
+      this.ask(successor, link, reservations, waiter.key, waiter.limit, waiter.bucketStartMs, waiter.count);
   }
 
   private failAsks(link: Link, asks: readonly WireAsk[], error: Error): void {
@@ -214,7 +266,10 @@ export class OwnerSide {
    * hand-back.
    */
   private loseGeneration(successor: string, link: Link): void {
-    this.options.logger.warn({ successor, generation: link.reservations?.generation }, "rate limits: successor refused a reservation (took over or restarted); asking for a hand-back");
+    this.options.logger.warn(
+      { successor, generation: link.reservations?.generation },
+      "rate limits: successor refused a reservation (took over or restarted); asking for a hand-back",
+    );
     link.reservations = null;
     link.inFlight.clear();
     link.queued.clear();

@@ -9,7 +9,13 @@
 // A restart loses the generations (memory only) but never a count: a new boot id makes every
 // acknowledgement of the earlier life unusable (the owner asks for a hand-back), and the counts
 // come back from disk into the limiter, which is what a hand-back or a takeover serves from.
-import { rankNodes, SuccessorReservations, type ReservationBucket, type SlidingWindowLimiter, type TouchedBucket } from "@keyraft/core";
+import {
+  rankNodes,
+  SuccessorReservations,
+  type ReservationBucket,
+  type SlidingWindowLimiter,
+  type TouchedBucket,
+} from "@keyraft/core";
 import type { Logger } from "pino";
 import type { CounterDurability } from "../../store/types.js";
 import { parseReservationKey, reservationKey, subjectOfLimiterKey } from "./subject.js";
@@ -67,7 +73,13 @@ export class SuccessorSide {
       const ack = parsed === null ? null : state.reservations.accept(ask);
       acks.push(ack);
       if (ack !== null && parsed !== null) {
-        durable.push({ key: parsed.limiterKey, limit: ack.limit, durationMs: parsed.durationMs, bucketStartMs: ack.bucketStartMs, count: ack.count });
+        durable.push({
+          key: parsed.limiterKey,
+          limit: ack.limit,
+          durationMs: parsed.durationMs,
+          bucketStartMs: ack.bucketStartMs,
+          count: ack.count,
+        });
       }
     }
     const written = durable.length === 0 ? null : this.options.durability.cover(durable);
@@ -84,11 +96,20 @@ export class SuccessorSide {
     for (const bucket of state.reservations.takeOver()) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
-      limiter.restoreBucket({ key: parsed.limiterKey, limit: bucket.limit, durationMs: parsed.durationMs, bucketStartMs: bucket.bucketStartMs, count: bucket.count });
+      limiter.restoreBucket({
+        key: parsed.limiterKey,
+        limit: bucket.limit,
+        durationMs: parsed.durationMs,
+        bucketStartMs: bucket.bucketStartMs,
+        count: bucket.count,
+      });
     }
     state.serving = true;
     this.takeovers++;
-    this.options.logger.warn({ owner }, "rate limits: owner unreachable; this node (its successor) takes its limits over");
+    this.options.logger.warn(
+      { owner },
+      "rate limits: owner unreachable; this node (its successor) takes its limits over",
+    );
     return true;
   }
 
@@ -116,13 +137,21 @@ export class SuccessorSide {
       if (subject === null) continue;
       const ranked = rankNodes(subject, voters);
       if (ranked[0] !== owner || ranked[1] !== nodeId) continue;
-      served.push({ key: reservationKey(bucket.durationMs, bucket.key), limit: bucket.limit, bucketStartMs: bucket.bucketStartMs, count: bucket.count });
+      served.push({
+        key: reservationKey(bucket.durationMs, bucket.key),
+        limit: bucket.limit,
+        bucketStartMs: bucket.bucketStartMs,
+        count: bucket.count,
+      });
     }
     const wasServing = state.serving;
     state.serving = false;
     const handBack = state.reservations.handBack(served);
     this.handBacks++;
-    this.options.logger.info({ owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing }, "rate limits: handing limits back to their owner");
+    this.options.logger.info(
+      { owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing },
+      "rate limits: handing limits back to their owner",
+    );
     const buckets = handBack.buckets.length > handBackBucketsMax ? mergePerKey(handBack.buckets) : handBack.buckets;
     return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets };
   }

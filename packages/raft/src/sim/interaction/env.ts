@@ -39,7 +39,14 @@ export class InteractionEnv {
   addNode(config: RaftConfig, storage: SimStorage = new SimStorage()): EnvNode {
     assert(!this.nodes.has(config.id), `node ${config.id} exists`);
     const full: RaftConfig = { random: new Xoshiro128(seedFromString(config.id)), ...config };
-    const node: EnvNode = { id: config.id, config: full, storage, raw: new RawNode(full, storage), app: new SimApp(), applied: [] };
+    const node: EnvNode = {
+      id: config.id,
+      config: full,
+      storage,
+      raw: new RawNode(full, storage),
+      app: new SimApp(),
+      applied: [],
+    };
     this.nodes.set(config.id, node);
     return node;
   }

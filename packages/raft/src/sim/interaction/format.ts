@@ -32,7 +32,9 @@ export function formatMessage(m: Message): string {
     case "app":
       return `${head} log=${m.logTerm}/${m.index} commit=${m.commit} entries=${formatEntries(m.entries)}`;
     case "appResp":
-      return m.reject ? `${head} rejected index=${m.index} hint=${m.logTerm}/${m.rejectHint}` : `${head} index=${m.index}`;
+      return m.reject
+        ? `${head} rejected index=${m.index} hint=${m.logTerm}/${m.rejectHint}`
+        : `${head} index=${m.index}`;
     case "vote":
       return `${head} last=${m.lastLogTerm}/${m.lastLogIndex}${m.transfer ? " transfer" : ""}`;
     case "voteResp":
@@ -62,15 +64,20 @@ export function formatMessage(m: Message): string {
 
 export function formatReady(ready: Ready): string[] {
   const lines: string[] = [];
-  if (ready.softState !== undefined) lines.push(`  role=${ready.softState.role} leader=${ready.softState.leader || "-"}`);
+  if (ready.softState !== undefined)
+    lines.push(`  role=${ready.softState.role} leader=${ready.softState.leader || "-"}`);
   if (ready.hardState !== null) {
     const hs = ready.hardState;
-    lines.push(`  hardState term=${hs.term} vote=${hs.vote || "-"} commit=${hs.commit}${ready.mustSync ? " (sync)" : ""}`);
+    lines.push(
+      `  hardState term=${hs.term} vote=${hs.vote || "-"} commit=${hs.commit}${ready.mustSync ? " (sync)" : ""}`,
+    );
   }
   if (ready.entries.length > 0) lines.push(`  entries: ${ready.entries.map(formatEntry).join(", ")}`);
   if (ready.snapshot !== null) {
     const meta = ready.snapshot.metadata;
-    lines.push(`  snapshot: ${meta.term}/${meta.index} voters=${meta.conf.voters.join(",")} learners=${meta.conf.learners.join(",")}`);
+    lines.push(
+      `  snapshot: ${meta.term}/${meta.index} voters=${meta.conf.voters.join(",")} learners=${meta.conf.learners.join(",")}`,
+    );
   }
   if (ready.committedEntries.length > 0) lines.push(`  apply: ${ready.committedEntries.map(formatEntry).join(", ")}`);
   for (const read of ready.readStates) lines.push(`  readState index=${read.index}${formatContext(read.context)}`);

@@ -15,7 +15,9 @@ export function handleStatus(env: InteractionEnv, args: CommandArgs): void {
       `${id}: ${s.role} term=${s.term} vote=${s.vote || "-"} leader=${s.leader || "-"} commit=${s.commit} applied=${s.applied} last=${s.lastIndex} voters=${s.conf.voters.join(",")}${s.conf.learners.length > 0 ? ` learners=${s.conf.learners.join(",")}` : ""}`,
     );
     for (const [peer, p] of Object.entries(s.progress)) {
-      env.output.push(`  ${peer}: ${p.state} match=${p.match} next=${p.next} inflight=${p.inflight}${p.learner ? " learner" : ""}`);
+      env.output.push(
+        `  ${peer}: ${p.state} match=${p.match} next=${p.next} inflight=${p.inflight}${p.learner ? " learner" : ""}`,
+      );
     }
   }
 }
