@@ -133,3 +133,40 @@ describe("README configuration", () => {
     expect(unread).toEqual([]);
   });
 });
+
+describe("README and docs/ name only what exists", () => {
+  it("every `npm run <script>` is a script of package.json", () => {
+    const scripts = Object.keys(
+      (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts,
+    );
+    const documents = [readmePath, ...filesUnder(join(root, "docs"), (path) => path.endsWith(".md"))];
+    const named = documents.flatMap((document) =>
+      [...readFileSync(document, "utf8").matchAll(/npm run ([a-z][a-z:-]*)/g)].map(
+        (match) => `${relative(root, document)}: ${match[1] ?? ""}`,
+      ),
+    );
+    expect(named.length).toBeGreaterThan(0);
+    expect(named.filter((entry) => !scripts.includes(entry.split(": ")[1] ?? ""))).toEqual([]);
+  });
+
+  it("every endpoint of the README's API table is a route of the gateway", () => {
+    const start = readme.indexOf("| group | endpoints | status |");
+    expect(start).toBeGreaterThan(0);
+    const rows = readme.slice(start).split("\n\n")[0]?.split("\n").slice(2) ?? [];
+    const paths = rows.flatMap((row) => {
+      const [group = "", endpoints = ""] = row.split(" | ").map((cell) => cell.replace(/^\| /, ""));
+      // Code spans in parentheses are remarks (`ownerId` filters, `api_root`), not endpoints.
+      return [...endpoints.replace(/\([^)]*\)/g, "").matchAll(/`([^`]+)`/g)].map((match) => {
+        const name = match[1] ?? "";
+        const method = /^(?:GET|POST) (\S+)$/.exec(name);
+        if (method !== null) return (method[1] ?? "").replace(/\{(\w+)\}/g, ":$1");
+        return name.includes(".") ? `/v1/${name}` : `/v1/${group}.${name}`;
+      });
+    });
+    expect(paths.length).toBeGreaterThan(40);
+    const sources = filesUnder(join(root, "packages/gateway/src"), (path) => path.endsWith(".ts"))
+      .map((path) => readFileSync(path, "utf8"))
+      .join("\n");
+    expect(paths.filter((path) => !sources.includes(`"${path}"`))).toEqual([]);
+  });
+});
