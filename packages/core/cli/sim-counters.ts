@@ -1,40 +1,84 @@
 // Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation) over many seeds:
 //   npm run test:sim-counters -- [--ratelimit] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
-import { runRateLimitSimulation } from "./ratelimit-simulation.js";
-import { runCounterSimulation } from "./simulation.js";
+// The simulations are pure (packages/core/src/sim-counters); this entry is the only part that
+// touches process and console, so it is its own TypeScript project with Node's types, outside the
+// src/ that core's compiler settings and packages/core/test/purity.test.ts keep free of I/O.
+import { parseArgs } from "node:util";
+import { runCounterSimulation, runRateLimitSimulation } from "@keyraft/core/sim-counters";
 
-function parseArgs(argv: readonly string[]): {
+const usage = `usage: npm run test:sim-counters -- [flags]
+
+Runs the credit-lease simulation (or the rate-limit ownership one) over many seeds.
+
+flags:
+  --seeds N      how many seeds, from --from on (default 1000)
+  --from N       first seed (default 1)
+  --seed N       run this one seed only
+  --steps N      steps of the fault phase (default 400)
+  --verbose      print the trace of every step
+  --ratelimit    run the rate-limit ownership simulation instead
+  --help         this text`;
+
+interface CliOptions {
   seeds: number;
   from: number;
   seed: number | null;
   steps: number;
   verbose: boolean;
   ratelimit: boolean;
-} {
-  const options = { seeds: 1000, from: 1, seed: null as number | null, steps: 400, verbose: false, ratelimit: false };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = (): number => {
-      const raw = argv[++i];
-      const parsed = Number(raw);
-      if (raw === undefined || !Number.isInteger(parsed) || parsed < 0)
-        throw new Error(`${flag} needs a non-negative integer`);
-      return parsed;
-    };
-    if (flag === "--seeds") options.seeds = value();
-    else if (flag === "--from") options.from = value();
-    else if (flag === "--seed") options.seed = value();
-    else if (flag === "--steps") options.steps = value();
-    else if (flag === "--verbose") options.verbose = true;
-    else if (flag === "--ratelimit") options.ratelimit = true;
-    else throw new Error(`unknown flag ${flag}`);
-  }
-  return options;
+}
+
+class UsageError extends Error {}
+
+function readOptions(argv: string[]): CliOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      seeds: { type: "string" },
+      from: { type: "string" },
+      seed: { type: "string" },
+      steps: { type: "string" },
+      verbose: { type: "boolean" },
+      ratelimit: { type: "boolean" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help === true) return "help";
+  const count = (name: string, raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback;
+    const parsed = Number(raw);
+    if (raw === "" || !Number.isInteger(parsed) || parsed < 0)
+      throw new UsageError(`--${name} needs a non-negative integer`);
+    return parsed;
+  };
+  return {
+    seeds: count("seeds", values.seeds, 1000),
+    from: count("from", values.from, 1),
+    seed: values.seed === undefined ? null : count("seed", values.seed, 0),
+    steps: count("steps", values.steps, 400),
+    verbose: values.verbose === true,
+    ratelimit: values.ratelimit === true,
+  };
 }
 
 function main(): number {
-  const options = parseArgs(process.argv.slice(2));
+  let options: CliOptions | "help";
+  try {
+    options = readOptions(process.argv.slice(2));
+  } catch (error) {
+    // One line and exit 2, like every command-line tool of the repository.
+    console.error(
+      `test:sim-counters: ${(error instanceof Error ? error.message : String(error)).split("\n")[0]} (see --help)`,
+    );
+    return 2;
+  }
+  if (options === "help") {
+    console.log(usage);
+    return 0;
+  }
   if (options.ratelimit) return mainRateLimit(options);
   const seeds =
     options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
@@ -64,7 +108,7 @@ function main(): number {
       failures++;
       console.log(`FAIL seed ${seed}: ${result.failure ?? ""}`);
       console.log(`replay: npm run test:sim-counters -- --seed ${seed} --steps ${options.steps} --verbose`);
-      console.log(`then add ${seed} to packages/raft/testdata/sim-counters-seeds.txt`);
+      console.log(`then add ${seed} to packages/core/testdata/sim-counters-seeds.txt`);
       if (failures >= 10) break;
     }
   }
