@@ -7,15 +7,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  LevelStorage,
-  NodeProcess,
-  type LoadResult,
-  type LoopDelay,
-  type NodeMetrics,
-  type NodeProcessConfig,
-  type NodeStatus,
-} from "@keyraft/raft";
+import { LevelStorage, type NodeMetrics, type NodeStatus } from "@keyraft/raft";
+import { NodeProcess, type LoadResult, type LoopDelay, type NodeProcessConfig } from "@keyraft/raft/testing";
 
 const ids = ["n1", "n2", "n3"];
 const tickMs = 20;
