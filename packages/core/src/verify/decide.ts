@@ -6,7 +6,7 @@ import { spendCredits } from "../credits/ledger.js";
 import { creditsAt } from "../keystate/credits-view.js";
 import { keyDerived, verifyLimitKey } from "../keystate/derived.js";
 import type { KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
-import type { LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
+import type { LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
 import type {
   RateLimitJudge,
@@ -17,7 +17,7 @@ import type {
   VerifyResult,
 } from "./types.js";
 
-const noTouched: readonly TouchedBucket[] = Object.freeze([]);
+const noTouched: readonly BucketCount[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 function notFound(requestId: string): VerifyDecision {
@@ -84,7 +84,7 @@ function decided(
   result: VerifyResult,
   key: KeyRecord,
   derived: KeyDerived,
-  touched: readonly TouchedBucket[] = noTouched,
+  touched: readonly BucketCount[] = noTouched,
 ): VerifyDecision {
   return {
     kind: "result",
@@ -244,7 +244,7 @@ function decideCredits(
   request: VerifyRequest,
   nowMs: number,
   ratelimit: VerifyResult["ratelimit"],
-  touched: readonly TouchedBucket[],
+  touched: readonly BucketCount[],
 ): VerifyDecision {
   const balance = key.remaining === null ? null : creditsAt(key, nowMs).remaining;
   if (balance === null) {
