@@ -29,8 +29,7 @@ interface CliOptions {
   ratelimit: boolean;
 }
 
-class UsageError extends Error {}
-
+/** The options, or "help"; throws with a message for the user on a bad flag. */
 function readOptions(argv: string[]): CliOptions | "help" {
   const { values } = parseArgs({
     args: argv,
@@ -51,7 +50,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     if (raw === undefined) return fallback;
     const parsed = Number(raw);
     if (raw === "" || !Number.isInteger(parsed) || parsed < 0)
-      throw new UsageError(`--${name} needs a non-negative integer`);
+      throw new Error(`--${name} needs a non-negative integer`);
     return parsed;
   };
   return {
@@ -69,10 +68,9 @@ function main(): number {
   try {
     options = readOptions(process.argv.slice(2));
   } catch (error) {
-    // One line and exit 2, like every command-line tool of the repository.
-    console.error(
-      `test:sim-counters: ${(error instanceof Error ? error.message : String(error)).split("\n")[0]} (see --help)`,
-    );
+    // One line and exit 2 on a bad flag, like every command-line tool of the repository.
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`test:sim-counters: ${message.split("\n")[0]} (see --help)`);
     return 2;
   }
   if (options === "help") {
