@@ -11,12 +11,12 @@
 // [durationS]`) it prints the summary JSON as its last line.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { freePort } from "@keyraft/raft/testing";
 import { Pool } from "undici";
 import { requestSpec, resultOf } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
@@ -490,18 +490,6 @@ async function waitLive(member: Member): Promise<void> {
     await sleep(50);
   }
   throw new Error(`${member.id} did not become live within 30 s`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") return reject(new Error("no port"));
-      server.close(() => resolve(address.port));
-    });
-  });
 }
 
 function quantile(sorted: readonly number[], q: number): number {
