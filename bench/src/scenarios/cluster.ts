@@ -93,10 +93,10 @@ export async function startBenchCluster(
     await Promise.all(members.map((member) => waitLive(member)));
     const leader = await findLeader(members);
     log(`cluster: ${members.length} node(s) up, leader ${leader.id}`);
-    const apiId = (await post(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
+    const apiId = (await postToMember(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
     const keys: string[] = [];
     for (let i = 0; i < keysToSeed; i++)
-      keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
+      keys.push((await postToMember(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
     await waitApplied(members, (await status(leader)).appliedIndex);
     return {
       members,
@@ -127,7 +127,7 @@ export async function measureWritesAndFailover(
     members,
     adminConcurrency / members.length,
     durationMs,
-    async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
+    async (member) => (await postToMember(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
   );
   const cpu = cpuSince(cpuBefore, members, adminRun.ok, adminRun.elapsedMs, leader.id);
   const lastIndex = (await status(leader)).appliedIndex;
@@ -148,7 +148,7 @@ export async function measureWritesAndFailover(
     members,
     propagationClientsPerNode,
     Math.min(durationMs, 3000),
-    async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
+    async (member) => (await postToMember(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
   );
   const propagationTo = (await status(leader)).appliedIndex;
   await waitApplied(members, propagationTo);
@@ -199,7 +199,8 @@ export async function measureSingleNodeAdmin(
       single.members,
       adminConcurrency,
       durationMs,
-      async (member) => (await post(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200,
+      async (member) =>
+        (await postToMember(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200,
     );
     const cpu = cpuSince(cpuBefore, single.members, run.ok, run.elapsedMs);
     const writesPerSec = run.ok / (run.elapsedMs / 1000);
@@ -387,11 +388,12 @@ async function closedLoop(
 }
 
 async function verifyOk(member: Member, key: string): Promise<boolean> {
-  const answer = await post(member, "/v1/keys.verifyKey", { key }, false);
+  const answer = await postToMember(member, "/v1/keys.verifyKey", { key }, false);
   return answer.status === 200 && answer.body.valid === true;
 }
 
-async function post(
+/** A POST to one member, as JSON; `auth` sends the cluster's root key. */
+export async function postToMember(
   member: Member,
   path: string,
   body: unknown,
@@ -511,12 +513,15 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   process.stdout.write(`${JSON.stringify({ scenario: "cluster", ...figures })}\n`);
 }
 
+/** Both scenarios that start a bench cluster (cluster, counters) need the node's build. */
+export async function checkBenchClusterBuild(): Promise<void> {
+  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
+}
+
 /** The scenario as the harness runs it (`npm run bench -- cluster`): the verification load is a harness phase over all three nodes (its workers), the rest is measured here. */
 export const clusterScenario: Scenario = {
   description: "three-node cluster on loopback: verifications over all nodes, admin writes, propagation, a leader kill",
-  check: async () => {
-    if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
-  },
+  check: checkBenchClusterBuild,
   prepare: async (context: ScenarioContext): Promise<PreparedScenario> => {
     const cluster = await startBenchCluster(context.log);
     const verifyPhase = "cluster verify";
