@@ -86,10 +86,11 @@ async function post(path, body) {
 
 function describe(status) {
   const peers = status.peers
-    .map(
-      (peer) =>
-        `    ${peer.id.padEnd(8)} ${peer.voter ? "voter  " : "learner"} ${peer.address ?? "(address unknown here)"}  lag ${peer.lag ?? "?"}${peer.connected === false ? "  DISCONNECTED" : ""}`,
-    )
+    .map((peer) => {
+      const role = peer.voter ? "voter  " : "learner";
+      const address = peer.address ?? "(address unknown here)";
+      return `    ${peer.id.padEnd(8)} ${role} ${address}  lag ${peer.lag ?? "?"}${peer.connected === false ? "  DISCONNECTED" : ""}`;
+    })
     .join("\n");
   return (
     `${status.nodeId}: ${status.role}, term ${status.term}, leader ${status.leader ?? "none"}, commit ${status.commitIndex}, applied ${status.appliedIndex}, ` +

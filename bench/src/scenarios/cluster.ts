@@ -133,7 +133,8 @@ export async function measureWritesAndFailover(
   const lastIndex = (await status(leader)).appliedIndex;
   const adminWritesPerSec = adminRun.ok / (adminRun.elapsedMs / 1000);
   log(
-    `cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`,
+    `cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, ` +
+      `p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`,
   );
   if (cpu !== null) log(`cluster: CPU during the admin phase: ${cpu.line}`);
   await waitApplied(members, lastIndex);
@@ -154,7 +155,8 @@ export async function measureWritesAndFailover(
   await waitApplied(members, propagationTo);
   const propagation = await propagationMs(members, leader, propagationFrom, propagationTo);
   log(
-    `cluster: propagation at ${propagationClientsPerNode * members.length} writers over ${propagation.count} entries: p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`,
+    `cluster: propagation at ${propagationClientsPerNode * members.length} writers over ${propagation.count} entries: ` +
+      `p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`,
   );
 
   log(`cluster: kill -9 of the leader ${leader.id} under verification load on the survivors`);
@@ -205,7 +207,8 @@ export async function measureSingleNodeAdmin(
     const cpu = cpuSince(cpuBefore, single.members, run.ok, run.elapsedMs);
     const writesPerSec = run.ok / (run.elapsedMs / 1000);
     log(
-      `baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`,
+      `baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, ` +
+        `p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`,
     );
     return { writesPerSec: round(writesPerSec), cpuUsPerWrite: cpu?.totalUsPerWrite ?? null };
   } finally {
@@ -518,7 +521,10 @@ export async function checkBenchClusterBuild(): Promise<void> {
   if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
 }
 
-/** The scenario as the harness runs it (`npm run bench -- cluster`): the verification load is a harness phase over all three nodes (its workers), the rest is measured here. */
+/**
+ * The scenario as the harness runs it (`npm run bench -- cluster`): the verification load is a
+ * harness phase over all three nodes (its workers), the rest is measured here.
+ */
 export const clusterScenario: Scenario = {
   description: "three-node cluster on loopback: verifications over all nodes, admin writes, propagation, a leader kill",
   check: checkBenchClusterBuild,
@@ -561,9 +567,12 @@ export const clusterScenario: Scenario = {
           phases: [verify],
           notes: [
             "cluster: three node processes and the load generator share this machine's cores",
-            "cluster: admin p50/p99 are closed-loop latencies at saturation (96 clients); propagation is measured at 2 writers per node (the saturated figure is in the log)",
-            "cluster: adminWritesPerSecOneMember is a one-member cluster under the same admin closed loop in the same run (same code path, no replication); adminRatioToOneMember = three-node / one-member",
-            "cluster: adminCpuUsPerWrite = CPU time of the three nodes and the load generator per acknowledged write (from /proc); with every core busy, throughput ≈ cores / that",
+            "cluster: admin p50/p99 are closed-loop latencies at saturation (96 clients); " +
+              "propagation is measured at 2 writers per node (the saturated figure is in the log)",
+            "cluster: adminWritesPerSecOneMember is a one-member cluster under the same admin closed loop in the same run " +
+              "(same code path, no replication); adminRatioToOneMember = three-node / one-member",
+            "cluster: adminCpuUsPerWrite = CPU time of the three nodes and the load generator per acknowledged write " +
+              "(from /proc); with every core busy, throughput ≈ cores / that",
           ],
         };
       },

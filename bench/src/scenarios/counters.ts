@@ -127,7 +127,8 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
           accuracyHitsFactor * accuracyAsyncLimit,
         );
         log(
-          `counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`,
+          `counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ` +
+            `${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`,
         );
         const p99 = (result: PhaseResult) => result.latency.p99Ms;
         return {
@@ -145,8 +146,12 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
           phases: [plain, credits, sync, asyncPhase],
           notes: [
             `counters: p99 ms plain ${p99(plain)}, credits ${p99(credits)}, async:false limit ${p99(sync)}, async:true limit ${p99(asyncPhase)}`,
-            `counters: ratios to plain: credits ${ratio(credits.rps, plain.rps)}, async:false limit ${ratio(sync.rps, plain.rps)}, async:true limit (ratelimits.limit, root-key auth) ${ratio(asyncPhase.rps, plain.rps)}`,
-            `counters: accuracy: ${accuracyKeys} keys x ${accuracyCredits} credits and ${accuracyKeys} keys x limit ${accuracySyncLimit}, each verified ${accuracyHitsFactor}x that from all nodes at once; async: ${accuracyAsyncIdentifiers} identifiers x limit ${accuracyAsyncLimit}, ${accuracyConcurrencyPerNode} clients per node`,
+            `counters: ratios to plain: credits ${ratio(credits.rps, plain.rps)}, ` +
+              `async:false limit ${ratio(sync.rps, plain.rps)}, ` +
+              `async:true limit (ratelimits.limit, root-key auth) ${ratio(asyncPhase.rps, plain.rps)}`,
+            `counters: accuracy: ${accuracyKeys} keys x ${accuracyCredits} credits and ` +
+              `${accuracyKeys} keys x limit ${accuracySyncLimit}, each verified ${accuracyHitsFactor}x that from all nodes at once; ` +
+              `async: ${accuracyAsyncIdentifiers} identifiers x limit ${accuracyAsyncLimit}, ${accuracyConcurrencyPerNode} clients per node`,
             "counters: key limits have no async flag (v1 stores none): the async:true figures are ratelimits.limit with async:true",
             "counters: three node processes and the load generator share this machine's cores",
           ],

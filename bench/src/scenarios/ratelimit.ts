@@ -27,7 +27,9 @@ export const ratelimitScenario = deploymentScenario(
     context.log(
       `seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`,
     );
-    const bodyTemplate = `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
+    const bodyTemplate =
+      `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},` +
+      `"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
     return {
       phases: [
         deploymentPhase(deployment, "ratelimit", [

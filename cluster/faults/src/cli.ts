@@ -71,7 +71,7 @@ async function main(): Promise<number> {
     console.error(`test:faults cannot run: ${missing}`);
     return 2;
   }
-  // async:false limits are judged by their owner across the cluster (docs/counters.md §2): the bound is the limit itself.
+  // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
     `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`,

@@ -85,7 +85,7 @@ function body(decision: ReturnType<typeof verify>): { code: string } & Record<st
   return JSON.parse(JSON.stringify(result(decision).result)) as { code: string } & Record<string, unknown>;
 }
 
-describe("verification order of checks (spec §3.1)", () => {
+describe("verification order of checks (docs/api.md, keys.verifyKey)", () => {
   it("unknown key: NOT_FOUND with the minimal body, even with an invalid query", () => {
     const state = setup();
     const decision = verify(state, new SlidingWindowLimiter(), "missing", { permissions: { and: [] } });
