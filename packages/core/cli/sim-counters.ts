@@ -5,7 +5,12 @@
 // touches process and console, so it is its own TypeScript project with Node's types, outside the
 // src/ that core's compiler settings and packages/core/test/purity.test.ts keep free of I/O.
 import { parseArgs } from "node:util";
-import { runCounterSimulation, runRateLimitSimulation } from "@keyraft/core/sim-counters";
+import {
+  runCounterSimulation,
+  runRateLimitSimulation,
+  type CounterSimStats,
+  type RateLimitSimStats,
+} from "@keyraft/core/sim-counters";
 
 const usage = `usage: npm run test:sim-counters -- [flags]
 
@@ -77,82 +82,84 @@ function main(): number {
     console.log(usage);
     return 0;
   }
-  if (options.ratelimit) return mainRateLimit(options);
-  const seeds =
-    options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
-  const startedMs = performance.now();
-  const totals = {
-    verifications: 0,
-    admittedLocal: 0,
-    admittedForwarded: 0,
-    noLease: 0,
-    noLeaseWithCredits: 0,
-    grants: 0,
-    settles: 0,
-    expires: 0,
-    crashes: 0,
-    partitions: 0,
-    resets: 0,
-  };
-  let failures = 0;
-  for (const seed of seeds) {
-    const trace = options.verbose ? (line: string) => console.log(line) : undefined;
-    const result = runCounterSimulation(
-      trace === undefined ? { seed, steps: options.steps } : { seed, steps: options.steps, trace },
-    );
-    if (seeds.length === 1) console.log(JSON.stringify(result.stats));
-    for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += result.stats[key];
-    if (!result.ok) {
-      failures++;
-      console.log(`FAIL seed ${seed}: ${result.failure ?? ""}`);
-      console.log(`replay: npm run test:sim-counters -- --seed ${seed} --steps ${options.steps} --verbose`);
-      console.log(`then add ${seed} to packages/core/testdata/sim-counters-seeds.txt`);
-      if (failures >= 10) break;
-    }
+  if (options.ratelimit) {
+    return runSeeds<RateLimitSimStats>(options, {
+      run: (seed, trace) => runRateLimitSimulation(withTrace({ seed, steps: options.steps }, trace)),
+      summed: ["requests", "admitted", "refusedUnavailable", "takeovers", "handBacks", "crashes", "partitions"],
+      replayFlags: "--ratelimit ",
+      seedsFile: null,
+      printStatsOfOneSeed: false,
+      summaryPrefix: "rate limits: ",
+    });
   }
-  const seconds = (performance.now() - startedMs) / 1000;
-  console.log(
-    `${seeds.length} seeds x ${options.steps} steps in ${seconds.toFixed(1)} s, ${failures} failed; totals ${JSON.stringify(totals)}`,
-  );
-  return failures === 0 ? 0 : 1;
+  return runSeeds<CounterSimStats>(options, {
+    run: (seed, trace) => runCounterSimulation(withTrace({ seed, steps: options.steps }, trace)),
+    summed: [
+      "verifications",
+      "admittedLocal",
+      "admittedForwarded",
+      "noLease",
+      "noLeaseWithCredits",
+      "grants",
+      "settles",
+      "expires",
+      "crashes",
+      "partitions",
+      "resets",
+    ],
+    replayFlags: "",
+    seedsFile: "packages/core/testdata/sim-counters-seeds.txt",
+    printStatsOfOneSeed: true,
+    summaryPrefix: "",
+  });
 }
 
-function mainRateLimit(options: {
-  seeds: number;
-  from: number;
-  seed: number | null;
-  steps: number;
-  verbose: boolean;
-}): number {
+type Trace = (line: string) => void;
+
+/** The options with `trace` only when there is one (the options type has it optional, not undefined). */
+function withTrace<T extends object>(options: T, trace: Trace | undefined): T & { trace?: Trace } {
+  return trace === undefined ? options : { ...options, trace };
+}
+
+interface SeedRun<Stats extends Record<keyof Stats, number>> {
+  run: (seed: number, trace: Trace | undefined) => { ok: boolean; failure?: string | undefined; stats: Stats };
+  /** The stats summed over the seeds, in the order the summary prints them. */
+  summed: readonly (keyof Stats)[];
+  /** Flags of the replay command before --seed. */
+  replayFlags: string;
+  /** Where a failing seed is added for the regression test; null: not said. */
+  seedsFile: string | null;
+  printStatsOfOneSeed: boolean;
+  summaryPrefix: string;
+}
+
+/** Runs one simulation over the seeds; prints each failure with its replay command; 0 when all pass. */
+function runSeeds<Stats extends Record<keyof Stats, number>>(options: CliOptions, sim: SeedRun<Stats>): number {
   const seeds =
     options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
   const startedMs = performance.now();
-  const totals = {
-    requests: 0,
-    admitted: 0,
-    refusedUnavailable: 0,
-    takeovers: 0,
-    handBacks: 0,
-    crashes: 0,
-    partitions: 0,
-  };
+  const totals: Partial<Record<keyof Stats, number>> = {};
+  for (const key of sim.summed) totals[key] = 0;
   let failures = 0;
   for (const seed of seeds) {
     const trace = options.verbose ? (line: string) => console.log(line) : undefined;
-    const result = runRateLimitSimulation(
-      trace === undefined ? { seed, steps: options.steps } : { seed, steps: options.steps, trace },
-    );
-    for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += result.stats[key];
+    const result = sim.run(seed, trace);
+    if (sim.printStatsOfOneSeed && seeds.length === 1) console.log(JSON.stringify(result.stats));
+    for (const key of sim.summed) totals[key] = (totals[key] ?? 0) + result.stats[key];
     if (!result.ok) {
       failures++;
       console.log(`FAIL seed ${seed}: ${result.failure ?? ""}`);
-      console.log(`replay: npm run test:sim-counters -- --ratelimit --seed ${seed} --steps ${options.steps} --verbose`);
+      console.log(
+        `replay: npm run test:sim-counters -- ${sim.replayFlags}--seed ${seed} --steps ${options.steps} --verbose`,
+      );
+      if (sim.seedsFile !== null) console.log(`then add ${seed} to ${sim.seedsFile}`);
       if (failures >= 10) break;
     }
   }
   const seconds = (performance.now() - startedMs) / 1000;
   console.log(
-    `rate limits: ${seeds.length} seeds x ${options.steps} steps in ${seconds.toFixed(1)} s, ${failures} failed; totals ${JSON.stringify(totals)}`,
+    `${sim.summaryPrefix}${seeds.length} seeds x ${options.steps} steps in ${seconds.toFixed(1)} s, ${failures} failed; ` +
+      `totals ${JSON.stringify(totals)}`,
   );
   return failures === 0 ? 0 : 1;
 }
