@@ -21,8 +21,6 @@ import { generateRootKeyOnce, type RootKeyLink } from "./cluster/root-key.js";
 import { generatedRootKeyBytes } from "./state/bootstrap.js";
 import { RandomPool } from "./state/random-pool.js";
 import { hashKey } from "./auth/hash.js";
-import { registerClusterRoutes } from "./cluster/routes.js";
-import { createContext } from "./context.js";
 import { ObservedKeyMachine } from "./counters/credits/credit-events.js";
 import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
@@ -214,9 +212,9 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       nowMs,
       randomBytes: (length: number) => secretRandom.take(length),
       bodyLimitBytes: config.bodyLimitBytes,
+      cluster: { cluster, stalePolicy: config.cluster.stalePolicy },
     };
     const app = buildApp(deps);
-    registerClusterRoutes(app, { cluster, ctx: createContext(deps), stalePolicy: config.cluster.stalePolicy });
     const address = await app.listen({ host: config.host, port: config.port });
     logger.info({ address, nodeId }, "keyraft listening");
     const node = cluster;

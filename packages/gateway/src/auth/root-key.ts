@@ -9,9 +9,12 @@ import {
   type PermissionQuery,
 } from "@keyraft/core";
 import type { FastifyRequest } from "fastify";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
 import { hashKey } from "./hash.js";
+
+/** What root-key authentication reads and writes (a root key spends its own limits and credits). */
+export type RootKeyDeps = Pick<GatewayServices, "state" | "limiter" | "nowMs" | "counterDurability" | "commandLog">;
 
 export interface RootAuth {
   keyId: string;
@@ -31,13 +34,12 @@ function bearerToken(request: FastifyRequest): string {
  * Throws the v1 error of the first failing check.
  */
 export async function authenticate(
-  ctx: GatewayContext,
+  deps: RootKeyDeps,
   request: FastifyRequest,
   query?: PermissionQuery,
 ): Promise<RootAuth> {
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
-  const { deps } = ctx;
   const nowMs = deps.nowMs();
   const decision = decideVerification(
     deps.state,

@@ -1,10 +1,9 @@
 // apis.createApi and apis.getApi (auth before lookup, as upstream).
 
 import { keyDerived, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallback } from "fastify";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { notFound, recoverableUnsupported } from "../errors.js";
 import {
   createApiBody,
@@ -54,22 +53,23 @@ const readKeysQuery = (apiId: string) => ({
   ],
 });
 
-export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/apis.createApi",
     { schema: { body: createApiBody, response: createApiResponse } },
     async (request, reply) => {
       const body = request.body as { name: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
-      const outcome = await ctx.submit({
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
+      const outcome = await deps.submit({
         type: "createApi",
-        apiId: ctx.ids.next("api"),
+        apiId: deps.ids.next("api"),
         name: body.name,
         nowMs: deps.nowMs(),
       });
-      return reply.header(requestIdHeader, request.id).send({ apiId: outcome.id, name: body.name });
+      return reply.send({ apiId: outcome.id, name: body.name });
     },
   );
 
@@ -78,10 +78,10 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     { schema: { querystring: getApiQuery, response: getApiResponse } },
     async (request, reply) => {
       const query = request.query as { apiId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
       const api = deps.state.apis.get(query.apiId);
       if (api === undefined) throw notFound(`api ${query.apiId} not found`);
-      return reply.header(requestIdHeader, request.id).send({ id: api.id, workspaceId, name: api.name });
+      return reply.send({ id: api.id, workspaceId, name: api.name });
     },
   );
 
@@ -91,9 +91,9 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     { schema: { body: deleteApiBody, response: emptyResponse } },
     async (request, reply) => {
       const body = request.body as { apiId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
-      await ctx.submit({ type: "deleteApi", apiId: body.apiId });
-      return reply.header(requestIdHeader, request.id).send({});
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
+      await deps.submit({ type: "deleteApi", apiId: body.apiId });
+      return reply.send({});
     },
   );
 
@@ -109,13 +109,13 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
         externalId?: string;
         decrypt?: boolean | null;
       };
-      await authenticate(ctx, request, readKeysQuery(query.apiId));
+      await authenticate(deps, request, readKeysQuery(query.apiId));
       if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
       if (query.decrypt === true) throw recoverableUnsupported();
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
         identityId = deps.state.identityIdByExternalId.get(query.externalId);
-        if (identityId === undefined) return reply.header(requestIdHeader, request.id).send({ keys: [], total: 0 });
+        if (identityId === undefined) return reply.send({ keys: [], total: 0 });
       }
       const all = apiKeys(deps.state, query.apiId, {
         identityId,
@@ -124,7 +124,7 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
       const after = query.cursor;
       const page = (after === undefined ? all : all.filter((key) => key.id > after)).slice(0, query.limit);
       const nowMs = deps.nowMs();
-      return reply.header(requestIdHeader, request.id).send({
+      return reply.send({
         keys: page.map((key) => listedKey(deps.state, key, nowMs)),
         total: all.length,
         cursor: page.at(-1)?.id,
@@ -146,12 +146,12 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     async (request, reply) => {
       const { apiId } = request.params as { apiId: string };
       const query = request.query as { limit: number; offset: number; ownerId?: string };
-      await authenticate(ctx, request, readKeysQuery(apiId));
+      await authenticate(deps, request, readKeysQuery(apiId));
       if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
       const all = apiKeys(deps.state, apiId, { ownerId: query.ownerId });
       const nowMs = deps.nowMs();
       const keys = all.slice(query.offset, query.offset + query.limit).map((key) => listedKey(deps.state, key, nowMs));
-      return reply.header(requestIdHeader, request.id).send({ keys, total: all.length });
+      return reply.send({ keys, total: all.length });
     },
   );
 
@@ -160,9 +160,10 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     { schema: { body: deleteKeysBody, response: deleteKeysResponse } },
     async (request, reply) => {
       const body = request.body as { apiId: string; permanent?: boolean };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
-      const outcome = await ctx.submit({ type: "deleteKeys", apiId: body.apiId });
-      return reply.header(requestIdHeader, request.id).send({ deletedKeys: outcome.count ?? 0 });
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
+      const outcome = await deps.submit({ type: "deleteKeys", apiId: body.apiId });
+      return reply.send({ deletedKeys: outcome.count ?? 0 });
     },
   );
-}
+  done();
+};

@@ -2,11 +2,9 @@
 // upstream).
 
 import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
+import type { FastifyPluginCallback } from "fastify";
 import { hashKey } from "../auth/hash.js";
-import { anyOf, authenticate, holdsAny } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import { anyOf, authenticate, holdsAny, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
 import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
 import { workspaceId } from "./guards.js";
@@ -57,9 +55,10 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<
   };
 }
 
-export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type KeyReadRoutesDeps = RootKeyDeps;
 
+export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, deps, done) => {
   app.get(
     "/v1/keys.getKey",
     { schema: { querystring: getKeyQuery, response: keyResponse } },
@@ -68,7 +67,7 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
       const key = deps.state.keys.get(query.keyId);
       if (key === undefined) throw notFound(`key ${query.keyId} not found`);
       const auth = await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
       );
@@ -79,7 +78,7 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
         }
         throw recoverableUnsupported();
       }
-      return reply.header(requestIdHeader, request.id).send(keyView(deps.state, key, deps.nowMs()));
+      return reply.send(keyView(deps.state, key, deps.nowMs()));
     },
   );
 
@@ -88,10 +87,10 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
     const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
     const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
     if (key === undefined) throw notFound("Key not found");
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
+    await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
     const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
     const remaining = keyCreditsAt(key, deps.nowMs());
-    return reply.header(requestIdHeader, request.id).send({
+    return reply.send({
       id: key.id,
       name: key.name ?? undefined,
       remaining: remaining ?? undefined,
@@ -102,4 +101,5 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
       environment: key.environment ?? undefined,
     });
   });
-}
+  done();
+};

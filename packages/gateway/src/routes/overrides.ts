@@ -2,10 +2,9 @@
 // them (decision 6; upstream's getOverride forgot it).
 
 import { ROOT_PERMISSION, type KeyState, type OverrideRecord } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallback } from "fastify";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   deleteOverrideBody,
@@ -51,9 +50,10 @@ function overrideView(override: OverrideRecord) {
   };
 }
 
-export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type OverrideRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const overrideRoutes: FastifyPluginCallback<OverrideRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/ratelimits.setOverride",
     { schema: { body: setOverrideBody, response: setOverrideResponse } },
@@ -65,11 +65,11 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
         async?: boolean;
       };
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
       const namespaceId = findNamespace(deps.state, body);
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: "setOverride",
-        overrideId: ctx.ids.next("rlor"),
+        overrideId: deps.ids.next("rlor"),
         namespaceId,
         identifier: body.identifier,
         limit: body.limit,
@@ -77,7 +77,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
         async: body.async ?? false,
         nowMs: deps.nowMs(),
       });
-      return reply.header(requestIdHeader, request.id).send({ overrideId: outcome.id });
+      return reply.send({ overrideId: outcome.id });
     },
   );
 
@@ -86,13 +86,13 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
     { schema: { querystring: getOverrideQuery, response: getOverrideResponse } },
     async (request, reply) => {
       const query = request.query as NamespaceRef & { identifier: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       if (!hasNamespace(query)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, query, "Namespace not found");
       const id = deps.state.overrideIdsByNamespace.get(namespaceId)?.get(query.identifier);
       const override = id === undefined ? undefined : deps.state.overrides.get(id);
       if (override === undefined) throw notFound("Override not found");
-      return reply.header(requestIdHeader, request.id).send({ ...overrideView(override), async: override.async });
+      return reply.send({ ...overrideView(override), async: override.async });
     },
   );
 
@@ -102,7 +102,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
     async (request, reply) => {
       const query = request.query as NamespaceRef & { limit: number; cursor?: string };
       if (!hasNamespace(query)) throw badRequest(missingNamespace);
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       const namespaceId = findNamespace(deps.state, query);
       const ids = [...(deps.state.overrideIdsByNamespace.get(namespaceId)?.values() ?? [])].sort();
       const after = query.cursor;
@@ -111,7 +111,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
         const override = deps.state.overrides.get(id);
         return override === undefined ? [] : [overrideView(override)];
       });
-      return reply.header(requestIdHeader, request.id).send({ overrides, total: ids.length, cursor: page.at(-1) });
+      return reply.send({ overrides, total: ids.length, cursor: page.at(-1) });
     },
   );
 
@@ -120,11 +120,12 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
     { schema: { body: deleteOverrideBody, response: deleteOverrideResponse } },
     async (request, reply) => {
       const body = request.body as NamespaceRef & { identifier: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, body);
-      await ctx.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
-      return reply.header(requestIdHeader, request.id).send({});
+      await deps.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
+      return reply.send({});
     },
   );
-}
+  done();
+};

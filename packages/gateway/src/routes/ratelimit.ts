@@ -2,10 +2,9 @@
 // (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
 
 import { resolveOverride, ROOT_PERMISSION } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallback } from "fastify";
+import { anyOf, authenticate, holdsAny, requirePermission, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { judgeLimitHere } from "../counters/ratelimit/judge-here.js";
 import { limitSubject } from "../counters/ratelimit/subject.js";
 import { notFound } from "../errors.js";
@@ -25,18 +24,20 @@ export function namespaceLimitKey(namespaceId: string, identifier: string, limit
   return `r:${namespaceId}:${limit}:${durationMs}:${identifier}`;
 }
 
-export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type RatelimitRouteDeps = Pick<GatewayServices, "ids" | "rateLimits" | "submit"> & RootKeyDeps;
+
+export const ratelimitRoute: FastifyPluginCallback<RatelimitRouteDeps> = (app, deps, done) => {
   app.post("/v1/ratelimits.limit", { schema: { body: limitBody, response: limitResponse } }, async (request, reply) => {
     const body = request.body as LimitBody;
-    const auth = await authenticate(ctx, request);
+    const auth = await authenticate(deps, request);
     let namespaceId = deps.state.namespaceIdByName.get(body.namespace);
     if (namespaceId === undefined) {
       if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace"))
         throw notFound(`namespace ${body.namespace} not found`);
-      const created = await ctx.submit({
+      const created = await deps.submit({
         type: "createNamespace",
-        namespaceId: ctx.ids.next("rlns"),
+        namespaceId: deps.ids.next("rlns"),
         name: body.namespace,
         nowMs: deps.nowMs(),
       });
@@ -56,6 +57,7 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     const isAsync = override?.async ?? body.async ?? false;
     const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??
       judgeLimitHere(deps.limiter, deps.counterDurability, check, deps.nowMs(), () => null));
-    return reply.header(requestIdHeader, request.id).send(answer);
+    return reply.send(answer);
   });
-}
+  done();
+};
