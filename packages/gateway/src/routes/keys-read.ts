@@ -2,7 +2,7 @@
 // upstream).
 
 import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { hashKey } from "../auth/hash.js";
 import { anyOf, authenticate, holdsAny, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
@@ -58,12 +58,12 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type KeyReadRoutesDeps = RootKeyDeps;
 
-export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, deps, done) => {
+export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (app, deps, done) => {
   app.get(
     "/v1/keys.getKey",
     { schema: { querystring: getKeyQuery, response: keyResponse } },
     async (request, reply) => {
-      const query = request.query as { keyId: string; decrypt?: boolean };
+      const query = request.query;
       const key = deps.state.keys.get(query.keyId);
       if (key === undefined) throw notFound(`key ${query.keyId} not found`);
       const auth = await authenticate(
@@ -83,7 +83,7 @@ export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, dep
   );
 
   app.post("/v1/keys.whoami", { schema: { body: whoamiBody, response: whoamiResponse } }, async (request, reply) => {
-    const body = request.body as { key: string };
+    const body = request.body;
     const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
     const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
     if (key === undefined) throw notFound("Key not found");

@@ -42,8 +42,12 @@ export const errorSchema = Type.Object({
   }),
 });
 
-/** Response schemas: the 200 shape plus the v1 error body for every error status. */
-export function responses<T extends TSchema>(ok: T) {
+/**
+ * Response schemas: the 200 shape plus the v1 error body for every error status. They validate
+ * nothing and type nothing: they drive serialization (fast-json-stringify drops fields the schema
+ * does not name) and the OpenAPI document; the views that build answers keep their own types.
+ */
+export function responses(ok: TSchema): Record<string, TSchema> {
   return { 200: ok, "4xx": errorSchema, "5xx": errorSchema };
 }
 

@@ -2,7 +2,7 @@
 // issue in this order).
 
 import { connectionsPerRecordMax } from "@keyraft/core";
-import { Type } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import {
   countMax,
   durationMsMax,
@@ -134,6 +134,13 @@ export const updateKeyBody = Type.Object({
   roles: Type.Optional(refItems(false, 0)),
   permissions: Type.Optional(refItems(false, 0)),
 });
+
+/** The body of the routes that add, remove or set a key's permissions or roles (the field named by the kind). */
+export interface RefsBody {
+  keyId: string;
+  permissions?: Static<ReturnType<typeof refItems>>;
+  roles?: Static<ReturnType<typeof refItems>>;
+}
 
 export const setPermissionsBody = Type.Object({ keyId: text(1), permissions: refItems(true, 1) });
 

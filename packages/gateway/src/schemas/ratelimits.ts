@@ -1,8 +1,11 @@
 import { Type } from "@sinclair/typebox";
 import { durationMsMax, emptyObject, int, meta, nullable, pageLimitDefault, responses, text } from "./common.js";
 
+/** The namespace of ratelimits.limit when the request names none (the schema's `default`). */
+export const namespaceDefault = "default";
+
 export const limitBody = Type.Object({
-  namespace: Type.Optional(text(1, undefined, { default: "default" })),
+  namespace: Type.Optional(text(1, undefined, { default: namespaceDefault })),
   identifier: text(),
   limit: int(1),
   duration: int(1000, durationMsMax),
