@@ -50,7 +50,8 @@ const stalenessGuard: FastifyPluginCallback<StalenessGuardOptions> = (app, { clu
     void reply.send(
       errorBody(
         "INTERNAL_SERVER_ERROR",
-        `this node's replica may be stale: no leader backed by a quorum confirmed it for ${stalenessMs} ms (bound ${cluster.staleness.maxStalenessMs} ms); retry on another node`,
+        `this node's replica may be stale: no leader backed by a quorum confirmed it for ${stalenessMs} ms ` +
+          `(bound ${cluster.staleness.maxStalenessMs} ms); retry on another node`,
         request.id,
       ),
     );

@@ -1,5 +1,5 @@
-// identities.createIdentity/getIdentity/listIdentities/updateIdentity/deleteIdentity (semantics
-// §2.19). An identity's rate limits are shared by all its keys: verification keys their counters
+// identities.createIdentity/getIdentity/listIdentities/updateIdentity/deleteIdentity (docs/api.md).
+// An identity's rate limits are shared by all its keys: verification keys their counters
 // by the identity id. `*` is accepted everywhere (decision 6; upstream forgot it on some).
 
 import { ROOT_PERMISSION, type IdentityRecord, type KeyCommand, type KeyState } from "@keyraft/core";

@@ -1,5 +1,5 @@
-// keys.addPermissions, keys.removePermissions, keys.addRoles, keys.removeRoles (semantics
-// §2.10). Each is one atomic command. keyraft honours every entry of a removal (upstream only the
+// keys.addPermissions, keys.removePermissions, keys.addRoles, keys.removeRoles. Each is one
+// atomic command. keyraft honours every entry of a removal (upstream only the
 // first) and asks `rbac.*.create_role` to create roles in addRoles (upstream asked
 // create_permission).
 

@@ -1,5 +1,5 @@
 // permissions.createPermission/getPermission/listPermissions/deletePermission and
-// permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
+// permissions.createRole/getRole/listRoles/deleteRole (docs/api.md). Lists are ordered by id.
 
 import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
