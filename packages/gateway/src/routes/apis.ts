@@ -3,7 +3,7 @@
 import { keyDerived, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { notFound, recoverableUnsupported } from "../errors.js";
 import {
   createApiBody,
@@ -18,6 +18,8 @@ import {
   listKeysQuery,
   listKeysResponse,
 } from "../schemas/apis.js";
+import type { Static } from "@sinclair/typebox";
+import type { keyObject } from "../schemas/keys.js";
 import { keyView } from "./keys-read.js";
 import { emptyResponse } from "../schemas/keys.js";
 import { pageLimitDefault } from "../schemas/common.js";
@@ -41,7 +43,7 @@ function apiKeys(
 }
 
 /** The listKeys `Key`: as getKey, but permissions are every slug, direct and via roles (upstream). */
-function listedKey(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
+function listedKey(state: KeyState, key: KeyRecord, nowMs: number): Static<typeof keyObject> {
   return { ...keyView(state, key, nowMs), permissions: [...keyDerived(state, key).permissions] };
 }
 
@@ -70,7 +72,7 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
         name: body.name,
         nowMs: deps.nowMs(),
       });
-      return reply.send({ apiId: outcome.id, name: body.name });
+      return reply.send({ apiId: createdId(outcome), name: body.name });
     },
   );
 

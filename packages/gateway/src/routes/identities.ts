@@ -5,7 +5,7 @@
 import { ROOT_PERMISSION, type IdentityRecord, type KeyCommand, type KeyState } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { V1Error, badRequest, notFound } from "../errors.js";
 import {
   createIdentityBody,
@@ -76,7 +76,7 @@ export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = 
         ratelimits: limitInputs(body.ratelimits),
         nowMs: deps.nowMs(),
       });
-      return reply.send({ identityId: outcome.id });
+      return reply.send({ identityId: createdId(outcome) });
     },
   );
 

@@ -6,11 +6,12 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import { hashKey } from "../auth/hash.js";
 import { anyOf, authenticate, holdsAny, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
-import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import { getKeyQuery, keyObject, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import type { Static } from "@sinclair/typebox";
 import { workspaceId } from "./guards.js";
 
 /** The v1 `Key` object (getKey): permissions are the DIRECT permission names, as upstream. */
-export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
+export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Static<typeof keyObject> {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   const limit = key.ratelimits.find((ratelimit) => ratelimit.name === "default");
   const remaining = keyCreditsAt(key, nowMs);

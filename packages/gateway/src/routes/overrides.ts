@@ -4,7 +4,7 @@
 import { ROOT_PERMISSION, type KeyState, type OverrideRecord } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   deleteOverrideBody,
@@ -72,7 +72,7 @@ export const overrideRoutes: FastifyPluginCallbackTypebox<OverrideRoutesDeps> = 
         async: body.async ?? false,
         nowMs: deps.nowMs(),
       });
-      return reply.send({ overrideId: outcome.id });
+      return reply.send({ overrideId: createdId(outcome) });
     },
   );
 

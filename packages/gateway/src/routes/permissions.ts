@@ -4,7 +4,7 @@
 import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   createPermissionBody,
@@ -67,7 +67,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
         description: description(body.description),
         nowMs: deps.nowMs(),
       });
-      return reply.send({ permissionId: outcome.id });
+      return reply.send({ permissionId: createdId(outcome) });
     },
   );
 
@@ -122,7 +122,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
         permissionIds,
         nowMs: deps.nowMs(),
       });
-      return reply.send({ roleId: outcome.id });
+      return reply.send({ roleId: createdId(outcome) });
     },
   );
 

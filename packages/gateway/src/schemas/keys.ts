@@ -15,6 +15,7 @@ import {
   stringEnum,
   text,
   timestampMsMax,
+  optional,
 } from "./common.js";
 
 const cost = int(0);
@@ -44,8 +45,11 @@ export const verifyKeyBody = Type.Object({
   ),
 });
 
-const optionalString = Type.Optional(Type.String());
-const optionalInteger = Type.Optional(Type.Integer());
+const optionalString = optional(Type.String());
+const optionalInteger = optional(Type.Integer());
+
+/** A list of names the verification result holds read-only (VerifyResult in @keyraft/core). */
+const stringList = Type.Unsafe<readonly string[]>(Type.Array(Type.String()));
 
 export const verifyKeyResponse = responses(
   Type.Object({
@@ -53,16 +57,16 @@ export const verifyKeyResponse = responses(
     valid: Type.Boolean(),
     name: optionalString,
     ownerId: optionalString,
-    meta: Type.Optional(meta),
+    meta: optional(meta),
     expires: optionalInteger,
-    ratelimit: Type.Optional(Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset: Type.Integer() })),
+    ratelimit: optional(Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset: Type.Integer() })),
     remaining: optionalInteger,
     code: Type.String(),
-    enabled: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Type.Array(Type.String())),
-    roles: Type.Optional(Type.Array(Type.String())),
+    enabled: optional(Type.Boolean()),
+    permissions: optional(stringList),
+    roles: optional(stringList),
     environment: optionalString,
-    identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta })),
+    identity: optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta })),
     requestId: Type.String(),
   }),
 );
@@ -156,8 +160,8 @@ export const whoamiResponse = responses(
     id: Type.String(),
     name: optionalString,
     remaining: optionalInteger,
-    identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
-    meta: Type.Optional(meta),
+    identity: optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
+    meta: optional(meta),
     createdAt: Type.Integer(),
     enabled: Type.Boolean(),
     environment: optionalString,
@@ -175,20 +179,20 @@ export const keyObject = Type.Object({
   apiId: optionalString,
   name: optionalString,
   ownerId: optionalString,
-  meta: Type.Optional(meta),
+  meta: optional(meta),
   createdAt: Type.Integer(),
   updatedAt: optionalInteger,
   expires: optionalInteger,
   remaining: optionalInteger,
-  refill: Type.Optional(
+  refill: optional(
     Type.Object({
       interval: Type.String(),
       amount: Type.Integer(),
-      refillDay: Type.Optional(nullable(Type.Integer())),
+      refillDay: optional(nullable(Type.Integer())),
       lastRefillAt: optionalInteger,
     }),
   ),
-  ratelimit: Type.Optional(
+  ratelimit: optional(
     Type.Object({
       async: Type.Boolean(),
       limit: Type.Integer(),
@@ -197,10 +201,10 @@ export const keyObject = Type.Object({
       refillInterval: optionalInteger,
     }),
   ),
-  roles: Type.Optional(Type.Array(Type.String())),
-  permissions: Type.Optional(Type.Array(Type.String())),
-  enabled: Type.Optional(Type.Boolean()),
-  identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: Type.Optional(meta) })),
+  roles: optional(Type.Array(Type.String())),
+  permissions: optional(Type.Array(Type.String())),
+  enabled: optional(Type.Boolean()),
+  identity: optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: optional(meta) })),
 });
 
 export const keyResponse = responses(keyObject);
