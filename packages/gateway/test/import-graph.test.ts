@@ -77,6 +77,13 @@ describe("gateway import graph", () => {
     expect(importers).toEqual([]);
   });
 
+  it("sets the request id header in one place (the onRequest hook of http/lifecycle.ts)", () => {
+    const setters = files
+      .filter((file) => /\.header\(\s*requestIdHeader/.test(readFileSync(file, "utf8")))
+      .map((file) => relative(srcDir, file));
+    expect(setters).toEqual([join("http", "lifecycle.ts")]);
+  });
+
   it("the cycle finder finds a circle (self-check)", () => {
     const circle = new Map([
       ["a", ["b"]],
