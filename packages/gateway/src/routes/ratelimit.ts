@@ -16,7 +16,11 @@ export function namespaceLimitKey(namespaceId: string, identifier: string, limit
 }
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
-export type RatelimitRouteDeps = Pick<GatewayServices, "ids" | "rateLimits" | "submit"> & RootKeyDeps;
+export type RatelimitRouteDeps = Pick<
+  GatewayServices,
+  "ids" | "rateLimits" | "submit" | "limiter" | "counterDurability"
+> &
+  RootKeyDeps;
 
 export const ratelimitRoute: FastifyPluginCallbackTypebox<RatelimitRouteDeps> = (app, deps, done) => {
   app.post("/v1/ratelimits.limit", { schema: { body: limitBody, response: limitResponse } }, async (request, reply) => {
