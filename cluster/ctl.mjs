@@ -56,7 +56,10 @@ function rootKey() {
 }
 
 async function getStatus(url) {
-  const response = await fetch(`${url}/v1/cluster.status`, { signal: AbortSignal.timeout(3000) });
+  const response = await fetch(`${url}/v1/cluster.status`, {
+    headers: { authorization: `Bearer ${rootKey()}` },
+    signal: AbortSignal.timeout(3000),
+  });
   if (response.status !== 200) throw new Error(`${url}: status ${response.status}`);
   return response.json();
 }

@@ -132,7 +132,9 @@ export interface ClusterStatusBody {
 }
 
 export async function status(member: ClusterMember): Promise<ClusterStatusBody> {
-  const response = await fetch(`${member.baseUrl}/v1/cluster.status`);
+  const response = await fetch(`${member.baseUrl}/v1/cluster.status`, {
+    headers: { authorization: `Bearer ${rootKey}` },
+  });
   if (response.status !== 200) throw new Error(`${member.id} status ${response.status}`);
   return (await response.json()) as ClusterStatusBody;
 }

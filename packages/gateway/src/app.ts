@@ -32,6 +32,8 @@ import { registerOverrideRoutes } from "./routes/overrides.js";
 import { registerRatelimitRoute } from "./routes/ratelimit.js";
 import { registerVerifyRoute } from "./routes/verify-key.js";
 import { requestLoggerFactory } from "./logger.js";
+import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { metricsRoute, requestMetrics } from "./metrics/plugin.js";
 import { isStoreError } from "./store/errors.js";
 import type { CommandLog, CounterDurability } from "./store/types.js";
 import { validatorCompiler } from "./validation/ajv.js";
@@ -60,6 +62,10 @@ export interface AppDeps {
   creditLeases?: CreditSpender;
   /** Rate limits across the cluster (counters/ratelimit); absent = judged here only. */
   rateLimits?: ClusterRateLimits;
+  /** Metrics of this node; buildApp creates one when absent. */
+  metrics?: GatewayMetrics;
+  /** Given: the app serves GET /metrics (KEYRAFT_METRICS_PORT unset), behind `token` when not null. */
+  metricsEndpoint?: { token: string | null };
 }
 
 export const requestIdHeader = "Unkey-Request-Id";
@@ -158,6 +164,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // The OpenAPI document is generated from the route schemas (registered after the plugin so
   // its onRoute hook sees every route).
   void app.register(swagger, openApiOptions);
+  void app.register(requestMetrics, { metrics: ctx.metrics });
+  if (deps.metricsEndpoint !== undefined)
+    void app.register(metricsRoute, { metrics: ctx.metrics, token: deps.metricsEndpoint.token });
   void app.register(async (routes) => {
     registerLivenessRoute(routes, ctx);
     registerVerifyRoute(routes, ctx);

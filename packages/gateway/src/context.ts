@@ -6,11 +6,13 @@ import { V1Error } from "./errors.js";
 import type { AppDeps } from "./app.js";
 import { IdSource } from "./state/ids.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 
 export interface GatewayContext {
   deps: AppDeps;
   ids: IdSource;
   analytics: VerificationRecorder;
+  metrics: GatewayMetrics;
   /** Appends a command and waits for its durability; a refused command becomes its v1 error. */
   submit(command: KeyCommand): Promise<Extract<CommandOutcome, { ok: true }>>;
 }
@@ -21,6 +23,7 @@ export function createContext(deps: AppDeps): GatewayContext {
     deps,
     ids,
     analytics: deps.analytics ?? new VerificationRecorder(deps.nowMs),
+    metrics: deps.metrics ?? new GatewayMetrics({ defaultMetrics: false }),
     async submit(command) {
       const outcome = await deps.commandLog.append(command);
       if (!outcome.ok) throw new V1Error(outcome.code, outcome.message);

@@ -28,6 +28,8 @@ import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
 import { V1Error } from "./errors.js";
 import { openStoreDb, type StoreDb } from "./store/level-db.js";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
+import { startMetricsServer } from "./metrics/server.js";
 
 export const exitCodeFatal = 1;
 export const exitCodeConfig = 2;
@@ -201,7 +203,16 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     );
 
     const secretRandom = new RandomPool(randomBytes);
+    const metrics = new GatewayMetrics();
+    metrics.attach({
+      cluster,
+      creditLeases: () => creditLeases.status(),
+      rateLimitPlacements: () => rateLimits.placements,
+    });
+    const metricsOnApiPort = config.metrics.port === null || config.metrics.port === config.port;
     const deps = {
+      metrics,
+      ...(metricsOnApiPort ? { metricsEndpoint: { token: config.metrics.token } } : {}),
       logger,
       analytics,
       verificationPeers,
@@ -219,6 +230,17 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     registerClusterRoutes(app, { cluster, ctx: createContext(deps), stalePolicy: config.cluster.stalePolicy });
     const address = await app.listen({ host: config.host, port: config.port });
     logger.info({ address, nodeId }, "keyraft listening");
+    const metricsServer = metricsOnApiPort
+      ? null
+      : await startMetricsServer({
+          metrics,
+          token: config.metrics.token,
+          host: config.host,
+          port: config.metrics.port ?? 0,
+          logger,
+        });
+    if (metricsServer !== null)
+      logger.info({ port: (metricsServer.server.address() as { port: number }).port }, "metrics listening");
     const node = cluster;
     return {
       async close() {
@@ -231,6 +253,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
         } finally {
           clearInterval(reaper);
         }
+        await metricsServer?.close();
         rootKeyLoopStopped = true;
         await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) =>
           logger.error({ err: error }, "could not save verification analytics"),

@@ -1,6 +1,6 @@
 // The cluster's HTTP surface, added to the app from outside (buildApp stays cluster-agnostic):
-//   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers (no auth)
-//   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching (no auth)
+//   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers   root key holding `*` or `cluster.*.read`
+//   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching      root key holding `*` or `cluster.*.read`
 //   POST /v1/cluster.addNode     { nodeId, address: "host:raftPort" } root key holding `*`
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
@@ -21,6 +21,9 @@ export const roleHeader = "Keyraft-Role";
 export const clusterStatusPath = "/v1/cluster.status";
 export const applyTimesPath = "/v1/cluster.applyTimes";
 const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify"]);
+/** Reading the cluster's status and counters: any root key holding `*` or `cluster.*.read`. */
+export const clusterReadPermission = "cluster.*.read";
+const clusterReadQuery = anyOf("*", clusterReadPermission);
 
 export interface ClusterRoutesOptions {
   cluster: ClusterNode;
@@ -55,11 +58,15 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     );
   });
 
-  app.get(clusterStatusPath, async (request, reply) =>
-    reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress()),
-  );
+  app.get(clusterStatusPath, async (request, reply) => {
+    await authenticate(ctx, request, clusterReadQuery);
+    return reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress());
+  });
 
-  app.get("/v1/cluster.metrics", (request, reply) => reply.header(requestIdHeader, request.id).send(cluster.metrics()));
+  app.get("/v1/cluster.metrics", async (request, reply) => {
+    await authenticate(ctx, request, clusterReadQuery);
+    return reply.header(requestIdHeader, request.id).send(cluster.metrics());
+  });
 
   // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
   // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.

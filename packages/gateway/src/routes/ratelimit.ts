@@ -56,6 +56,7 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     const isAsync = override?.async ?? body.async ?? false;
     const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??
       judgeLimitHere(deps.limiter, deps.counterDurability, check, deps.nowMs(), () => null));
+    ctx.metrics.rateLimitAnswered(answer.success);
     return reply.header(requestIdHeader, request.id).send(answer);
   });
 }

@@ -23,7 +23,7 @@ interface VerifyKeyBody {
 
 export const triggeredHeader = "Unkey-Ratelimit-Triggered";
 
-/** Buffers the outcome for analytics (O(1), no await); verifications of unknown keys are not attributable. */
+/** Counts the outcome (metrics) and buffers it for analytics (O(1), no await); verifications of unknown keys are not attributable to a key. */
 function recordOutcome(
   ctx: GatewayContext,
   decision: VerifyDecision,
@@ -31,6 +31,7 @@ function recordOutcome(
   tags: readonly string[] | undefined,
 ): void {
   const key = decision.key;
+  ctx.metrics.verified(key?.apiId ?? "unknown", decision.result.code);
   if (key === undefined) return;
   ctx.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
 }

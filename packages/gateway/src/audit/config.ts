@@ -1,0 +1,18 @@
+// KEYRAFT_AUDIT_RETENTION_DAYS: how long audit entries are kept (docs: README "Operations").
+import type { IntegerVariable } from "../config.js";
+
+export interface AuditConfig {
+  /** Entries older than this are dropped from the audit log (and hidden until they are). */
+  retentionDays: number;
+}
+
+export const auditRetentionDaysVariable: IntegerVariable = {
+  name: "KEYRAFT_AUDIT_RETENTION_DAYS",
+  defaultValue: 90,
+  min: 1,
+  max: 3650,
+};
+
+export function parseAuditConfig(integer: (variable: IntegerVariable) => number): AuditConfig {
+  return { retentionDays: integer(auditRetentionDaysVariable) };
+}
