@@ -34,6 +34,7 @@ import { registerVerifyRoute } from "./routes/verify-key.js";
 import { requestLoggerFactory } from "./logger.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { metricsRoute, requestMetrics } from "./metrics/plugin.js";
+import { auditRoutes } from "./audit/routes.js";
 import { isStoreError } from "./store/errors.js";
 import type { CommandLog, CounterDurability } from "./store/types.js";
 import { validatorCompiler } from "./validation/ajv.js";
@@ -66,6 +67,8 @@ export interface AppDeps {
   metrics?: GatewayMetrics;
   /** Given: the app serves GET /metrics (KEYRAFT_METRICS_PORT unset), behind `token` when not null. */
   metricsEndpoint?: { token: string | null };
+  /** KEYRAFT_AUDIT_RETENTION_DAYS (default 90), carried in every admin write (audit/). */
+  auditRetentionDays?: number;
 }
 
 export const requestIdHeader = "Unkey-Request-Id";
@@ -182,6 +185,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerMigrationRoutes(routes, ctx);
     registerOpenApiRoute(routes, app);
   });
+  void app.register(auditRoutes, { ctx });
   return app;
 }
 

@@ -175,13 +175,22 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     let rootKeyLoopStopped = false;
     if (config.rootKey !== null) {
       const root = await withRetries(
-        () => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }),
+        () =>
+          bootstrapRootKey({
+            state: machine.state,
+            commandLog,
+            rootKey: config.rootKey,
+            nowMs,
+            randomBytes,
+            auditRetentionDays: config.audit.retentionDays,
+          }),
         logger,
       );
       logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
     } else {
       const generation = generateRootKey(cluster, machine.state, commandLog, {
         nowMs,
+        auditRetentionDays: config.audit.retentionDays,
         logger,
         stopped: () => rootKeyLoopStopped,
       });
@@ -212,6 +221,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     const metricsOnApiPort = config.metrics.port === null || config.metrics.port === config.port;
     const deps = {
       metrics,
+      auditRetentionDays: config.audit.retentionDays,
       ...(metricsOnApiPort ? { metricsEndpoint: { token: config.metrics.token } } : {}),
       logger,
       analytics,
@@ -277,7 +287,7 @@ async function generateRootKey(
   cluster: ClusterNode,
   state: KeyState,
   commandLog: ClusterNode["commandLog"],
-  options: { nowMs(): number; logger: Logger; stopped(): boolean },
+  options: { nowMs(): number; logger: Logger; stopped(): boolean; auditRetentionDays: number },
 ): Promise<void> {
   const secret = newKeySecret("unkey", randomBytes(generatedRootKeyBytes));
   const link: RootKeyLink = {
@@ -288,7 +298,14 @@ async function generateRootKey(
       return null;
     },
     propose: async (plaintext) => {
-      await bootstrapRootKey({ state, commandLog, rootKey: plaintext, nowMs: options.nowMs, randomBytes });
+      await bootstrapRootKey({
+        state,
+        commandLog,
+        rootKey: plaintext,
+        nowMs: options.nowMs,
+        randomBytes,
+        auditRetentionDays: options.auditRetentionDays,
+      });
     },
     hash: hashKey,
   };

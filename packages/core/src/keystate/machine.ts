@@ -2,6 +2,7 @@
 // the same state and command give the same outcome and the same next state on every replica.
 
 import { assert } from "../assert.js";
+import { recordAudit } from "../audit/log.js";
 import {
   applyCreateKey,
   applyDeleteKey,
@@ -38,6 +39,8 @@ import { ROOT_API_ID, type KeyState } from "./types.js";
 
 export function applyCommand(state: KeyState, command: KeyCommand): CommandOutcome {
   const outcome = dispatch(state, command);
+  // A refused command changed nothing, so it leaves no audit entry either.
+  if (outcome.ok && command.audit !== undefined) recordAudit(state.audit, command, outcome);
   assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "applyCommand: the root api always exists");
   return outcome;
 }

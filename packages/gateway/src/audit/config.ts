@@ -13,6 +13,13 @@ export const auditRetentionDaysVariable: IntegerVariable = {
   max: 3650,
 };
 
+const dayMs = 86_400_000;
+
+/** The retention carried in audit contexts, in ms (unset: the default days). */
+export function auditRetentionMs(retentionDays: number | undefined): number {
+  return (retentionDays ?? auditRetentionDaysVariable.defaultValue) * dayMs;
+}
+
 export function parseAuditConfig(integer: (variable: IntegerVariable) => number): AuditConfig {
   return { retentionDays: integer(auditRetentionDaysVariable) };
 }

@@ -11,6 +11,7 @@ import {
 import type { FastifyRequest } from "fastify";
 import type { GatewayContext } from "../context.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
+import { rememberActor } from "../audit/actor.js";
 import { hashKey } from "./hash.js";
 
 export interface RootAuth {
@@ -74,6 +75,7 @@ export async function authenticate(
     if (!spent.ok) throw new V1Error("USAGE_EXCEEDED", "unauthorized");
   }
   if (key.apiId !== ROOT_API_ID) throw unauthorized("root key required");
+  rememberActor(request, key.id);
   return { keyId: key.id, slugs: derived.slugs, permissions: derived.permissions };
 }
 

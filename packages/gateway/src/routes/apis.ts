@@ -63,7 +63,7 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     async (request, reply) => {
       const body = request.body as { name: string };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: "createApi",
         apiId: ctx.ids.next("api"),
         name: body.name,
@@ -92,7 +92,7 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     async (request, reply) => {
       const body = request.body as { apiId: string };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
-      await ctx.submit({ type: "deleteApi", apiId: body.apiId });
+      await ctx.submit(request, { type: "deleteApi", apiId: body.apiId });
       return reply.header(requestIdHeader, request.id).send({});
     },
   );
@@ -161,7 +161,7 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     async (request, reply) => {
       const body = request.body as { apiId: string; permanent?: boolean };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
-      const outcome = await ctx.submit({ type: "deleteKeys", apiId: body.apiId });
+      const outcome = await ctx.submit(request, { type: "deleteKeys", apiId: body.apiId });
       return reply.header(requestIdHeader, request.id).send({ deletedKeys: outcome.count ?? 0 });
     },
   );

@@ -69,7 +69,7 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
       const body = request.body as { externalId: string; meta?: JsonObject; ratelimits?: RatelimitBody[] };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
       checkMeta(body.meta);
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: "createIdentity",
         identityId: ctx.ids.next("id"),
         externalId: body.externalId,
@@ -154,7 +154,7 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
       };
       if (body.meta !== undefined) command.meta = body.meta;
       if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
-      await ctx.submit(command);
+      await ctx.submit(request, command);
       const updated = deps.state.identities.get(identity.id);
       if (updated === undefined) throw notFound(`identity ${identity.id} not found`);
       return reply.header(requestIdHeader, request.id).send(identityView(updated));
@@ -171,7 +171,7 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
         request,
         anyOf(ROOT_PERMISSION, "identity.*.delete_identity", `identity.${body.identityId}.delete_identity`),
       );
-      await ctx.submit({ type: "deleteIdentity", identityId: body.identityId });
+      await ctx.submit(request, { type: "deleteIdentity", identityId: body.identityId });
       return reply.header(requestIdHeader, request.id).send({});
     },
   );

@@ -59,7 +59,7 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
         } else throw badRequest(`${field}.${index}: provide an id or a name`);
       }
       if (creates) requirePermission(auth, anyOf(ROOT_PERMISSION, `rbac.*.create_${kind}`), "UNAUTHORIZED");
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: kind === "permission" ? "addPermissions" : "addRoles",
         keyId: key.id,
         refs,
@@ -85,7 +85,11 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
           throw badRequest(`${field}.${index}: provide an id or a ${kind === "permission" ? "slug" : "name"}`);
         return { name };
       });
-      await ctx.submit({ type: kind === "permission" ? "removePermissions" : "removeRoles", keyId: key.id, refs });
+      await ctx.submit(request, {
+        type: kind === "permission" ? "removePermissions" : "removeRoles",
+        keyId: key.id,
+        refs,
+      });
       return reply.header(requestIdHeader, request.id).send({});
     };
   };

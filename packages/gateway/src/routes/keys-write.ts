@@ -103,7 +103,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     const roles = planCreation(deps.state, auth, ctx.ids, "role", body.roles ?? []);
     const secret = newKeySecret(body.prefix, deps.randomBytes(body.byteLength ?? defaultKeyBytes));
     const externalId = body.externalId ?? body.ownerId;
-    const outcome = await ctx.submit({
+    const outcome = await ctx.submit(request, {
       type: "createKey",
       keyId: ctx.ids.next("key"),
       apiId: body.apiId,
@@ -178,7 +178,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       if (body.remaining !== undefined) command.remaining = body.remaining;
       if (body.refill !== undefined) command.refill = body.refill === null ? null : refillInput(body.refill);
       if (body.enabled !== undefined) command.enabled = body.enabled;
-      await ctx.submit(command);
+      await ctx.submit(request, command);
       return sendWithId(request, reply, {});
     },
   );
@@ -196,7 +196,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
         anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${key.apiId}.delete_key`),
       );
       requireRootAdmin(auth, key.apiId);
-      await ctx.submit({ type: "deleteKey", keyId: key.id });
+      await ctx.submit(request, { type: "deleteKey", keyId: key.id });
       return sendWithId(request, reply, {});
     },
   );
@@ -214,7 +214,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
         anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`),
       );
       requireRootAdmin(auth, key.apiId);
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: "updateRemaining",
         keyId: key.id,
         op: body.op,
@@ -234,7 +234,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requireRootAdmin(auth, key.apiId);
       const plan = planReplacement(deps.state, auth, ctx.ids, key, kind, field, body[field] ?? []);
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: kind === "permission" ? "setPermissions" : "setRoles",
         keyId: key.id,
         refs: plan.refs,

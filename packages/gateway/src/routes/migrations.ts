@@ -119,7 +119,7 @@ export function registerMigrationRoutes(app: FastifyInstance, ctx: GatewayContex
   const { deps } = ctx;
   const importKeys = async (request: FastifyRequest, keys: readonly MigratedKey[]): Promise<string[]> => {
     const plan = await planImport(ctx, request, keys);
-    const outcome = await ctx.submit({
+    const outcome = await ctx.submit(request, {
       type: "importKeys",
       keys: plan.imported,
       allowCreatePermissions: plan.allowCreatePermissions,

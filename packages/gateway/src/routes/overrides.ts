@@ -67,7 +67,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
       const namespaceId = findNamespace(deps.state, body);
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: "setOverride",
         overrideId: ctx.ids.next("rlor"),
         namespaceId,
@@ -123,7 +123,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, body);
-      await ctx.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
+      await ctx.submit(request, { type: "deleteOverride", namespaceId, identifier: body.identifier });
       return reply.header(requestIdHeader, request.id).send({});
     },
   );

@@ -60,7 +60,7 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     async (request, reply) => {
       const body = request.body as { name: string; slug?: string; description?: string };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: "createPermission",
         permissionId: ctx.ids.next("perm"),
         name: body.name,
@@ -99,7 +99,7 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     async (request, reply) => {
       const body = request.body as { permissionId: string };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
-      await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
+      await ctx.submit(request, { type: "deletePermission", permissionId: body.permissionId });
       return send(reply, request.id, {});
     },
   );
@@ -115,7 +115,7 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });
-      const outcome = await ctx.submit({
+      const outcome = await ctx.submit(request, {
         type: "createRole",
         roleId: ctx.ids.next("role"),
         name: body.name,
@@ -154,7 +154,7 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     async (request, reply) => {
       const body = request.body as { roleId: string };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
-      await ctx.submit({ type: "deleteRole", roleId: body.roleId });
+      await ctx.submit(request, { type: "deleteRole", roleId: body.roleId });
       return send(reply, request.id, {});
     },
   );

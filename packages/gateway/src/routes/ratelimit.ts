@@ -34,7 +34,7 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     if (namespaceId === undefined) {
       if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace"))
         throw notFound(`namespace ${body.namespace} not found`);
-      const created = await ctx.submit({
+      const created = await ctx.submit(request, {
         type: "createNamespace",
         namespaceId: ctx.ids.next("rlns"),
         name: body.namespace,
