@@ -35,6 +35,8 @@ import { requestLoggerFactory } from "./logger.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { metricsRoute, requestMetrics } from "./metrics/plugin.js";
 import { auditRoutes } from "./audit/routes.js";
+import { dashboardRoutes } from "./dashboard/plugin.js";
+import { dashboardReadRoutes } from "./dashboard/read-routes.js";
 import { isStoreError } from "./store/errors.js";
 import type { CommandLog, CounterDurability } from "./store/types.js";
 import { validatorCompiler } from "./validation/ajv.js";
@@ -186,6 +188,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerOpenApiRoute(routes, app);
   });
   void app.register(auditRoutes, { ctx });
+  void app.register(dashboardReadRoutes, { ctx });
+  void app.register(dashboardRoutes);
   return app;
 }
 
