@@ -115,7 +115,11 @@ describe("operations across a cluster", () => {
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     await waitLive(joiner);
     expect((await status(joiner)).snapshotIndex).toBeGreaterThan(0); // installed from a snapshot
-    await sameLogsEverywhere(all);
+    const logs = (await sameLogsEverywhere(all)) as { action: string; targetIds: string[]; changes: unknown }[];
+    expect(logs.find((log) => log.action === "cluster.addNode")).toMatchObject({
+      targetIds: ["n4"],
+      changes: { address: `ws://127.0.0.1:${joiner.raftPort}` },
+    });
     await kill(joiner, "SIGTERM");
   });
 

@@ -60,14 +60,15 @@ export type {
   GrantCreditLeaseKeyCommand,
   RefillCreditsCommand,
   CommandAudit,
+  AuditEventCommand,
 } from "./keystate/commands.js";
 export { grantVotersMax } from "./keystate/apply-credits.js";
 export type { CommandError, CommandErrorCode, CommandOk, CommandOutcome, NamedRef } from "./keystate/outcome.js";
 export { applyCommand, keyStateMachine } from "./keystate/machine.js";
 export { createAuditLog, queryAudit, recordAudit } from "./audit/log.js";
 export type { AuditFilter, AuditPage } from "./audit/log.js";
-export { auditActions, describeCommand } from "./audit/describe.js";
-export type { AuditAction, AuditDescription } from "./audit/describe.js";
+export { auditActions, auditEventActions, describeCommand } from "./audit/describe.js";
+export type { AuditAction, AuditDescription, AuditEventAction } from "./audit/describe.js";
 export type { AuditContext, AuditEntry, AuditLogState } from "./audit/types.js";
 export { auditEntriesMax, auditListItemsMax, auditPageEntriesMax, auditTargetIdsMax } from "./audit/limits.js";
 export type { KeyStateMachine } from "./keystate/machine.js";

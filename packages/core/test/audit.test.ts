@@ -131,6 +131,29 @@ describe("audit entries from applied commands", () => {
     expect(state.audit.entries.map((entry) => entry.seq)).toEqual([2, 3]);
   });
 
+  it("records a membership change (auditEvent) and refuses an unknown action", () => {
+    const state = createKeyState();
+    apply(state, {
+      type: "auditEvent",
+      action: "cluster.addNode",
+      targetIds: ["n4"],
+      changes: { address: "ws://10.0.0.4:7001" },
+      audit: context(),
+    });
+    expect(state.audit.entries.map((entry) => [entry.action, entry.targetIds, entry.changes])).toEqual([
+      ["cluster.addNode", ["n4"], { address: "ws://10.0.0.4:7001" }],
+    ]);
+    const refused = applyCommand(state, {
+      type: "auditEvent",
+      action: "key.delete",
+      targetIds: [],
+      changes: {},
+      audit: context(),
+    });
+    expect(refused.ok).toBe(false);
+    expect(state.audit.entries).toHaveLength(1);
+  });
+
   it(`keeps at most auditEntriesMax (${auditEntriesMax}) entries, dropping the oldest`, () => {
     const log = createAuditLog();
     const command: KeyCommand = { type: "deleteKey", keyId: "key_x", audit: context() };

@@ -38,7 +38,12 @@ export const auditActions = [
   "ratelimitOverride.set",
   "ratelimitOverride.delete",
   "rootKey.create",
+  "cluster.addNode",
+  "cluster.removeNode",
 ] as const;
+/** The actions of auditEvent commands (writes outside the key state). */
+export const auditEventActions = ["cluster.addNode", "cluster.removeNode"] as const;
+export type AuditEventAction = (typeof auditEventActions)[number];
 export type AuditAction = (typeof auditActions)[number];
 
 function bounded<T>(items: readonly T[]): T[] {
@@ -184,6 +189,8 @@ export function describeCommand(command: KeyCommand, outcome: CommandOk): AuditD
     case "ensureRootKey":
       // Idempotent: only the write that created the key is an entry.
       return outcome.created === true ? entry("rootKey.create", [command.keyId]) : null;
+    case "auditEvent":
+      return entry(command.action as AuditAction, command.targetIds, { ...command.changes });
     case "spendCredits":
     case "grantCreditLease":
     case "settleCreditLease":

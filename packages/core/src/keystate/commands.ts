@@ -276,6 +276,17 @@ export interface CreditBatchCommand {
   commands: CreditBatchItem[];
 }
 
+/**
+ * An admin write outside the key state (a cluster membership change) recorded in the audit log:
+ * it changes nothing else. `action` is one of auditEventActions (audit/describe.ts).
+ */
+export interface AuditEventCommand {
+  type: "auditEvent";
+  action: string;
+  targetIds: string[];
+  changes: Record<string, string | number | boolean | null>;
+}
+
 /** Any command may carry who asked for it: an admin write with one leaves an audit entry (audit/log.ts). */
 export interface CommandAudit {
   audit?: AuditContext;
@@ -313,6 +324,7 @@ export type KeyCommand = (
   | ExpireCreditLeaseCommand
   | RefillCreditsCommand
   | CreditBatchCommand
+  | AuditEventCommand
 ) &
   CommandAudit;
 

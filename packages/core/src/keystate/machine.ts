@@ -3,6 +3,8 @@
 
 import { assert } from "../assert.js";
 import { recordAudit } from "../audit/log.js";
+import { auditEventActions, type AuditEventAction } from "../audit/describe.js";
+import { commandError, okEmpty } from "./outcome.js";
 import {
   applyCreateKey,
   applyDeleteKey,
@@ -103,6 +105,11 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applyCreditBatch(state, command);
     case "refillCredits":
       return applyRefillCredits(state, command);
+    case "auditEvent":
+      // Only its audit entry (applyCommand); an unknown action is a programmer error, refused alike everywhere.
+      return auditEventActions.includes(command.action as AuditEventAction)
+        ? okEmpty
+        : commandError("BAD_REQUEST", `auditEvent: unknown action ${command.action}`);
     default: {
       const unreachable: never = command;
       throw new Error(`applyCommand: unknown command ${JSON.stringify(unreachable)}`);

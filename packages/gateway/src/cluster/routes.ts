@@ -5,6 +5,7 @@
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
 // (503, v1 error body) or, with KEYRAFT_STALE_POLICY=serve, answers and marks them stale.
+import type { AuditEventAction } from "@keyraft/core";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
@@ -99,6 +100,7 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     if (address === null) throw new V1Error("BAD_REQUEST", "address: expected host:raftPort");
     const result = await cluster.addNode(nodeId, peerUrl(address));
+    if (result.ok) await audited(ctx, request, "cluster.addNode", nodeId, { address: peerUrl(address) });
     return answer(request, reply, result, {
       nodeId,
       address: peerUrl(address),
@@ -111,8 +113,28 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     const nodeId = stringField(objectBody(request), "nodeId");
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     const result = await cluster.removeNode(nodeId);
+    if (result.ok) await audited(ctx, request, "cluster.removeNode", nodeId, {});
     return answer(request, reply, result, { nodeId });
   });
+}
+
+/**
+ * The audit entry of a membership change that took effect. Recorded after it (the change is not
+ * a key-state command); a failure to record it is logged, never turned into a failed answer for a
+ * change that happened.
+ */
+async function audited(
+  ctx: GatewayContext,
+  request: FastifyRequest,
+  action: AuditEventAction,
+  nodeId: string,
+  changes: Record<string, string>,
+): Promise<void> {
+  try {
+    await ctx.submit(request, { type: "auditEvent", action, targetIds: [nodeId], changes });
+  } catch (error) {
+    request.log.error({ err: error, action, nodeId }, "could not record the audit entry of a membership change");
+  }
 }
 
 function answer(
