@@ -6,7 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../e2e/node-process.js";
+import { freePort } from "@keyraft/raft/testing";
 import {
   call,
   eventually,

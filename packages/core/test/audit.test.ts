@@ -1,20 +1,14 @@
 // The audit log in the key state: entries derived from applied admin commands carrying an audit
 // context, bounded by retention and auditEntriesMax, read newest first, kept through snapshots.
 import { describe, expect, it } from "vitest";
-import {
-  applyCommand,
-  auditEntriesMax,
-  auditPageEntriesMax,
-  createAuditLog,
-  createKeyState,
-  queryAudit,
-  recordAudit,
-  restoreKeyState,
-  snapshotKeyState,
-  type AuditContext,
-  type KeyCommand,
-  type KeyState,
-} from "@keyraft/core";
+import { createAuditLog, queryAudit, recordAudit } from "../src/audit/log.js";
+import { auditEntriesMax, auditPageEntriesMax } from "../src/audit/limits.js";
+import type { AuditContext } from "../src/audit/types.js";
+import type { KeyCommand } from "../src/keystate/commands.js";
+import { applyCommand } from "../src/keystate/machine.js";
+import { restoreKeyState, snapshotKeyState } from "../src/keystate/snapshot.js";
+import { createKeyState } from "../src/keystate/state.js";
+import type { KeyState } from "../src/keystate/types.js";
 
 const dayMs = 86_400_000;
 const t0 = Date.UTC(2026, 0, 1);
