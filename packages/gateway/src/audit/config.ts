@@ -1,5 +1,12 @@
 // KEYRAFT_AUDIT_RETENTION_DAYS: how long audit entries are kept (docs: README "Operations").
-import type { IntegerVariable } from "../config.js";
+
+/** An integer variable as config.ts reads it (structurally the same type; config.ts imports this file). */
+interface IntegerVariable {
+  name: string;
+  defaultValue: number;
+  min: number;
+  max: number;
+}
 
 export interface AuditConfig {
   /** Entries older than this are dropped from the audit log (and hidden until they are). */

@@ -1,11 +1,9 @@
 // GET /v1/audit.listLogs: the audit log of admin writes, newest first, with filters and cursor
 // pagination; root keys holding `*` or `audit.*.read`.
 import { queryAudit, ROOT_PERMISSION, type AuditEntry } from "@keyraft/core";
-import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { FastifyPluginCallback } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { auditRetentionMs } from "./config.js";
 import {
   auditListQuery,
@@ -31,9 +29,11 @@ export function auditLogOf(entry: AuditEntry): AuditLog {
   };
 }
 
+/** The services the audit routes use (registered by app.ts with GatewayServices). */
+export type AuditRoutesDeps = Pick<GatewayServices, "auditRetentionDays"> & RootKeyDeps;
+
 /** One page of the audit log for a listLogs request (v1 query or v2 body alike). */
-export function listAuditLogs(ctx: GatewayContext, query: AuditListQuery): { logs: AuditLog[]; cursor?: string } {
-  const { deps } = ctx;
+export function listAuditLogs(deps: AuditRoutesDeps, query: AuditListQuery): { logs: AuditLog[]; cursor?: string } {
   const page = queryAudit(deps.state.audit, {
     ...(query.actorId === undefined ? {} : { actorKeyId: query.actorId }),
     ...(query.targetId === undefined ? {} : { targetId: query.targetId }),
@@ -50,9 +50,7 @@ export function listAuditLogs(ctx: GatewayContext, query: AuditListQuery): { log
   };
 }
 
-export const auditRoutes: FastifyPluginCallback<{ ctx: GatewayContext }> = (instance, options, done) => {
-  const { ctx } = options;
-  const app = instance.withTypeProvider<TypeBoxTypeProvider>();
+export const auditRoutes: FastifyPluginCallbackTypebox<AuditRoutesDeps> = (app, deps, done) => {
   app.get(
     auditListPath,
     {
@@ -64,8 +62,8 @@ export const auditRoutes: FastifyPluginCallback<{ ctx: GatewayContext }> = (inst
       },
     },
     async (request, reply) => {
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, auditReadPermission));
-      return reply.header(requestIdHeader, request.id).send(listAuditLogs(ctx, request.query));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, auditReadPermission));
+      return reply.send(listAuditLogs(deps, request.query));
     },
   );
   done();

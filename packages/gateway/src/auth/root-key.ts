@@ -1,4 +1,4 @@
-// Root-key authentication (semantics §1.5): the bearer token is verified like any key (so a root
+// Root-key authentication (docs/api.md "Root keys"): the bearer token is verified like any key (so a root
 // key consumes its own limits and credits), then it must belong to the root api.
 
 import {
@@ -9,10 +9,13 @@ import {
   type PermissionQuery,
 } from "@keyraft/core";
 import type { FastifyRequest } from "fastify";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
 import { rememberActor } from "../audit/actor.js";
 import { hashKey } from "./hash.js";
+
+/** What root-key authentication reads and writes (a root key spends its own limits and credits). */
+export type RootKeyDeps = Pick<GatewayServices, "state" | "limiter" | "nowMs" | "counterDurability" | "commandLog">;
 
 export interface RootAuth {
   keyId: string;
@@ -32,13 +35,12 @@ function bearerToken(request: FastifyRequest): string {
  * Throws the v1 error of the first failing check.
  */
 export async function authenticate(
-  ctx: GatewayContext,
+  deps: RootKeyDeps,
   request: FastifyRequest,
   query?: PermissionQuery,
 ): Promise<RootAuth> {
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
-  const { deps } = ctx;
   const nowMs = deps.nowMs();
   const decision = decideVerification(
     deps.state,
@@ -79,7 +81,7 @@ export async function authenticate(
   return { keyId: key.id, slugs: derived.slugs, permissions: derived.permissions };
 }
 
-/** `{ or: [...] }` of the literal permissions a route accepts (no globbing, §5.1). */
+/** `{ or: [...] }` of the literal permissions a route accepts (no globbing: `api.*.read_key` is a name, not a pattern). */
 export function anyOf(...permissions: string[]): PermissionQuery {
   return { or: permissions };
 }

@@ -3,11 +3,8 @@
 //   GET /v1/ratelimits.listNamespaces   rate-limit namespaces (`*` or ratelimit.*.read_override)
 import { ROOT_API_ID, ROOT_PERMISSION } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
-import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { FastifyPluginCallback } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate, holds } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, holds, type RootKeyDeps } from "../auth/root-key.js";
 import { errorSchema } from "../schemas/common.js";
 
 const errors = { "4xx": errorSchema, "5xx": errorSchema };
@@ -26,17 +23,15 @@ const listNamespacesResponse = {
   ...errors,
 };
 
-export const dashboardReadRoutes: FastifyPluginCallback<{ ctx: GatewayContext }> = (instance, options, done) => {
-  const { ctx } = options;
-  const { state } = ctx.deps;
-  const app = instance.withTypeProvider<TypeBoxTypeProvider>();
+export const dashboardReadRoutes: FastifyPluginCallbackTypebox<RootKeyDeps> = (app, deps, done) => {
+  const { state } = deps;
   app.get(
     "/v1/apis.listApis",
     {
       schema: { summary: "List the apis this root key may read (keyraft)", tags: ["apis"], response: listApisResponse },
     },
     async (request, reply) => {
-      const auth = await authenticate(ctx, request);
+      const auth = await authenticate(deps, request);
       const all = holds(auth, ROOT_PERMISSION) || holds(auth, "api.*.read_api");
       const apis = [...state.apis.values()]
         .filter((api) =>
@@ -44,7 +39,7 @@ export const dashboardReadRoutes: FastifyPluginCallback<{ ctx: GatewayContext }>
         )
         .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : 1))
         .map((api) => ({ id: api.id, name: api.name, keys: state.keyIdsByApi.get(api.id)?.size ?? 0 }));
-      return reply.header(requestIdHeader, request.id).send({ apis });
+      return reply.send({ apis });
     },
   );
   app.get(
@@ -57,7 +52,7 @@ export const dashboardReadRoutes: FastifyPluginCallback<{ ctx: GatewayContext }>
       },
     },
     async (request, reply) => {
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       const namespaces = [...state.namespaces.values()]
         .sort((a, b) => (a.name < b.name ? -1 : 1))
         .map((namespace) => ({
@@ -65,7 +60,7 @@ export const dashboardReadRoutes: FastifyPluginCallback<{ ctx: GatewayContext }>
           name: namespace.name,
           overrides: state.overrideIdsByNamespace.get(namespace.id)?.size ?? 0,
         }));
-      return reply.header(requestIdHeader, request.id).send({ namespaces });
+      return reply.send({ namespaces });
     },
   );
   done();

@@ -1,5 +1,12 @@
 // KEYRAFT_METRICS_PORT and KEYRAFT_METRICS_TOKEN: where GET /metrics is served and who may read it.
-import type { IntegerVariable } from "../config.js";
+
+/** An integer variable as config.ts reads it (structurally the same type; config.ts imports this file). */
+interface IntegerVariable {
+  name: string;
+  defaultValue: number;
+  min: number;
+  max: number;
+}
 
 export interface MetricsConfig {
   /** A port of its own for GET /metrics, or null: served on the API port. */
