@@ -2,8 +2,8 @@
 // page signs in with a root key kept in the tab's sessionStorage and calls this node's API with
 // it in the Authorization header, so it sees and does what that root key may, nothing more.
 import { Type } from "@sinclair/typebox";
-import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
-import type { FastifyPluginCallback, FastifyReply } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply } from "fastify";
 import { loadDashboardAssets, loadDashboardPage, type Asset } from "./assets.js";
 
 export const dashboardPath = "/dashboard";
@@ -21,8 +21,7 @@ function send(reply: FastifyReply, asset: Asset): FastifyReply {
   return reply.headers(securityHeaders).header("cache-control", "no-cache").type(asset.contentType).send(asset.body);
 }
 
-export const dashboardRoutes: FastifyPluginCallback = (instance, _options, done) => {
-  const app = instance.withTypeProvider<TypeBoxTypeProvider>();
+export const dashboardRoutes: FastifyPluginCallbackTypebox = (app, _options, done) => {
   const page = loadDashboardPage();
   const assets = loadDashboardAssets();
   const hidden = { hide: true };

@@ -2,7 +2,8 @@
 // GET /metrics, the Prometheus text, behind KEYRAFT_METRICS_TOKEN when it is set.
 import { timingSafeEqual } from "node:crypto";
 import { Type } from "@sinclair/typebox";
-import type { FastifyInstance, FastifyPluginCallback, FastifyRequest } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import type { GatewayMetrics } from "./gateway-metrics.js";
 
@@ -30,8 +31,8 @@ function tokenMatches(request: FastifyRequest, expected: Buffer): boolean {
 }
 
 /** GET /metrics. With a token, a request without `Authorization: Bearer <token>` gets 401. */
-export const metricsRoute: FastifyPluginCallback<{ metrics: GatewayMetrics; token: string | null }> = (
-  app: FastifyInstance,
+export const metricsRoute: FastifyPluginCallbackTypebox<{ metrics: GatewayMetrics; token: string | null }> = (
+  app,
   options,
   done,
 ) => {
