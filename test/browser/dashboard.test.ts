@@ -178,4 +178,28 @@ describe("the dashboard", () => {
     const keyShot = await screenshot("09-key-disabled");
     if (process.env["UPDATE_SCREENSHOTS"] === "1") copyFileSync(keyShot, readmeScreenshot);
   });
+
+  it("shows a limited root key only what it may see", async () => {
+    const other = await api("/v1/apis.createApi", { name: "internal" });
+    const visible = (await api("/v1/apis.createApi", { name: "partner" })).apiId as string;
+    const limited = await api("/v1/keys.createKey", {
+      apiId: "api_root",
+      name: "partner admin",
+      permissions: [`api.${visible}.read_api`, `api.${visible}.read_key`],
+    });
+    expect(limited.key).toBeDefined();
+    await page.click("button.signout");
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.fill("#root-key", limited.key);
+    await page.click("button[type=submit]");
+    await page.getByRole("heading", { name: "APIs" }).waitFor();
+    await page.locator("td", { hasText: "partner" }).waitFor();
+    expect(await page.locator("td", { hasText: "internal" }).count()).toBe(0);
+    expect(await page.locator("td", { hasText: other.apiId }).count()).toBe(0);
+    await page.click("a[data-nav=audit]");
+    await page.getByRole("alert").waitFor();
+    expect(await page.getByRole("alert").textContent()).toContain("INSUFFICIENT_PERMISSIONS");
+    await screenshot("10-limited-key");
+  });
 });

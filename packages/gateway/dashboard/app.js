@@ -128,6 +128,19 @@ async function route() {
       signOut();
       return renderSignIn(error);
     }
+    main.replaceChildren();
+    if (error instanceof ApiError && error.code === "INSUFFICIENT_PERMISSIONS") {
+      const page = navItems.find(([id]) => id === match.entry.nav)?.[1] ?? "This page";
+      main.append(
+        h(
+          "header.page-header",
+          {},
+          h("div", {}, h("h1", {}, page), h("p.subtitle", {}, "Not available with this root key.")),
+        ),
+        errorNotice(error),
+      );
+      return;
+    }
     main.append(errorNotice(error));
   }
 }
