@@ -38,6 +38,8 @@ describe("parseConfig", () => {
         credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 },
         rateLimits: { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 },
         keyMigrations: new Map(),
+        metrics: { port: null, token: null },
+        audit: { retentionDays: 90 },
       },
     });
   });
@@ -62,6 +64,9 @@ describe("parseConfig", () => {
         KEYRAFT_RATELIMIT_TIMEOUT_MS: "400",
         KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "5",
         KEYRAFT_KEY_MIGRATIONS: '{"mig_legacy":"sha256","mig_seam":"github.com/seamapi/prefixed-api-key"}',
+        KEYRAFT_METRICS_PORT: "9464",
+        KEYRAFT_METRICS_TOKEN: "scrape_0123456789abcdef",
+        KEYRAFT_AUDIT_RETENTION_DAYS: "30",
         UNRELATED: "ignored",
       },
       cwd,
@@ -85,6 +90,8 @@ describe("parseConfig", () => {
           ["mig_legacy", "sha256"],
           ["mig_seam", "github.com/seamapi/prefixed-api-key"],
         ]),
+        metrics: { port: 9464, token: "scrape_0123456789abcdef" },
+        audit: { retentionDays: 30 },
       },
     });
   });
@@ -95,6 +102,24 @@ describe("parseConfig", () => {
       expect(result.ok, raw).toBe(false);
       if (!result.ok) expect(result.errors[0]).toMatch(/^KEYRAFT_KEY_MIGRATIONS/);
     }
+  });
+
+  it("checks the metrics port and token and the audit retention, never echoing a rejected token", () => {
+    const result = parseConfig(
+      { KEYRAFT_METRICS_PORT: "65536", KEYRAFT_METRICS_TOKEN: "short secret", KEYRAFT_AUDIT_RETENTION_DAYS: "0" },
+      cwd,
+    );
+    expect(result.ok).toBe(false);
+    const errors = result.ok ? [] : result.errors;
+    expect(errors.map((error) => error.split(/[= ]/)[0])).toEqual([
+      "KEYRAFT_METRICS_PORT",
+      "KEYRAFT_METRICS_TOKEN",
+      "KEYRAFT_AUDIT_RETENTION_DAYS",
+    ]);
+    expect(errors.join("\n")).not.toContain("short secret");
+    const edge = parseConfig({ KEYRAFT_AUDIT_RETENTION_DAYS: "3650", KEYRAFT_METRICS_PORT: "0" }, cwd);
+    expect(edge.ok && edge.config.audit.retentionDays).toBe(3650);
+    expect(edge.ok && edge.config.metrics.port).toBe(0);
   });
 
   it("reports invalid rate-limit knobs as configuration errors, each by name", () => {

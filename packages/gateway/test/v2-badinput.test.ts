@@ -17,7 +17,7 @@ let routes: RouteSpec[] = [];
 const real = { key: "", keyId: "", apiId: "" };
 
 beforeAll(async () => {
-  h = await harness({ bodyLimitBytes: 64 * 1024, keyMigrations: new Map([["mig_legacy", "sha256"]]) });
+  h = await harness({ bodyLimitBytes: 64 * 1024, deps: { keyMigrations: new Map([["mig_legacy", "sha256"]]) } });
   const created = await h.createKey({ remaining: 1_000_000, permissions: ["p"], externalId: "user_1" });
   Object.assign(real, { key: created.key, keyId: created.keyId, apiId: created.apiId });
   const document = (await h.get("/openapi.json", null)).json() as {

@@ -275,7 +275,7 @@ describe("keys.migrateKeys and on-demand migration", () => {
   const b64 = (text: string) => createHash("sha256").update(text).digest("base64");
 
   it("sha256: imported hashes verify directly; existing and repeated hashes fail", async () => {
-    h = await harness({ keyMigrations: new Map([["mig_legacy", "sha256"]]) });
+    h = await harness({ deps: { keyMigrations: new Map([["mig_legacy", "sha256"]]) } });
     const apiId = await h.createApi();
     const secret = "legacy_secret_value_1";
     const migrated = dataOf<{ migrated: { hash: string; keyId: string }[]; failed: string[] }>(
@@ -310,7 +310,7 @@ describe("keys.migrateKeys and on-demand migration", () => {
   });
 
   it("404s: unknown migration, deleted api; 403 before the api lookup", async () => {
-    h = await harness({ keyMigrations: new Map([["mig_legacy", "sha256"]]) });
+    h = await harness({ deps: { keyMigrations: new Map([["mig_legacy", "sha256"]]) } });
     const apiId = await h.createApi();
     const missing = problemOf(
       await v2(h, "keys.migrateKeys", { migrationId: "mig_nope", apiId, keys: [{ hash: "abc" }] }),
@@ -343,7 +343,7 @@ describe("keys.migrateKeys and on-demand migration", () => {
   });
 
   it("seam prefixed keys verify only with migrationId, then without it", async () => {
-    h = await harness({ keyMigrations: new Map([["mig_seam", "github.com/seamapi/prefixed-api-key"]]) });
+    h = await harness({ deps: { keyMigrations: new Map([["mig_seam", "github.com/seamapi/prefixed-api-key"]]) } });
     const apiId = await h.createApi();
     const long = seamSecret.split("_").at(-1)!;
     const { migrated } = dataOf<{ migrated: { keyId: string }[] }>(

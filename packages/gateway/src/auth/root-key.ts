@@ -6,6 +6,7 @@ import { evaluatePermissionQuery, keyDerived, ROOT_API_ID, ROOT_PERMISSION, type
 import type { FastifyRequest } from "fastify";
 import type { GatewayServices } from "../services.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
+import { rememberActor } from "../audit/actor.js";
 import { hashKey } from "./hash.js";
 
 /** What root-key authentication reads. */
@@ -50,6 +51,7 @@ export async function authenticate(
     if (!evaluation.valid) throw insufficientPermissions(evaluation.message);
   }
   if (key.apiId !== ROOT_API_ID) throw unauthorized("root key required");
+  rememberActor(request, key.id);
   return { keyId: key.id, slugs: derived.slugs, permissions: derived.permissions };
 }
 

@@ -6,6 +6,8 @@
 
 import { createHash } from "node:crypto";
 import type { KeyRecord } from "@keyraft/core";
+import type { FastifyRequest } from "fastify";
+import { V1Error } from "../errors.js";
 import { hashKey } from "../auth/hash.js";
 import type { GatewayServices } from "../services.js";
 import type { KeyMigrationAlgorithm } from "../key-migrations.js";
@@ -33,6 +35,7 @@ function seamStart(secret: string): string {
  */
 export async function migrateOnDemand(
   ctx: GatewayServices,
+  request: FastifyRequest,
   secret: string,
   migrationId: string,
   mayVerify: (key: KeyRecord) => boolean,
@@ -49,13 +52,18 @@ export async function migrateOnDemand(
   const hash = hashKey(secret);
   // A concurrent verification may complete it first (then this command is refused): either way
   // the key is now found by its new hash.
-  await ctx.commandLog.append({
-    type: "completeMigration",
-    keyId: pending.id,
-    migrationId,
-    hash,
-    start: seamStart(secret),
-  });
+  try {
+    await ctx.submit(request, {
+      type: "completeMigration",
+      keyId: pending.id,
+      migrationId,
+      hash,
+      start: seamStart(secret),
+    });
+  } catch (error) {
+    // Refused: completed by a concurrent verification (or the key is gone); the lookup below tells.
+    if (!(error instanceof V1Error) || error.statusCode >= 500) throw error;
+  }
   const completedId = state.keyIdByHash.get(hash);
   return completedId === undefined ? undefined : state.keys.get(completedId);
 }

@@ -25,6 +25,7 @@
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { FastifyInstance } from "fastify";
 import type { GatewayServices } from "../services.js";
+import { rememberActor } from "../audit/actor.js";
 import { authenticateRootKey } from "./auth.js";
 import { sendV2Error } from "./error-handler.js";
 import { V2Error } from "./problem.js";
@@ -69,7 +70,10 @@ export function v2Plugin(
       return;
     }
     try {
-      request.v2Principal = authenticateRootKey(services, request);
+      const principal = authenticateRootKey(services, request);
+      request.v2Principal = principal;
+      // The writes this request makes are audited as this root key's.
+      rememberActor(request, principal.keyId);
       next();
     } catch (error) {
       next(error as Error);

@@ -1,9 +1,23 @@
-// Appending a v2 write to the command log: a refused command becomes a v2 error. The route names
-// the not-found error of the thing it addresses; everything else maps by the command's code.
+// Appending a v2 write through the gateway's one submit (services.ts: the audit context of the
+// request's root key goes with it): a refused command becomes a v2 error. The route names the
+// not-found error of the thing it addresses; everything else maps by the command's code.
 
 import type { CommandError, CommandOk, KeyCommand } from "@keyraft/core";
+import type { FastifyRequest } from "fastify";
+import { V1Error } from "../errors.js";
 import type { GatewayServices } from "../services.js";
 import { V2Error, type ProblemCode } from "./problem.js";
+
+/** The codes a refused command carries (services.submit throws them as V1Errors). */
+const commandErrorCodes: ReadonlySet<string> = new Set<CommandError["code"]>([
+  "BAD_REQUEST",
+  "NOT_FOUND",
+  "CONFLICT",
+  "DELETE_PROTECTED",
+  "PRECONDITION_FAILED",
+  "INSUFFICIENT_PERMISSIONS",
+  "USAGE_EXCEEDED",
+]);
 
 export interface SubmitOptions {
   /** The 404 of a NOT_FOUND outcome (default `key_not_found`). */
@@ -39,9 +53,22 @@ export function commandProblem(error: CommandError, options: SubmitOptions = {})
   }
 }
 
-/** Appends `command` and waits for its durability; a refusal is thrown as its v2 error. */
-export async function submitV2(ctx: GatewayServices, command: KeyCommand, options?: SubmitOptions): Promise<CommandOk> {
-  const outcome = await ctx.commandLog.append(command);
-  if (!outcome.ok) throw commandProblem(outcome, options);
-  return outcome;
+/**
+ * Appends `command` for `request` and waits for its durability; a refusal is thrown as its v2
+ * error (other errors, such as a 503 of the store or the cluster, pass through).
+ */
+export async function submitV2(
+  ctx: Pick<GatewayServices, "submit">,
+  request: FastifyRequest,
+  command: KeyCommand,
+  options?: SubmitOptions,
+): Promise<CommandOk> {
+  try {
+    return await ctx.submit(request, command);
+  } catch (error) {
+    if (error instanceof V1Error && commandErrorCodes.has(error.code) && error.statusCode < 500) {
+      throw commandProblem({ ok: false, code: error.code as CommandError["code"], message: error.message }, options);
+    }
+    throw error;
+  }
 }

@@ -45,7 +45,7 @@ export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
     { schema: { body: CreateApiBody, response: v2Responses(Envelope(Type.Object({ apiId: Type.String() }))) } },
     async (request) => {
       requirePermissions(principalOf(request), "api.*.create_api");
-      const outcome = await submitV2(ctx, {
+      const outcome = await submitV2(ctx, request, {
         type: "createApi",
         apiId: ctx.ids.next("api"),
         name: request.body.name,
@@ -79,7 +79,7 @@ export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
       const { apiId } = request.body;
       requirePermissions(principalOf(request), anyOf("api.*.delete_api", `api.${apiId}.delete_api`));
       if (!deps.state.apis.has(apiId)) throw apiNotFound();
-      await submitV2(ctx, { type: "deleteApi", apiId }, { notFound: "api_not_found" });
+      await submitV2(ctx, request, { type: "deleteApi", apiId }, { notFound: "api_not_found" });
       return ok(request, {});
     },
   );

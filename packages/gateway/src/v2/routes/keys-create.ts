@@ -87,6 +87,7 @@ export const keyCreateRoutes: V2RoutePlugin = (app, ctx, done) => {
       const externalId = body.externalId;
       const outcome = await submitV2(
         ctx,
+        request,
         {
           type: "createKey",
           keyId: ctx.ids.next("key"),
@@ -131,7 +132,7 @@ export const keyCreateRoutes: V2RoutePlugin = (app, ctx, done) => {
       const prefix = underscore > 0 ? old.start.slice(0, underscore) : undefined;
       const secret = newKeySecret(prefix, deps.randomBytes(16));
       const nowMs = deps.nowMs();
-      const outcome = await submitV2(ctx, {
+      const outcome = await submitV2(ctx, request, {
         type: "rerollKey",
         keyId,
         newKeyId: ctx.ids.next("key"),

@@ -104,6 +104,7 @@ export const keyMigrateRoutes: V2RoutePlugin = (app, ctx, done) => {
       });
       const outcome = await submitV2(
         ctx,
+        request,
         {
           type: "importKeys",
           keys: entries,

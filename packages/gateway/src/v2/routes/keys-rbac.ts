@@ -59,7 +59,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
       const { key } = keyFor(request, keyId, "rbac.*.add_permission_to_key");
       const refs = permissionRefs(request, permissions);
       const allowCreate = holds(principalOf(request), "rbac.*.create_permission");
-      await submitV2(ctx, { type: "addPermissions", keyId: key.id, refs, allowCreate, nowMs: deps.nowMs() });
+      await submitV2(ctx, request, { type: "addPermissions", keyId: key.id, refs, allowCreate, nowMs: deps.nowMs() });
       return ok(request, directPermissions(key.id));
     },
   );
@@ -75,7 +75,11 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
           throw new V2Error("permission_not_found", `Permission '${slug}' was not found.`);
         }
       }
-      await submitV2(ctx, { type: "removePermissions", keyId: key.id, refs: permissions.map((name) => ({ name })) });
+      await submitV2(ctx, request, {
+        type: "removePermissions",
+        keyId: key.id,
+        refs: permissions.map((name) => ({ name })),
+      });
       return ok(request, directPermissions(key.id));
     },
   );
@@ -88,7 +92,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
       const { key } = keyFor(request, keyId, "rbac.*.add_permission_to_key", "rbac.*.remove_permission_from_key");
       const refs = permissionRefs(request, permissions);
       const allowCreate = holds(principalOf(request), "rbac.*.create_permission");
-      await submitV2(ctx, { type: "setPermissions", keyId: key.id, refs, allowCreate, nowMs: deps.nowMs() });
+      await submitV2(ctx, request, { type: "setPermissions", keyId: key.id, refs, allowCreate, nowMs: deps.nowMs() });
       return ok(request, directPermissions(key.id));
     },
   );
@@ -99,6 +103,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
     const refs = roleRefs(roles);
     await submitV2(
       ctx,
+      request,
       { type: "addRoles", keyId: key.id, refs, allowCreate: false, nowMs: deps.nowMs() },
       { translate },
     );
@@ -112,7 +117,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
       const { keyId, roles } = request.body;
       const { key } = keyFor(request, keyId);
       requireRolesExist(deps.state, roles);
-      await submitV2(ctx, { type: "removeRoles", keyId: key.id, refs: roles.map((name) => ({ name })) });
+      await submitV2(ctx, request, { type: "removeRoles", keyId: key.id, refs: roles.map((name) => ({ name })) });
       return ok(request, directRoles(key.id));
     },
   );
@@ -123,6 +128,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
     const refs = roleRefs(roles);
     await submitV2(
       ctx,
+      request,
       { type: "setRoles", keyId: key.id, refs, allowCreate: false, nowMs: deps.nowMs() },
       { translate },
     );

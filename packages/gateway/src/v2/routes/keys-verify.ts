@@ -82,7 +82,7 @@ export const keyVerifyRoutes: V2RoutePlugin = (app, ctx, done) => {
       const keyId = state.keyIdByHash.get(hash);
       let key = keyId === undefined ? undefined : state.keys.get(keyId);
       if (key === undefined && body.migrationId !== undefined) {
-        key = await migrateOnDemand(ctx, body.key, body.migrationId, allowed);
+        key = await migrateOnDemand(ctx, request, body.key, body.migrationId, allowed);
       }
       if (key === undefined || !allowed(key)) return ok(request, notFoundData());
       const query = body.permissions === undefined ? undefined : parsedQuery(body.permissions);

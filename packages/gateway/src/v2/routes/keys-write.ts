@@ -123,7 +123,7 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (body.permissions !== undefined) {
         command.permissions = { refs: permissionRefs(ctx, body.permissions), allowCreate: true };
       }
-      await submitV2(ctx, command, { translate: (error) => roleNotFoundOf(error.message) });
+      await submitV2(ctx, request, command, { translate: (error) => roleNotFoundOf(error.message) });
       return ok(request, {});
     },
   );
@@ -140,7 +140,7 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
       const nowMs = deps.nowMs();
       if (operation === "set" && (value === undefined || value === null)) {
         // Unlimited, and a refill has nothing to refill any more.
-        await submitV2(ctx, { type: "updateKey", keyId, nowMs, remaining: null, refill: null });
+        await submitV2(ctx, request, { type: "updateKey", keyId, nowMs, remaining: null, refill: null });
       } else {
         if (value === undefined || value === null) {
           throw invalidInput(
@@ -151,7 +151,7 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
         if (operation !== "set" && key.remaining === null) {
           throw invalidInput("You cannot increment or decrement a key with unlimited credits.", "body/operation");
         }
-        await submitV2(ctx, { type: "updateRemaining", keyId, op: operation, value, nowMs });
+        await submitV2(ctx, request, { type: "updateRemaining", keyId, op: operation, value, nowMs });
       }
       const updated = deps.state.keys.get(keyId);
       if (updated === undefined) throw keyNotFound();
@@ -168,7 +168,7 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
       requirePermissions(principal, anyOf("api.*.delete_key", `api.${key.apiId}.delete_key`));
       requireRootAdmin(principal, key.apiId);
       // keyraft deletes for good either way (`permanent` only chose upstream's soft delete).
-      await submitV2(ctx, { type: "deleteKey", keyId: key.id });
+      await submitV2(ctx, request, { type: "deleteKey", keyId: key.id });
       return ok(request, {});
     },
   );
