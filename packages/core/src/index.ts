@@ -65,6 +65,7 @@ export type { CommandError, CommandErrorCode, CommandOk, CommandOutcome, NamedRe
 export { applyCommand, keyStateMachine } from "./keystate/machine.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
+export { foldName, permissionIdOfSlug, roleIdOfName } from "./keystate/names.js";
 export {
   captureKeyState,
   cloneJson,

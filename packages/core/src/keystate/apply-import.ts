@@ -5,6 +5,7 @@ import { assert } from "../assert.js";
 import { defaultLimit, insertIdentity, refillRule, resolveIdentity } from "./apply-keys.js";
 import type { DeleteKeysCommand, ImportKeysCommand, RefByName } from "./commands.js";
 import { creditsMax, identitiesMax, importKeysMax, keysMax } from "./limits.js";
+import { permissionIdOfSlug, roleIdOfName } from "./names.js";
 import { commandError, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
@@ -89,7 +90,7 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   insertResolved(state, roles);
   for (const identity of newIdentities) insertIdentity(state, identity);
   const idOf = (kind: "permission" | "role", name: string): string => {
-    const id = kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+    const id = kind === "permission" ? permissionIdOfSlug(state, name) : roleIdOfName(state, name);
     assert(id !== undefined, `importKeys: ${kind} ${name} was resolved`);
     return id;
   };

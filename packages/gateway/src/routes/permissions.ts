@@ -1,7 +1,13 @@
 // permissions.createPermission/getPermission/listPermissions/deletePermission and
 // permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
 
-import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
+import {
+  permissionIdOfSlug,
+  ROOT_PERMISSION,
+  type KeyState,
+  type PermissionRecord,
+  type RoleRecord,
+} from "@keyraft/core";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
@@ -111,7 +117,7 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
       const body = request.body as { name: string; description?: string; permissions?: string[] };
       await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
       const permissionIds = (body.permissions ?? []).map((ref) => {
-        const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
+        const id = deps.state.permissions.has(ref) ? ref : permissionIdOfSlug(deps.state, ref);
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });
