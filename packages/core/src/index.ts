@@ -117,6 +117,14 @@ export type { AggregatorOptions } from "./analytics/aggregator.js";
 export { emptyCounts, outcomeField, outcomeFields, totalOf } from "./analytics/counts.js";
 export { analyticsRowsMax, mergeVerificationSeries, queryVerifications } from "./analytics/query.js";
 export { dayStartMs, hourStartMs, monthStartMs } from "./analytics/time.js";
+// The v2 analytics SQL subset (docs/api.md).
+export { analyticsWorkspaceId, keySpaceIdOf } from "./analytics/sql/columns.js";
+export type { AnalyticsSqlErrorType, AnalyticsSqlRefusal } from "./analytics/sql/errors.js";
+export { analyticsSqlFilter } from "./analytics/sql/evaluate.js";
+export type { AnalyticsRow, AnalyticsSqlOptions } from "./analytics/sql/evaluate.js";
+export { analyticsQueryLengthMax, analyticsSelectItemsMax, analyticsSyntaxNodesMax } from "./analytics/sql/parser.js";
+export type { SelectStatement } from "./analytics/sql/parser.js";
+export { parseAnalyticsQuery, runAnalyticsQuery } from "./analytics/sql/query.js";
 export type {
   AnalyticsGroupBy,
   AnalyticsOrderBy,

@@ -32,7 +32,10 @@ function recordOutcome(
 ): void {
   const key = decision.key;
   if (key === undefined) return;
-  ctx.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
+  const externalId =
+    key.identityId === null ? null : (ctx.deps.state.identities.get(key.identityId)?.externalId ?? null);
+  const spent = decision.result.valid ? (decision.creditSpend?.cost ?? 0) : 0;
+  ctx.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags, externalId, spent);
 }
 
 /** Where a verification's answer goes: the HTTP reply, or the answer to a verification another node forwarded here (counters/ratelimit). */
