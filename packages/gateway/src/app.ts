@@ -1,4 +1,4 @@
-// buildApp(deps): the Fastify instance serving the v1 API. Every route declares its schemas;
+// buildApp(deps): the Fastify instance serving the v1 API (and the v2 API: src/v2/plugin.ts). Every route declares its schemas;
 // every response, error or not, carries `Unkey-Request-Id`; every error has the v1 body.
 
 import type { CommandOutcome, KeyCommand, KeyState, SlidingWindowLimiter } from "@keyraft/core";
@@ -37,6 +37,7 @@ import type { CommandLog, CounterDurability } from "./store/types.js";
 import { validatorCompiler } from "./validation/ajv.js";
 import { registerJsonParser } from "./validation/json-body.js";
 import { zodStyleMessage } from "./validation/messages.js";
+import { v2Plugin } from "./v2/plugin.js";
 
 /** Default largest request body (1 MiB); bigger bodies get 413 with the v1 error body. */
 export const bodyLimitBytesDefault = 1_048_576;
@@ -173,6 +174,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     registerMigrationRoutes(routes, ctx);
     registerOpenApiRoute(routes, app);
   });
+  void app.register(v2Plugin, { prefix: "/v2", ctx });
   return app;
 }
 
