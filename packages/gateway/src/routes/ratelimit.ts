@@ -1,12 +1,12 @@
 // ratelimits.limit: one sliding-window limit (decision 3), with the namespace's override applied
 // (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
 
-import { resolveOverride, ROOT_PERMISSION } from "@keyraft/core";
+import { resolveOverride, ROOT_PERMISSION, type KeyState, type LimitCheck, type OverrideRecord } from "@keyraft/core";
 import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
-import { judgeLimitHere } from "../counters/ratelimit/judge-here.js";
+import { judgeLimitHere, type LimitAnswer } from "../counters/ratelimit/judge-here.js";
 import { limitSubject } from "../counters/ratelimit/subject.js";
 import { notFound } from "../errors.js";
 import { limitBody, limitResponse } from "../schemas/ratelimits.js";
@@ -23,6 +23,49 @@ interface LimitBody {
 /** Limiter key: namespace, identifier and the effective window, so a changed limit starts afresh. */
 export function namespaceLimitKey(namespaceId: string, identifier: string, limit: number, durationMs: number): string {
   return `r:${namespaceId}:${limit}:${durationMs}:${identifier}`;
+}
+
+/** A ratelimit check of a namespace's identifier with the namespace's override applied (v1 and v2). */
+export interface PlannedNamespaceCheck {
+  check: LimitCheck;
+  override: OverrideRecord | undefined;
+  /** Judged here and reconciled in the background (v1 `async`, or the override's). */
+  isAsync: boolean;
+}
+
+export function planNamespaceCheck(
+  state: KeyState,
+  namespaceId: string,
+  identifier: string,
+  requested: { limit: number; durationMs: number; cost: number; async: boolean },
+): PlannedNamespaceCheck {
+  const override = resolveOverride(state, namespaceId, identifier);
+  const limit = override?.limit ?? requested.limit;
+  const durationMs = override?.durationMs ?? requested.durationMs;
+  return {
+    check: {
+      key: namespaceLimitKey(namespaceId, identifier, limit, durationMs),
+      limit,
+      durationMs,
+      cost: requested.cost,
+    },
+    override,
+    isAsync: override?.async ?? requested.async,
+  };
+}
+
+/** Judges a planned check where its identifier is served (in a cluster: its owner node). */
+export function judgeNamespaceCheck(
+  ctx: GatewayContext,
+  namespaceId: string,
+  identifier: string,
+  planned: PlannedNamespaceCheck,
+): Promise<LimitAnswer> {
+  const { deps } = ctx;
+  return Promise.resolve(
+    deps.rateLimits?.limit(limitSubject(namespaceId, identifier), planned.check, planned.isAsync) ??
+      judgeLimitHere(deps.limiter, deps.counterDurability, planned.check, deps.nowMs(), () => null),
+  );
 }
 
 export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext): void {
@@ -43,19 +86,13 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
       namespaceId = created.id ?? "";
     }
     requirePermission(auth, anyOf(ROOT_PERMISSION, "ratelimit.*.limit", `ratelimit.${namespaceId}.limit`));
-    const override = resolveOverride(deps.state, namespaceId, body.identifier);
-    const limit = override?.limit ?? body.limit;
-    const durationMs = override?.durationMs ?? body.duration;
-    const check = {
-      key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs),
-      limit,
-      durationMs,
+    const planned = planNamespaceCheck(deps.state, namespaceId, body.identifier, {
+      limit: body.limit,
+      durationMs: body.duration,
       cost: body.cost ?? 1,
-    };
-    // In a cluster: judged by the node serving the identifier (async: here, reconciled in the background).
-    const isAsync = override?.async ?? body.async ?? false;
-    const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??
-      judgeLimitHere(deps.limiter, deps.counterDurability, check, deps.nowMs(), () => null));
+      async: body.async ?? false,
+    });
+    const answer = await judgeNamespaceCheck(ctx, namespaceId, body.identifier, planned);
     return reply.header(requestIdHeader, request.id).send(answer);
   });
 }

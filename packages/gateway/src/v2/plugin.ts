@@ -31,6 +31,7 @@ import { sendV2Error } from "./error-handler.js";
 import { V2Error } from "./problem.js";
 import { apiRoutes } from "./routes/apis.js";
 import { livenessRoute } from "./routes/liveness.js";
+import { restRoutePlugins } from "./routes/rest.js";
 import { v2ValidatorCompiler } from "./validation.js";
 
 export interface V2PluginOptions {
@@ -52,7 +53,7 @@ declare module "fastify" {
 }
 
 /** Every v2 route plugin, in registration order. */
-export const v2RoutePlugins: readonly V2RoutePlugin[] = [livenessRoute, apiRoutes];
+export const v2RoutePlugins: readonly V2RoutePlugin[] = [livenessRoute, apiRoutes, ...restRoutePlugins];
 
 /** The principal a non-public v2 route was authenticated as. */
 export function principalOf(request: FastifyRequest): Principal {

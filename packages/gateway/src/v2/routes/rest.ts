@@ -1,0 +1,14 @@
+// The v2 route plugins of identities, permissions and roles, rate limiting and analytics.
+
+import type { V2RoutePlugin } from "../plugin.js";
+import { analyticsRoutes } from "./analytics.js";
+import { overrideRoutes } from "./overrides.js";
+import { permissionRoutes } from "./permissions.js";
+import { ratelimitRoutes } from "./ratelimit.js";
+
+export const restRoutePlugins: readonly V2RoutePlugin[] = [
+  permissionRoutes,
+  ratelimitRoutes,
+  overrideRoutes,
+  analyticsRoutes,
+];
