@@ -10,12 +10,15 @@ export {
   limiterEntriesMax,
   permissionQueryDepthMax,
   permissionQueryNodesMax,
+  permissionQueryTextLengthMax,
 } from "./limits.js";
 export { sha256Base64, utf8Encode } from "./hash/sha256.js";
 export { base58Alphabet, base58Encode } from "./hash/base58.js";
 export { idEpochSeconds, keyStart, newId, newKeySecret } from "./ids/ids.js";
 export type { PermissionQuery, PermissionQueryParse, PermissionQueryResult } from "./rbac/query.js";
 export { evaluatePermissionQuery, parsePermissionQuery } from "./rbac/query.js";
+export type { PermissionQueryStringParse } from "./rbac/query-string.js";
+export { formatPermissionQuery, parsePermissionQueryString } from "./rbac/query-string.js";
 export type { OverrideLike } from "./overrides/match.js";
 export { compareOverridePrecedence, globMatches, literalLength, matchOverride } from "./overrides/match.js";
 export { WildcardOverrideIndex } from "./overrides/wildcard-index.js";
@@ -36,6 +39,7 @@ export type {
   IdentityRecord,
   JsonObject,
   KeyDerived,
+  ConfiguredLimit,
   KeyRecord,
   KeyState,
   NamespaceRecord,
@@ -51,6 +55,8 @@ export type {
   KeyCommand,
   KeyCommandType,
   RatelimitInput,
+  RerollKeyCommand,
+  CompleteMigrationCommand,
   Ref,
   RefById,
   RefByName,
@@ -74,7 +80,9 @@ export {
   snapshotKeyState,
 } from "./keystate/snapshot.js";
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
-export { keyDerived, verifyLimitKey } from "./keystate/derived.js";
+export { keyDerived, keyLimitKey, verifyLimitKey } from "./keystate/derived.js";
+export { ratelimitId } from "./keystate/ratelimit-id.js";
+export { snapshotVersion, snapshotVersionsRead } from "./keystate/snapshot.js";
 export { keyCreditsAt } from "./keystate/apply-keys.js";
 export { resolveOverride } from "./keystate/overrides-index.js";
 export { keyStateViolation } from "./keystate/invariants.js";
@@ -96,6 +104,7 @@ export {
 } from "./keystate/limits.js";
 export { decideVerification } from "./verify/decide.js";
 export type {
+  AppliedLimit,
   RateLimitJudge,
   RatelimitRequest,
   VerifyBadRequest,

@@ -34,3 +34,5 @@ export const keySecretBytesMax = 255;
 
 /** Random bytes in an id (after the 4-byte timestamp). */
 export const idRandomBytes = 8;
+/** Longest v2 permission query string ("a AND (b OR c)"), upstream's bound. */
+export const permissionQueryTextLengthMax = 1000;

@@ -21,6 +21,7 @@ import type {
 } from "./commands.js";
 import { ledgerOf, putCredits, refilledCredits, withLedger, type CreditsChange } from "./credit-ledgers.js";
 import { creditsAt } from "./credits-view.js";
+import { byName, createdKeyLimits, limitConfigs } from "./key-limits.js";
 import { creditsMax, identitiesMax, keysMax } from "./limits.js";
 import { indexPermissionSlug, permissionIdOfSlug } from "./names.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
@@ -89,7 +90,11 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   if (state.keys.has(command.keyId)) return commandError("CONFLICT", `key ${command.keyId} already exists`);
   if (state.keyIdByHash.has(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
   if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
-  if (command.remaining !== null && command.remaining <= 0) {
+  if (
+    command.remaining !== null &&
+    command.remaining <= 0 &&
+    !(command.zeroRemainingAllowed === true && command.remaining === 0)
+  ) {
     return commandError("BAD_REQUEST", "remaining must be greater than 0.");
   }
   if (command.remaining !== null && !(Number.isSafeInteger(command.remaining) && command.remaining <= creditsMax)) {
@@ -113,6 +118,8 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   if (isCommandError(roles)) return roles;
   const identity = command.identity === null ? null : resolveIdentity(state, command.identity, command.nowMs);
   if (identity !== null && isCommandError(identity)) return identity;
+  const ratelimits = createdKeyLimits(command.ratelimit, command.ratelimits);
+  if (isCommandError(ratelimits)) return ratelimits;
 
   insertResolved(state, permissions);
   insertResolved(state, roles);
@@ -133,7 +140,7 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
     environment: command.environment,
     remaining: command.remaining,
     refill: command.refill === null ? null : refillRule(command.refill, command.nowMs),
-    ratelimits: defaultLimit(command.ratelimit),
+    ratelimits,
     roleIds: sortedUnique(roles.ids),
     permissionIds: sortedUnique(permissions.ids),
   };
@@ -179,6 +186,15 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
     if (resolved !== null && isCommandError(resolved)) return resolved;
     identity = resolved;
   }
+  let namedLimits: RatelimitConfig[] | undefined;
+  if (command.ratelimits !== undefined) {
+    if (command.ratelimit !== undefined) {
+      return commandError("BAD_REQUEST", "give either ratelimit or ratelimits, not both");
+    }
+    const configs = limitConfigs(command.ratelimits);
+    if (isCommandError(configs)) return configs;
+    namedLimits = configs;
+  }
   let roles: ResolvedRefs | undefined;
   if (command.roles !== undefined) {
     const resolved = resolveRefs(state, "role", command.roles.refs, command.roles.allowCreate, command.nowMs);
@@ -210,8 +226,9 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
   if (command.expiresAtMs !== undefined) next.expiresAtMs = command.expiresAtMs;
   if (command.ratelimit !== undefined) {
     const others = key.ratelimits.filter((limit) => limit.name !== "default");
-    next.ratelimits = [...others, ...defaultLimit(command.ratelimit)].sort((a, b) => (a.name < b.name ? -1 : 1));
+    next.ratelimits = [...others, ...defaultLimit(command.ratelimit)].sort(byName);
   }
+  if (namedLimits !== undefined) next.ratelimits = namedLimits;
   let ledger = refilled.ledger;
   if (command.remaining !== undefined && command.remaining !== null) {
     // A reset: a new epoch (leases of older epochs return nothing), or a first ledger.

@@ -1,6 +1,7 @@
 // The one entry point that changes the key state: applyCommand(state, command). Deterministic:
 // the same state and command give the same outcome and the same next state on every replica.
 
+import { applyCompleteMigration, applyRerollKey } from "./apply-reroll.js";
 import { assert } from "../assert.js";
 import {
   applyCreateKey,
@@ -95,6 +96,10 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applySpendCredits(state, command);
     case "ensureRootKey":
       return applyEnsureRootKey(state, command);
+    case "rerollKey":
+      return applyRerollKey(state, command);
+    case "completeMigration":
+      return applyCompleteMigration(state, command);
     case "grantCreditLease":
     case "settleCreditLease":
     case "expireCreditLease":

@@ -19,7 +19,15 @@ import {
   type RoleRecord,
 } from "./types.js";
 
-export const snapshotVersion = 1;
+/**
+ * Version written. 2 added what the v2 API needs: keys pending a migration
+ * (`pendingMigrationId`), named key limits and auto-applied identity limits. Versions 1 and 2 are
+ * read (a version 1 snapshot is a version 2 one without those); a node of an older version
+ * refuses a version 2 snapshot rather than misreading it.
+ */
+export const snapshotVersion = 2;
+/** Versions restoreKeyStateInto accepts. */
+export const snapshotVersionsRead: readonly number[] = [1, 2];
 
 export interface KeyStateSnapshot {
   version: number;
@@ -113,7 +121,7 @@ function isSnapshot(data: unknown): data is KeyStateSnapshot {
   if (typeof data !== "object" || data === null) return false;
   const snapshot = data as Record<string, unknown>;
   return (
-    snapshot["version"] === snapshotVersion &&
+    snapshotVersionsRead.includes(snapshot["version"] as number) &&
     ["apis", "keys", "identities", "permissions", "roles", "namespaces", "overrides"].every((name) =>
       Array.isArray(snapshot[name]),
     )
@@ -122,7 +130,7 @@ function isSnapshot(data: unknown): data is KeyStateSnapshot {
 
 /** Replaces the content of `state` with the snapshot (in place). Throws on malformed data. */
 export function restoreKeyStateInto(state: KeyState, data: unknown): void {
-  assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of this version");
+  assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of a version this node reads");
   clearKeyState(state);
   for (const api of data.apis) state.apis.set(api.id, { ...api });
   for (const permission of data.permissions) {

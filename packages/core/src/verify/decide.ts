@@ -4,11 +4,12 @@
 
 import { spendCredits } from "../credits/ledger.js";
 import { creditsAt } from "../keystate/credits-view.js";
-import { keyDerived, verifyLimitKey } from "../keystate/derived.js";
-import type { KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
+import { keyDerived, keyLimitKey } from "../keystate/derived.js";
+import type { ConfiguredLimit, KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
 import type { LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
 import type {
+  AppliedLimit,
   RateLimitJudge,
   VerifyBadRequest,
   VerifyCode,
@@ -18,6 +19,7 @@ import type {
 } from "./types.js";
 
 const noTouched: readonly TouchedBucket[] = Object.freeze([]);
+const noLimits: readonly AppliedLimit[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 function notFound(requestId: string): VerifyDecision {
@@ -43,6 +45,7 @@ function notFound(requestId: string): VerifyDecision {
     key: undefined,
     derived: undefined,
     touched: noTouched,
+    limits: noLimits,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
     permissionMessage: undefined,
@@ -92,76 +95,91 @@ function decided(
     key,
     derived,
     touched,
+    limits: noLimits,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
     permissionMessage: undefined,
   };
 }
 
+/** A limit resolved for this call: what to check and how to report it. */
+interface ResolvedLimit {
+  check: LimitCheck;
+  name: string;
+  id: string;
+  autoApply: boolean;
+}
+
+function configuredCheck(limit: ConfiguredLimit, cost: number): ResolvedLimit {
+  return {
+    check: { key: limit.counterKey, limit: limit.limit, durationMs: limit.durationMs, cost },
+    name: limit.name,
+    id: limit.id,
+    autoApply: limit.autoApply,
+  };
+}
+
 /**
  * The limits that apply (upstream §3.4): the auto-applied configured ones, then each requested
- * name (inline when it gives limit and duration, else the configured one), later entries
- * replacing earlier ones of the same name. Returns the names in parallel, or a 400 message.
+ * name (inline when it gives limit and duration, counted per key; else the configured one),
+ * later entries replacing earlier ones of the same name. Returns them, or the 400 of a name the
+ * key and its identity do not define.
  */
 function resolveLimits(
   state: KeyState,
   key: KeyRecord,
   derived: KeyDerived,
   request: VerifyRequest,
-): { checks: readonly LimitCheck[]; names: string[] } | string {
+): readonly ResolvedLimit[] | VerifyBadRequest {
   const requested = request.ratelimits;
   const defaultCost = request.defaultLimitCost;
-  if ((requested === undefined || requested.length === 0) && (defaultCost === undefined || defaultCost === 1)) {
-    return { checks: derived.autoChecks, names: derived.autoLimits.map((limit) => limit.name) };
-  }
-  const checks: LimitCheck[] = [];
-  const names: string[] = [];
+  const resolved: ResolvedLimit[] = [];
   for (const limit of derived.autoLimits) {
     const cost = limit.name === "default" && defaultCost !== undefined ? defaultCost : 1;
-    checks.push({
-      key: verifyLimitKey(derived.limitOwnerId, limit.name),
-      limit: limit.limit,
-      durationMs: limit.durationMs,
-      cost,
-    });
-    names.push(limit.name);
+    resolved.push(configuredCheck(limit, cost));
   }
   for (const entry of requested ?? []) {
     const cost = entry.cost ?? 1;
-    let check: LimitCheck;
+    let next: ResolvedLimit;
     if (entry.limit !== undefined && entry.duration !== undefined) {
-      check = {
-        key: verifyLimitKey(derived.limitOwnerId, entry.name),
-        limit: entry.limit,
-        durationMs: entry.duration,
-        cost,
+      next = {
+        check: { key: keyLimitKey(key, entry.name), limit: entry.limit, durationMs: entry.duration, cost },
+        name: entry.name,
+        id: "",
+        autoApply: false,
       };
     } else {
       const configured = derived.configuredLimits.get(entry.name);
-      if (configured === undefined) return unknownLimitMessage(state, key, entry.name);
-      check = {
-        key: verifyLimitKey(derived.limitOwnerId, entry.name),
-        limit: configured.limit,
-        durationMs: configured.durationMs,
-        cost,
-      };
+      if (configured === undefined) return unknownLimit(state, key, entry.name);
+      next = configuredCheck(configured, cost);
     }
-    const at = names.indexOf(entry.name);
-    if (at >= 0) checks[at] = check;
-    else {
-      checks.push(check);
-      names.push(entry.name);
-    }
+    const at = resolved.findIndex((limit) => limit.name === entry.name);
+    if (at >= 0) resolved[at] = next;
+    else resolved.push(next);
   }
-  return { checks, names };
+  return resolved;
 }
 
-function unknownLimitMessage(state: KeyState, key: KeyRecord, name: string): string {
+function unknownLimit(state: KeyState, key: KeyRecord, name: string): VerifyBadRequest {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
+  const unknownRatelimit = {
+    name,
+    keyId: key.id,
+    identityId: identity?.id ?? null,
+    externalId: identity?.externalId ?? null,
+  };
   if (identity === undefined) {
-    return `ratelimit "${name}" was requested but does not exist for key "${key.id}" and there is no identity connected`;
+    return {
+      kind: "badRequest",
+      message: `ratelimit "${name}" was requested but does not exist for key "${key.id}" and there is no identity connected`,
+      unknownRatelimit,
+    };
   }
-  return `ratelimit "${name}" was requested but does not exist for key "${key.id}" nor identity { id: ${identity.id}, externalId: ${identity.externalId}}`;
+  return {
+    kind: "badRequest",
+    message: `ratelimit "${name}" was requested but does not exist for key "${key.id}" nor identity { id: ${identity.id}, externalId: ${identity.externalId}}`,
+    unknownRatelimit,
+  };
 }
 
 /**
@@ -217,23 +235,36 @@ export function decideVerification(
       return decision;
     }
   }
-  const limits = resolveLimits(state, key, derived, request);
-  if (typeof limits === "string") return { kind: "badRequest", message: limits };
-  let touched = noTouched;
-  let ratelimit: VerifyResult["ratelimit"];
-  if (limits.checks.length > 0) {
-    const judged = limiter.limit(limits.checks, nowMs);
-    ratelimit = ratelimitField(judged, limits.names);
-    if (!judged.success) {
-      const result = keyResult(state, key, derived, "RATE_LIMITED", request.requestId);
-      result.ratelimit = ratelimit;
-      const decision = decided(result, key, derived);
-      decision.triggeredRatelimit = limits.names[judged.outcomes.findIndex((outcome) => !outcome.success)];
-      return decision;
-    }
-    touched = judged.touched;
+  const noRequestedLimits =
+    (request.ratelimits === undefined || request.ratelimits.length === 0) &&
+    (request.defaultLimitCost === undefined || request.defaultLimitCost === 1);
+  if (noRequestedLimits && derived.autoLimits.length === 0) {
+    return decideCredits(state, key, derived, request, nowMs, undefined, noTouched, noLimits);
   }
-  return decideCredits(state, key, derived, request, nowMs, ratelimit, touched);
+  const limits = resolveLimits(state, key, derived, request);
+  if (!Array.isArray(limits)) return limits as VerifyBadRequest;
+  const resolved = limits as readonly ResolvedLimit[];
+  const checks = noRequestedLimits ? derived.autoChecks : resolved.map((limit) => limit.check);
+  const judged = limiter.limit(checks, nowMs);
+  const names = resolved.map((limit) => limit.name);
+  const ratelimit = ratelimitField(judged, names);
+  const applied: AppliedLimit[] = resolved.map((limit, index) => ({
+    name: limit.name,
+    id: limit.id,
+    limit: limit.check.limit,
+    durationMs: limit.check.durationMs,
+    autoApply: limit.autoApply,
+    outcome: judged.outcomes[index]!,
+  }));
+  if (!judged.success) {
+    const result = keyResult(state, key, derived, "RATE_LIMITED", request.requestId);
+    result.ratelimit = ratelimit;
+    const decision = decided(result, key, derived);
+    decision.limits = applied;
+    decision.triggeredRatelimit = names[judged.outcomes.findIndex((outcome) => !outcome.success)];
+    return decision;
+  }
+  return decideCredits(state, key, derived, request, nowMs, ratelimit, judged.touched, applied);
 }
 
 /** Step 10 (keyraft decision 2): a cost above the balance is USAGE_EXCEEDED and deducts nothing. */
@@ -245,18 +276,22 @@ function decideCredits(
   nowMs: number,
   ratelimit: VerifyResult["ratelimit"],
   touched: readonly TouchedBucket[],
+  limits: readonly AppliedLimit[],
 ): VerifyDecision {
   const balance = key.remaining === null ? null : creditsAt(key, nowMs).remaining;
   if (balance === null) {
     const result = keyResult(state, key, derived, "VALID", request.requestId);
     result.ratelimit = ratelimit;
-    return decided(result, key, derived, touched);
+    const decision = decided(result, key, derived, touched);
+    decision.limits = limits;
+    return decision;
   }
   const spend = spendCredits(balance, request.creditCost);
   const result = keyResult(state, key, derived, spend.admitted ? "VALID" : "USAGE_EXCEEDED", request.requestId);
   result.ratelimit = ratelimit;
   result.remaining = spend.remaining;
   const decision = decided(result, key, derived, touched);
+  decision.limits = limits;
   if (spend.admitted && request.creditCost > 0) {
     decision.creditSpend = { type: "spendCredits", keyId: key.id, cost: request.creditCost, nowMs };
   }

@@ -1,6 +1,6 @@
 import type { SpendCreditsCommand } from "../keystate/commands.js";
 import type { KeyDerived, KeyRecord } from "../keystate/types.js";
-import type { LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
+import type { LimitCheck, LimitOutcome, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
 import type { PermissionQuery } from "../rbac/query.js";
 
 /** The v1 verification codes (`UNAUTHORIZED` is in the enum but never produced). */
@@ -58,6 +58,17 @@ export interface VerifyResult {
   requestId: string;
 }
 
+/** A limit a verification checked, with its outcome (v2 answers every one). */
+export interface AppliedLimit {
+  name: string;
+  /** `rl_...` of the configured definition; "" for an ad-hoc limit of the request. */
+  id: string;
+  limit: number;
+  durationMs: number;
+  autoApply: boolean;
+  outcome: LimitOutcome;
+}
+
 /** What the decision needs of the rate limiter: the atomic judgement of several limits. */
 export interface RateLimitJudge {
   limit(checks: readonly LimitCheck[], nowMs: number): LimitResult;
@@ -71,6 +82,8 @@ export interface VerifyDecision {
   derived: KeyDerived | undefined;
   /** Rate-limit buckets the judgement changed: the shell covers them with CounterDurability. */
   touched: readonly TouchedBucket[];
+  /** Every limit checked, in check order (empty when none applied or the decision stopped before limits). */
+  limits: readonly AppliedLimit[];
   /** Name of the limit that rejected (`Unkey-Ratelimit-Triggered` header). */
   triggeredRatelimit: string | undefined;
   /** The credit spend to append to the command log (VALID with cost > 0 on a key with credits). */
@@ -82,4 +95,6 @@ export interface VerifyDecision {
 export interface VerifyBadRequest {
   kind: "badRequest";
   message: string;
+  /** Set when the request named a limit the key and its identity do not define (v2 answers 412). */
+  unknownRatelimit?: { name: string; keyId: string; identityId: string | null; externalId: string | null };
 }
