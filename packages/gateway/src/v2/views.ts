@@ -1,6 +1,13 @@
 // How records read through v2: optional fields omitted when empty (never null), as upstream.
 
-import type { KeyState, PermissionRecord, RoleRecord } from "@keyraft/core";
+import {
+  ratelimitId,
+  type IdentityRecord,
+  type KeyState,
+  type PermissionRecord,
+  type RatelimitConfig,
+  type RoleRecord,
+} from "@keyraft/core";
 
 export function permissionView(permission: PermissionRecord) {
   return {
@@ -34,4 +41,28 @@ export function searchMatcher(search: string | undefined): (...fields: (string |
   const needle = (search ?? "").trim().toLowerCase();
   if (needle === "") return () => true;
   return (...fields) => fields.some((field) => field !== null && field.toLowerCase().includes(needle));
+}
+
+/** An identity's or key's rate-limit definition as v2 shows it (`id` derived from owner and name). */
+export function ratelimitView(ownerId: string, limit: RatelimitConfig) {
+  return {
+    id: ratelimitId(ownerId, limit.name),
+    name: limit.name,
+    limit: limit.limit,
+    duration: limit.durationMs,
+    autoApply: limit.autoApply,
+  };
+}
+
+/** `{id, externalId, meta?, ratelimits?}`: meta and limits omitted when empty. */
+export function identityView(identity: IdentityRecord) {
+  const meta = identity.meta;
+  return {
+    id: identity.id,
+    externalId: identity.externalId,
+    ...(meta === null || Object.keys(meta).length === 0 ? {} : { meta }),
+    ...(identity.ratelimits.length === 0
+      ? {}
+      : { ratelimits: identity.ratelimits.map((limit) => ratelimitView(identity.id, limit)) }),
+  };
 }

@@ -2,11 +2,13 @@
 
 import type { V2RoutePlugin } from "../plugin.js";
 import { analyticsRoutes } from "./analytics.js";
+import { identityRoutes } from "./identities.js";
 import { overrideRoutes } from "./overrides.js";
 import { permissionRoutes } from "./permissions.js";
 import { ratelimitRoutes } from "./ratelimit.js";
 
 export const restRoutePlugins: readonly V2RoutePlugin[] = [
+  identityRoutes,
   permissionRoutes,
   ratelimitRoutes,
   overrideRoutes,
