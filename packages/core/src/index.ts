@@ -82,6 +82,7 @@ export {
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived, keyLimitKey, verifyLimitKey } from "./keystate/derived.js";
 export { ratelimitId } from "./keystate/ratelimit-id.js";
+export { rerollGraceEndMs } from "./keystate/apply-reroll.js";
 export { snapshotVersion, snapshotVersionsRead } from "./keystate/snapshot.js";
 export { keyCreditsAt } from "./keystate/apply-keys.js";
 export { resolveOverride } from "./keystate/overrides-index.js";

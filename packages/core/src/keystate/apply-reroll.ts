@@ -10,6 +10,21 @@ import { cloneJson } from "./snapshot.js";
 import { indexKey } from "./state.js";
 import type { KeyRecord, KeyState } from "./types.js";
 
+const minuteMs = 60_000;
+
+/**
+ * When a rerolled key's grace period ends: `nowMs + expirationMs` rounded up to the next whole
+ * minute, or `nowMs` itself for an expiration of 0 (the old key answers EXPIRED from then on).
+ */
+export function rerollGraceEndMs(nowMs: number, expirationMs: number): number {
+  assert(
+    Number.isSafeInteger(nowMs) && Number.isSafeInteger(expirationMs) && expirationMs >= 0,
+    "rerollGraceEndMs: ms",
+  );
+  if (expirationMs === 0) return nowMs;
+  return Math.ceil((nowMs + expirationMs) / minuteMs) * minuteMs;
+}
+
 /**
  * The new key copies the old one's configuration (not its usage: its rate-limit counters start
  * empty, its balance is a copy spent independently); the old key keeps verifying with everything

@@ -30,6 +30,10 @@ import { authenticateRootKey, type Principal } from "./auth.js";
 import { sendV2Error } from "./error-handler.js";
 import { V2Error } from "./problem.js";
 import { apiRoutes } from "./routes/apis.js";
+import { keyCreateRoutes } from "./routes/keys-create.js";
+import { keyRbacRoutes } from "./routes/keys-rbac.js";
+import { keyReadRoutes } from "./routes/keys-read.js";
+import { keyWriteRoutes } from "./routes/keys-write.js";
 import { livenessRoute } from "./routes/liveness.js";
 import { restRoutePlugins } from "./routes/rest.js";
 import { v2ValidatorCompiler } from "./validation.js";
@@ -53,7 +57,15 @@ declare module "fastify" {
 }
 
 /** Every v2 route plugin, in registration order. */
-export const v2RoutePlugins: readonly V2RoutePlugin[] = [livenessRoute, apiRoutes, ...restRoutePlugins];
+export const v2RoutePlugins: readonly V2RoutePlugin[] = [
+  livenessRoute,
+  apiRoutes,
+  keyCreateRoutes,
+  keyReadRoutes,
+  keyWriteRoutes,
+  keyRbacRoutes,
+  ...restRoutePlugins,
+];
 
 /** The principal a non-public v2 route was authenticated as. */
 export function principalOf(request: FastifyRequest): Principal {

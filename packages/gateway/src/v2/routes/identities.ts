@@ -11,22 +11,11 @@ import { Envelope, Meta, ok, okPage, PaginatedEnvelope, v2Responses } from "../e
 import { byId, pageById } from "../pagination.js";
 import { principalOf, type V2RoutePlugin } from "../plugin.js";
 import { invalidInput, V2Error } from "../problem.js";
-import {
-  CreateIdentityBody,
-  Identity,
-  IdentityRefBody,
-  ListIdentitiesBody,
-  UpdateIdentityBody,
-} from "../schemas/identities.js";
+import { CreateIdentityBody, IdentityRefBody, ListIdentitiesBody, UpdateIdentityBody } from "../schemas/identities.js";
+import { IdentityResponse as Identity, identityView } from "../schemas/identity.js";
+import { duplicateName, ratelimitInputs, type RatelimitRequest } from "../schemas/ratelimits.js";
 import { submitV2 } from "../submit.js";
-import { identityView, searchMatcher } from "../views.js";
-
-interface RatelimitBody {
-  name: string;
-  limit: number;
-  duration: number;
-  autoApply: boolean;
-}
+import { searchMatcher } from "../search.js";
 
 const identityNotFound = () => new V2Error("identity_not_found", "This identity does not exist.");
 
@@ -46,19 +35,11 @@ function checkMeta(meta: JsonObject | undefined): void {
 }
 
 /** The definitions as the key state takes them; a name given twice is a 400. */
-function limitInputs(ratelimits: readonly RatelimitBody[]) {
-  const names = new Set<string>();
-  for (const limit of ratelimits) {
-    if (names.has(limit.name))
-      throw invalidInput(`Ratelimit with name '${limit.name}' is already defined in the request`, "body/ratelimits");
-    names.add(limit.name);
-  }
-  return ratelimits.map((limit) => ({
-    name: limit.name,
-    limit: limit.limit,
-    durationMs: limit.duration,
-    autoApply: limit.autoApply,
-  }));
+function limitInputs(ratelimits: readonly RatelimitRequest[]) {
+  const duplicate = duplicateName(ratelimits);
+  if (duplicate !== undefined)
+    throw invalidInput(`Ratelimit with name '${duplicate}' is already defined in the request`, "body/ratelimits");
+  return ratelimitInputs(ratelimits);
 }
 
 /** Stored meta: `{}` is none. */

@@ -22,14 +22,13 @@ import {
   CreatePermissionBody,
   CreateRoleBody,
   ListBody,
-  Permission,
   PermissionRefBody,
-  Role,
   RoleRefBody,
   SetRolePermissionsBody,
 } from "../schemas/permissions.js";
+import { PermissionResponse as Permission, RoleResponse as Role, permissionView, roleView } from "../schemas/rbac.js";
 import { submitV2 } from "../submit.js";
-import { permissionView, roleView, searchMatcher } from "../views.js";
+import { searchMatcher } from "../search.js";
 
 const permissionNotFound = () => new V2Error("permission_not_found", "The requested permission does not exist.");
 const roleNotFound = () => new V2Error("role_not_found", "The requested role does not exist.");

@@ -1,4 +1,4 @@
-// Schemas of the v2 permissions.* routes (docs/api-v2.md), with upstream's bounds.
+// Schemas of the v2 permissions.* requests (docs/api-v2.md), with upstream's bounds; the objects are in rbac.ts.
 
 import { Type } from "@sinclair/typebox";
 import { Closed } from "../validation.js";
@@ -32,17 +32,4 @@ export const CreateRoleBody = Closed({
 export const SetRolePermissionsBody = Closed({
   roleId: Type.String({ minLength: 3, maxLength: 255, pattern: "^[a-zA-Z0-9_-]+$" }),
   permissions: Type.Array(SlugRef, { maxItems: rolePermissionsMax }),
-});
-
-export const Permission = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  slug: Type.String(),
-  description: Type.Optional(Type.String()),
-});
-export const Role = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  description: Type.Optional(Type.String()),
-  permissions: Type.Optional(Type.Array(Permission)),
 });
