@@ -1,5 +1,5 @@
 // Permission slugs and role names are unique and matched without regard to letter case, in both
-// APIs, and stored as given (docs/api.md). The state indexes them by their folded form; every
+// APIs, and stored as given (docs/api-v2.md, "Permissions and roles"). The state indexes them by their folded form; every
 // lookup by slug or name goes through these helpers so no caller folds differently.
 
 import type { KeyState } from "./types.js";

@@ -1,5 +1,5 @@
 // The tables and columns of keyraft's analytics SQL subset, served from the hourly series
-// (docs/api.md, "v2 analytics"). `key_verifications_v1` is the hourly series expanded into one
+// (docs/api-v2.md, "Analytics"). `key_verifications_v1` is the hourly series expanded into one
 // row per verification stamped with its hour; the per_hour/day/month tables are the series
 // summed per time bucket and dimension set.
 

@@ -1,5 +1,5 @@
 // The refusals of the analytics SQL subset. `type` is the v2 error type's last part
-// (docs/api.md: unkey/.../user/bad_request/<type>); the gateway builds the body from it.
+// (docs/api-v2.md: https://unkey.com/docs/errors/user/bad_request/<type>); the gateway builds the body.
 
 export type AnalyticsSqlErrorType =
   | "invalid_analytics_query"

@@ -1,4 +1,4 @@
-// Parser of the analytics SQL subset (docs/api.md, "v2 analytics"): exactly one
+// Parser of the analytics SQL subset (docs/api-v2.md, "Analytics"): exactly one
 //   SELECT <items> FROM <table> [WHERE <expr>] [GROUP BY <exprs>] [ORDER BY <expr> [ASC|DESC], ...] [LIMIT <n>]
 // Constructs keyraft does not answer (CTEs, subqueries, joins, unions, HAVING, window functions,
 // SETTINGS, ...) are refused here with a message naming them. Which tables, columns and

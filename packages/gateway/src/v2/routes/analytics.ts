@@ -1,4 +1,4 @@
-// analytics.getVerifications (docs/api-v2.md, "v2 analytics"): one SELECT of keyraft's SQL subset,
+// analytics.getVerifications (docs/api-v2.md, "Analytics"): one SELECT of keyraft's SQL subset,
 // answered from this node's verification series merged with the cluster's other nodes' (as v1
 // analytics are). `api.*.read_analytics` reads every api; otherwise the apis of the caller's
 // `api.<apiId>.read_analytics` permissions (an unknown api id reads nothing); neither is a 403.

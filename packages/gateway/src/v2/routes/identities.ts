@@ -23,7 +23,7 @@ function findIdentity(state: KeyState, ref: string): IdentityRecord | undefined 
   return state.identities.get(ref) ?? state.identities.get(state.identityIdByExternalId.get(ref) ?? "");
 }
 
-/** One meta limit for keys and identities in both APIs (docs/api.md): 64,000 characters of JSON. */
+/** One meta limit for keys and identities in both APIs (docs/api-v2.md, "Identities"): 64,000 characters of JSON. */
 function checkMeta(meta: JsonObject | undefined): void {
   if (meta === undefined) return;
   const length = JSON.stringify(meta).length;

@@ -1,7 +1,7 @@
 // ratelimit.limit and ratelimit.multiLimit (docs/api-v2.md). Namespaces by id or name, created on
 // first use with ratelimit.*.create_namespace; the namespace's override applies (exact identifier
 // first, then keyraft's wildcard precedence); counters are shared with v1 ratelimits.limit.
-// An override of limit 0 refuses every request with a cost (a block list, docs/api.md).
+// An override of limit 0 refuses every request with a cost (a block list, docs/api-v2.md "Rate limiting").
 
 import { type OverrideRecord } from "@keyraft/core";
 import type { GatewayContext } from "../../context.js";
