@@ -40,8 +40,7 @@ afterAll(async () => {
 describe("@unkey/api@2.5.1 against one keyraft node", () => {
   it("permissions and roles", () => permissionsAndRolesFlow(clients, "one"));
   it("identities", () => identitiesFlow(clients, "one"));
-  // Skipped until keys.verifyKey, keys.migrateKeys and apis.listKeys are served under /v2.
-  it.skip("apis, keys, verification, reroll, migration and analytics", () => keysFlow(clients, "one"));
+  it("apis, keys, verification, reroll, migration and analytics", () => keysFlow(clients, "one"));
   it("ratelimit and overrides", () => ratelimitFlow(clients, "one"));
   it("errors", () => errorsFlow(clients));
 });

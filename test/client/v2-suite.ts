@@ -216,17 +216,18 @@ export async function keysFlow({ writer, reader, all }: Clients, tag: string): P
     valid: false,
     code: "INSUFFICIENT_PERMISSIONS",
   });
+  // The refused permission check consumed nothing: the second of the 2 per minute is still free.
+  expect(await verify({ key: created.key })).toMatchObject({ valid: true, credits: 8 });
   const limited = await verify({ key: created.key });
-  expect(limited).toMatchObject({ valid: false, code: "RATE_LIMITED", credits: 9 });
+  expect(limited).toMatchObject({ valid: false, code: "RATE_LIMITED" });
   expect(limited.ratelimits?.find((r) => r.name === "burst")).toMatchObject({ exceeded: true, remaining: 0 });
   const badQuery = await rejection(writer.keys.verifyKey({ key: created.key, permissions: "a AND" }));
   expect(errorType(badQuery)).toBe("user/bad_request/permissions_query_syntax_error");
   expect(await verify({ key: "sk_unknown" })).toEqual({ valid: false, code: "NOT_FOUND" });
 
   // credits and key changes
-  expect(
-    (await writer.keys.updateCredits({ keyId: created.keyId, operation: "increment", value: 5 })).data,
-  ).toMatchObject({ remaining: 14 });
+  await writer.keys.updateCredits({ keyId: created.keyId, operation: "increment", value: 5 });
+  expect(await verify({ key: created.key, ratelimits: [{ name: "burst", cost: 0 }] })).toMatchObject({ credits: 12 });
   expect((await writer.keys.updateCredits({ keyId: created.keyId, operation: "set", value: null })).data).toEqual({
     remaining: null,
   });
@@ -274,7 +275,11 @@ export async function keysFlow({ writer, reader, all }: Clients, tag: string): P
   // reroll: the old key keeps working until its grace period ends, the new one inherits the configuration
   const { data: rerolled } = await writer.keys.rerollKey({ keyId: created.keyId, expiration: 60_000 });
   expect(rerolled.keyId).not.toBe(created.keyId);
-  expect(await verify({ key: rerolled.key })).toMatchObject({ valid: true, keyId: rerolled.keyId });
+  // A verification with rate limits is judged by the node serving its subject, which may apply the
+  // reroll a moment later than the node that took it (bounded staleness).
+  await converge(async () =>
+    expect(await verify({ key: rerolled.key })).toMatchObject({ valid: true, keyId: rerolled.keyId }),
+  );
   expect(await verify({ key: created.key })).toMatchObject({ valid: true, keyId: created.keyId });
   expect((await writer.keys.getKey({ keyId: rerolled.keyId })).data).toMatchObject({ name: "renamed" });
 
@@ -288,7 +293,9 @@ export async function keysFlow({ writer, reader, all }: Clients, tag: string): P
   });
   expect(migrated.data.migrated.map((item) => item.hash)).toEqual([hash]);
   expect(migrated.data.failed).toEqual([hash]);
-  expect(await verify({ key: legacySecret })).toMatchObject({ valid: true, credits: 2 });
+  await converge(async () =>
+    expect(await verify({ key: legacySecret }, reader)).toMatchObject({ valid: true, credits: 2 }),
+  );
   const unknownMigration = await rejection(
     writer.keys.migrateKeys({ migrationId: "mig_unknown", apiId: api.apiId, keys: [{ hash: "abcdef" }] }),
   );

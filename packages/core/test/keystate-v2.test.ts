@@ -6,6 +6,7 @@ import {
   decideVerification,
   keyStateViolation,
   ratelimitId,
+  rerollGraceEndMs,
   restoreKeyState,
   SlidingWindowLimiter,
   snapshotKeyState,
@@ -235,6 +236,24 @@ describe("named key limits and autoApply (one model for v1 and v2)", () => {
 });
 
 describe("rerollKey", () => {
+  it("property: the grace period ends at now + expiration rounded up to a whole minute (now itself for 0)", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        fc.integer({ min: 0, max: 400 * 86_400_000 }),
+        (nowMs, expirationMs) => {
+          const endMs = rerollGraceEndMs(nowMs, expirationMs);
+          if (expirationMs === 0) expect(endMs).toBe(nowMs);
+          else {
+            expect(endMs % minuteMs).toBe(0);
+            expect(endMs).toBeGreaterThanOrEqual(nowMs + expirationMs);
+            expect(endMs).toBeLessThan(nowMs + expirationMs + minuteMs);
+          }
+        },
+      ),
+    );
+  });
+
   it("the new key copies the configuration; the old one keeps its balance and gets the grace expiry", () => {
     const state = setup();
     applyCommand(state, {

@@ -37,6 +37,7 @@ import type { CommandLog, CounterDurability } from "./store/types.js";
 import { validatorCompiler } from "./validation/ajv.js";
 import { registerJsonParser } from "./validation/json-body.js";
 import { zodStyleMessage } from "./validation/messages.js";
+import type { KeyMigrations } from "./key-migrations.js";
 import { v2Plugin } from "./v2/plugin.js";
 
 /** Default largest request body (1 MiB); bigger bodies get 413 with the v1 error body. */
@@ -61,6 +62,8 @@ export interface AppDeps {
   creditLeases?: CreditSpender;
   /** Rate limits across the cluster (counters/ratelimit); absent = judged here only. */
   rateLimits?: ClusterRateLimits;
+  /** Key migrations declared by KEYRAFT_KEY_MIGRATIONS (v2 keys.migrateKeys); absent = none. */
+  keyMigrations?: KeyMigrations;
 }
 
 export const requestIdHeader = "Unkey-Request-Id";

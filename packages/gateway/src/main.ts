@@ -214,6 +214,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       nowMs,
       randomBytes: (length: number) => secretRandom.take(length),
       bodyLimitBytes: config.bodyLimitBytes,
+      keyMigrations: config.keyMigrations,
     };
     const app = buildApp(deps);
     registerClusterRoutes(app, { cluster, ctx: createContext(deps), stalePolicy: config.cluster.stalePolicy });

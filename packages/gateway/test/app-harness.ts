@@ -6,6 +6,7 @@ import { keyStateMachine, SlidingWindowLimiter, type CommandOutcome, type KeyCom
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
 import { bootstrapRootKey, buildApp, MemoryCommandLog, volatileCounterDurability } from "@keyraft/gateway";
+import type { KeyMigrationAlgorithm } from "../src/key-migrations.js";
 
 export const rootKey = "test_root_key_0123456789";
 
@@ -23,7 +24,9 @@ export interface Harness {
   rootKeyWith(permissions: string[]): Promise<string>;
 }
 
-export async function harness(options: { bodyLimitBytes?: number } = {}): Promise<Harness> {
+export async function harness(
+  options: { bodyLimitBytes?: number; keyMigrations?: ReadonlyMap<string, KeyMigrationAlgorithm> } = {},
+): Promise<Harness> {
   const machine = keyStateMachine();
   const log = new MemoryCommandLog<KeyCommand, CommandOutcome>(machine);
   const clock = { nowMs: Date.UTC(2026, 0, 10, 12) };
@@ -38,6 +41,7 @@ export async function harness(options: { bodyLimitBytes?: number } = {}): Promis
     nowMs,
     randomBytes,
     bodyLimitBytes: options.bodyLimitBytes ?? 1_048_576,
+    ...(options.keyMigrations === undefined ? {} : { keyMigrations: options.keyMigrations }),
   });
   await app.ready();
   const headers = (token: string | null | undefined) =>

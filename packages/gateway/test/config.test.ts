@@ -37,6 +37,7 @@ describe("parseConfig", () => {
         cluster: singleNodeCluster,
         credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 },
         rateLimits: { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 },
+        keyMigrations: new Map(),
       },
     });
   });
@@ -60,6 +61,7 @@ describe("parseConfig", () => {
         KEYRAFT_RATELIMIT_SUSPECT_MS: "300",
         KEYRAFT_RATELIMIT_TIMEOUT_MS: "400",
         KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "5",
+        KEYRAFT_KEY_MIGRATIONS: '{"mig_legacy":"sha256","mig_seam":"github.com/seamapi/prefixed-api-key"}',
         UNRELATED: "ignored",
       },
       cwd,
@@ -79,8 +81,20 @@ describe("parseConfig", () => {
         cluster: singleNodeCluster,
         credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000, leaseCreditsMax: 16000 },
         rateLimits: { reconcileMs: 20, suspectAfterMs: 300, timeoutMs: 400, forwardDelayMs: 5 },
+        keyMigrations: new Map([
+          ["mig_legacy", "sha256"],
+          ["mig_seam", "github.com/seamapi/prefixed-api-key"],
+        ]),
       },
     });
+  });
+
+  it("reports an invalid KEYRAFT_KEY_MIGRATIONS by name", () => {
+    for (const raw of ["{", "[]", '"sha256"', '{"mig_legacy":"md5"}', '{"x":"sha256"}', '{"mig_legacy":1}']) {
+      const result = parseConfig({ KEYRAFT_KEY_MIGRATIONS: raw }, cwd);
+      expect(result.ok, raw).toBe(false);
+      if (!result.ok) expect(result.errors[0]).toMatch(/^KEYRAFT_KEY_MIGRATIONS/);
+    }
   });
 
   it("reports invalid rate-limit knobs as configuration errors, each by name", () => {

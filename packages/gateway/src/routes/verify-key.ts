@@ -1,12 +1,19 @@
 // POST /v1/keys.verifyKey: the hot path. Hash once, decide, and answer without an await unless
 // credits were spent or a rate-limit count needs covering on disk first.
 
-import { decideVerification, type RatelimitRequest, type VerifyDecision, type VerifyResult } from "@keyraft/core";
+import {
+  decideVerification,
+  type AppliedLimit,
+  type RatelimitRequest,
+  type VerifyDecision,
+  type VerifyResult,
+} from "@keyraft/core";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { hashKey } from "../auth/hash.js";
 import type { GatewayContext } from "../context.js";
 import type { VerifiedAnswer } from "../counters/ratelimit/cluster-limits.js";
+import type { VerifyFields } from "../counters/ratelimit/wire.js";
 import { bothCovered } from "../counters/ratelimit/judge-here.js";
 import { badRequest } from "../errors.js";
 import { verifyKeyBody, verifyKeyResponse } from "../schemas/keys.js";
@@ -38,10 +45,13 @@ function recordOutcome(
   ctx.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags, externalId, spent);
 }
 
-/** Where a verification's answer goes: the HTTP reply, or the answer to a verification another node forwarded here (counters/ratelimit). */
+/**
+ * Where a verification's answer goes: the v1 HTTP reply, or an answer object (a verification
+ * another node forwarded here, counters/ratelimit, or a v2 verification, which renders it itself).
+ */
 interface VerifySink<R> {
   header(name: string, value: string): unknown;
-  send(result: VerifyResult): R;
+  send(result: VerifyResult, limits: readonly AppliedLimit[]): R;
 }
 
 function answerSink(): VerifySink<VerifiedAnswer> {
@@ -50,7 +60,7 @@ function answerSink(): VerifySink<VerifiedAnswer> {
     header(name, value) {
       if (name === triggeredHeader) triggered = value;
     },
-    send: (result) => ({ result, triggered }),
+    send: (result, limits) => ({ result, triggered, limits }),
   };
 }
 
@@ -105,7 +115,7 @@ async function finish<R>(
     }
   }
   recordOutcome(ctx, decision, nowMs, tags);
-  return reply.send(result);
+  return reply.send(result, decision.limits);
 }
 
 export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): void {
@@ -138,13 +148,17 @@ export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): 
     const cover = decision.touched.length === 0 ? null : coverTouched(ctx, decision);
     if (decision.creditSpend === undefined && cover === null) {
       recordOutcome(ctx, decision, nowMs, body.tags);
-      return reply.send(decision.result);
+      return reply.send(decision.result, decision.limits);
     }
     return finish(ctx, reply, decision, cover, nowMs, body.tags);
   };
   deps.rateLimits?.setLocalVerifier((hash, requestId, fields) =>
     Promise.resolve(verifyHere(fields, hash, requestId, answerSink())),
   );
+  // The one verification path for every API: here, or at the node serving the key's limits.
+  ctx.verifyHash = (hash, fields, requestId) =>
+    deps.rateLimits?.verifyElsewhere(hash, fields, requestId) ??
+    Promise.resolve(verifyHere(fields, hash, requestId, answerSink()));
   const handler = (request: FastifyRequest, reply: FastifyReply) => {
     const body = request.body as VerifyKeyBody;
     reply.header(requestIdHeader, request.id);

@@ -31,8 +31,10 @@ import { sendV2Error } from "./error-handler.js";
 import { V2Error } from "./problem.js";
 import { apiRoutes } from "./routes/apis.js";
 import { keyCreateRoutes } from "./routes/keys-create.js";
+import { keyMigrateRoutes } from "./routes/keys-migrate.js";
 import { keyRbacRoutes } from "./routes/keys-rbac.js";
 import { keyReadRoutes } from "./routes/keys-read.js";
+import { keyVerifyRoutes } from "./routes/keys-verify.js";
 import { keyWriteRoutes } from "./routes/keys-write.js";
 import { livenessRoute } from "./routes/liveness.js";
 import { restRoutePlugins } from "./routes/rest.js";
@@ -64,6 +66,8 @@ export const v2RoutePlugins: readonly V2RoutePlugin[] = [
   keyReadRoutes,
   keyWriteRoutes,
   keyRbacRoutes,
+  keyVerifyRoutes,
+  keyMigrateRoutes,
   ...restRoutePlugins,
 ];
 

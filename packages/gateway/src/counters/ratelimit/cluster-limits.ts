@@ -8,6 +8,7 @@
 // here, as a single node always did: no forwarding, no reservations, no beats.
 import { randomBytes } from "node:crypto";
 import {
+  type AppliedLimit,
   rankNodes,
   type KeyState,
   type LimitCheck,
@@ -53,6 +54,8 @@ export type Placement =
 export interface VerifiedAnswer {
   result: VerifyResult;
   triggered: string | null;
+  /** Every limit the verification checked (v2 answers each); absent from older nodes' answers. */
+  limits?: readonly AppliedLimit[];
 }
 
 /** The verify route's local path, for verifications forwarded to this node. */
@@ -316,7 +319,9 @@ export class ClusterRateLimits {
     if (placement.kind === "wait") await placement.ready;
     if (item.k === "verify") {
       const answer = await this.verifyHere(item.hash, item.requestId, item.fields);
-      return { k: "verify", result: answer.result, triggered: answer.triggered };
+      const forwarded: ForwardResult = { k: "verify", result: answer.result, triggered: answer.triggered };
+      if (answer.limits !== undefined && answer.limits.length > 0) forwarded.limits = [...answer.limits];
+      return forwarded;
     }
     const { limiter, durability, nowMs } = this.options;
     const check = { key: item.key, limit: item.limit, durationMs: item.durationMs, cost: item.cost };
@@ -356,7 +361,11 @@ export class ClusterRateLimits {
 }
 
 function verifyAnswerOf(result: ForwardResult): VerifiedAnswer {
-  if (result.k === "verify") return { result: result.result, triggered: result.triggered };
+  if (result.k === "verify") {
+    const answer: VerifiedAnswer = { result: result.result, triggered: result.triggered };
+    if (result.limits !== undefined) answer.limits = result.limits;
+    return answer;
+  }
   if (result.k === "error") throw errorOfResult(result);
   throw limitUnavailable("unexpected answer to a forwarded verification");
 }
