@@ -2,17 +2,12 @@
 // answered from keyraft's series, and every refusal a 400 type (never an exception).
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  analyticsSqlFilter,
-  emptyCounts,
-  mergeVerificationSeries,
-  parseAnalyticsQuery,
-  runAnalyticsQuery,
-  VerificationAggregator,
-  type AnalyticsSqlOptions,
-  type OutcomeCounts,
-  type VerificationSeries,
-} from "@keyraft/core";
+import { VerificationAggregator } from "../src/analytics/aggregator.js";
+import { emptyCounts } from "../src/analytics/counts.js";
+import { mergeVerificationSeries } from "../src/analytics/query.js";
+import { analyticsSqlFilter, type AnalyticsSqlOptions } from "../src/analytics/sql/evaluate.js";
+import { parseAnalyticsQuery, runAnalyticsQuery } from "../src/analytics/sql/query.js";
+import type { OutcomeCounts, VerificationSeries } from "../src/analytics/types.js";
 
 const hour = 3_600_000;
 const day = 24 * hour;

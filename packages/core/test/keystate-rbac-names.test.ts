@@ -1,18 +1,14 @@
 // Permission slugs and role names: unique and matched ignoring case, stored as given; the role's
 // whole permission set replaced by slug (setRolePermissions); createRole creating missing slugs.
 import { describe, expect, it } from "vitest";
-import {
-  applyCommand,
-  createKeyState,
-  keyDerived,
-  keyStateViolation,
-  permissionIdOfSlug,
-  restoreKeyState,
-  roleIdOfName,
-  snapshotKeyState,
-  type KeyCommand,
-  type KeyState,
-} from "@keyraft/core";
+import type { KeyCommand } from "../src/keystate/commands.js";
+import { keyDerived } from "../src/keystate/derived.js";
+import { keyStateViolation } from "../src/keystate/invariants.js";
+import { applyCommand } from "../src/keystate/machine.js";
+import { permissionIdOfSlug, roleIdOfName } from "../src/keystate/names.js";
+import { restoreKeyState, snapshotKeyState } from "../src/keystate/snapshot.js";
+import { createKeyState } from "../src/keystate/state.js";
+import type { KeyState } from "../src/keystate/types.js";
 
 const nowMs = Date.UTC(2026, 0, 10);
 

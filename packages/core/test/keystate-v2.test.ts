@@ -1,20 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  applyCommand,
-  createKeyState,
-  decideVerification,
-  keyStateViolation,
-  ratelimitId,
-  rerollGraceEndMs,
-  restoreKeyState,
-  SlidingWindowLimiter,
-  snapshotKeyState,
-  type KeyCommand,
-  type KeyState,
-  type VerifyDecision,
-  type VerifyRequest,
-} from "@keyraft/core";
+import { rerollGraceEndMs } from "../src/keystate/apply-reroll.js";
+import type { KeyCommand } from "../src/keystate/commands.js";
+import { keyStateViolation } from "../src/keystate/invariants.js";
+import { applyCommand } from "../src/keystate/machine.js";
+import { ratelimitId } from "../src/keystate/ratelimit-id.js";
+import { restoreKeyState, snapshotKeyState } from "../src/keystate/snapshot.js";
+import { createKeyState } from "../src/keystate/state.js";
+import type { KeyState } from "../src/keystate/types.js";
+import { SlidingWindowLimiter } from "../src/ratelimit/sliding-window.js";
+import { decideVerification } from "../src/verify/decide.js";
+import type { VerifyDecision, VerifyRequest } from "../src/verify/types.js";
 
 const t0 = Date.UTC(2026, 0, 10, 12);
 const minuteMs = 60_000;

@@ -1,11 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  evaluatePermissionQuery,
-  formatPermissionQuery,
-  parsePermissionQueryString,
-  type PermissionQuery,
-} from "@keyraft/core";
+import { evaluatePermissionQuery, type PermissionQuery } from "../src/rbac/query.js";
+import { formatPermissionQuery, parsePermissionQueryString } from "../src/rbac/query-string.js";
 
 function parsed(text: string): PermissionQuery {
   const result = parsePermissionQueryString(text);

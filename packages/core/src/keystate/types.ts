@@ -137,7 +137,7 @@ export interface KeyDerived {
   permissions: readonly string[];
   /** Role names, sorted. */
   roles: readonly string[];
-  /** Identity limits, then key limits overriding by name, each with its counter (upstream §3.3). */
+  /** Identity limits, then key limits overriding by name, each with its counter (as upstream does). */
   configuredLimits: ReadonlyMap<string, ConfiguredLimit>;
   /** The configured limits with autoApply, in name order. */
   autoLimits: readonly ConfiguredLimit[];
