@@ -14,10 +14,9 @@ import {
   type VerificationQuery,
   type VerificationSeries,
 } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   analyticsGroupByValues,
@@ -60,12 +59,13 @@ function parseGroupBy(value: string | undefined): AnalyticsGroupBy[] {
   return values as AnalyticsGroupBy[];
 }
 
-export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type AnalyticsRoutesDeps = Pick<GatewayServices, "analytics" | "verificationPeers"> & RootKeyDeps;
 
+export const analyticsRoutes: FastifyPluginCallbackTypebox<AnalyticsRoutesDeps> = (app, deps, done) => {
   /** This node's series for `filter`, merged with the peers' when wired. */
   const collect = async (filter: VerificationFilter): Promise<VerificationSeries[]> => {
-    const local = ctx.analytics.select(filter);
+    const local = deps.analytics.select(filter);
     if (deps.verificationPeers === undefined) return local;
     return mergeVerificationSeries(local, await deps.verificationPeers.fetch(filter));
   };
@@ -74,7 +74,7 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
     "/v1/keys.getVerifications",
     { schema: { querystring: keyVerificationsQuery, response: keyVerificationsResponse } },
     async (request, reply) => {
-      const query = request.query as { keyId?: string; ownerId?: string; start?: number | null; end?: number | null };
+      const query = request.query;
       let keys: KeyRecord[];
       if (query.keyId !== undefined) {
         const key = deps.state.keys.get(query.keyId);
@@ -91,7 +91,7 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       const permission: PermissionQuery = {
         or: [ROOT_PERMISSION, "api.*.read_key", { and: apiIds.map((apiId) => `api.${apiId}.read_key`) }],
       };
-      await authenticate(ctx, request, permission);
+      await authenticate(deps, request, permission);
       const endMs = query.end ?? deps.nowMs();
       const startMs = query.start ?? endMs - keyVerificationsWindowMsDefault;
       const keyIds = keys.map((key) => key.id);
@@ -113,7 +113,7 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       const verifications = [...byDay.values()]
         .filter((day) => day.success + day.rateLimited + day.usageExceeded > 0)
         .sort((a, b) => a.time - b.time);
-      return reply.header(requestIdHeader, request.id).send({ verifications });
+      return reply.send({ verifications });
     },
   );
 
@@ -121,21 +121,10 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
     "/v1/analytics.getVerifications",
     { schema: { querystring: analyticsVerificationsQuery, response: analyticsVerificationsResponse } },
     async (request, reply) => {
-      const query = request.query as {
-        apiId: string;
-        externalId?: string;
-        keyId?: string;
-        tag?: string;
-        start?: number | null;
-        end?: number | null;
-        groupBy?: string;
-        limit?: number;
-        orderBy?: AnalyticsOrderBy;
-        order: "asc" | "desc";
-      };
+      const query = request.query;
       const groupBy = parseGroupBy(query.groupBy);
       await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.read_analytics", `api.${query.apiId}.read_analytics`),
       );
@@ -143,7 +132,7 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
         identityId = deps.state.identityIdByExternalId.get(query.externalId);
-        if (identityId === undefined) return reply.header(requestIdHeader, request.id).send([]);
+        if (identityId === undefined) return reply.send([]);
       }
       const endMs = query.end ?? deps.nowMs();
       const startMs = query.start ?? endMs - analyticsWindowMsDefault;
@@ -174,7 +163,8 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
           };
         },
       );
-      return reply.header(requestIdHeader, request.id).send(rows);
+      return reply.send(rows);
     },
   );
-}
+  done();
+};

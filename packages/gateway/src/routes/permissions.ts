@@ -1,5 +1,5 @@
 // permissions.createPermission/getPermission/listPermissions/deletePermission and
-// permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
+// permissions.createRole/getRole/listRoles/deleteRole (docs/api.md). Lists are ordered by id.
 
 import {
   permissionIdOfSlug,
@@ -8,10 +8,9 @@ import {
   type PermissionRecord,
   type RoleRecord,
 } from "@keyraft/core";
-import type { FastifyInstance, FastifyReply } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   createPermissionBody,
@@ -56,25 +55,25 @@ function description(value: string | undefined): string | null {
 
 const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
-  const send = <T>(reply: FastifyReply, id: string, body: T) => reply.header(requestIdHeader, id).send(body);
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type PermissionRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/permissions.createPermission",
     { schema: { body: createPermissionBody, response: createPermissionResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string; slug?: string; description?: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
-      const outcome = await ctx.submit({
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
+      const outcome = await deps.submit({
         type: "createPermission",
-        permissionId: ctx.ids.next("perm"),
+        permissionId: deps.ids.next("perm"),
         name: body.name,
         slug: body.slug ?? body.name,
         description: description(body.description),
         nowMs: deps.nowMs(),
       });
-      return send(reply, request.id, { permissionId: outcome.id });
+      return reply.send({ permissionId: createdId(outcome) });
     },
   );
 
@@ -82,11 +81,11 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.getPermission",
     { schema: { querystring: getPermissionQuery, response: getPermissionResponse } },
     async (request, reply) => {
-      const query = request.query as { permissionId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const query = request.query;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
       const permission = deps.state.permissions.get(query.permissionId);
       if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
-      return send(reply, request.id, permissionView(permission));
+      return reply.send(permissionView(permission));
     },
   );
 
@@ -94,8 +93,8 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.listPermissions",
     { schema: { response: listPermissionsResponse } },
     async (request, reply) => {
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
-      return send(reply, request.id, [...deps.state.permissions.values()].sort(byId).map(permissionView));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      return reply.send([...deps.state.permissions.values()].sort(byId).map(permissionView));
     },
   );
 
@@ -103,10 +102,10 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.deletePermission",
     { schema: { body: deletePermissionBody, response: rbacEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { permissionId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
-      await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
-      return send(reply, request.id, {});
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      await deps.submit({ type: "deletePermission", permissionId: body.permissionId });
+      return reply.send({});
     },
   );
 
@@ -114,22 +113,22 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.createRole",
     { schema: { body: createRoleBody, response: createRoleResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string; description?: string; permissions?: string[] };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
       const permissionIds = (body.permissions ?? []).map((ref) => {
         const id = deps.state.permissions.has(ref) ? ref : permissionIdOfSlug(deps.state, ref);
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: "createRole",
-        roleId: ctx.ids.next("role"),
+        roleId: deps.ids.next("role"),
         name: body.name,
         description: description(body.description),
         permissionIds,
         nowMs: deps.nowMs(),
       });
-      return send(reply, request.id, { roleId: outcome.id });
+      return reply.send({ roleId: createdId(outcome) });
     },
   );
 
@@ -137,31 +136,28 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.getRole",
     { schema: { querystring: getRoleQuery, response: getRoleResponse } },
     async (request, reply) => {
-      const query = request.query as { roleId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+      const query = request.query;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
       const role = deps.state.roles.get(query.roleId);
       if (role === undefined) throw notFound(`role ${query.roleId} not found`);
-      return send(reply, request.id, roleView(deps.state, role));
+      return reply.send(roleView(deps.state, role));
     },
   );
 
   app.get("/v1/permissions.listRoles", { schema: { response: listRolesResponse } }, async (request, reply) => {
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
-    return send(
-      reply,
-      request.id,
-      [...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)),
-    );
+    await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    return reply.send([...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)));
   });
 
   app.post(
     "/v1/permissions.deleteRole",
     { schema: { body: deleteRoleBody, response: rbacEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { roleId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
-      await ctx.submit({ type: "deleteRole", roleId: body.roleId });
-      return send(reply, request.id, {});
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      await deps.submit({ type: "deleteRole", roleId: body.roleId });
+      return reply.send({});
     },
   );
-}
+  done();
+};

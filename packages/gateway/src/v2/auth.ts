@@ -6,7 +6,7 @@
 import { keyDerived, ROOT_API_ID, ROOT_PERMISSION, type PermissionQuery } from "@keyraft/core";
 import type { FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { V2Error, insufficientPermissions } from "./problem.js";
 
 /** The authenticated root key. */
@@ -37,9 +37,9 @@ function bearerToken(request: FastifyRequest): string {
 }
 
 /** Authenticates the request's root key, or throws the v2 error of the first failing check. */
-export function authenticateRootKey(ctx: GatewayContext, request: FastifyRequest): Principal {
+export function authenticateRootKey(ctx: GatewayServices, request: FastifyRequest): Principal {
   const token = bearerToken(request);
-  const { state, nowMs } = ctx.deps;
+  const { state, nowMs } = ctx;
   const keyId = state.keyIdByHash.get(hashKey(token));
   const key = keyId === undefined ? undefined : state.keys.get(keyId);
   if (key === undefined || key.apiId !== ROOT_API_ID) {

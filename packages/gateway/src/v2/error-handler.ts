@@ -3,7 +3,6 @@
 // overloaded store or a closing server → 503 with Retry-After, anything unexpected → 500 (logged).
 
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { requestIdHeader } from "../app.js";
 import { V1Error } from "../errors.js";
 import { isStoreError } from "../store/errors.js";
 import { V2Error, problemBody, problemContentType } from "./problem.js";
@@ -52,7 +51,7 @@ export function sendV2Error(request: FastifyRequest, reply: FastifyReply, error:
   if (problem.statusCode >= 500 && problem.statusCode !== 503) {
     request.log.error({ err: error, reqId: request.id }, "request failed");
   }
-  reply.code(problem.statusCode).header(requestIdHeader, request.id).type(problemContentType);
+  reply.code(problem.statusCode).type(problemContentType);
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply.send(problemBody(problem, request.id));
 }

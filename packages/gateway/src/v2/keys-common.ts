@@ -8,7 +8,7 @@ import {
   type KeyState,
   type RefByName,
 } from "@keyraft/core";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { checkMeta } from "../routes/guards.js";
 import { V1Error } from "../errors.js";
 import type { Principal } from "./auth.js";
@@ -54,12 +54,12 @@ export function requireRolesExist(state: KeyState, names: readonly string[]): vo
 }
 
 /** Permission slugs as references that create missing ones (createKey/updateKey, as upstream v2). */
-export function permissionRefs(ctx: GatewayContext, slugs: readonly string[]): RefByName[] {
+export function permissionRefs(ctx: GatewayServices, slugs: readonly string[]): RefByName[] {
   return [...new Set(slugs)].map((slug) => ({ name: slug, newId: ctx.ids.next("perm"), create: true }));
 }
 
 /** Role names as references that never create. */
-export function roleRefs(ctx: GatewayContext, names: readonly string[]): RefByName[] {
+export function roleRefs(ctx: GatewayServices, names: readonly string[]): RefByName[] {
   return [...new Set(names)].map((name) => ({ name, newId: ctx.ids.next("role"), create: false }));
 }
 

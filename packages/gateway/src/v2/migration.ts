@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import type { KeyRecord } from "@keyraft/core";
 import { hashKey } from "../auth/hash.js";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import type { KeyMigrationAlgorithm } from "../key-migrations.js";
 import { V2Error } from "./problem.js";
 
@@ -32,13 +32,13 @@ function seamStart(secret: string): string {
  * written, whether the caller may verify that key at all. A malformed seam secret is 400.
  */
 export async function migrateOnDemand(
-  ctx: GatewayContext,
+  ctx: GatewayServices,
   secret: string,
   migrationId: string,
   mayVerify: (key: KeyRecord) => boolean,
 ): Promise<KeyRecord | undefined> {
-  const { state } = ctx.deps;
-  const algorithm = ctx.deps.keyMigrations?.get(migrationId);
+  const { state } = ctx;
+  const algorithm = ctx.keyMigrations?.get(migrationId);
   // sha256 keys are stored in keyraft's own form: the normal lookup already saw them.
   if (algorithm === undefined || algorithm === "sha256") return undefined;
   const migrationHash = migrationHashOfSecret(algorithm, secret);
@@ -49,7 +49,7 @@ export async function migrateOnDemand(
   const hash = hashKey(secret);
   // A concurrent verification may complete it first (then this command is refused): either way
   // the key is now found by its new hash.
-  await ctx.deps.commandLog.append({
+  await ctx.commandLog.append({
     type: "completeMigration",
     keyId: pending.id,
     migrationId,

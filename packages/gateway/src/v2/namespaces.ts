@@ -2,7 +2,7 @@
 // name on first use when the caller may (ratelimit.*.create_namespace).
 
 import type { KeyState } from "@keyraft/core";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { holds, type Principal } from "./auth.js";
 import { insufficientPermissions, V2Error } from "./problem.js";
 import { submitV2 } from "./submit.js";
@@ -23,11 +23,11 @@ export const createNamespacePermission = "ratelimit.*.create_namespace";
  * check (403 naming it), as ratelimit.limit and multiLimit do.
  */
 export async function resolveOrCreateNamespaces(
-  ctx: GatewayContext,
+  ctx: GatewayServices,
   principal: Principal,
   names: readonly string[],
 ): Promise<Map<string, string>> {
-  const { state, nowMs } = ctx.deps;
+  const { state, nowMs } = ctx;
   const ids = new Map<string, string>();
   const missing: string[] = [];
   for (const name of new Set(names)) {

@@ -2,7 +2,7 @@
 // the not-found error of the thing it addresses; everything else maps by the command's code.
 
 import type { CommandError, CommandOk, KeyCommand } from "@keyraft/core";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { V2Error, type ProblemCode } from "./problem.js";
 
 export interface SubmitOptions {
@@ -40,8 +40,8 @@ export function commandProblem(error: CommandError, options: SubmitOptions = {})
 }
 
 /** Appends `command` and waits for its durability; a refusal is thrown as its v2 error. */
-export async function submitV2(ctx: GatewayContext, command: KeyCommand, options?: SubmitOptions): Promise<CommandOk> {
-  const outcome = await ctx.deps.commandLog.append(command);
+export async function submitV2(ctx: GatewayServices, command: KeyCommand, options?: SubmitOptions): Promise<CommandOk> {
+  const outcome = await ctx.commandLog.append(command);
   if (!outcome.ok) throw commandProblem(outcome, options);
   return outcome;
 }

@@ -15,7 +15,7 @@ import {
 import { Type } from "@sinclair/typebox";
 import { anyOf, holds, requirePermissions, type Principal } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import { Closed } from "../validation.js";
 
@@ -43,8 +43,8 @@ function refusal(answer: AnalyticsSqlRefusal): V2Error {
   return new V2Error(answer.type, answer.message, { errors: [{ location: "body/query", message: answer.message }] });
 }
 
-export const analyticsRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const analyticsRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
   app.post(
     "/analytics.getVerifications",
     { schema: { body: GetVerificationsBody, response: v2Responses(Envelope(Type.Array(Row))) } },

@@ -7,7 +7,7 @@ import { allOf, anyOf, requirePermissions, satisfies } from "../auth.js";
 import { EmptyData, Envelope, ok, okPage, PaginatedEnvelope, v2Responses } from "../envelope.js";
 import { byId, pageById } from "../pagination.js";
 import { KeyResponse, keyView } from "../schemas/key.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import { submitV2 } from "../submit.js";
 import { Closed } from "../validation.js";
@@ -37,8 +37,8 @@ function keysOfApi(state: KeyState, apiId: string, identityId: string | undefine
 
 const apiNotFound = () => new V2Error("api_not_found", "The requested API does not exist or has been deleted.");
 
-export const apiRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
 
   app.post(
     "/apis.createApi",

@@ -9,7 +9,7 @@ import { Type } from "@sinclair/typebox";
 import { anyOf, requirePermissions } from "../auth.js";
 import { Envelope, Meta, ok, okPage, PaginatedEnvelope, v2Responses } from "../envelope.js";
 import { byId, pageById } from "../pagination.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { invalidInput, V2Error } from "../problem.js";
 import { CreateIdentityBody, IdentityRefBody, ListIdentitiesBody, UpdateIdentityBody } from "../schemas/identities.js";
 import { IdentityResponse as Identity, identityView } from "../schemas/identity.js";
@@ -45,8 +45,8 @@ function limitInputs(ratelimits: readonly RatelimitRequest[]) {
 /** Stored meta: `{}` is none. */
 const storedMeta = (meta: JsonObject): JsonObject | null => (Object.keys(meta).length === 0 ? null : meta);
 
-export const identityRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
 
   app.post(
     "/identities.createIdentity",

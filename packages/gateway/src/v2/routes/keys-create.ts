@@ -15,7 +15,7 @@ import {
   roleNotFoundOf,
   roleRefs,
 } from "../keys-common.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error, invalidInput } from "../problem.js";
 import { ApiIdCreate, expiresMsMax, KeyId } from "../schemas/common.js";
 import { CreditsRequest, creditsInput } from "../schemas/credits.js";
@@ -61,8 +61,8 @@ const CreatedKey = Envelope(Type.Object({ keyId: Type.String(), key: Type.String
 /** keyraft stores no recoverable (encrypted) copies of keys. */
 const vaultMissing = () => new V2Error("precondition_failed", "Vault hasn't been set up.");
 
-export const keyCreateRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const keyCreateRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
 
   app.post(
     "/keys.createKey",

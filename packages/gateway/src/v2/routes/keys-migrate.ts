@@ -8,7 +8,7 @@ import { Type } from "@sinclair/typebox";
 import { anyOf, requirePermissions } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import { checkMetaV2, requireRootAdmin } from "../keys-common.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error, invalidInput } from "../problem.js";
 import { CreditsRequest, creditsInput } from "../schemas/credits.js";
 import {
@@ -48,8 +48,8 @@ const MigrateKeysData = Type.Object({
   failed: Type.Array(Type.String()),
 });
 
-export const keyMigrateRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const keyMigrateRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
 
   app.post(
     "/keys.migrateKeys",

@@ -9,7 +9,7 @@ import type { FastifyRequest } from "fastify";
 import { allOf, anyOf, holds, requirePermissions } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import { liveKey, requireRolesExist, requireRootAdmin, roleNotFoundOf } from "../keys-common.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import { KeyId } from "../schemas/common.js";
 import { PermissionSlug, RoleName } from "../schemas/keys-request.js";
@@ -25,8 +25,8 @@ const rolesBody = (minItems: number) =>
 const PermissionsData = Envelope(Type.Array(PermissionResponse));
 const RolesData = Envelope(Type.Array(RoleResponse));
 
-export const keyRbacRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
 
   /** The key after the update permission (and `extra`) was checked. */
   const keyFor = (request: FastifyRequest, keyId: string, ...extra: string[]) => {

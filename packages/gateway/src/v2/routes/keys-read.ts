@@ -6,7 +6,7 @@ import { hashKey } from "../../auth/hash.js";
 import { anyOf, holdsAny, requirePermissions } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import { keyNotFoundDetail } from "../keys-common.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import { KeyId } from "../schemas/common.js";
 import { KeyResponse, keyView } from "../schemas/key.js";
@@ -15,8 +15,8 @@ import { Closed } from "../validation.js";
 const GetKeyBody = Closed({ keyId: KeyId, decrypt: Type.Optional(Type.Boolean({ default: false })) });
 const WhoamiBody = Closed({ key: Type.String({ minLength: 1, maxLength: 512 }) });
 
-export const keyReadRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { state, nowMs } = ctx.deps;
+export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const { state, nowMs } = ctx;
 
   app.post(
     "/keys.getKey",

@@ -1,7 +1,7 @@
 // keys.verifyKey (v2): a root key with `api.*.verify_key` or `api.<apiId>.verify_key` verifies a
 // key of that api. The route only translates: the verification itself (decide, cover the rate-
 // limit counts, spend credits, record analytics) is the one path v1's verifyKey and forwarded
-// verifications use (ctx.verifyHash). A key the root key may not verify answers NOT_FOUND, as
+// verifications use (verify/verification.ts). A key the root key may not verify answers NOT_FOUND, as
 // an unknown key does, so existence never leaks.
 
 import {
@@ -15,7 +15,7 @@ import type { VerifyFields } from "../../counters/ratelimit/wire.js";
 import { holdsAny, type Principal } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import { migrateOnDemand } from "../migration.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error, invalidInput } from "../problem.js";
 import { notFoundData, verifyData, VerifyKeyBody, VerifyKeyData } from "../schemas/verify.js";
 import { keyDerived } from "@keyraft/core";
@@ -43,8 +43,8 @@ function parsedQuery(text: string): PermissionQuery {
   return parsed.query;
 }
 
-export const keyVerifyRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { state } = ctx.deps;
+export const keyVerifyRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const { state } = ctx;
   const mayVerify = (principal: Principal) => (key: KeyRecord) =>
     state.apis.has(key.apiId) && holdsAny(principal, "api.*.verify_key", `api.${key.apiId}.verify_key`);
 
@@ -91,8 +91,8 @@ export const keyVerifyRoutes: V2RoutePlugin = (app, { ctx }, done) => {
       if (query !== undefined) fields.authorization = { permissions: query };
       if (body.credits !== undefined) fields.remaining = { cost: body.credits.cost };
       if (body.ratelimits !== undefined) fields.ratelimits = body.ratelimits;
-      const answer = await ctx.verifyHash(hash, fields, request.id);
-      return ok(request, verifyData(state, answer.result, answer.limits));
+      const outcome = await ctx.verification.verify(hash, request.id, fields);
+      return ok(request, verifyData(state, outcome.result, outcome.limits));
     },
   );
   done();

@@ -16,7 +16,7 @@ import {
   roleNotFoundOf,
   roleRefs,
 } from "../keys-common.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { invalidInput } from "../problem.js";
 import { KeyId } from "../schemas/common.js";
 import { CreditsResponse, RefillRequest, creditsView, refillInput } from "../schemas/credits.js";
@@ -83,8 +83,8 @@ function creditFields(credits: UpdateKeyBody["credits"]): Pick<UpdateKeyCommand,
   return fields;
 }
 
-export const keyWriteRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
   const updatePermission = (apiId: string) => anyOf("api.*.update_key", `api.${apiId}.update_key`);
 
   app.post(

@@ -2,7 +2,7 @@
 
 import { Type } from "@sinclair/typebox";
 import { Envelope, ok, v2Responses } from "../envelope.js";
-import type { V2RoutePlugin } from "../plugin.js";
+import type { V2RoutePlugin } from "../route.js";
 
 const LivenessData = Type.Object({ message: Type.String() });
 

@@ -9,7 +9,7 @@ import { anyOf, holdsAny, requirePermissions } from "../auth.js";
 import { EmptyData, Envelope, ok, okPage, PaginatedEnvelope, v2Responses } from "../envelope.js";
 import { findNamespaceId, namespaceNotFound } from "../namespaces.js";
 import { pageById } from "../pagination.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import { ListOverridesBody, Override, OverrideRefBody, SetOverrideBody } from "../schemas/ratelimit.js";
 import { submitV2 } from "../submit.js";
@@ -29,8 +29,8 @@ function overrideView(override: OverrideRecord) {
 const permission = (action: string, namespaceId: string) =>
   anyOf(`ratelimit.*.${action}`, `ratelimit.${namespaceId}.${action}`);
 
-export const overrideRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const overrideRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
   const namespaceOf = (namespace: string): string => {
     const id = findNamespaceId(deps.state, namespace);
     if (id === undefined) throw namespaceNotFound();

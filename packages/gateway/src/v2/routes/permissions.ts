@@ -12,11 +12,11 @@ import {
   type RoleRecord,
 } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
-import type { GatewayContext } from "../../context.js";
+import type { GatewayServices } from "../../services.js";
 import { allOf, holds, requirePermissions, type Principal } from "../auth.js";
 import { EmptyData, Envelope, ok, okPage, PaginatedEnvelope, v2Responses } from "../envelope.js";
 import { byId, pageById } from "../pagination.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import {
   CreatePermissionBody,
@@ -42,8 +42,8 @@ function findRole(state: KeyState, ref: string): RoleRecord | undefined {
 }
 
 /** Slugs to link to a role: missing ones need rbac.*.create_permission (403) and are then created. */
-function slugRefs(ctx: GatewayContext, principal: Principal, slugs: readonly string[]) {
-  const missing = slugs.some((slug) => permissionIdOfSlug(ctx.deps.state, slug) === undefined);
+function slugRefs(ctx: GatewayServices, principal: Principal, slugs: readonly string[]) {
+  const missing = slugs.some((slug) => permissionIdOfSlug(ctx.state, slug) === undefined);
   if (missing) requirePermissions(principal, "rbac.*.create_permission");
   return {
     refs: slugs.map((name) => ({ name, newId: ctx.ids.next("perm"), create: true })),
@@ -56,8 +56,8 @@ const protectedRoot = (error: CommandError) =>
     ? new V2Error("protected_resource", "The root permission '*' is protected from deletion.")
     : undefined;
 
-export const permissionRoutes: V2RoutePlugin = (app, { ctx }, done) => {
-  const { deps } = ctx;
+export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
+  const deps = ctx;
 
   app.post(
     "/permissions.createPermission",

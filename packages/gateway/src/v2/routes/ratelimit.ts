@@ -4,14 +4,18 @@
 // An override of limit 0 refuses every request with a cost (a block list, docs/api-v2.md "Rate limiting").
 
 import { type OverrideRecord } from "@keyraft/core";
-import type { GatewayContext } from "../../context.js";
+import type { GatewayServices } from "../../services.js";
 import type { LimitAnswer } from "../../counters/ratelimit/judge-here.js";
 import { bothCovered } from "../../counters/ratelimit/judge-here.js";
-import { judgeNamespaceCheck, planNamespaceCheck, type PlannedNamespaceCheck } from "../../routes/ratelimit.js";
+import {
+  judgeNamespaceCheck,
+  planNamespaceCheck,
+  type PlannedNamespaceCheck,
+} from "../../counters/ratelimit/namespace-check.js";
 import { anyOf, holds, requirePermissions, type Principal } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import { resolveOrCreateNamespaces } from "../namespaces.js";
-import { principalOf, type V2RoutePlugin } from "../plugin.js";
+import { principalOf, type V2RoutePlugin } from "../route.js";
 import { insufficientPermissions } from "../problem.js";
 import { LimitData, LimitRequest, MultiLimitBody, MultiLimitData } from "../schemas/ratelimit.js";
 
@@ -34,8 +38,8 @@ function withOverride<T extends object>(data: T, override: OverrideRecord | unde
   return override === undefined ? data : { ...data, overrideId: override.id };
 }
 
-function plan(ctx: GatewayContext, namespaceId: string, entry: LimitEntry): PlannedNamespaceCheck {
-  return planNamespaceCheck(ctx.deps.state, namespaceId, entry.identifier, {
+function plan(ctx: GatewayServices, namespaceId: string, entry: LimitEntry): PlannedNamespaceCheck {
+  return planNamespaceCheck(ctx.state, namespaceId, entry.identifier, {
     limit: entry.limit,
     durationMs: entry.duration,
     cost: entry.cost,
@@ -49,11 +53,11 @@ function plan(ctx: GatewayContext, namespaceId: string, entry: LimitEntry): Plan
  * fit, so a refused call consumes nothing unless another request raced it between the two steps.
  */
 async function judgeAll(
-  ctx: GatewayContext,
+  ctx: GatewayServices,
   ids: readonly string[],
   entries: readonly LimitEntry[],
 ): Promise<Judged[]> {
-  const { deps } = ctx;
+  const deps = ctx;
   const planned = entries.map((entry, i) => plan(ctx, ids[i]!, entry));
   if (deps.rateLimits === undefined || deps.rateLimits.alone()) {
     const judged = deps.limiter.limit(
@@ -100,7 +104,7 @@ function requireMultiLimit(principal: Principal, namespaceIds: readonly string[]
     );
 }
 
-export const ratelimitRoutes: V2RoutePlugin = (app, { ctx }, done) => {
+export const ratelimitRoutes: V2RoutePlugin = (app, ctx, done) => {
   app.post(
     "/ratelimit.limit",
     { schema: { body: LimitRequest, response: v2Responses(Envelope(LimitData)) } },

@@ -1,6 +1,6 @@
 // The v2 route plugins of identities, permissions and roles, rate limiting and analytics.
 
-import type { V2RoutePlugin } from "../plugin.js";
+import type { V2RoutePlugin } from "../route.js";
 import { analyticsRoutes } from "./analytics.js";
 import { identityRoutes } from "./identities.js";
 import { overrideRoutes } from "./overrides.js";
