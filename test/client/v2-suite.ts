@@ -6,7 +6,13 @@
 
 import { createHash } from "node:crypto";
 import { Unkey } from "@unkey/api-v2";
-import { UnkeyError } from "@unkey/api-v2/models/errors";
+import {
+  BadRequestErrorResponse,
+  ConflictErrorResponse,
+  NotFoundErrorResponse,
+  UnauthorizedErrorResponse,
+  UnkeyError,
+} from "@unkey/api-v2/models/errors";
 import { Overrides, Ratelimit } from "@unkey/ratelimit-v2";
 import { expect } from "vitest";
 
@@ -407,9 +413,17 @@ export async function errorsFlow({ writer, target }: Clients): Promise<void> {
   });
   const unauthorized = await rejection(wrongKey.apis.createApi({ name: "nope-api" }));
   expect(unauthorized.statusCode).toBe(401);
+  // The errors reach the client as its typed classes (status and Content-Type as it expects).
+  expect(unauthorized).toBeInstanceOf(UnauthorizedErrorResponse);
   expect(errorType(unauthorized)).toBe("unkey/authentication/key_not_found");
   const invalid = await rejection(writer.apis.createApi({ name: "ab" }));
   expect(invalid.statusCode).toBe(400);
+  expect(invalid).toBeInstanceOf(BadRequestErrorResponse);
+  const missing = await rejection(writer.identities.getIdentity({ identity: "nobody_here" }));
+  expect(missing).toBeInstanceOf(NotFoundErrorResponse);
+  await writer.permissions.createPermission({ name: "twice", slug: "errors.twice" }).catch(() => undefined);
+  const conflict = await rejection(writer.permissions.createPermission({ name: "twice", slug: "errors.twice" }));
+  expect(conflict).toBeInstanceOf(ConflictErrorResponse);
   const body = JSON.parse(invalid.body) as { meta: { requestId: string }; error: { errors: unknown[] } };
   expect(body.meta.requestId).toMatch(/^req_/);
   expect(body.error.errors.length).toBeGreaterThan(0);

@@ -51,7 +51,8 @@ describe("permission query strings", () => {
       "Unexpected token 'b' at position 2. The query appears to have extra content after a valid expression.",
     );
     expect(failure("a & b")).toBe(
-      "Invalid character '&' found in query at position 2. Only letters, numbers, dots, underscores, hyphens, slashes, colons, asterisks, and parentheses are allowed.",
+      "Invalid character '&' found in query at position 2. " +
+        "Only letters, numbers, dots, underscores, hyphens, slashes, colons, asterisks, and parentheses are allowed.",
     );
     expect(failure("é AND a")).toMatch(/^Invalid character 'é' found in query at position 0\./);
     expect(failure("a".repeat(1001))).toMatch(/longer than 1000/);

@@ -43,7 +43,7 @@ function expectWellFormed(response: LightMyRequestResponse): void {
   const body = response.json() as { meta?: { requestId?: unknown }; error?: Record<string, unknown> };
   expect(body.meta?.requestId).toBe(response.headers["unkey-request-id"]);
   if (response.statusCode >= 400) {
-    expect(response.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(response.headers["content-type"]).toMatch(/^application\/(problem\+)?json/);
     expect(body.error?.["status"]).toBe(response.statusCode);
     expect(String(body.error?.["type"])).toMatch(/^https:\/\/unkey\.com\/docs\/errors\//);
     expect(typeof body.error?.["detail"]).toBe("string");

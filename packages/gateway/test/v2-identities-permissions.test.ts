@@ -88,7 +88,13 @@ describe("v2 identities", () => {
     const deleted = await v2(h, "identities.deleteIdentity", { identity: "user_1" });
     expect(deleted.statusCode).toBe(200);
     expect(Object.keys(deleted.json() as object)).toEqual(["meta"]);
-    problemOf(await v2(h, "identities.deleteIdentity", { identity: identityId }), 404, "unkey/data/identity_not_found");
+    // The client types deleteIdentity's errors only as problem+json: that is what they are sent as.
+    const again404 = await v2(h, "identities.deleteIdentity", { identity: identityId });
+    expect(again404.statusCode).toBe(404);
+    expect(again404.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect((again404.json() as { error: { type: string } }).error.type).toBe(
+      "https://unkey.com/docs/errors/unkey/data/identity_not_found",
+    );
     problemOf(await v2(h, "identities.getIdentity", { identity: identityId }), 404, "unkey/data/identity_not_found");
     const again = dataOf<{ identityId: string }>(await v2(h, "identities.createIdentity", { externalId: "user_1" }));
     expect(again.identityId).not.toBe(identityId);

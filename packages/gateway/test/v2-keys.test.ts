@@ -82,6 +82,9 @@ describe("keys.createKey", () => {
     expect((await bad({ credits: { remaining: 5, refill: { interval: "monthly", amount: 5 } } })).detail).toBe(
       "`refillDay` must be provided when the refill interval is `monthly`.",
     );
+    const huge = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`f${i}`, "x".repeat(700)]));
+    expect((await bad({ meta: huge })).detail).toMatch(/metadata is too large/);
+    await bad({ meta: Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`f${i}`, i])) });
     await bad({ byteLength: 15 });
     await bad({ byteLength: 256 });
     await bad({ prefix: "a".repeat(17) });

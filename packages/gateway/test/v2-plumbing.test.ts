@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { harness, type Harness } from "./app-harness.js";
+import { errorContentType } from "../src/v2/problem.js";
+import { harness, rootKey, type Harness } from "./app-harness.js";
 import { dataOf, problemOf, v2 } from "./v2-harness.js";
 
 let h: Harness;
@@ -138,5 +139,25 @@ describe("v2 plumbing", () => {
     expect(Object.keys(document.paths)).toEqual(
       expect.arrayContaining(["/v2/liveness", "/v2/apis.createApi", "/v2/apis.getApi", "/v1/keys.verifyKey"]),
     );
+  });
+
+  it("errors are application/json for the official client, problem+json when Accept asks or for 429", async () => {
+    h = await harness();
+    const ask = (accept: string) =>
+      h.app.inject({
+        method: "POST",
+        url: "/v2/apis.getApi",
+        payload: JSON.stringify({ apiId: "api_missing" }),
+        headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}`, accept },
+      });
+    const typeOf = async (accept: string) => (await ask(accept)).headers["content-type"];
+    expect(await typeOf("application/json")).toMatch(/^application\/json/);
+    expect(await typeOf("application/problem+json")).toMatch(/^application\/problem\+json/);
+    expect(await typeOf("*/*")).toMatch(/^application\/problem\+json/);
+    expect(await typeOf("text/html, application/*;q=0.8")).toMatch(/^application\/problem\+json/);
+    expect(await typeOf("application/jsonx")).toMatch(/^application\/json/);
+    expect(errorContentType(429, "application/json", false)).toBe("application/problem+json");
+    expect(errorContentType(404, undefined, true)).toBe("application/problem+json");
+    expect(errorContentType(404, undefined, false)).toBe("application/json");
   });
 });

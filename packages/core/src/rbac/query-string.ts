@@ -80,9 +80,12 @@ class SyntaxError {
   constructor(readonly message: string) {}
 }
 
+const allowedCharacters =
+  "Only letters, numbers, dots, underscores, hyphens, slashes, colons, asterisks, and parentheses are allowed.";
+
 const invalidCharacter = (token: Token) =>
   new SyntaxError(
-    `Invalid character '${token.text}' found in query at position ${token.position}. Only letters, numbers, dots, underscores, hyphens, slashes, colons, asterisks, and parentheses are allowed.`,
+    `Invalid character '${token.text}' found in query at position ${token.position}. ${allowedCharacters}`,
   );
 
 class Parser {

@@ -102,12 +102,17 @@ function decided(
   };
 }
 
-/** A limit resolved for this call: what to check and how to report it. */
-interface ResolvedLimit {
-  check: LimitCheck;
+/** How a checked limit is reported (a ConfiguredLimit is one). */
+interface LimitDescription {
   name: string;
+  /** `rl_...`; "" for an ad-hoc limit of the request. */
   id: string;
   autoApply: boolean;
+}
+
+/** A limit resolved for this call: what to check and how to report it. */
+interface ResolvedLimit extends LimitDescription {
+  check: LimitCheck;
 }
 
 function configuredCheck(limit: ConfiguredLimit, cost: number): ResolvedLimit {
@@ -190,12 +195,12 @@ function unknownLimit(state: KeyState, key: KeyRecord, name: string): VerifyBadR
  */
 function ratelimitField(
   judged: LimitResult,
-  names: readonly string[],
+  described: readonly LimitDescription[],
 ): { limit: number; remaining: number; reset: number } {
   let reported = 0;
   if (!judged.success) reported = judged.outcomes.findIndex((outcome) => !outcome.success);
   const outcome = judged.outcomes[reported]!;
-  const defaultAt = names.indexOf("default");
+  const defaultAt = described.findIndex((limit) => limit.name === "default");
   const limit = defaultAt >= 0 ? judged.outcomes[defaultAt]!.limit : outcome.limit;
   return { limit, remaining: outcome.remaining, reset: outcome.resetAtMs };
 }
@@ -241,18 +246,23 @@ export function decideVerification(
   if (noRequestedLimits && derived.autoLimits.length === 0) {
     return decideCredits(state, key, derived, request, nowMs, undefined, noTouched, noLimits);
   }
-  const limits = resolveLimits(state, key, derived, request);
-  if (!Array.isArray(limits)) return limits as VerifyBadRequest;
-  const resolved = limits as readonly ResolvedLimit[];
-  const checks = noRequestedLimits ? derived.autoChecks : resolved.map((limit) => limit.check);
+  // The common request names no limit: the key's auto-applied ones, checks built once (KeyDerived).
+  let checks: readonly LimitCheck[] = derived.autoChecks;
+  let described: readonly LimitDescription[] = derived.autoLimits;
+  if (!noRequestedLimits) {
+    const limits = resolveLimits(state, key, derived, request);
+    if (!Array.isArray(limits)) return limits as VerifyBadRequest;
+    const resolved = limits as readonly ResolvedLimit[];
+    checks = resolved.map((limit) => limit.check);
+    described = resolved;
+  }
   const judged = limiter.limit(checks, nowMs);
-  const names = resolved.map((limit) => limit.name);
-  const ratelimit = ratelimitField(judged, names);
-  const applied: AppliedLimit[] = resolved.map((limit, index) => ({
+  const ratelimit = ratelimitField(judged, described);
+  const applied: AppliedLimit[] = described.map((limit, index) => ({
     name: limit.name,
     id: limit.id,
-    limit: limit.check.limit,
-    durationMs: limit.check.durationMs,
+    limit: checks[index]!.limit,
+    durationMs: checks[index]!.durationMs,
     autoApply: limit.autoApply,
     outcome: judged.outcomes[index]!,
   }));
@@ -261,7 +271,7 @@ export function decideVerification(
     result.ratelimit = ratelimit;
     const decision = decided(result, key, derived);
     decision.limits = applied;
-    decision.triggeredRatelimit = names[judged.outcomes.findIndex((outcome) => !outcome.success)];
+    decision.triggeredRatelimit = described[judged.outcomes.findIndex((outcome) => !outcome.success)]?.name;
     return decision;
   }
   return decideCredits(state, key, derived, request, nowMs, ratelimit, judged.touched, applied);

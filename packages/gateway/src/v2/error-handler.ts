@@ -5,7 +5,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { V1Error } from "../errors.js";
 import { isStoreError } from "../store/errors.js";
-import { V2Error, problemBody, problemContentType } from "./problem.js";
+import { V2Error, errorContentType, problemBody } from "./problem.js";
 import { validationProblem } from "./validation.js";
 
 /** Errors the shared v1 code (body parser, command log, shutdown hook) raises, in v2 terms. */
@@ -51,7 +51,8 @@ export function sendV2Error(request: FastifyRequest, reply: FastifyReply, error:
   if (problem.statusCode >= 500 && problem.statusCode !== 503) {
     request.log.error({ err: error, reqId: request.id }, "request failed");
   }
-  reply.code(problem.statusCode).type(problemContentType);
+  const problemJsonOnly = request.routeOptions.config.v2ProblemJsonOnly === true;
+  reply.code(problem.statusCode).type(errorContentType(problem.statusCode, request.headers.accept, problemJsonOnly));
   for (const [name, value] of Object.entries(problem.headers)) reply.header(name, value);
   return reply.send(problemBody(problem, request.id));
 }

@@ -9,10 +9,9 @@ import {
   type RefByName,
 } from "@keyraft/core";
 import type { GatewayServices } from "../services.js";
-import { checkMeta } from "../routes/guards.js";
-import { V1Error } from "../errors.js";
+import { metaTooLarge } from "../routes/guards.js";
 import type { Principal } from "./auth.js";
-import { V2Error, insufficientPermissions } from "./problem.js";
+import { V2Error, insufficientPermissions, invalidInput } from "./problem.js";
 
 export const keyNotFoundDetail = "The specified key was not found.";
 export const keyNotFound = (): V2Error => new V2Error("key_not_found", keyNotFoundDetail);
@@ -34,16 +33,10 @@ export function requireRootAdmin(principal: Principal, apiId: string): void {
   }
 }
 
-/** Metadata within keyraft's one limit (64,000 characters of JSON), as a v2 400. */
+/** Metadata within keyraft's one limit (64,000 characters of JSON, as v1), as a v2 400. */
 export function checkMetaV2(meta: Record<string, unknown> | null | undefined, location = "body/meta"): void {
-  try {
-    checkMeta(meta);
-  } catch (error) {
-    if (error instanceof V1Error) {
-      throw new V2Error("invalid_input", error.message, { errors: [{ location, message: error.message }] });
-    }
-    throw error;
-  }
+  const message = metaTooLarge(meta);
+  if (message !== null) throw invalidInput(message, location);
 }
 
 /** 404 `role_not_found` for the first role name that does not exist. */

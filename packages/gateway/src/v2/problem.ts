@@ -1,12 +1,32 @@
 // The v2 error model (docs/api-v2.md): every error is a problem document
-// `{meta:{requestId}, error:{title, detail, status, type, errors?}}` sent as
-// application/problem+json. `type` is upstream's documentation URL of the error code, so clients
-// that branch on it work unchanged; `errors` is present on every 400 (possibly empty).
+// `{meta:{requestId}, error:{title, detail, status, type, errors?}}`. `type` is upstream's
+// documentation URL of the error code, so clients that branch on it work unchanged; `errors` is
+// present on every 400 (possibly empty). Its Content-Type: errorContentType below.
 
 /** Base of every upstream error type URL: `<base><system>/<category>/<code>`. */
 export const problemTypeBase = "https://unkey.com/docs/errors/";
 
 export const problemContentType = "application/problem+json";
+
+/**
+ * The Content-Type of an error answer. The official client types an error (BadRequestErrorResponse,
+ * NotFoundErrorResponse, ...) only when status and Content-Type match its table: application/json
+ * for 400..404, 409..412, 422, 500, 503; application/problem+json for 429 and for every error of a
+ * route marked `problemJsonOnly` (identities.deleteIdentity). So: problem+json for 429, for those
+ * routes, and when the request's Accept asks for it (`application/problem+json`, `application/*`,
+ * `*\/*`, as upstream negotiates); application/json otherwise (the client sends
+ * `Accept: application/json`). The body is the same problem document either way.
+ */
+export function errorContentType(status: number, accept: string | undefined, problemJsonOnly: boolean): string {
+  if (status === 429 || problemJsonOnly) return problemContentType;
+  if (
+    accept !== undefined &&
+    /(^|[\s,])(application\/problem\+json|application\/\*|\*\/\*)(\s*[;,]|\s*$)/i.test(accept)
+  ) {
+    return problemContentType;
+  }
+  return "application/json";
+}
 
 /**
  * Every v2 error keyraft answers: status, title and the `<system>/<category>/<code>` path of its

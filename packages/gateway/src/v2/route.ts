@@ -14,6 +14,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** A v2 route answering without a root key (liveness). */
     v2Public?: boolean;
+    /** A v2 route whose errors the official client types only as application/problem+json (problem.ts). */
+    v2ProblemJsonOnly?: boolean;
   }
   interface FastifyRequest {
     /** The authenticated root key of a v2 request (null on public routes and outside /v2). */

@@ -4,10 +4,11 @@
 // identity deletes it (its keys keep working without it), as v1 does; listing needs
 // identity.*.read_identity.
 
-import { metaJsonLengthMax, type IdentityRecord, type JsonObject, type KeyState } from "@keyraft/core";
+import type { IdentityRecord, JsonObject, KeyState } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
 import { anyOf, requirePermissions } from "../auth.js";
 import { Envelope, Meta, ok, okPage, PaginatedEnvelope, v2Responses } from "../envelope.js";
+import { checkMetaV2 } from "../keys-common.js";
 import { byId, pageById } from "../pagination.js";
 import { principalOf, type V2RoutePlugin } from "../route.js";
 import { invalidInput, V2Error } from "../problem.js";
@@ -21,17 +22,6 @@ const identityNotFound = () => new V2Error("identity_not_found", "This identity 
 
 function findIdentity(state: KeyState, ref: string): IdentityRecord | undefined {
   return state.identities.get(ref) ?? state.identities.get(state.identityIdByExternalId.get(ref) ?? "");
-}
-
-/** One meta limit for keys and identities in both APIs (docs/api-v2.md, "Identities"): 64,000 characters of JSON. */
-function checkMeta(meta: JsonObject | undefined): void {
-  if (meta === undefined) return;
-  const length = JSON.stringify(meta).length;
-  if (length > metaJsonLengthMax)
-    throw invalidInput(
-      `Metadata is too large: ${length} characters of JSON, at most ${metaJsonLengthMax}.`,
-      "body/meta",
-    );
 }
 
 /** The definitions as the key state takes them; a name given twice is a 400. */
@@ -59,7 +49,7 @@ export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
     async (request) => {
       const body = request.body;
       requirePermissions(principalOf(request), "identity.*.create_identity");
-      checkMeta(body.meta);
+      checkMetaV2(body.meta);
       const ratelimits = limitInputs(body.ratelimits ?? []);
       const conflict = () =>
         new V2Error(
@@ -124,7 +114,7 @@ export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
       const body = request.body;
       requirePermissions(principalOf(request), "identity.*.update_identity");
       const ratelimits = body.ratelimits === undefined ? undefined : limitInputs(body.ratelimits);
-      checkMeta(body.meta);
+      checkMetaV2(body.meta);
       const identity = findIdentity(deps.state, body.identity);
       if (identity === undefined) throw identityNotFound();
       await submitV2(
@@ -145,7 +135,11 @@ export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
 
   app.post(
     "/identities.deleteIdentity",
-    { schema: { body: IdentityRefBody, response: v2Responses(Type.Object({ meta: Meta })) } },
+    {
+      schema: { body: IdentityRefBody, response: v2Responses(Type.Object({ meta: Meta })) },
+      // The official client types this route's errors only as problem+json.
+      config: { v2ProblemJsonOnly: true },
+    },
     async (request) => {
       requirePermissions(principalOf(request), "identity.*.delete_identity");
       const identity = findIdentity(deps.state, request.body.identity);

@@ -63,10 +63,11 @@ export const keyVerifyRoutes: V2RoutePlugin = (app, ctx, done) => {
       }
       if (derived.configuredLimits.has(entry.name)) continue;
       const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
+      const missing = `ratelimit '${entry.name}' was requested but does not exist for key '${key.id}'`;
       const detail =
         identity === undefined
-          ? `ratelimit '${entry.name}' was requested but does not exist for key '${key.id}' and there is no identity connected.`
-          : `ratelimit '${entry.name}' was requested but does not exist for key '${key.id}' nor identity: '${identity.id}' external ID: '${identity.externalId}'`;
+          ? `${missing} and there is no identity connected.`
+          : `${missing} nor identity: '${identity.id}' external ID: '${identity.externalId}'`;
       throw new V2Error("precondition_failed", detail);
     }
   };
