@@ -33,6 +33,33 @@ describe("v1 <-> v2 over one state", () => {
     expect(after.identity).toBeUndefined();
   });
 
+  it("a v1 update of an identity's limits keeps the autoApply v2 gave a name; new names are not auto-applied", async () => {
+    h = await harness();
+    dataOf(
+      await v2(h, "identities.createIdentity", {
+        externalId: "acme",
+        ratelimits: [{ name: "per_tenant", limit: 5, duration: 60_000, autoApply: true }],
+      }),
+    );
+    const updated = await h.post("/v1/identities.updateIdentity", {
+      externalId: "acme",
+      ratelimits: [
+        { name: "per_tenant", limit: 1, duration: 60_000 },
+        { name: "extra", limit: 9, duration: 1000 },
+      ],
+    });
+    expect(updated.statusCode, updated.body).toBe(200);
+    expect(dataOf(await v2(h, "identities.getIdentity", { identity: "acme" }))).toMatchObject({
+      ratelimits: [
+        { name: "extra", limit: 9, autoApply: false },
+        { name: "per_tenant", limit: 1, autoApply: true },
+      ],
+    });
+    const { key } = await h.createKey({ externalId: "acme" });
+    expect((await v1Verify({ key })).code).toBe("VALID");
+    expect((await v1Verify({ key })).code).toBe("RATE_LIMITED");
+  });
+
   it("permissions and roles made in v2 authorise v1 verifications; setRolePermissions shows in v1", async () => {
     h = await harness();
     dataOf(await v2(h, "permissions.createPermission", { name: "Read", slug: "docs.read" }));
