@@ -40,6 +40,7 @@ export type { AuditEventAction } from "./audit/describe.js";
 export type { AuditContext, AuditEntry } from "./audit/types.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
+export { permissionIdOfSlug, roleIdOfName } from "./keystate/names.js";
 export { snapshotKeyState } from "./keystate/snapshot.js";
 // Named by the gateway's declarations (packages/gateway/src/counters/credits/credit-events.ts).
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
@@ -71,6 +72,10 @@ export type { AggregatorOptions } from "./analytics/aggregator.js";
 export { emptyCounts, outcomeFields } from "./analytics/counts.js";
 export { analyticsRowsMax, mergeVerificationSeries, queryVerifications } from "./analytics/query.js";
 export { dayStartMs } from "./analytics/time.js";
+// The v2 analytics SQL subset (docs/api-v2.md, "Analytics").
+export type { AnalyticsSqlRefusal } from "./analytics/sql/errors.js";
+export { analyticsSqlFilter } from "./analytics/sql/evaluate.js";
+export { parseAnalyticsQuery, runAnalyticsQuery } from "./analytics/sql/query.js";
 export type {
   AnalyticsGroupBy,
   AnalyticsOrderBy,

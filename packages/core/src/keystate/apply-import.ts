@@ -6,6 +6,7 @@ import { insertIdentity, refillRule, resolveIdentity } from "./apply-keys.js";
 import type { DeleteKeysCommand, ImportedKey, ImportKeysCommand, RefByName } from "./commands.js";
 import { createdKeyLimits } from "./key-limits.js";
 import { creditsMax, identitiesMax, importKeysMax, keysMax } from "./limits.js";
+import { permissionIdOfSlug, roleIdOfName } from "./names.js";
 import { commandError, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
@@ -113,7 +114,7 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   insertResolved(state, roles);
   for (const identity of newIdentities) insertIdentity(state, identity);
   const idOf = (kind: "permission" | "role", name: string): string => {
-    const id = kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+    const id = kind === "permission" ? permissionIdOfSlug(state, name) : roleIdOfName(state, name);
     assert(id !== undefined, `importKeys: ${kind} ${name} was resolved`);
     return id;
   };

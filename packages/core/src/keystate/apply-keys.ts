@@ -23,6 +23,7 @@ import { ledgerOf, putCredits, refilledCredits, withLedger, type CreditsChange }
 import { creditsAt } from "./credits-view.js";
 import { byName, createdKeyLimits, limitConfigs } from "./key-limits.js";
 import { creditsMax, identitiesMax, keysMax } from "./limits.js";
+import { indexPermissionSlug, permissionIdOfSlug } from "./names.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
@@ -334,9 +335,9 @@ export function applySpendCredits(state: KeyState, command: SpendCreditsCommand)
 /** Makes the key with `hash` a root key holding `*`: creates it, or repairs an existing one. */
 export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyCommand): CommandOutcome {
   const existingId = state.keyIdByHash.get(command.hash);
-  const permissionId = state.permissionIdBySlug.get(ROOT_PERMISSION) ?? command.permissionId;
+  const permissionId = permissionIdOfSlug(state, ROOT_PERMISSION) ?? command.permissionId;
   const createPermission = !state.permissions.has(permissionId);
-  if (createPermission && state.permissionIdBySlug.has(ROOT_PERMISSION)) {
+  if (createPermission && permissionIdOfSlug(state, ROOT_PERMISSION) !== undefined) {
     return commandError("CONFLICT", "the root permission is inconsistent");
   }
   let key: KeyRecord;
@@ -382,7 +383,7 @@ export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyComman
       description: null,
       createdAtMs: command.nowMs,
     });
-    state.permissionIdBySlug.set(ROOT_PERMISSION, permissionId);
+    indexPermissionSlug(state, ROOT_PERMISSION, permissionId);
   }
   indexKey(state, key);
   state.derived.delete(key.id);

@@ -209,6 +209,20 @@ export interface CreateRoleCommand {
   description: string | null;
   /** Ids of existing permissions the role carries. */
   permissionIds: string[];
+  /**
+   * Slugs the role carries as well (v2 createRole): matched ignoring case, missing ones created
+   * with their `newId` iff `allowCreate`. Absent in commands written before v2.
+   */
+  permissions?: { refs: RefByName[]; allowCreate: boolean };
+  nowMs: number;
+}
+/** v2 permissions.setRolePermissions: the role's whole permission set, by slug. */
+export interface SetRolePermissionsCommand {
+  type: "setRolePermissions";
+  roleId: string;
+  refs: RefByName[];
+  /** Whether slugs that do not exist may be created (with their `newId`). */
+  allowCreate: boolean;
   nowMs: number;
 }
 export interface DeleteRoleCommand {
@@ -356,6 +370,7 @@ export type KeyCommand = (
   | DeletePermissionCommand
   | CreateRoleCommand
   | DeleteRoleCommand
+  | SetRolePermissionsCommand
   | CreateIdentityCommand
   | UpdateIdentityCommand
   | DeleteIdentityCommand

@@ -33,6 +33,7 @@ import {
   applyDeletePermission,
   applyDeleteRole,
   applyDisconnect,
+  applySetRolePermissions,
 } from "./apply-rbac.js";
 import type { KeyCommand } from "./commands.js";
 import type { CommandOutcome } from "./outcome.js";
@@ -82,6 +83,8 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applyCreateRole(state, command);
     case "deleteRole":
       return applyDeleteRole(state, command);
+    case "setRolePermissions":
+      return applySetRolePermissions(state, command);
     case "createIdentity":
       return applyCreateIdentity(state, command);
     case "updateIdentity":

@@ -4,6 +4,7 @@
 import { assert } from "../assert.js";
 import type { AuditEntry } from "../audit/types.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
+import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
@@ -147,11 +148,11 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
   for (const api of data.apis) state.apis.set(api.id, { ...api });
   for (const permission of data.permissions) {
     state.permissions.set(permission.id, { ...permission });
-    state.permissionIdBySlug.set(permission.slug, permission.id);
+    indexPermissionSlug(state, permission.slug, permission.id);
   }
   for (const role of data.roles) {
     state.roles.set(role.id, { ...role, permissionIds: [...role.permissionIds] });
-    state.roleIdByName.set(role.name, role.id);
+    indexRoleName(state, role.name, role.id);
   }
   for (const identity of data.identities) {
     state.identities.set(identity.id, copyIdentity(identity));

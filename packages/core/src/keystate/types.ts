@@ -162,9 +162,11 @@ export interface KeyState {
   identities: Map<string, IdentityRecord>;
   identityIdByExternalId: Map<string, string>;
   permissions: Map<string, PermissionRecord>;
-  permissionIdBySlug: Map<string, string>;
+  /** Folded slug (names.ts) -> permission id: slugs are unique ignoring case. */
+  permissionIdBySlugFolded: Map<string, string>;
   roles: Map<string, RoleRecord>;
-  roleIdByName: Map<string, string>;
+  /** Folded name (names.ts) -> role id: role names are unique ignoring case. */
+  roleIdByNameFolded: Map<string, string>;
   namespaces: Map<string, NamespaceRecord>;
   namespaceIdByName: Map<string, string>;
   overrides: Map<string, OverrideRecord>;

@@ -1,6 +1,13 @@
 // Lookups and checks the v2 key routes share.
 
-import { ROOT_API_ID, ROOT_PERMISSION, type KeyRecord, type KeyState, type RefByName } from "@keyraft/core";
+import {
+  roleIdOfName,
+  ROOT_API_ID,
+  ROOT_PERMISSION,
+  type KeyRecord,
+  type KeyState,
+  type RefByName,
+} from "@keyraft/core";
 import type { GatewayServices } from "../services.js";
 import { metaTooLarge } from "../routes/guards.js";
 import type { Principal } from "./auth.js";
@@ -35,7 +42,7 @@ export function checkMetaV2(meta: Record<string, unknown> | null | undefined, lo
 /** 404 `role_not_found` for the first role name that does not exist. */
 export function requireRolesExist(state: KeyState, names: readonly string[]): void {
   for (const name of names) {
-    if (!state.roleIdByName.has(name)) throw new V2Error("role_not_found", `Role '${name}' was not found.`);
+    if (roleIdOfName(state, name) === undefined) throw new V2Error("role_not_found", `Role '${name}' was not found.`);
   }
 }
 

@@ -38,6 +38,7 @@ import { keyReadRoutes } from "./routes/keys-read.js";
 import { keyVerifyRoutes } from "./routes/keys-verify.js";
 import { keyWriteRoutes } from "./routes/keys-write.js";
 import { livenessRoute } from "./routes/liveness.js";
+import { restRoutePlugins } from "./routes/rest.js";
 import { v2ValidatorCompiler } from "./validation.js";
 
 /** Every v2 route plugin, in registration order. */
@@ -50,6 +51,7 @@ export const v2RoutePlugins: readonly V2RoutePlugin[] = [
   keyRbacRoutes,
   keyVerifyRoutes,
   keyMigrateRoutes,
+  ...restRoutePlugins,
 ];
 
 /** Registered by app.ts with the gateway's services and `prefix: "/v2"`. */

@@ -167,7 +167,11 @@ export class Verification {
     const key = decision.key;
     this.deps.metrics?.verified(key?.apiId ?? "unknown", decision.result.code);
     if (key === undefined) return;
-    this.deps.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
+    // v2 analytics read the identity's externalId and the credits spent (0 unless the spend went through).
+    const externalId =
+      key.identityId === null ? null : (this.deps.state.identities.get(key.identityId)?.externalId ?? null);
+    const spent = decision.result.valid ? (decision.creditSpend?.cost ?? 0) : 0;
+    this.deps.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags, externalId, spent);
   }
 }
 

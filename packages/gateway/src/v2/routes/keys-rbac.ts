@@ -3,6 +3,7 @@
 // permission is created when the root key may create permissions, a missing role is a 404.
 // Each call is one command; adding a linked one or removing an unlinked one changes nothing.
 
+import { permissionIdOfSlug } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
 import type { FastifyRequest } from "fastify";
 import { allOf, anyOf, holds, requirePermissions } from "../auth.js";
@@ -38,7 +39,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
   };
   /** Missing slugs need `rbac.*.create_permission` (403); the refs create them. */
   const permissionRefs = (request: FastifyRequest, slugs: readonly string[]) => {
-    const missing = slugs.some((slug) => !deps.state.permissionIdBySlug.has(slug));
+    const missing = slugs.some((slug) => permissionIdOfSlug(deps.state, slug) === undefined);
     if (missing) requirePermissions(principalOf(request), "rbac.*.create_permission");
     return [...new Set(slugs)].map((slug) => ({ name: slug, newId: ctx.ids.next("perm"), create: true }));
   };
@@ -71,7 +72,7 @@ export const keyRbacRoutes: V2RoutePlugin = (app, ctx, done) => {
       const { keyId, permissions } = request.body;
       const { key } = keyFor(request, keyId, "rbac.*.remove_permission_from_key");
       for (const slug of permissions) {
-        if (!deps.state.permissionIdBySlug.has(slug)) {
+        if (permissionIdOfSlug(deps.state, slug) === undefined) {
           throw new V2Error("permission_not_found", `Permission '${slug}' was not found.`);
         }
       }
