@@ -33,6 +33,7 @@ export const auditActions = [
   "permission.delete",
   "role.create",
   "role.delete",
+  "role.setPermissions",
   "identity.create",
   "identity.update",
   "identity.delete",
@@ -162,6 +163,10 @@ export function describeCommand(command: KeyCommand, outcome: CommandOk): AuditD
       );
     case "deleteRole":
       return entry("role.delete", [command.roleId]);
+    case "setRolePermissions":
+      return entry("role.setPermissions", [command.roleId], {
+        permissions: bounded(command.refs.map((ref) => ref.name)),
+      });
     case "createIdentity":
       return entry(
         "identity.create",

@@ -154,13 +154,8 @@ export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = 
         identityId: identity.id,
       };
       if (body.meta !== undefined) command.meta = body.meta;
-<<<<<<< HEAD
-      if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
-      await deps.submit(request, command);
-=======
       if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits, identity);
-      await deps.submit(command);
->>>>>>> v2-rest
+      await deps.submit(request, command);
       const updated = deps.state.identities.get(identity.id);
       if (updated === undefined) throw notFound(`identity ${identity.id} not found`);
       return reply.send(identityView(updated));

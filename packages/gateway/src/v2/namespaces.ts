@@ -2,6 +2,7 @@
 // name on first use when the caller may (ratelimit.*.create_namespace).
 
 import type { KeyState } from "@keyraft/core";
+import type { FastifyRequest } from "fastify";
 import type { GatewayServices } from "../services.js";
 import { holds, type Principal } from "./auth.js";
 import { insufficientPermissions, V2Error } from "./problem.js";
@@ -24,6 +25,7 @@ export const createNamespacePermission = "ratelimit.*.create_namespace";
  */
 export async function resolveOrCreateNamespaces(
   ctx: GatewayServices,
+  request: FastifyRequest,
   principal: Principal,
   names: readonly string[],
 ): Promise<Map<string, string>> {
@@ -40,7 +42,7 @@ export async function resolveOrCreateNamespaces(
     throw insufficientPermissions(`Missing permission: '${createNamespacePermission}'`);
   for (const name of missing) {
     // Creating a name that exists (a concurrent create) answers the existing id.
-    const created = await submitV2(ctx, {
+    const created = await submitV2(ctx, request, {
       type: "createNamespace",
       namespaceId: ctx.ids.next("rlns"),
       name,

@@ -59,6 +59,7 @@ export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (deps.state.identityIdByExternalId.has(body.externalId)) throw conflict();
       const outcome = await submitV2(
         ctx,
+        request,
         {
           type: "createIdentity",
           identityId: ctx.ids.next("id"),
@@ -119,6 +120,7 @@ export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (identity === undefined) throw identityNotFound();
       await submitV2(
         ctx,
+        request,
         {
           type: "updateIdentity",
           identityId: identity.id,
@@ -144,7 +146,12 @@ export const identityRoutes: V2RoutePlugin = (app, ctx, done) => {
       requirePermissions(principalOf(request), "identity.*.delete_identity");
       const identity = findIdentity(deps.state, request.body.identity);
       if (identity === undefined) throw identityNotFound();
-      await submitV2(ctx, { type: "deleteIdentity", identityId: identity.id }, { notFound: "identity_not_found" });
+      await submitV2(
+        ctx,
+        request,
+        { type: "deleteIdentity", identityId: identity.id },
+        { notFound: "identity_not_found" },
+      );
       return { meta: { requestId: request.id } };
     },
   );

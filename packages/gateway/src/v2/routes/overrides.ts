@@ -51,6 +51,7 @@ export const overrideRoutes: V2RoutePlugin = (app, ctx, done) => {
       requirePermissions(principalOf(request), permission("set_override", namespaceId));
       const outcome = await submitV2(
         ctx,
+        request,
         {
           type: "setOverride",
           overrideId: ctx.ids.next("rlor"),
@@ -110,6 +111,7 @@ export const overrideRoutes: V2RoutePlugin = (app, ctx, done) => {
         throw overrideNotFound();
       await submitV2(
         ctx,
+        request,
         { type: "deleteOverride", namespaceId, identifier: body.identifier },
         { notFound: "ratelimit_override_not_found" },
       );

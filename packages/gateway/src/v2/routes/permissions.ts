@@ -78,6 +78,7 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (permissionIdOfSlug(deps.state, body.slug) !== undefined) throw conflict();
       const outcome = await submitV2(
         ctx,
+        request,
         {
           type: "createPermission",
           permissionId: ctx.ids.next("perm"),
@@ -127,6 +128,7 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (permission === undefined) throw permissionNotFound();
       await submitV2(
         ctx,
+        request,
         { type: "deletePermission", permissionId: permission.id },
         { notFound: "permission_not_found", translate: protectedRoot },
       );
@@ -149,6 +151,7 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (roleIdOfName(deps.state, body.name) !== undefined) throw conflict();
       const outcome = await submitV2(
         ctx,
+        request,
         {
           type: "createRole",
           roleId: ctx.ids.next("role"),
@@ -203,7 +206,7 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
       requirePermissions(principalOf(request), "rbac.*.delete_role");
       const role = findRole(deps.state, request.body.role);
       if (role === undefined) throw roleNotFound();
-      await submitV2(ctx, { type: "deleteRole", roleId: role.id }, { notFound: "role_not_found" });
+      await submitV2(ctx, request, { type: "deleteRole", roleId: role.id }, { notFound: "role_not_found" });
       return ok(request, {});
     },
   );
@@ -219,6 +222,7 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
       const { refs, allowCreate } = slugRefs(ctx, principal, body.permissions);
       await submitV2(
         ctx,
+        request,
         { type: "setRolePermissions", roleId: body.roleId, refs, allowCreate, nowMs: deps.nowMs() },
         { notFound: "role_not_found" },
       );

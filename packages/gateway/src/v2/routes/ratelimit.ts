@@ -111,7 +111,7 @@ export const ratelimitRoutes: V2RoutePlugin = (app, ctx, done) => {
     async (request) => {
       const principal = principalOf(request);
       const body = request.body;
-      const ids = await resolveOrCreateNamespaces(ctx, principal, [body.namespace]);
+      const ids = await resolveOrCreateNamespaces(ctx, request, principal, [body.namespace]);
       const namespaceId = ids.get(body.namespace) ?? "";
       requirePermissions(principal, limitPermission(namespaceId));
       const planned = plan(ctx, namespaceId, body);
@@ -134,6 +134,7 @@ export const ratelimitRoutes: V2RoutePlugin = (app, ctx, done) => {
       const entries = request.body;
       const byName = await resolveOrCreateNamespaces(
         ctx,
+        request,
         principal,
         entries.map((entry) => entry.namespace),
       );
