@@ -23,6 +23,14 @@ const notAdminWrites = new Set([
   "/v2/keys.getKey",
   "/v2/keys.whoami",
   "/v2/keys.verifyKey",
+  "/v2/identities.getIdentity",
+  "/v2/identities.listIdentities",
+  "/v2/permissions.getPermission",
+  "/v2/permissions.listPermissions",
+  "/v2/permissions.getRole",
+  "/v2/permissions.listRoles",
+  "/v2/ratelimit.getOverride",
+  "/v2/ratelimit.listOverrides",
 ]);
 
 let h: Harness;
@@ -49,7 +57,7 @@ describe("audit entries for every admin route", () => {
     const seen = new Set<string>();
     const expectEntry = async (
       path: string,
-      body: Record<string, unknown>,
+      body: Record<string, unknown> | unknown[],
       action: string,
       targets: (answer: any) => string[],
       changes: Record<string, unknown> = {},
@@ -242,6 +250,83 @@ describe("audit entries for every admin route", () => {
     );
     await expectEntry("/v2/keys.deleteKey", { keyId: rerolled.data.keyId }, "key.delete", (a) => [rerolled.data.keyId]);
     await expectEntry("/v2/apis.deleteApi", { apiId: v2ApiId }, "api.delete", () => [v2ApiId]);
+
+    const v2Identity = await expectEntry(
+      "/v2/identities.createIdentity",
+      { externalId: "audited-v2-user" },
+      "identity.create",
+      (a) => [a.data.identityId],
+      { externalId: "audited-v2-user" },
+    );
+    const v2IdentityId = v2Identity.data.identityId as string;
+    await expectEntry(
+      "/v2/identities.updateIdentity",
+      { identity: v2IdentityId, meta: { tier: "gold" } },
+      "identity.update",
+      () => [v2IdentityId],
+    );
+    await expectEntry("/v2/identities.deleteIdentity", { identity: v2IdentityId }, "identity.delete", () => [
+      v2IdentityId,
+    ]);
+    const v2Permission = await expectEntry(
+      "/v2/permissions.createPermission",
+      { name: "audited v2", slug: "audited.v2" },
+      "permission.create",
+      (a) => [a.data.permissionId],
+      { slug: "audited.v2" },
+    );
+    const v2Role = await expectEntry(
+      "/v2/permissions.createRole",
+      { name: "audited-v2-role" },
+      "role.create",
+      (a) => [a.data.roleId],
+      { name: "audited-v2-role" },
+    );
+    const v2RoleId = v2Role.data.roleId as string;
+    await expectEntry(
+      "/v2/permissions.setRolePermissions",
+      { roleId: v2RoleId, permissions: ["audited.v2"] },
+      "role.setPermissions",
+      () => [v2RoleId],
+      { permissions: ["audited.v2"] },
+    );
+    await expectEntry("/v2/permissions.deleteRole", { role: v2RoleId }, "role.delete", () => [v2RoleId]);
+    await expectEntry(
+      "/v2/permissions.deletePermission",
+      { permission: v2Permission.data.permissionId },
+      "permission.delete",
+      () => [v2Permission.data.permissionId],
+    );
+    // ratelimit.limit and multiLimit write only when they create the namespace they name.
+    await expectEntry(
+      "/v2/ratelimit.limit",
+      { namespace: "audited-v2-ns", identifier: "u", limit: 5, duration: 1000 },
+      "ratelimitNamespace.create",
+      () => [],
+      { name: "audited-v2-ns" },
+    );
+    await expectEntry(
+      "/v2/ratelimit.multiLimit",
+      [{ namespace: "audited-v2-ns2", identifier: "u", limit: 5, duration: 1000 }],
+      "ratelimitNamespace.create",
+      () => [],
+      { name: "audited-v2-ns2" },
+    );
+    const v2Override = await expectEntry(
+      "/v2/ratelimit.setOverride",
+      { namespace: "audited-v2-ns", identifier: "vip*", limit: 50, duration: 1000 },
+      "ratelimitOverride.set",
+      (a) => [a.data.overrideId],
+      { identifier: "vip*", limit: 50 },
+    );
+    expect(v2Override.data.overrideId).toMatch(/./);
+    await expectEntry(
+      "/v2/ratelimit.deleteOverride",
+      { namespace: "audited-v2-ns", identifier: "vip*" },
+      "ratelimitOverride.delete",
+      () => [],
+      { identifier: "vip*" },
+    );
 
     // Every POST route of the app is either covered above or writes nothing.
     const document = (await h.get("/openapi.json")).json() as { paths: Record<string, Record<string, unknown>> };
