@@ -75,6 +75,7 @@ export {
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived, verifyLimitKey } from "./keystate/derived.js";
 export { keyCreditsAt } from "./keystate/apply-keys.js";
+export { creditsAt } from "./keystate/credits-view.js";
 export { resolveOverride } from "./keystate/overrides-index.js";
 export { keyStateViolation } from "./keystate/invariants.js";
 export {
@@ -162,6 +163,8 @@ export type { HolderJournalRecord, JournaledLease } from "./leases/journal.js";
 export { holderKeysMax, holderLeasesPerKeyMax, LeaseHolder, leaseHolderDefaults } from "./leases/holder.js";
 export type { HolderOutput, HolderRequest, HolderVerify, LeaseHolderOptions } from "./leases/holder.js";
 export { expiryWaitMs, expiryWatchedMax, LeaseExpiryTracker } from "./leases/expiry.js";
+export { ownUnsettledSpent, shownCredits } from "./leases/shown.js";
+export type { OwnSpentOf } from "./leases/shown.js";
 export type { LeaseExpiryOptions, WatchedLease } from "./leases/expiry.js";
 export { ownerOf, placementNodesMax, rankNodes, rendezvousScore, servingNode } from "./placement/rendezvous.js";
 export {

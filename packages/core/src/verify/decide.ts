@@ -246,7 +246,8 @@ function decideCredits(
   ratelimit: VerifyResult["ratelimit"],
   touched: readonly TouchedBucket[],
 ): VerifyDecision {
-  const balance = key.remaining === null ? null : creditsAt(key, nowMs).remaining;
+  const balance =
+    key.remaining === null ? null : creditsAt(key, nowMs, request.creditsSpentHere?.(key.id) ?? 0).remaining;
   if (balance === null) {
     const result = keyResult(state, key, derived, "VALID", request.requestId);
     result.ratelimit = ratelimit;

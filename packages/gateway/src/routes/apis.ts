@@ -18,6 +18,7 @@ import {
   listKeysQuery,
   listKeysResponse,
 } from "../schemas/apis.js";
+import type { ShownCredits } from "../counters/credits/shown-credits.js";
 import { keyView } from "./keys-read.js";
 import { emptyResponse } from "../schemas/keys.js";
 import { workspaceId } from "./guards.js";
@@ -40,8 +41,13 @@ function apiKeys(
 }
 
 /** The listKeys `Key`: as getKey, but permissions are every slug, direct and via roles (upstream). */
-function listedKey(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
-  return { ...keyView(state, key, nowMs), permissions: [...keyDerived(state, key).permissions] };
+function listedKey(
+  state: KeyState,
+  key: KeyRecord,
+  nowMs: number,
+  shown: ShownCredits | undefined,
+): Record<string, unknown> {
+  return { ...keyView(state, key, nowMs, shown), permissions: [...keyDerived(state, key).permissions] };
 }
 
 const readKeysQuery = (apiId: string) => ({
@@ -54,7 +60,7 @@ const readKeysQuery = (apiId: string) => ({
 });
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
-export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
+export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit" | "creditLeases"> & RootKeyDeps;
 
 export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done) => {
   app.post(
@@ -125,7 +131,7 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
       const page = (after === undefined ? all : all.filter((key) => key.id > after)).slice(0, query.limit);
       const nowMs = deps.nowMs();
       return reply.send({
-        keys: page.map((key) => listedKey(deps.state, key, nowMs)),
+        keys: page.map((key) => listedKey(deps.state, key, nowMs, deps.creditLeases?.shown)),
         total: all.length,
         cursor: page.at(-1)?.id,
       });
@@ -150,7 +156,9 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
       if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
       const all = apiKeys(deps.state, apiId, { ownerId: query.ownerId });
       const nowMs = deps.nowMs();
-      const keys = all.slice(query.offset, query.offset + query.limit).map((key) => listedKey(deps.state, key, nowMs));
+      const keys = all
+        .slice(query.offset, query.offset + query.limit)
+        .map((key) => listedKey(deps.state, key, nowMs, deps.creditLeases?.shown));
       return reply.send({ keys, total: all.length });
     },
   );

@@ -3,17 +3,29 @@
 
 import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
 import type { FastifyPluginCallback } from "fastify";
+import type { ShownCredits } from "../counters/credits/shown-credits.js";
 import { hashKey } from "../auth/hash.js";
 import { anyOf, authenticate, holdsAny, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
 import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import type { GatewayServices } from "../services.js";
 import { workspaceId } from "./guards.js";
 
+/** The credits a node shows for a key: its credit leases' view (counters/credits/shown-credits.ts) when it has them. */
+export function shownCreditsAt(shown: ShownCredits | undefined, key: KeyRecord, nowMs: number): number | null {
+  return shown === undefined ? keyCreditsAt(key, nowMs) : shown.at(key, nowMs);
+}
+
 /** The v1 `Key` object (getKey): permissions are the DIRECT permission names, as upstream. */
-export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
+export function keyView(
+  state: KeyState,
+  key: KeyRecord,
+  nowMs: number,
+  shown: ShownCredits | undefined,
+): Record<string, unknown> {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   const limit = key.ratelimits.find((ratelimit) => ratelimit.name === "default");
-  const remaining = keyCreditsAt(key, nowMs);
+  const remaining = shownCreditsAt(shown, key, nowMs);
   return {
     id: key.id,
     start: key.start,
@@ -56,7 +68,7 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<
 }
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
-export type KeyReadRoutesDeps = RootKeyDeps;
+export type KeyReadRoutesDeps = Pick<GatewayServices, "creditLeases"> & RootKeyDeps;
 
 export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, deps, done) => {
   app.get(
@@ -78,7 +90,7 @@ export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, dep
         }
         throw recoverableUnsupported();
       }
-      return reply.send(keyView(deps.state, key, deps.nowMs()));
+      return reply.send(keyView(deps.state, key, deps.nowMs(), deps.creditLeases?.shown));
     },
   );
 
@@ -89,7 +101,7 @@ export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, dep
     if (key === undefined) throw notFound("Key not found");
     await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
     const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
-    const remaining = keyCreditsAt(key, deps.nowMs());
+    const remaining = shownCreditsAt(deps.creditLeases?.shown, key, deps.nowMs());
     return reply.send({
       id: key.id,
       name: key.name ?? undefined,

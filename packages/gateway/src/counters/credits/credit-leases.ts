@@ -83,6 +83,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     outbox,
     state,
     monoNowMs,
+    nowMs: options.nowMs,
     leaseWaitMs,
     pollIntervalMs: holderPollIntervalMs,
     onError,
@@ -95,13 +96,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
       return { t: "undecided", message: "malformed credit spend" };
     const spent = await spender.spend(keyId, cost, { forwarded: true });
     if (spent !== null) return spent;
-    return spendOnLog(
-      options.propose,
-      keyId,
-      cost,
-      options.nowMs(),
-      () => state.creditLedgers.get(keyId)?.unleased ?? 0,
-    );
+    return spendOnLog(options.propose, keyId, cost, options.nowMs(), () => spender.shown.now(keyId) ?? 0);
   });
   const expiry = new LeaseExpiryDriver({
     ttlMs: config.leaseTtlMs,
@@ -127,6 +122,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     },
     onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch),
     onRestore: () => expiry.onRestore(),
+    shown: (keyId) => spender.shown.now(keyId),
   });
   spender.start();
   const leaderTimer = setInterval(() => {

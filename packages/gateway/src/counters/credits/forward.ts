@@ -25,10 +25,11 @@ export async function spendOnLog(
   keyId: string,
   cost: number,
   nowMs: number,
-  unleased: () => number,
+  /** The credits this node shows now (a refusal's `remaining`). */
+  shown: () => number,
 ): Promise<ForwardedSpendReply> {
   const outcome = await propose({ type: "spendCredits", keyId, cost, nowMs });
   if (outcome.ok) return { t: "admitted", remaining: outcome.remaining ?? null };
-  if (outcome.code === "USAGE_EXCEEDED") return { t: "exceeded", remaining: unleased() };
+  if (outcome.code === "USAGE_EXCEEDED") return { t: "exceeded", remaining: shown() };
   return { t: "undecided", message: outcome.message };
 }
