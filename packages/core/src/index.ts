@@ -174,7 +174,14 @@ export {
   SuccessorReservations,
 } from "./placement/reservations.js";
 export type { HandBack, ReservationAsk, ReservationBucket } from "./placement/reservations.js";
-export { AsyncLimitEstimator, asyncBucketsMax, asyncOvershootBound } from "./placement/async-estimator.js";
-export type { AsyncBucketCount } from "./placement/async-estimator.js";
+export {
+  AsyncLimitEstimator,
+  asyncBucketsMax,
+  asyncOvershootBound,
+  asyncOvershootFraction,
+  asyncUnconfirmedKeysMax,
+  asyncUnconfirmedShare,
+} from "./placement/async-estimator.js";
+export type { AsyncBucketCount, AsyncUnconfirmed } from "./placement/async-estimator.js";
 export { ForwardBatcher, forwardBatchChecksMax, forwardQueuedMax } from "./placement/forward-batcher.js";
 export type { ForwardBatch } from "./placement/forward-batcher.js";

@@ -300,13 +300,27 @@ describe("cluster rate limits (async: true)", () => {
         if ((await cluster.node(id).limits.limit(subject, check(limit), true)).success) admitted++;
       return admitted;
     };
-    // Before any beat each node sees only its own counts.
-    expect(await admit("n1", 10)).toBe(10);
-    expect(await admit("n2", 10)).toBe(10);
+    // Before its counts are confirmed heard, a node admits only its unconfirmed share:
+    // max(1, floor(0.1 * 30 / 2)) = 1, refused at once past it (no network wait).
+    expect(await admit("n1", 10)).toBe(1);
+    expect(await admit("n2", 10)).toBe(1);
+    // Every beat the peers answer confirms the round: the share is free again.
+    let n1 = 1;
+    let n2 = 1;
+    for (let round = 0; round < 9; round++) {
+      await cluster.beats();
+      n1 += await admit("n1", 3);
+      n2 += await admit("n2", 3);
+    }
+    expect([n1, n2]).toEqual([10, 10]);
     await cluster.beats();
-    // n3 now sees 20 elsewhere: 10 left.
-    expect(await admit("n3", 15)).toBe(10);
-    await cluster.beats();
+    // n3 now sees 20 elsewhere: 10 left, one share per round.
+    let n3 = 0;
+    for (let round = 0; round < 15; round++) {
+      n3 += await admit("n3", 5);
+      await cluster.beats();
+    }
+    expect(n3).toBe(10);
     expect(await admit("n1", 5)).toBe(0);
     expect(cluster.node("n1").calls).toBeGreaterThan(0);
   });

@@ -162,6 +162,7 @@ export class ClusterRateLimits {
         takeovers: successor.takeovers,
         handBacks: successor.handBacks,
         asyncAdmitted: asyncLimits.admitted,
+        asyncRefusedUnconfirmed: asyncLimits.refusedUnconfirmed,
       },
       "rate limits: stopped",
     );
@@ -253,7 +254,8 @@ export class ClusterRateLimits {
   async limit(subject: string, check: LimitCheck, isAsync: boolean): Promise<LimitAnswer> {
     const { limiter, durability, nowMs } = this.options;
     if (this.alone()) return judgeLimitHere(limiter, durability, check, nowMs(), () => null);
-    if (isAsync) return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs());
+    if (isAsync)
+      return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs(), this.voters.length);
     const placement = this.placement(subject, nowMs());
     switch (placement.kind) {
       case "here":
@@ -326,6 +328,12 @@ export class ClusterRateLimits {
     return { k: "limit", ...answer };
   }
 
+  /** Confirms the async rounds every peer taken for up has merged. */
+  private confirmAsync(nowMs: number): void {
+    const live = this.voters.filter((peer) => peer !== this.nodeId && this.liveness.isUp(peer, nowMs));
+    this.asyncLimits.confirmLive(live);
+  }
+
   /** One beat to every peer (the timer calls it every reconcile period). */
   beat(): void {
     const { transport, nowMs } = this.options;
@@ -333,7 +341,8 @@ export class ClusterRateLimits {
     const voters = this.voters;
     if (voters.length <= 1) return;
     const now = nowMs();
-    const asyncCounts = this.asyncLimits.report(now);
+    const { round, reports: asyncCounts } = this.asyncLimits.report(now);
+    this.confirmAsync(now);
     for (const peer of voters) {
       if (peer === this.nodeId || this.beatsInFlight.has(peer)) continue;
       this.beatsInFlight.add(peer);
@@ -341,7 +350,12 @@ export class ClusterRateLimits {
         (reply) => {
           this.beatsInFlight.delete(peer);
           if (reply === "notSent") this.liveness.lost(peer);
-          else if (reply.t === "beat") this.liveness.heard(peer, nowMs());
+          else if (reply.t === "beat") {
+            this.liveness.heard(peer, nowMs());
+            // Its reply confirms it merged this round's async counts (serve merges, then replies).
+            this.asyncLimits.confirmedByPeer(peer, round);
+            this.confirmAsync(nowMs());
+          }
         },
         () => this.beatsInFlight.delete(peer),
       );
