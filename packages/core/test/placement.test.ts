@@ -509,3 +509,32 @@ describe("async limits with unconfirmed shares", () => {
     expect(asyncUnconfirmedShare(5, 1)).toBe(Number.POSITIVE_INFINITY);
   });
 });
+
+describe("async reset", () => {
+  it("is when the next request of the same cost fits the counts this node knows, within duration + one bucket", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ atMs: fc.integer({ min: 0, max: 5_000 }), peer: fc.boolean() }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 5_000, max: 8_000 }),
+        (hits, limit, cost, nowMs) => {
+          const durationMs = 3_000;
+          const widthMs = 300;
+          const here = new AsyncLimitEstimator(durationMs, widthMs);
+          const peer = new AsyncLimitEstimator(durationMs, widthMs);
+          for (const hit of [...hits].sort((a, b) => a.atMs - b.atMs))
+            (hit.peer ? peer : here).admit("id", limit, 1, hit.atMs);
+          here.merge("p", peer.report(nowMs));
+          const resetMs = here.fitTimeMs("id", limit, cost, nowMs);
+          expect(resetMs).toBeGreaterThanOrEqual(nowMs);
+          expect(resetMs - nowMs).toBeLessThan(durationMs + widthMs);
+          if (cost > limit) return;
+          expect(here.estimate("id", resetMs) + cost).toBeLessThanOrEqual(limit);
+          if (resetMs > nowMs) expect(here.estimate("id", resetMs - 1) + cost).toBeGreaterThan(limit);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -79,6 +79,34 @@ export class AsyncLimitEstimator {
     return total;
   }
 
+  /**
+   * The earliest time >= nowMs at which `cost` fits the estimate of `key` as counted buckets (this
+   * node's and the peers' as heard) leave the window, if nothing else is admitted; when cost >
+   * limit, when the counted buckets have all left.
+   */
+  fitTimeMs(key: string, limit: number, cost: number, nowMs: number): number {
+    const from = this.windowStart(nowMs);
+    const byStart = new Map<number, number>();
+    const add = (buckets: Map<number, number> | undefined) => {
+      if (buckets === undefined) return;
+      for (const [start, count] of buckets)
+        if (start >= from && start <= nowMs) byStart.set(start, (byStart.get(start) ?? 0) + count);
+    };
+    add(this.own.get(key));
+    for (const view of this.peers.values()) add(view.get(key));
+    let left = 0;
+    for (const count of byStart.values()) left += count;
+    if (left + cost <= limit) return nowMs;
+    let atMs = nowMs;
+    for (const start of [...byStart.keys()].sort((a, b) => a - b)) {
+      left -= byStart.get(start)!;
+      // A bucket is counted while start >= windowStart(t), i.e. until start + width + duration - 1.
+      atMs = start + this.bucketWidthMs + this.durationMs - 1;
+      if (left + cost <= limit) return atMs;
+    }
+    return atMs;
+  }
+
   /** Admissions of `key` here that not every live peer has confirmed yet. */
   unconfirmedOf(key: string): number {
     const rounds = this.unconfirmed.get(key);

@@ -55,11 +55,11 @@ export interface LimitOutcome {
    */
   remaining: number;
   /**
-   * Unix ms. Not fitting: the earliest time at which this cost fits if nothing else is admitted
-   * (a request of this cost at resetAtMs succeeds, one at resetAtMs - 1 fails); when cost >
-   * limit it never fits, and this is when the counter is empty. Fitting: when the oldest
-   * counted bucket leaves the window (remaining next grows), or the judging time when nothing is
-   * counted.
+   * Unix ms: when the next request of this cost would be admitted, if nothing else is admitted
+   * (a request of this cost at resetAtMs succeeds, one at resetAtMs - 1 fails), counting this
+   * call's own admission. The judging time when it would be admitted at once (room left); at most
+   * durationMs + one bucket width later otherwise. When cost > limit it never fits, and this is
+   * when the counter is empty (docs/counters.md, "reset").
    */
   resetAtMs: number;
 }
@@ -311,13 +311,13 @@ export class SlidingWindowLimiter {
     let entry = this.scratchEntries[index] ?? (consumed ? this.entries.get(check.key) : undefined);
     if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
     let resetAtMs: number;
-    if (fits) {
-      resetAtMs = entry === undefined ? judgedAtMs : this.oldestCountedExpiry(entry, judgedAtMs);
-    } else if (refusedForCapacity) {
+    if (refusedForCapacity) {
       // Fits by count but was refused for capacity: no counter to age out; retry a window later.
       resetAtMs = judgedAtMs + check.durationMs;
+    } else if (used + check.cost <= check.limit || entry === undefined) {
+      resetAtMs = judgedAtMs; // the next request of this cost fits now
     } else {
-      resetAtMs = entry === undefined ? judgedAtMs : this.fitTime(entry, judgedAtMs, count, check);
+      resetAtMs = this.fitTime(entry, judgedAtMs, used, check);
     }
     return { success: fits, limit: check.limit, remaining, resetAtMs };
   }
@@ -347,18 +347,6 @@ export class SlidingWindowLimiter {
   /** When `bucket` stops being counted: its last ms plus the window. */
   private expiryMs(entry: Entry, bucket: number): number {
     return (bucket + 1) * entry.widthMs + entry.durationMs - 1;
-  }
-
-  private oldestCountedExpiry(entry: Entry, atMs: number): number {
-    const counts = entry.counts;
-    const ringLength = counts.length;
-    const oldest = this.oldestHeldBucket(entry, atMs);
-    let slot = oldest % ringLength;
-    for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
-      if (counts[slot]! > 0) return this.expiryMs(entry, bucket);
-      slot = slot + 1 === ringLength ? 0 : slot + 1;
-    }
-    return atMs;
   }
 
   /** Earliest time >= atMs at which `check.cost` fits as buckets age out (or the empty time). */

@@ -30,7 +30,14 @@ export class AsyncLimits {
   /** peer -> the highest round it confirmed (its reply to that beat). */
   private readonly confirmedBy = new Map<string, number>();
 
-  constructor(private readonly limiter: Pick<SlidingWindowLimiter, "bucketWidthMs">) {}
+  /**
+   * `confirmEveryMs`: about how long until the next beat confirms this node's admissions (the
+   * reconcile period), the `reset` of a refusal due to the share alone.
+   */
+  constructor(
+    private readonly limiter: Pick<SlidingWindowLimiter, "bucketWidthMs">,
+    private readonly confirmEveryMs = 0,
+  ) {}
 
   private estimator(durationMs: number): AsyncLimitEstimator | null {
     let estimator = this.estimators.get(durationMs);
@@ -43,16 +50,22 @@ export class AsyncLimits {
   }
 
   /** `nodes`: the voters; more than one caps this node's unconfirmed admissions (asyncUnconfirmedShare). */
+  /**
+   * `reset`: when the next request of this cost would be admitted as this node knows the counts
+   * (now when there is room; when enough counted buckets leave the window; a beat period later when
+   * only this node's unconfirmed share stands in the way).
+   */
   admit(key: string, limit: number, durationMs: number, cost: number, nowMs: number, nodes = 1): AsyncOutcome {
-    const widthMs = this.limiter.bucketWidthMs(durationMs);
-    // When the oldest bucket counted now leaves the window: the earliest the estimate can fall.
-    const reset = Math.floor((nowMs - durationMs + 1) / widthMs) * widthMs + widthMs + durationMs;
     const estimator = this.estimator(durationMs);
-    if (estimator === null) return { success: false, limit, remaining: 0, reset };
-    const share = nodes <= 1 ? undefined : { round: this.round, shareMax: asyncUnconfirmedShare(limit, nodes) };
+    if (estimator === null) return { success: false, limit, remaining: 0, reset: nowMs + durationMs };
+    const shareMax = nodes <= 1 ? Number.POSITIVE_INFINITY : asyncUnconfirmedShare(limit, nodes);
+    const share = nodes <= 1 ? undefined : { round: this.round, shareMax };
     const judged = estimator.admit(key, limit, cost, nowMs, share);
     if (judged.success && cost > 0) this.admitted += cost;
+    const shareFull = estimator.unconfirmedOf(key) + cost > shareMax;
     if (!judged.success && judged.remaining >= cost) this.refusedUnconfirmed++;
+    const fitsMs = estimator.fitTimeMs(key, limit, cost, nowMs);
+    const reset = fitsMs === nowMs && shareFull ? nowMs + this.confirmEveryMs : fitsMs;
     return { success: judged.success, limit, remaining: judged.remaining, reset };
   }
 

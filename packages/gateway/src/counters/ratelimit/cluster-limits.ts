@@ -110,7 +110,7 @@ export class ClusterRateLimits {
       nowMs,
       logger,
     });
-    this.asyncLimits = new AsyncLimits(limiter);
+    this.asyncLimits = new AsyncLimits(limiter, config.reconcileMs);
     this.forwarder = new Forwarder({
       transport,
       liveness: this.liveness,
