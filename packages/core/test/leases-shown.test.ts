@@ -16,16 +16,13 @@ import {
   applyCreditLeaseCommand,
   applyCreditSet,
   createCreditLedger,
-  creditLeasePolicyDefaults,
   ledgerRemaining,
-  LeaseHolder,
-  ownUnsettledSpent,
-  shownCredits,
-  type CreditLedgerRecord,
-  type HolderJournalRecord,
-  type HolderRequest,
-  type LeaseHolderOptions,
-} from "@keyraft/core";
+} from "../src/leases/ledger.js";
+import { creditLeasePolicyDefaults } from "../src/leases/policy.js";
+import { LeaseHolder, type HolderRequest, type LeaseHolderOptions } from "../src/leases/holder.js";
+import type { HolderJournalRecord } from "../src/leases/journal.js";
+import { ownUnsettledSpent, shownCredits } from "../src/leases/shown.js";
+import type { CreditLedgerRecord } from "../src/leases/types.js";
 
 const options: LeaseHolderOptions = {
   ttlMs: 100,

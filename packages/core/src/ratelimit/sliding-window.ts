@@ -64,8 +64,8 @@ export interface LimitOutcome {
   resetAtMs: number;
 }
 
-/** A bucket whose count an admission changed, for persistence and restore after a restart. */
-export interface TouchedBucket {
+/** The count of one limiter bucket: what an admission changed (`touched`), a snapshot holds, and a restart restores. */
+export interface BucketCount {
   key: string;
   limit: number;
   durationMs: number;
@@ -81,7 +81,7 @@ export interface LimitResult {
   /** One per check, same order. */
   outcomes: LimitOutcome[];
   /** The buckets the call changed (empty unless success and some cost > 0). */
-  touched: TouchedBucket[];
+  touched: BucketCount[];
   /** The time the call was judged at, Unix ms: max(the limiter's clock, nowMs). */
   judgedAtMs: number;
 }
@@ -152,7 +152,7 @@ export class SlidingWindowLimiter {
     const judgedAtMs = this.judge(checks, nowMs, true);
     let success = true;
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
-    const touched: TouchedBucket[] = [];
+    const touched: BucketCount[] = [];
     const sizeBefore = this.entries.size;
     if (success) {
       for (let i = 0; i < checks.length; i++) {
@@ -199,7 +199,7 @@ export class SlidingWindowLimiter {
    * live: an admission with a new duration starts the key afresh. Restore does not evict, and
    * is bounded by what was persisted.
    */
-  restoreBucket(b: TouchedBucket): void {
+  restoreBucket(b: BucketCount): void {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
@@ -225,10 +225,10 @@ export class SlidingWindowLimiter {
   }
 
   /** Every bucket with a count that is still inside its window at max(clock, nowMs). */
-  snapshot(nowMs: number): TouchedBucket[] {
+  snapshot(nowMs: number): BucketCount[] {
     assert(isCount(nowMs), "snapshot: nowMs is a non-negative integer");
     const atMs = Math.max(this.clockMs, nowMs);
-    const buckets: TouchedBucket[] = [];
+    const buckets: BucketCount[] = [];
     for (const [key, entry] of this.entries) {
       const oldest = this.oldestHeldBucket(entry, atMs);
       for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {

@@ -6,9 +6,9 @@
 // so the limiter starts from a count at least as high as before: a restart never admits more.
 //
 // Layout: sublevel `rl`, key = limiter key + "\0" + bucketStartMs as 16 hex digits (fixed width,
-// so the split is unambiguous), value = msgpack TouchedBucket with `count` = the reservation.
+// so the split is unambiguous), value = msgpack DurabilityBucket with `count` = the reservation.
 import { assert } from "@keyraft/core";
-import type { CounterDurability, TouchedBucket } from "./types.js";
+import type { CounterDurability, DurabilityBucket } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey } from "./codec.js";
 import { closedError, corruptError, overloadedError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
@@ -23,7 +23,7 @@ import {
 
 /** What `restore` needs of the limiter: set a bucket's count to at least `bucket.count`. */
 export interface RestorableLimiter {
-  restoreBucket(bucket: TouchedBucket): void;
+  restoreBucket(bucket: DurabilityBucket): void;
 }
 
 export interface CounterDurabilityOptions {
@@ -64,7 +64,7 @@ export const reservationChunkDivisor = 8;
  * ceil(limit / 8), capped at the limit (a count above the limit is reserved as is). So a bucket
  * needs at most ~8 writes to reach its limit, and a restart over-counts by at most a chunk.
  */
-export function reservationFor(bucket: TouchedBucket): number {
+export function reservationFor(bucket: DurabilityBucket): number {
   const chunk = Math.max(1, Math.ceil(bucket.limit / reservationChunkDivisor));
   return Math.max(bucket.count, Math.min(bucket.limit, bucket.count + chunk));
 }
@@ -75,7 +75,7 @@ export function reservationFor(bucket: TouchedBucket): number {
  * its window, so the width defaults to durationMs (2 * durationMs in all).
  */
 export function reservationExpired(
-  bucket: Pick<TouchedBucket, "bucketStartMs" | "durationMs">,
+  bucket: Pick<DurabilityBucket, "bucketStartMs" | "durationMs">,
   nowMs: number,
   bucketWidthMs: number = bucket.durationMs,
 ): boolean {
@@ -83,7 +83,7 @@ export function reservationExpired(
 }
 
 interface Reservation {
-  bucket: TouchedBucket;
+  bucket: DurabilityBucket;
   /** Reservation known to be on disk. */
   durable: number;
   /** Highest reservation queued (== durable when nothing is in flight). */
@@ -117,7 +117,7 @@ export class LevelCounterDurability implements CounterDurability {
     this.writer = new GroupCommitWriter(what, write, counterDurabilityDefaults, options.onFatal);
   }
 
-  private expired(bucket: TouchedBucket, nowMs: number): boolean {
+  private expired(bucket: DurabilityBucket, nowMs: number): boolean {
     const widthMs = this.bucketWidthMs(bucket.durationMs);
     assert(widthMs >= 1 && widthMs <= bucket.durationMs, "reservations: a bucket is 1 ms to one window wide");
     return reservationExpired(bucket, nowMs, widthMs);
@@ -142,7 +142,7 @@ export class LevelCounterDurability implements CounterDurability {
     return restored;
   }
 
-  cover(touched: readonly TouchedBucket[]): Promise<void> | null {
+  cover(touched: readonly DurabilityBucket[]): Promise<void> | null {
     const waits = new Set<Promise<void>>();
     const grown: Array<{ reservation: Reservation; count: number }> = [];
     for (const bucket of touched) {
@@ -180,7 +180,7 @@ export class LevelCounterDurability implements CounterDurability {
     return { ...this.writer.statistics(), reservations: this.reservations.size, reservationWrites: this.writes };
   }
 
-  private newReservation(id: string, bucket: TouchedBucket): Reservation {
+  private newReservation(id: string, bucket: DurabilityBucket): Reservation {
     const reservation: Reservation = { bucket: { ...bucket, count: 0 }, durable: 0, queued: 0, queuedDone: null };
     // Inserted now (even if the bound is hit below) so that the size check sees it; removed again on refusal.
     this.reservations.set(id, reservation);
@@ -269,23 +269,23 @@ export class LevelCounterDurability implements CounterDurability {
   }
 }
 
-export function reservationId(bucket: Pick<TouchedBucket, "key" | "bucketStartMs">): string {
+export function reservationId(bucket: Pick<DurabilityBucket, "key" | "bucketStartMs">): string {
   // bucketStartMs is a Unix time in ms (>= 0); fixed-width hex keeps the split unambiguous.
   return `${bucket.key}\u0000${logIndexKey(bucket.bucketStartMs)}`;
 }
 
-function decodeBucket(value: Uint8Array, id: string): TouchedBucket {
+function decodeBucket(value: Uint8Array, id: string): DurabilityBucket {
   let decoded: unknown;
   try {
     decoded = decodeValue(value);
   } catch (error) {
     throw corruptError(what, `reservation ${JSON.stringify(id)} does not decode`, error);
   }
-  if (!isTouchedBucket(decoded)) throw corruptError(what, `reservation ${JSON.stringify(id)} has the wrong shape`);
+  if (!isDurabilityBucket(decoded)) throw corruptError(what, `reservation ${JSON.stringify(id)} has the wrong shape`);
   return decoded;
 }
 
-function isTouchedBucket(value: unknown): value is TouchedBucket {
+function isDurabilityBucket(value: unknown): value is DurabilityBucket {
   if (typeof value !== "object" || value === null) return false;
   const record = value as Record<string, unknown>;
   return (

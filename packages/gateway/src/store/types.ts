@@ -29,8 +29,8 @@ export interface CommandLog<Command, Outcome> {
   close(): Promise<void>;
 }
 
-/** A rate-limit bucket whose count changed, as reported by the limiter's commit. */
-export interface TouchedBucket {
+/** A rate-limit bucket count handed to CounterDurability to be covered by a durable reservation (and restored from it after a restart). */
+export interface DurabilityBucket {
   /** The limiter entry key (identifier plus window parameters). */
   key: string;
   limit: number;
@@ -49,5 +49,5 @@ export interface TouchedBucket {
  */
 export interface CounterDurability {
   /** Returns null when every touched bucket is already covered, else a promise that resolves once it is. */
-  cover(touched: readonly TouchedBucket[]): Promise<void> | null;
+  cover(touched: readonly DurabilityBucket[]): Promise<void> | null;
 }
