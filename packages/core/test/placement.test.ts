@@ -531,3 +531,17 @@ describe("async reset", () => {
     );
   });
 });
+
+describe("async limits with clocks apart", () => {
+  it("a peer whose clock is ahead by a whole duration is still counted (its buckets start in this node's future)", () => {
+    const durationMs = 1000;
+    const ahead = new AsyncLimitEstimator(durationMs, 100);
+    const here = new AsyncLimitEstimator(durationMs, 100);
+    // The peer's clock reads 1500 ms more than this node's: it files 8 admissions at 6500.
+    for (let i = 0; i < 8; i++) expect(ahead.admit("id", 10, 1, 6_500).success).toBe(true);
+    here.merge("ahead", ahead.report(6_500));
+    expect(here.estimate("id", 5_000)).toBe(8);
+    expect(here.admit("id", 10, 3, 5_000).success).toBe(false);
+    expect(here.admit("id", 10, 2, 5_000).success).toBe(true);
+  });
+});

@@ -64,15 +64,20 @@ export class AsyncLimitEstimator {
     return Math.floor((nowMs - this.durationMs + 1) / this.bucketWidthMs) * this.bucketWidthMs;
   }
 
+  /**
+   * The counts of `buckets` at `nowMs`: every bucket that has not left the window, including
+   * buckets that start after `nowMs`, which a peer whose clock is ahead files its admissions in
+   * (skipping them would make that peer's admissions invisible here until this clock caught up).
+   */
   private sum(buckets: Map<number, number> | undefined, nowMs: number): number {
     if (buckets === undefined) return 0;
     const from = this.windowStart(nowMs);
     let sum = 0;
-    for (const [start, count] of buckets) if (start >= from && start <= nowMs) sum += count;
+    for (const [start, count] of buckets) if (start >= from) sum += count;
     return sum;
   }
 
-  /** The estimated cluster count of `key` at `nowMs`: own plus every peer's last report. */
+  /** The estimated cluster count of `key` at `nowMs`: own plus every peer's last report (future buckets included). */
   estimate(key: string, nowMs: number): number {
     let total = this.sum(this.own.get(key), nowMs);
     for (const view of this.peers.values()) total += this.sum(view.get(key), nowMs);
@@ -89,8 +94,7 @@ export class AsyncLimitEstimator {
     const byStart = new Map<number, number>();
     const add = (buckets: Map<number, number> | undefined) => {
       if (buckets === undefined) return;
-      for (const [start, count] of buckets)
-        if (start >= from && start <= nowMs) byStart.set(start, (byStart.get(start) ?? 0) + count);
+      for (const [start, count] of buckets) if (start >= from) byStart.set(start, (byStart.get(start) ?? 0) + count);
     };
     add(this.own.get(key));
     for (const view of this.peers.values()) add(view.get(key));
