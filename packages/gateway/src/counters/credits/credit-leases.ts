@@ -17,6 +17,7 @@ import {
 } from "./config.js";
 import { spendOnLog, type CreditTransport } from "./forward.js";
 import { LeaseJournalStore } from "./journal-store.js";
+import { HolderClock } from "./holder-clock.js";
 import { LeaseExpiryDriver } from "./lease-expiry.js";
 import { LeaseSpender } from "./lease-spender.js";
 import { LeaseOutbox } from "./outbox.js";
@@ -51,6 +52,9 @@ const drainTimeoutMs = 1_500;
 export async function startCreditLeases(options: CreditLeasesOptions): Promise<CreditLeases> {
   const { logger, config } = options;
   const monoNowMs = () => performance.now();
+  // The holder's deadlines keep running through a suspend of the machine (holder-clock.ts).
+  const holderClock = new HolderClock(monoNowMs, options.nowMs);
+  const holderNowMs = () => holderClock.nowMs();
   let lastErrorLogMs = Number.NEGATIVE_INFINITY;
   const onError = (error: unknown) => {
     const now = monoNowMs();
@@ -82,7 +86,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     journal,
     outbox,
     state,
-    monoNowMs,
+    monoNowMs: holderNowMs,
     nowMs: options.nowMs,
     leaseWaitMs,
     pollIntervalMs: holderPollIntervalMs,
