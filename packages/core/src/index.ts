@@ -57,6 +57,7 @@ export type {
 // Credit leases (docs/counters.md) and placement.
 export type { CreditLeaseOutcome } from "./leases/types.js";
 export { creditLeasePolicyDefaults } from "./leases/policy.js";
+export { ledgerSeqMax } from "./leases/ledger.js";
 export { compactHolderJournal, replayHolderJournal } from "./leases/journal.js";
 export type { HolderJournalRecord } from "./leases/journal.js";
 export { holderKeysMax, LeaseHolder, leaseHolderDefaults } from "./leases/holder.js";

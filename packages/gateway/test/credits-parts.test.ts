@@ -5,6 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
+import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   applyCommand,
@@ -20,6 +21,7 @@ import {
 } from "@keyraft/core";
 import { parseCreditLeaseConfig, holderOptions } from "../src/counters/credits/config.js";
 import { ObservedKeyMachine } from "../src/counters/credits/credit-events.js";
+import { JournalBehindLedgerError, startCreditLeases } from "../src/counters/credits/credit-leases.js";
 import type { ForwardedSpendReply } from "../src/counters/credits/forward.js";
 import { LeaseJournalStore } from "../src/counters/credits/journal-store.js";
 import { LeaseExpiryDriver } from "../src/counters/credits/lease-expiry.js";
@@ -558,5 +560,42 @@ describe("ObservedKeyMachine", () => {
     machine.apply({ type: "refillCredits", keyIds: ["k2"], nowMs: Date.UTC(2026, 0, 2, 0, 0, 5) });
     machine.restore(machine.snapshot());
     expect(events).toEqual(["granted:1", "epoch:k1:1", "settled:1", "epoch:k2:1", "restore"]);
+  });
+});
+
+describe("startCreditLeases", () => {
+  const config = { leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10, leaseCreditsMax: 10 };
+  const start = async (db: StoreDb, machine: ObservedKeyMachine) =>
+    startCreditLeases({
+      nodeId: "n1",
+      db,
+      machine,
+      config,
+      propose: async (command) => machine.apply(command),
+      isLeader: () => true,
+      voters: () => ["n1"],
+      transport: { call: async () => ({ t: "undecided", message: "none" }), serve: () => undefined },
+      nowMs: () => startMs,
+      logger: pino({ level: "silent" }),
+      onFatal: fatal,
+    });
+
+  it("refuses to start on a journal older than the ledger's record of this node (a storage fault stops the node)", async () => {
+    const { db } = await tempDb();
+    const machine = new ObservedKeyMachine(keyStateMachine());
+    machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    machine.apply(createKey("k1", 1000));
+    // The replicated ledger holds lease 7 of n1, granted in an earlier life of this node.
+    machine.apply({ type: "grantCreditLease", keyId: "k1", nodeId: "n1", seq: 7, requested: 100, voters: ["n1"] });
+    await expect(start(db, machine)).rejects.toBeInstanceOf(JournalBehindLedgerError);
+  });
+
+  it("starts when its journal covers every lease number the ledger knows of it", async () => {
+    const { db } = await tempDb();
+    const machine = new ObservedKeyMachine(keyStateMachine());
+    machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    machine.apply(createKey("k1", 1000));
+    const leases = await start(db, machine);
+    await leases.close();
   });
 });
