@@ -22,7 +22,8 @@ import {
 import { parseCreditLeaseConfig, holderOptions } from "../src/counters/credits/config.js";
 import { ObservedKeyMachine } from "../src/counters/credits/credit-events.js";
 import { JournalBehindLedgerError, startCreditLeases } from "../src/counters/credits/credit-leases.js";
-import type { ForwardedSpendReply } from "../src/counters/credits/forward.js";
+import { ForwardedSpendUnknown, type ForwardedSpendReply } from "../src/counters/credits/forward.js";
+import { V1Error } from "../src/errors.js";
 import { LeaseJournalStore } from "../src/counters/credits/journal-store.js";
 import { LeaseExpiryDriver } from "../src/counters/credits/lease-expiry.js";
 import { LeaseSpender } from "../src/counters/credits/lease-spender.js";
@@ -407,6 +408,40 @@ describe("LeaseSpender forwarding a low key to its owner", () => {
     // A spend forwarded to this node is never forwarded again.
     expect(await w.spender.spend(keyId, 1, { forwarded: true })).toBeNull();
     expect(asked.length).toBe(4);
+    await w.journal.close();
+  });
+});
+
+describe("LeaseSpender: a forwarded spend whose answer is lost", () => {
+  const keyId = Array.from({ length: 100 }, (_, i) => `k${i}`).find((id) => rankNodes(id, ["n1", "n2"])[0] === "n2")!;
+
+  it("is not spent again on the log (503 instead); one that certainly did not reach the owner is", async () => {
+    let reply: ForwardedSpendReply | Error = new ForwardedSpendUnknown("n2", "no answer before the deadline");
+    const logSpends: KeyCommand[] = [];
+    let machine: ObservedKeyMachine | null = null;
+    const w = await world({
+      voters: ["n1", "n2"],
+      propose: async (command) => {
+        if (command.type === "spendCredits") logSpends.push(command);
+        return machine!.apply(command);
+      },
+      forward: async () => {
+        if (reply instanceof Error) throw reply;
+        return reply;
+      },
+    });
+    machine = w.machine;
+    w.machine.apply(createKey(keyId, 20)); // low: n2 owns the last credits
+    const lost = await w.spender.spend(keyId, 2).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(lost).toBeInstanceOf(V1Error);
+    expect((lost as V1Error).statusCode).toBe(503);
+    expect(logSpends).toEqual([]);
+    // Certainly not sent (no connection): the asker spends on the log itself, once.
+    reply = { t: "undecided", message: "no open connection to n2" };
+    expect(await w.spender.spend(keyId, 2)).toBeNull();
     await w.journal.close();
   });
 });

@@ -19,7 +19,7 @@ import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
 import { answerAnalytics, type AnalyticsPeerLink } from "../analytics/cluster-peers.js";
 import { RaftNodeError } from "@keyraft/raft";
 import type { CounterReply, CounterRequest, CounterTransport } from "../counters/ratelimit/wire.js";
-import type { CreditTransport, ForwardedSpendReply } from "../counters/credits/forward.js";
+import { ForwardedSpendUnknown, type CreditTransport, type ForwardedSpendReply } from "../counters/credits/forward.js";
 
 export interface ClusterNodeOptions {
   config: ClusterConfig;
@@ -335,9 +335,18 @@ export class ClusterNode {
   creditTransport(): CreditTransport {
     return {
       call: async (peer, keyId, cost) => {
-        const result = await this.rpc.call(peer, { op: "credits", keyId, cost }, this.options.nowMs());
+        let result: RpcResult;
+        try {
+          result = await this.rpc.call(peer, { op: "credits", keyId, cost }, this.options.nowMs());
+        } catch (error) {
+          // Sent, and no answer before the deadline: the owner may have spent.
+          throw new ForwardedSpendUnknown(peer, error instanceof Error ? error.message : String(error));
+        }
         if (result.ok && result.credits !== undefined) return result.credits;
-        throw new Error(result.ok ? "no credits reply" : result.message);
+        // Not sent (no connection, too many waiting) or not served there: nothing was spent.
+        if (!result.ok && (result.retry || result.overloaded === true))
+          return { t: "undecided", message: result.message };
+        throw new ForwardedSpendUnknown(peer, result.ok ? "no credits reply" : result.message);
       },
       serve: (handler) => {
         this.creditsHandler = handler;

@@ -16,7 +16,7 @@ import {
   type LeaseHolder,
 } from "@keyraft/core";
 import type { LeaseJournalStore } from "./journal-store.js";
-import type { ForwardedSpendReply } from "./forward.js";
+import { creditSpendUnknown, ForwardedSpendUnknown, type ForwardedSpendReply } from "./forward.js";
 import type { LeaseOutbox } from "./outbox.js";
 import { ShownCredits } from "./shown-credits.js";
 import { SpendReservations } from "./spend-reservations.js";
@@ -169,6 +169,8 @@ export class LeaseSpender implements CreditSpender {
     const { forward } = this.options;
     if (forward !== undefined && !forwarded) {
       const reply = await forward(owner, keyId, cost).catch((error: unknown) => {
+        // The owner may have spent: never spend again here (that would charge twice).
+        if (error instanceof ForwardedSpendUnknown) throw creditSpendUnknown(error);
         this.options.onError(error);
         return null;
       });
