@@ -17,7 +17,7 @@ import {
   verifySubject,
 } from "../src/counters/ratelimit/subject.js";
 import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
-import { mergePerKey } from "../src/counters/ratelimit/successor-side.js";
+import { mergePerKey, SuccessorSide } from "../src/counters/ratelimit/successor-side.js";
 import type { CounterDurability } from "../src/store/types.js";
 import { V1Error } from "../src/errors.js";
 
@@ -380,5 +380,69 @@ describe("subjects, liveness, config", () => {
       tooClose,
     );
     expect(tooClose).toEqual([expect.stringMatching(/twice/)]);
+  });
+});
+
+describe("the successor's acknowledgements", () => {
+  const durationMs = 1000;
+  const nowMs = 1_700_000_000_000;
+  /** A subject whose ranking over `voters` is [owner, successor, ...]. */
+  const subjectRanked = (voters: string[], owner: string, successor: string): string => {
+    for (let i = 0; ; i++) {
+      const subject = limitSubject("ns", `id${i}`);
+      const ranked = rankNodes(subject, voters);
+      if (ranked[0] === owner && ranked[1] === successor) return subject;
+    }
+  };
+  const limiterKeyOf = (subject: string) => `${subject.replace(/^r:ns:/, "r:ns:10:1000:")}`;
+  const world = (voters: string[]) => {
+    const current = { voters };
+    const side = new SuccessorSide({
+      nodeId: "n2",
+      boot: "boot",
+      limiter: new SlidingWindowLimiter(),
+      durability: { cover: () => null },
+      voters: () => current.voters,
+      nowMs: () => nowMs,
+      logger,
+    });
+    return { side, current };
+  };
+  const ask = (subject: string, generation: number, bucketStartMs = nowMs - (nowMs % 100)) => ({
+    key: reservationKey(durationMs, limiterKeyOf(subject)),
+    limit: 10,
+    bucketStartMs,
+    count: 2,
+    generation,
+  });
+
+  it("acknowledge only an asker that ranks first for the subject, with this node second", async () => {
+    const voters = ["n1", "n2", "n3"];
+    const { side, current } = world(voters);
+    const subject = subjectRanked(voters, "n1", "n2");
+    expect(subjectOfLimiterKey(limiterKeyOf(subject))).toBe(subject);
+    const handBack = side.handBack("n1");
+    expect(handBack.t).toBe("handBack");
+    const generation = handBack.t === "handBack" ? handBack.generation : 0;
+    expect((await side.accept("n1", "boot", [ask(subject, generation)])).acks[0]).not.toBeNull();
+    // n3 asks for a subject n1 owns: refused.
+    side.handBack("n3");
+    expect((await side.accept("n3", "boot", [ask(subject, generation)])).acks[0]).toBeNull();
+    // n1 removed from the voters (it never applied its removal and keeps asking): refused.
+    current.voters = ["n2", "n3"];
+    const again = side.handBack("n1");
+    const next = again.t === "handBack" ? again.generation : 0;
+    expect((await side.accept("n1", "boot", [ask(subject, next)])).acks[0]).toBeNull();
+  });
+
+  it("refuse a reservation for a bucket more than one bucket width in this node's future", async () => {
+    const voters = ["n1", "n2", "n3"];
+    const { side } = world(voters);
+    const subject = subjectRanked(voters, "n1", "n2");
+    const handBack = side.handBack("n1");
+    const generation = handBack.t === "handBack" ? handBack.generation : 0;
+    const current = nowMs - (nowMs % 100);
+    expect((await side.accept("n1", "boot", [ask(subject, generation, current + 100)])).acks[0]).not.toBeNull();
+    expect((await side.accept("n1", "boot", [ask(subject, generation, current + 2000)])).acks[0]).toBeNull();
   });
 });

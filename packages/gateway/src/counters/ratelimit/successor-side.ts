@@ -68,9 +68,17 @@ export class SuccessorSide {
     if (state === null || boot !== this.options.boot) return { t: "reserve", acks: asks.map(() => null) };
     const acks: (WireAsk | null)[] = [];
     const durable: BucketCount[] = [];
+    const voters = this.options.voters();
+    const nowMs = this.options.nowMs();
+    const ranks = new Map<string, boolean>();
     for (const ask of asks) {
       const parsed = parseReservationKey(ask.key);
-      const ack = parsed === null ? null : state.reservations.accept(ask);
+      const ack =
+        parsed === null ||
+        !this.ranksAsker(owner, parsed.limiterKey, voters, ranks) ||
+        this.inFuture(ask, parsed, nowMs)
+          ? null
+          : state.reservations.accept(ask);
       acks.push(ack);
       if (ack !== null && parsed !== null) {
         durable.push({
@@ -85,6 +93,39 @@ export class SuccessorSide {
     const written = durable.length === 0 ? null : this.options.durability.cover(durable);
     if (written !== null) await written;
     return { t: "reserve", acks };
+  }
+
+  /**
+   * Whether `owner` ranks first and this node second for the limiter key's subject among the
+   * voters as this node applied them. A node removed from the voters (that never applied its
+   * removal) or an owner whose subjects moved keeps asking: acknowledging it would let it admit
+   * a second limit next to the subject's new owner in every window.
+   */
+  private ranksAsker(
+    owner: string,
+    limiterKey: string,
+    voters: readonly string[],
+    cache: Map<string, boolean>,
+  ): boolean {
+    const subject = subjectOfLimiterKey(limiterKey);
+    if (subject === null) return false;
+    let ok = cache.get(subject);
+    if (ok === undefined) {
+      const ranked = rankNodes(subject, voters);
+      ok = ranked[0] === owner && ranked[1] === this.options.nodeId;
+      cache.set(subject, ok);
+    }
+    return ok;
+  }
+
+  /**
+   * A reservation for a bucket that starts more than one bucket width after this node's now: the
+   * owner's clock is ahead by more than the clocks may differ (docs/counters.md). Accepting it
+   * would move this node's limiter clock forward at a takeover, dropping the current window of
+   * every subject it judges; the owner gets no acknowledgement and answers 503 (fail closed).
+   */
+  private inFuture(ask: WireAsk, parsed: { durationMs: number }, nowMs: number): boolean {
+    return ask.bucketStartMs > nowMs + this.options.limiter.bucketWidthMs(parsed.durationMs);
   }
 
   /** The owner is unreachable: fence it and serve its subjects from at least every reserved count. */
