@@ -49,3 +49,9 @@ export function createServices(deps: AppDeps): GatewayServices {
     },
   };
 }
+
+/** The id a create command's outcome names (every create command's outcome carries one). */
+export function createdId(outcome: { id?: string }): string {
+  if (outcome.id === undefined) throw new Error("invariant: the outcome of a create command names its id");
+  return outcome.id;
+}

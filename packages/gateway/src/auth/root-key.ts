@@ -1,4 +1,4 @@
-// Root-key authentication (semantics §1.5): the bearer token is verified like any key (so a root
+// Root-key authentication (docs/api.md "Root keys"): the bearer token is verified like any key (so a root
 // key consumes its own limits and credits), then it must belong to the root api.
 
 import {
@@ -79,7 +79,7 @@ export async function authenticate(
   return { keyId: key.id, slugs: derived.slugs, permissions: derived.permissions };
 }
 
-/** `{ or: [...] }` of the literal permissions a route accepts (no globbing, §5.1). */
+/** `{ or: [...] }` of the literal permissions a route accepts (no globbing: `api.*.read_key` is a name, not a pattern). */
 export function anyOf(...permissions: string[]): PermissionQuery {
   return { or: permissions };
 }

@@ -1,12 +1,11 @@
 // Every error as a v1 error response: status, code, message and headers from the error's kind.
-// The request id header is set here too, for errors raised before the onRequest hook ran
-// (http/lifecycle.ts sets it for everything else).
+// The request id header is already on the reply (the onRequest hook of http/lifecycle.ts runs
+// before anything that can fail; a malformed URL never reaches this handler).
 
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { V1Error, errorBody, type V1ErrorCode } from "../errors.js";
 import { isStoreError } from "../store/errors.js";
 import { zodStyleMessage } from "../validation/messages.js";
-import { requestIdHeader } from "./request-id.js";
 
 function codeForStatus(status: number): V1ErrorCode {
   if (status === 404) return "NOT_FOUND";
@@ -49,7 +48,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: E
   // 503s (overload, shutdown) are expected operating states, not failures worth an error line.
   if (described.status >= 500 && described.status !== 503)
     request.log.error({ err: error, reqId: request.id }, "request failed");
-  reply.code(described.status).header(requestIdHeader, request.id);
+  reply.code(described.status);
   for (const [name, value] of Object.entries(described.headers ?? {})) reply.header(name, value);
   void reply.send(errorBody(described.code, described.message, request.id));
 }

@@ -14,7 +14,7 @@ import {
   type VerificationQuery,
   type VerificationSeries,
 } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
 import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
@@ -62,7 +62,7 @@ function parseGroupBy(value: string | undefined): AnalyticsGroupBy[] {
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type AnalyticsRoutesDeps = Pick<GatewayServices, "analytics" | "verificationPeers"> & RootKeyDeps;
 
-export const analyticsRoutes: FastifyPluginCallback<AnalyticsRoutesDeps> = (app, deps, done) => {
+export const analyticsRoutes: FastifyPluginCallbackTypebox<AnalyticsRoutesDeps> = (app, deps, done) => {
   /** This node's series for `filter`, merged with the peers' when wired. */
   const collect = async (filter: VerificationFilter): Promise<VerificationSeries[]> => {
     const local = deps.analytics.select(filter);
@@ -74,7 +74,7 @@ export const analyticsRoutes: FastifyPluginCallback<AnalyticsRoutesDeps> = (app,
     "/v1/keys.getVerifications",
     { schema: { querystring: keyVerificationsQuery, response: keyVerificationsResponse } },
     async (request, reply) => {
-      const query = request.query as { keyId?: string; ownerId?: string; start?: number | null; end?: number | null };
+      const query = request.query;
       let keys: KeyRecord[];
       if (query.keyId !== undefined) {
         const key = deps.state.keys.get(query.keyId);
@@ -121,18 +121,7 @@ export const analyticsRoutes: FastifyPluginCallback<AnalyticsRoutesDeps> = (app,
     "/v1/analytics.getVerifications",
     { schema: { querystring: analyticsVerificationsQuery, response: analyticsVerificationsResponse } },
     async (request, reply) => {
-      const query = request.query as {
-        apiId: string;
-        externalId?: string;
-        keyId?: string;
-        tag?: string;
-        start?: number | null;
-        end?: number | null;
-        groupBy?: string;
-        limit?: number;
-        orderBy?: AnalyticsOrderBy;
-        order: "asc" | "desc";
-      };
+      const query = request.query;
       const groupBy = parseGroupBy(query.groupBy);
       await authenticate(
         deps,

@@ -1,9 +1,9 @@
 // apis.createApi and apis.getApi (auth before lookup, as upstream).
 
 import { keyDerived, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { notFound, recoverableUnsupported } from "../errors.js";
 import {
   createApiBody,
@@ -19,8 +19,11 @@ import {
   listKeysResponse,
 } from "../schemas/apis.js";
 import type { ShownCredits } from "../counters/credits/shown-credits.js";
+import type { Static } from "@sinclair/typebox";
+import type { keyObject } from "../schemas/keys.js";
 import { keyView } from "./keys-read.js";
 import { emptyResponse } from "../schemas/keys.js";
+import { pageLimitDefault } from "../schemas/common.js";
 import { workspaceId } from "./guards.js";
 
 /** Keys of the api matching the owner filter, ordered by id (the api's index, then a sort). */
@@ -46,7 +49,7 @@ function listedKey(
   key: KeyRecord,
   nowMs: number,
   shown: ShownCredits | undefined,
-): Record<string, unknown> {
+): Static<typeof keyObject> {
   return { ...keyView(state, key, nowMs, shown), permissions: [...keyDerived(state, key).permissions] };
 }
 
@@ -62,12 +65,12 @@ const readKeysQuery = (apiId: string) => ({
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit" | "creditLeases"> & RootKeyDeps;
 
-export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done) => {
+export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/apis.createApi",
     { schema: { body: createApiBody, response: createApiResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
       const outcome = await deps.submit({
         type: "createApi",
@@ -75,7 +78,7 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
         name: body.name,
         nowMs: deps.nowMs(),
       });
-      return reply.send({ apiId: outcome.id, name: body.name });
+      return reply.send({ apiId: createdId(outcome), name: body.name });
     },
   );
 
@@ -83,7 +86,7 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
     "/v1/apis.getApi",
     { schema: { querystring: getApiQuery, response: getApiResponse } },
     async (request, reply) => {
-      const query = request.query as { apiId: string };
+      const query = request.query;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
       const api = deps.state.apis.get(query.apiId);
       if (api === undefined) throw notFound(`api ${query.apiId} not found`);
@@ -96,7 +99,7 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
     "/v1/apis.deleteApi",
     { schema: { body: deleteApiBody, response: emptyResponse } },
     async (request, reply) => {
-      const body = request.body as { apiId: string };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
       await deps.submit({ type: "deleteApi", apiId: body.apiId });
       return reply.send({});
@@ -107,14 +110,7 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
     "/v1/apis.listKeys",
     { schema: { querystring: listKeysQuery, response: listKeysResponse } },
     async (request, reply) => {
-      const query = request.query as {
-        apiId: string;
-        limit: number;
-        cursor?: string;
-        ownerId?: string;
-        externalId?: string;
-        decrypt?: boolean | null;
-      };
+      const query = request.query;
       await authenticate(deps, request, readKeysQuery(query.apiId));
       if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
       if (query.decrypt === true) throw recoverableUnsupported();
@@ -150,14 +146,16 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
       },
     },
     async (request, reply) => {
-      const { apiId } = request.params as { apiId: string };
-      const query = request.query as { limit: number; offset: number; ownerId?: string };
+      const { apiId } = request.params;
+      const query = request.query;
       await authenticate(deps, request, readKeysQuery(apiId));
       if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
       const all = apiKeys(deps.state, apiId, { ownerId: query.ownerId });
       const nowMs = deps.nowMs();
+      // The schema's defaults fill both (validation runs with useDefaults).
+      const { offset = 0, limit = pageLimitDefault } = query;
       const keys = all
-        .slice(query.offset, query.offset + query.limit)
+        .slice(offset, offset + limit)
         .map((key) => listedKey(deps.state, key, nowMs, deps.creditLeases?.shown));
       return reply.send({ keys, total: all.length });
     },
@@ -167,7 +165,7 @@ export const apiRoutes: FastifyPluginCallback<ApiRoutesDeps> = (app, deps, done)
     "/v1/apis.deleteKeys",
     { schema: { body: deleteKeysBody, response: deleteKeysResponse } },
     async (request, reply) => {
-      const body = request.body as { apiId: string; permanent?: boolean };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
       const outcome = await deps.submit({ type: "deleteKeys", apiId: body.apiId });
       return reply.send({ deletedKeys: outcome.count ?? 0 });

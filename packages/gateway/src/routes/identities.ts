@@ -1,11 +1,11 @@
-// identities.createIdentity/getIdentity/listIdentities/updateIdentity/deleteIdentity (semantics
-// §2.19). An identity's rate limits are shared by all its keys: verification keys their counters
+// identities.createIdentity/getIdentity/listIdentities/updateIdentity/deleteIdentity (docs/api.md).
+// An identity's rate limits are shared by all its keys: verification keys their counters
 // by the identity id. `*` is accepted everywhere (decision 6; upstream forgot it on some).
 
-import { ROOT_PERMISSION, type IdentityRecord, type JsonObject, type KeyCommand, type KeyState } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import { ROOT_PERMISSION, type IdentityRecord, type KeyCommand, type KeyState } from "@keyraft/core";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { V1Error, badRequest, notFound } from "../errors.js";
 import {
   createIdentityBody,
@@ -18,13 +18,11 @@ import {
   listIdentitiesResponse,
   updateIdentityBody,
 } from "../schemas/identities.js";
+import type { Static } from "@sinclair/typebox";
 import { checkMeta } from "./guards.js";
 
-interface RatelimitBody {
-  name: string;
-  limit: number;
-  duration: number;
-}
+/** An identity's rate limit as the create and update bodies carry it. */
+type RatelimitBody = NonNullable<Static<typeof createIdentityBody>["ratelimits"]>[number];
 
 const missingId = "Provide either identityId or externalId";
 
@@ -61,12 +59,12 @@ function limitInputs(ratelimits: readonly RatelimitBody[] | undefined) {
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type IdentityRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
-export const identityRoutes: FastifyPluginCallback<IdentityRoutesDeps> = (app, deps, done) => {
+export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/identities.createIdentity",
     { schema: { body: createIdentityBody, response: createIdentityResponse } },
     async (request, reply) => {
-      const body = request.body as { externalId: string; meta?: JsonObject; ratelimits?: RatelimitBody[] };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
       checkMeta(body.meta);
       const outcome = await deps.submit({
@@ -78,7 +76,7 @@ export const identityRoutes: FastifyPluginCallback<IdentityRoutesDeps> = (app, d
         ratelimits: limitInputs(body.ratelimits),
         nowMs: deps.nowMs(),
       });
-      return reply.send({ identityId: outcome.id });
+      return reply.send({ identityId: createdId(outcome) });
     },
   );
 
@@ -86,7 +84,7 @@ export const identityRoutes: FastifyPluginCallback<IdentityRoutesDeps> = (app, d
     "/v1/identities.getIdentity",
     { schema: { querystring: getIdentityQuery, response: identityResponse } },
     async (request, reply) => {
-      const query = request.query as { identityId?: string; externalId?: string };
+      const query = request.query;
       if (query.identityId === undefined && query.externalId === undefined) throw badRequest(missingId);
       const scoped = query.identityId ?? deps.state.identityIdByExternalId.get(query.externalId ?? "") ?? "";
       await authenticate(
@@ -104,7 +102,7 @@ export const identityRoutes: FastifyPluginCallback<IdentityRoutesDeps> = (app, d
     "/v1/identities.listIdentities",
     { schema: { querystring: listIdentitiesQuery, response: listIdentitiesResponse } },
     async (request, reply) => {
-      const query = request.query as { environment: string; limit: number; cursor?: string };
+      const query = request.query;
       await authenticate(
         deps,
         request,
@@ -130,13 +128,7 @@ export const identityRoutes: FastifyPluginCallback<IdentityRoutesDeps> = (app, d
     "/v1/identities.updateIdentity",
     { schema: { body: updateIdentityBody, response: identityResponse } },
     async (request, reply) => {
-      const body = request.body as {
-        identityId?: string;
-        externalId?: string;
-        environment: string;
-        meta?: JsonObject;
-        ratelimits?: RatelimitBody[];
-      };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "identity.*.update_identity"));
       if (body.identityId === undefined && body.externalId === undefined) throw badRequest(missingId);
       const names = new Set<string>();
@@ -165,7 +157,7 @@ export const identityRoutes: FastifyPluginCallback<IdentityRoutesDeps> = (app, d
     "/v1/identities.deleteIdentity",
     { schema: { body: deleteIdentityBody, response: identityEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { identityId: string };
+      const body = request.body;
       await authenticate(
         deps,
         request,

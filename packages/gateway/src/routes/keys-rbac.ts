@@ -1,11 +1,11 @@
-// keys.addPermissions, keys.removePermissions, keys.addRoles, keys.removeRoles (semantics
-// §2.10). Each is one atomic command. keyraft honours every entry of a removal (upstream only the
+// keys.addPermissions, keys.removePermissions, keys.addRoles, keys.removeRoles. Each is one
+// atomic command. keyraft honours every entry of a removal (upstream only the
 // first) and asks `rbac.*.create_role` to create roles in addRoles (upstream asked
 // create_permission).
 
 import { ROOT_PERMISSION, type KeyState, type Ref } from "@keyraft/core";
-import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
-import type { RefItem } from "../auth/rbac-plan.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import {
   anyOf,
   authenticate,
@@ -24,6 +24,7 @@ import {
   removePermissionsBody,
   removeRolesBody,
 } from "../schemas/rbac.js";
+import type { RefsBody } from "../schemas/keys.js";
 
 type Kind = "permission" | "role";
 
@@ -38,11 +39,11 @@ function exists(state: KeyState, kind: Kind, id: string): boolean {
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type KeyRbacRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
-export const keyRbacRoutes: FastifyPluginCallback<KeyRbacRoutesDeps> = (app, deps, done) => {
+export const keyRbacRoutes: FastifyPluginCallbackTypebox<KeyRbacRoutesDeps> = (app, deps, done) => {
   const addRoute = (kind: Kind) => {
     const field = kind === "permission" ? "permissions" : "roles";
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const body = request.body as { keyId: string } & Record<string, RefItem[]>;
+    return async (request: FastifyRequest<{ Body: RefsBody }>, reply: FastifyReply) => {
+      const body = request.body;
       const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, `rbac.*.add_${kind}_to_key`));
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
@@ -79,8 +80,8 @@ export const keyRbacRoutes: FastifyPluginCallback<KeyRbacRoutesDeps> = (app, dep
 
   const removeRoute = (kind: Kind) => {
     const field = kind === "permission" ? "permissions" : "roles";
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const body = request.body as { keyId: string } & Record<string, RefItem[]>;
+    return async (request: FastifyRequest<{ Body: RefsBody }>, reply: FastifyReply) => {
+      const body = request.body;
       const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, `rbac.*.remove_${kind}_from_key`));
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);

@@ -2,12 +2,13 @@
 // upstream).
 
 import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
-import type { ShownCredits } from "../counters/credits/shown-credits.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { hashKey } from "../auth/hash.js";
 import { anyOf, authenticate, holdsAny, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
-import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import { getKeyQuery, keyObject, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import type { Static } from "@sinclair/typebox";
+import type { ShownCredits } from "../counters/credits/shown-credits.js";
 import type { GatewayServices } from "../services.js";
 import { workspaceId } from "./guards.js";
 
@@ -22,7 +23,7 @@ export function keyView(
   key: KeyRecord,
   nowMs: number,
   shown: ShownCredits | undefined,
-): Record<string, unknown> {
+): Static<typeof keyObject> {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   const limit = key.ratelimits.find((ratelimit) => ratelimit.name === "default");
   const remaining = shownCreditsAt(shown, key, nowMs);
@@ -70,12 +71,12 @@ export function keyView(
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type KeyReadRoutesDeps = Pick<GatewayServices, "creditLeases"> & RootKeyDeps;
 
-export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, deps, done) => {
+export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (app, deps, done) => {
   app.get(
     "/v1/keys.getKey",
     { schema: { querystring: getKeyQuery, response: keyResponse } },
     async (request, reply) => {
-      const query = request.query as { keyId: string; decrypt?: boolean };
+      const query = request.query;
       const key = deps.state.keys.get(query.keyId);
       if (key === undefined) throw notFound(`key ${query.keyId} not found`);
       const auth = await authenticate(
@@ -95,7 +96,7 @@ export const keyReadRoutes: FastifyPluginCallback<KeyReadRoutesDeps> = (app, dep
   );
 
   app.post("/v1/keys.whoami", { schema: { body: whoamiBody, response: whoamiResponse } }, async (request, reply) => {
-    const body = request.body as { key: string };
+    const body = request.body;
     const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
     const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
     if (key === undefined) throw notFound("Key not found");

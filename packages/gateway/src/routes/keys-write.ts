@@ -1,9 +1,10 @@
 // keys.createKey, keys.updateKey, keys.deleteKey, keys.setPermissions, keys.setRoles.
 
-import { keyStart, newKeySecret, ROOT_PERMISSION, type JsonObject, type KeyCommand } from "@keyraft/core";
-import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
+import { keyStart, newKeySecret, ROOT_PERMISSION, type KeyCommand } from "@keyraft/core";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
-import { planCreation, planReplacement, type RefItem } from "../auth/rbac-plan.js";
+import { planCreation, planReplacement } from "../auth/rbac-plan.js";
 import { anyOf, authenticate, requirePermission, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
 import type { GatewayServices } from "../services.js";
 import { badRequest, notFound, recoverableUnsupported } from "../errors.js";
@@ -19,47 +20,13 @@ import {
   updateRemainingBody,
   updateRemainingResponse,
 } from "../schemas/keys.js";
+import type { RefsBody } from "../schemas/keys.js";
+import type { Static } from "@sinclair/typebox";
+import type { BodyRequest } from "../http/typed-request.js";
 import { checkMeta } from "./guards.js";
 
-interface RefillBody {
-  interval: "daily" | "monthly";
-  amount: number;
-  refillDay?: number;
-}
-
-interface CreateKeyBody {
-  apiId: string;
-  prefix?: string;
-  name?: string;
-  byteLength?: number;
-  ownerId?: string;
-  externalId?: string;
-  meta?: JsonObject;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  remaining?: number;
-  refill?: RefillBody;
-  ratelimit?: { limit: number; duration?: number; refillInterval?: number };
-  enabled?: boolean;
-  recoverable?: boolean;
-  environment?: string;
-}
-
-interface UpdateKeyBody {
-  keyId: string;
-  name?: string | null;
-  ownerId?: string | null;
-  externalId?: string | null;
-  meta?: JsonObject | null;
-  expires?: number | null;
-  ratelimit?: { limit: number; duration?: number; refillInterval?: number } | null;
-  remaining?: number | null;
-  refill?: RefillBody | null;
-  enabled?: boolean;
-  roles?: RefItem[];
-  permissions?: RefItem[];
-}
+/** A key's refill as the create and update bodies carry it. */
+type RefillBody = NonNullable<Static<typeof createKeyBody>["refill"]>;
 
 const defaultKeyBytes = 16;
 
@@ -77,9 +44,9 @@ function limitInput(ratelimit: { limit: number; duration?: number; refillInterva
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type KeyWriteRoutesDeps = Pick<GatewayServices, "ids" | "randomBytes" | "submit"> & RootKeyDeps;
 
-export const keyWriteRoutes: FastifyPluginCallback<KeyWriteRoutesDeps> = (app, deps, done) => {
-  const createKey = async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = request.body as CreateKeyBody;
+export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = (app, deps, done) => {
+  const createKey = async (request: BodyRequest<typeof createKeyBody>, reply: FastifyReply) => {
+    const body = request.body;
     const auth = await authenticate(
       deps,
       request,
@@ -131,7 +98,7 @@ export const keyWriteRoutes: FastifyPluginCallback<KeyWriteRoutesDeps> = (app, d
     "/v1/keys.updateKey",
     { schema: { body: updateKeyBody, response: emptyResponse } },
     async (request, reply) => {
-      const body = request.body as UpdateKeyBody;
+      const body = request.body;
       const auth = await authenticate(deps, request);
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
@@ -183,7 +150,7 @@ export const keyWriteRoutes: FastifyPluginCallback<KeyWriteRoutesDeps> = (app, d
     "/v1/keys.deleteKey",
     { schema: { body: deleteKeyBody, response: emptyResponse } },
     async (request, reply) => {
-      const body = request.body as { keyId: string; permanent?: boolean };
+      const body = request.body;
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       const auth = await authenticate(
@@ -201,7 +168,7 @@ export const keyWriteRoutes: FastifyPluginCallback<KeyWriteRoutesDeps> = (app, d
     "/v1/keys.updateRemaining",
     { schema: { body: updateRemainingBody, response: updateRemainingResponse } },
     async (request, reply) => {
-      const body = request.body as { keyId: string; op: "increment" | "decrement" | "set"; value: number | null };
+      const body = request.body;
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       const auth = await authenticate(
@@ -223,8 +190,8 @@ export const keyWriteRoutes: FastifyPluginCallback<KeyWriteRoutesDeps> = (app, d
 
   const replaceRoute = (kind: "permission" | "role") => {
     const field = kind === "permission" ? "permissions" : "roles";
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const body = request.body as { keyId: string } & Record<string, RefItem[]>;
+    return async (request: FastifyRequest<{ Body: RefsBody }>, reply: FastifyReply) => {
+      const body = request.body;
       const auth = await authenticate(deps, request);
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);

@@ -3,35 +3,21 @@
 // migrations.enqueueKeys: keyraft imports at once as well and answers 202 `{}` (upstream queued
 // the keys and imported them later; importing synchronously is a valid way to honour that).
 
-import { keyStart, ROOT_PERMISSION, type ImportedKey, type JsonObject } from "@keyraft/core";
-import type { FastifyPluginCallback, FastifyRequest } from "fastify";
+import { keyStart, ROOT_PERMISSION, type ImportedKey } from "@keyraft/core";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
 import { planCreation } from "../auth/rbac-plan.js";
 import { anyOf, authenticate, requireRootAdmin, type RootAuth, type RootKeyDeps } from "../auth/root-key.js";
 import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import { createKeysBody, createKeysResponse, enqueueKeysBody, enqueueKeysResponse } from "../schemas/migrations.js";
+import type { migratedKey } from "../schemas/migrations.js";
+import type { Static } from "@sinclair/typebox";
 import { checkMeta } from "./guards.js";
 
-export interface MigratedKey {
-  apiId: string;
-  prefix?: string;
-  name?: string;
-  plaintext?: string;
-  hash?: { value: string; variant: "sha256_base64" };
-  start?: string;
-  ownerId?: string;
-  externalId?: string;
-  meta?: JsonObject;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  remaining?: number;
-  refill?: { interval: "daily" | "monthly"; amount: number; refillDay?: number };
-  ratelimit?: { limit: number; duration?: number; refillInterval?: number };
-  enabled?: boolean;
-  environment?: string;
-}
+/** One key of an import, as migrations.createKeys carries it (enqueueKeys adds the apiId). */
+export type MigratedKey = Static<typeof migratedKey>;
 
 /** A SHA-256 digest in standard base64 with padding: 44 characters. */
 const sha256Base64Pattern = /^[A-Za-z0-9+/]{43}=$/;
@@ -116,7 +102,7 @@ async function planImport(deps: MigrationRoutesDeps, request: FastifyRequest, ke
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type MigrationRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
-export const migrationRoutes: FastifyPluginCallback<MigrationRoutesDeps> = (app, deps, done) => {
+export const migrationRoutes: FastifyPluginCallbackTypebox<MigrationRoutesDeps> = (app, deps, done) => {
   const importKeys = async (request: FastifyRequest, keys: readonly MigratedKey[]): Promise<string[]> => {
     const plan = await planImport(deps, request, keys);
     const outcome = await deps.submit({
@@ -133,7 +119,7 @@ export const migrationRoutes: FastifyPluginCallback<MigrationRoutesDeps> = (app,
     "/v1/migrations.createKeys",
     { schema: { body: createKeysBody, response: createKeysResponse } },
     async (request, reply) => {
-      const keyIds = await importKeys(request, request.body as MigratedKey[]);
+      const keyIds = await importKeys(request, request.body);
       return reply.send({ keyIds });
     },
   );
@@ -142,7 +128,7 @@ export const migrationRoutes: FastifyPluginCallback<MigrationRoutesDeps> = (app,
     "/v1/migrations.enqueueKeys",
     { schema: { body: enqueueKeysBody, response: enqueueKeysResponse } },
     async (request, reply) => {
-      const body = request.body as { migrationId: string; apiId: string; keys: Array<Omit<MigratedKey, "apiId">> };
+      const body = request.body;
       await importKeys(
         request,
         body.keys.map((key) => ({ ...key, apiId: body.apiId })),

@@ -2,9 +2,9 @@
 // them (decision 6; upstream's getOverride forgot it).
 
 import { ROOT_PERMISSION, type KeyState, type OverrideRecord } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   deleteOverrideBody,
@@ -53,17 +53,12 @@ function overrideView(override: OverrideRecord) {
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type OverrideRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
-export const overrideRoutes: FastifyPluginCallback<OverrideRoutesDeps> = (app, deps, done) => {
+export const overrideRoutes: FastifyPluginCallbackTypebox<OverrideRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/ratelimits.setOverride",
     { schema: { body: setOverrideBody, response: setOverrideResponse } },
     async (request, reply) => {
-      const body = request.body as NamespaceRef & {
-        identifier: string;
-        limit: number;
-        duration: number;
-        async?: boolean;
-      };
+      const body = request.body;
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
       const namespaceId = findNamespace(deps.state, body);
@@ -77,7 +72,7 @@ export const overrideRoutes: FastifyPluginCallback<OverrideRoutesDeps> = (app, d
         async: body.async ?? false,
         nowMs: deps.nowMs(),
       });
-      return reply.send({ overrideId: outcome.id });
+      return reply.send({ overrideId: createdId(outcome) });
     },
   );
 
@@ -85,7 +80,7 @@ export const overrideRoutes: FastifyPluginCallback<OverrideRoutesDeps> = (app, d
     "/v1/ratelimits.getOverride",
     { schema: { querystring: getOverrideQuery, response: getOverrideResponse } },
     async (request, reply) => {
-      const query = request.query as NamespaceRef & { identifier: string };
+      const query = request.query;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       if (!hasNamespace(query)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, query, "Namespace not found");
@@ -100,7 +95,7 @@ export const overrideRoutes: FastifyPluginCallback<OverrideRoutesDeps> = (app, d
     "/v1/ratelimits.listOverrides",
     { schema: { querystring: listOverridesQuery, response: listOverridesResponse } },
     async (request, reply) => {
-      const query = request.query as NamespaceRef & { limit: number; cursor?: string };
+      const query = request.query;
       if (!hasNamespace(query)) throw badRequest(missingNamespace);
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       const namespaceId = findNamespace(deps.state, query);
@@ -119,7 +114,7 @@ export const overrideRoutes: FastifyPluginCallback<OverrideRoutesDeps> = (app, d
     "/v1/ratelimits.deleteOverride",
     { schema: { body: deleteOverrideBody, response: deleteOverrideResponse } },
     async (request, reply) => {
-      const body = request.body as NamespaceRef & { identifier: string };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, body);

@@ -1,10 +1,10 @@
 // permissions.createPermission/getPermission/listPermissions/deletePermission and
-// permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
+// permissions.createRole/getRole/listRoles/deleteRole (docs/api.md). Lists are ordered by id.
 
 import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import type { GatewayServices } from "../services.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   createPermissionBody,
@@ -52,12 +52,12 @@ const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type PermissionRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
-export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (app, deps, done) => {
+export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/permissions.createPermission",
     { schema: { body: createPermissionBody, response: createPermissionResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string; slug?: string; description?: string };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
       const outcome = await deps.submit({
         type: "createPermission",
@@ -67,7 +67,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
         description: description(body.description),
         nowMs: deps.nowMs(),
       });
-      return reply.send({ permissionId: outcome.id });
+      return reply.send({ permissionId: createdId(outcome) });
     },
   );
 
@@ -75,7 +75,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
     "/v1/permissions.getPermission",
     { schema: { querystring: getPermissionQuery, response: getPermissionResponse } },
     async (request, reply) => {
-      const query = request.query as { permissionId: string };
+      const query = request.query;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
       const permission = deps.state.permissions.get(query.permissionId);
       if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
@@ -96,7 +96,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
     "/v1/permissions.deletePermission",
     { schema: { body: deletePermissionBody, response: rbacEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { permissionId: string };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
       await deps.submit({ type: "deletePermission", permissionId: body.permissionId });
       return reply.send({});
@@ -107,7 +107,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
     "/v1/permissions.createRole",
     { schema: { body: createRoleBody, response: createRoleResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string; description?: string; permissions?: string[] };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
       const permissionIds = (body.permissions ?? []).map((ref) => {
         const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
@@ -122,7 +122,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
         permissionIds,
         nowMs: deps.nowMs(),
       });
-      return reply.send({ roleId: outcome.id });
+      return reply.send({ roleId: createdId(outcome) });
     },
   );
 
@@ -130,7 +130,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
     "/v1/permissions.getRole",
     { schema: { querystring: getRoleQuery, response: getRoleResponse } },
     async (request, reply) => {
-      const query = request.query as { roleId: string };
+      const query = request.query;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
       const role = deps.state.roles.get(query.roleId);
       if (role === undefined) throw notFound(`role ${query.roleId} not found`);
@@ -147,7 +147,7 @@ export const permissionRoutes: FastifyPluginCallback<PermissionRoutesDeps> = (ap
     "/v1/permissions.deleteRole",
     { schema: { body: deleteRoleBody, response: rbacEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { roleId: string };
+      const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
       await deps.submit({ type: "deleteRole", roleId: body.roleId });
       return reply.send({});

@@ -2,22 +2,13 @@
 // (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
 
 import { resolveOverride, ROOT_PERMISSION } from "@keyraft/core";
-import type { FastifyPluginCallback } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, holdsAny, requirePermission, type RootKeyDeps } from "../auth/root-key.js";
 import type { GatewayServices } from "../services.js";
 import { judgeLimitHere } from "../counters/ratelimit/judge-here.js";
 import { limitSubject } from "../counters/ratelimit/subject.js";
 import { notFound } from "../errors.js";
-import { limitBody, limitResponse } from "../schemas/ratelimits.js";
-
-interface LimitBody {
-  namespace: string;
-  identifier: string;
-  limit: number;
-  duration: number;
-  cost?: number;
-  async?: boolean;
-}
+import { limitBody, limitResponse, namespaceDefault } from "../schemas/ratelimits.js";
 
 /** Limiter key: namespace, identifier and the effective window, so a changed limit starts afresh. */
 export function namespaceLimitKey(namespaceId: string, identifier: string, limit: number, durationMs: number): string {
@@ -27,18 +18,20 @@ export function namespaceLimitKey(namespaceId: string, identifier: string, limit
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type RatelimitRouteDeps = Pick<GatewayServices, "ids" | "rateLimits" | "submit"> & RootKeyDeps;
 
-export const ratelimitRoute: FastifyPluginCallback<RatelimitRouteDeps> = (app, deps, done) => {
+export const ratelimitRoute: FastifyPluginCallbackTypebox<RatelimitRouteDeps> = (app, deps, done) => {
   app.post("/v1/ratelimits.limit", { schema: { body: limitBody, response: limitResponse } }, async (request, reply) => {
-    const body = request.body as LimitBody;
+    const body = request.body;
+    // The schema's default fills it (validation runs with useDefaults).
+    const namespace = body.namespace ?? namespaceDefault;
     const auth = await authenticate(deps, request);
-    let namespaceId = deps.state.namespaceIdByName.get(body.namespace);
+    let namespaceId = deps.state.namespaceIdByName.get(namespace);
     if (namespaceId === undefined) {
       if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace"))
-        throw notFound(`namespace ${body.namespace} not found`);
+        throw notFound(`namespace ${namespace} not found`);
       const created = await deps.submit({
         type: "createNamespace",
         namespaceId: deps.ids.next("rlns"),
-        name: body.namespace,
+        name: namespace,
         nowMs: deps.nowMs(),
       });
       namespaceId = created.id ?? "";

@@ -2,36 +2,36 @@
 // the verification service (verify/verification.ts) and its outcome into the v1 answer. The hot
 // path: one hash, one decision, no await unless credits are spent or counts need covering.
 
-import type { FastifyPluginCallback, FastifyReply } from "fastify";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { hashKey } from "../auth/hash.js";
 import { verifyKeyBody, verifyKeyResponse } from "../schemas/keys.js";
 import type { GatewayServices } from "../services.js";
-import type { VerifyFields, VerifyOutcome } from "../verify/verification.js";
 
 export const triggeredHeader = "Unkey-Ratelimit-Triggered";
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
 export type VerifyKeyRoutesDeps = Pick<GatewayServices, "verification">;
 
-interface VerifyKeyBody extends VerifyFields {
-  key: string;
-}
-
-function answer(reply: FastifyReply, outcome: VerifyOutcome): FastifyReply {
-  if (outcome.triggeredRatelimit !== undefined) reply.header(triggeredHeader, outcome.triggeredRatelimit);
-  return reply.send(outcome.result);
-}
-
-export const verifyKeyRoutes: FastifyPluginCallback<VerifyKeyRoutesDeps> = (app, { verification }, done) => {
-  const schema = { body: verifyKeyBody, response: verifyKeyResponse };
-  const handler = (request: { id: string; body: unknown }, reply: FastifyReply) => {
-    const body = request.body as VerifyKeyBody;
-    const outcome = verification.verify(hashKey(body.key), request.id, body);
-    if (outcome instanceof Promise) return outcome.then((settled) => answer(reply, settled));
-    return answer(reply, outcome);
+export const verifyKeyRoutes: FastifyPluginCallbackTypebox<VerifyKeyRoutesDeps> = (app, { verification }, done) => {
+  const schema: { body: typeof verifyKeyBody; response: typeof verifyKeyResponse; deprecated?: boolean } = {
+    body: verifyKeyBody,
+    response: verifyKeyResponse,
   };
-  app.post("/v1/keys.verifyKey", { schema }, handler);
+  const route = (url: string, routeSchema: typeof schema) =>
+    app.post(url, { schema: routeSchema }, (request, reply) => {
+      const { body } = request;
+      const outcome = verification.verify(hashKey(body.key), request.id, body);
+      if (outcome instanceof Promise) {
+        return outcome.then((settled) => {
+          if (settled.triggeredRatelimit !== undefined) reply.header(triggeredHeader, settled.triggeredRatelimit);
+          return settled.result;
+        });
+      }
+      if (outcome.triggeredRatelimit !== undefined) reply.header(triggeredHeader, outcome.triggeredRatelimit);
+      return outcome.result; // Fastify sends what a handler returns
+    });
+  route("/v1/keys.verifyKey", schema);
   // Legacy alias (upstream's deprecated REST route).
-  app.post("/v1/keys/verify", { schema: { ...schema, deprecated: true } }, handler);
+  route("/v1/keys/verify", { ...schema, deprecated: true });
   done();
 };

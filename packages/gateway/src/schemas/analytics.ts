@@ -3,7 +3,7 @@
 
 import { analyticsRowsMax } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
-import { int, nullable, responses, stringEnum, text, timestampMsMax } from "./common.js";
+import { int, nullable, responses, stringEnum, text, timestampMsMax, optional } from "./common.js";
 
 export const keyVerificationsQuery = Type.Object({
   keyId: Type.Optional(text(1)),
@@ -55,7 +55,7 @@ export const analyticsVerificationsQuery = Type.Object({
 });
 
 const count = Type.Integer();
-const optionalCount = Type.Optional(count);
+const optionalCount = optional(count);
 
 export const analyticsVerificationsResponse = responses(
   Type.Array(
@@ -71,10 +71,10 @@ export const analyticsVerificationsResponse = responses(
       insufficientPermissions: optionalCount,
       expired: optionalCount,
       total: count,
-      tag: Type.Optional(Type.String()),
-      tags: Type.Optional(Type.Array(Type.String())),
-      keyId: Type.Optional(Type.String()),
-      identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
+      tag: optional(Type.String()),
+      tags: optional(Type.Array(Type.String())),
+      keyId: optional(Type.String()),
+      identity: optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
     }),
   ),
 );

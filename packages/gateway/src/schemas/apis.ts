@@ -1,15 +1,15 @@
 import { Type } from "@sinclair/typebox";
-import { int, nullable, pageLimitDefault, responses, text } from "./common.js";
+import { int, nullable, pageLimitDefault, responses, text, optional } from "./common.js";
 import { keyObject } from "./keys.js";
 
 export const createApiBody = Type.Object({ name: text(3) });
 
-export const createApiResponse = responses(Type.Object({ apiId: Type.String(), name: Type.Optional(Type.String()) }));
+export const createApiResponse = responses(Type.Object({ apiId: Type.String(), name: optional(Type.String()) }));
 
 export const getApiQuery = Type.Object({ apiId: text(1) });
 
 export const getApiResponse = responses(
-  Type.Object({ id: Type.String(), workspaceId: Type.String(), name: Type.Optional(Type.String()) }),
+  Type.Object({ id: Type.String(), workspaceId: Type.String(), name: optional(Type.String()) }),
 );
 
 export const livenessResponse = responses(
@@ -45,7 +45,7 @@ export const legacyListKeysQuery = Type.Object({
 });
 
 export const listKeysResponse = responses(
-  Type.Object({ keys: Type.Array(keyObject), cursor: Type.Optional(Type.String()), total: Type.Integer() }),
+  Type.Object({ keys: Type.Array(keyObject), cursor: optional(Type.String()), total: Type.Integer() }),
 );
 
 export const deleteKeysBody = Type.Object({ apiId: text(1), permanent: Type.Optional(Type.Boolean()) });

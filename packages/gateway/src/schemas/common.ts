@@ -26,6 +26,8 @@ export const int = (minimum: number, maximum = countMax, options: { default?: nu
 /** `schema` or null, as `type: [schema.type, "null"]`. */
 export const nullable = <T extends TSchema & { type: string }>(schema: T): TUnsafe<Static<T> | null> =>
   Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, "null"] });
+/** An optional field of an answer: absent, or undefined (dropped when serialized). */
+export const optional = <T extends TSchema>(schema: T) => Type.Optional(Type.Unsafe<Static<T> | undefined>(schema));
 /** One of `values`, as `{ type: "string", enum }`. */
 export const stringEnum = <const V extends readonly string[]>(values: V, options: { default?: V[number] } = {}) =>
   Type.Unsafe<V[number]>({ type: "string", enum: values, ...options });
@@ -42,7 +44,11 @@ export const errorSchema = Type.Object({
   }),
 });
 
-/** Response schemas: the 200 shape plus the v1 error body for every error status. */
+/**
+ * Response schemas: the 200 shape plus the v1 error body for every error status. They drive
+ * serialization (fast-json-stringify drops fields the schema does not name), the OpenAPI
+ * document, and the type of what a handler may send (its answer's fields use `optional`).
+ */
 export function responses<T extends TSchema>(ok: T) {
   return { 200: ok, "4xx": errorSchema, "5xx": errorSchema };
 }

@@ -2,7 +2,7 @@
 
 import { ratelimitsPerRecordMax } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
-import { durationMsMax, emptyObject, int, meta, pageLimitDefault, responses, text } from "./common.js";
+import { durationMsMax, emptyObject, int, meta, pageLimitDefault, responses, text, optional } from "./common.js";
 
 const ratelimits = Type.Array(Type.Object({ name: text(1), limit: int(1), duration: int(1000, durationMsMax) }), {
   maxItems: ratelimitsPerRecordMax,
@@ -38,7 +38,7 @@ export const listIdentitiesQuery = Type.Object({
 export const listIdentitiesResponse = responses(
   Type.Object({
     identities: Type.Array(Type.Object({ id: Type.String(), externalId: Type.String(), ratelimits: ratelimitsView })),
-    cursor: Type.Optional(Type.String()),
+    cursor: optional(Type.String()),
     total: Type.Integer(),
   }),
 );

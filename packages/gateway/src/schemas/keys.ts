@@ -2,7 +2,7 @@
 // issue in this order).
 
 import { connectionsPerRecordMax } from "@keyraft/core";
-import { Type } from "@sinclair/typebox";
+import { Type, type Static } from "@sinclair/typebox";
 import {
   countMax,
   durationMsMax,
@@ -15,6 +15,7 @@ import {
   stringEnum,
   text,
   timestampMsMax,
+  optional,
 } from "./common.js";
 
 const cost = int(0);
@@ -44,8 +45,11 @@ export const verifyKeyBody = Type.Object({
   ),
 });
 
-const optionalString = Type.Optional(Type.String());
-const optionalInteger = Type.Optional(Type.Integer());
+const optionalString = optional(Type.String());
+const optionalInteger = optional(Type.Integer());
+
+/** A list of names the verification result holds read-only (VerifyResult in @keyraft/core). */
+const stringList = Type.Unsafe<readonly string[]>(Type.Array(Type.String()));
 
 export const verifyKeyResponse = responses(
   Type.Object({
@@ -53,16 +57,16 @@ export const verifyKeyResponse = responses(
     valid: Type.Boolean(),
     name: optionalString,
     ownerId: optionalString,
-    meta: Type.Optional(meta),
+    meta: optional(meta),
     expires: optionalInteger,
-    ratelimit: Type.Optional(Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset: Type.Integer() })),
+    ratelimit: optional(Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset: Type.Integer() })),
     remaining: optionalInteger,
     code: Type.String(),
-    enabled: Type.Optional(Type.Boolean()),
-    permissions: Type.Optional(Type.Array(Type.String())),
-    roles: Type.Optional(Type.Array(Type.String())),
+    enabled: optional(Type.Boolean()),
+    permissions: optional(stringList),
+    roles: optional(stringList),
     environment: optionalString,
-    identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta })),
+    identity: optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta })),
     requestId: Type.String(),
   }),
 );
@@ -135,6 +139,13 @@ export const updateKeyBody = Type.Object({
   permissions: Type.Optional(refItems(false, 0)),
 });
 
+/** The body of the routes that add, remove or set a key's permissions or roles (the field named by the kind). */
+export interface RefsBody {
+  keyId: string;
+  permissions?: Static<ReturnType<typeof refItems>>;
+  roles?: Static<ReturnType<typeof refItems>>;
+}
+
 export const setPermissionsBody = Type.Object({ keyId: text(1), permissions: refItems(true, 1) });
 
 export const setRolesBody = Type.Object({ keyId: text(1), roles: refItems(false, 1) });
@@ -149,8 +160,8 @@ export const whoamiResponse = responses(
     id: Type.String(),
     name: optionalString,
     remaining: optionalInteger,
-    identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
-    meta: Type.Optional(meta),
+    identity: optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
+    meta: optional(meta),
     createdAt: Type.Integer(),
     enabled: Type.Boolean(),
     environment: optionalString,
@@ -168,20 +179,20 @@ export const keyObject = Type.Object({
   apiId: optionalString,
   name: optionalString,
   ownerId: optionalString,
-  meta: Type.Optional(meta),
+  meta: optional(meta),
   createdAt: Type.Integer(),
   updatedAt: optionalInteger,
   expires: optionalInteger,
   remaining: optionalInteger,
-  refill: Type.Optional(
+  refill: optional(
     Type.Object({
       interval: Type.String(),
       amount: Type.Integer(),
-      refillDay: Type.Optional(nullable(Type.Integer())),
+      refillDay: optional(nullable(Type.Integer())),
       lastRefillAt: optionalInteger,
     }),
   ),
-  ratelimit: Type.Optional(
+  ratelimit: optional(
     Type.Object({
       async: Type.Boolean(),
       limit: Type.Integer(),
@@ -190,10 +201,10 @@ export const keyObject = Type.Object({
       refillInterval: optionalInteger,
     }),
   ),
-  roles: Type.Optional(Type.Array(Type.String())),
-  permissions: Type.Optional(Type.Array(Type.String())),
-  enabled: Type.Optional(Type.Boolean()),
-  identity: Type.Optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: Type.Optional(meta) })),
+  roles: optional(Type.Array(Type.String())),
+  permissions: optional(Type.Array(Type.String())),
+  enabled: optional(Type.Boolean()),
+  identity: optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: optional(meta) })),
 });
 
 export const keyResponse = responses(keyObject);

@@ -1,8 +1,21 @@
 import { Type } from "@sinclair/typebox";
-import { durationMsMax, emptyObject, int, meta, nullable, pageLimitDefault, responses, text } from "./common.js";
+import {
+  durationMsMax,
+  emptyObject,
+  int,
+  meta,
+  nullable,
+  pageLimitDefault,
+  responses,
+  text,
+  optional,
+} from "./common.js";
+
+/** The namespace of ratelimits.limit when the request names none (the schema's `default`). */
+export const namespaceDefault = "default";
 
 export const limitBody = Type.Object({
-  namespace: Type.Optional(text(1, undefined, { default: "default" })),
+  namespace: Type.Optional(text(1, undefined, { default: namespaceDefault })),
   identifier: text(),
   limit: int(1),
   duration: int(1000, durationMsMax),
@@ -39,7 +52,7 @@ const override = Type.Object({
   identifier: Type.String(),
   limit: Type.Integer(),
   duration: Type.Integer(),
-  async: Type.Optional(nullable(Type.Boolean())),
+  async: optional(nullable(Type.Boolean())),
 });
 
 export const getOverrideResponse = responses(override);
@@ -51,7 +64,7 @@ export const listOverridesQuery = Type.Object({
 });
 
 export const listOverridesResponse = responses(
-  Type.Object({ overrides: Type.Array(override), cursor: Type.Optional(Type.String()), total: Type.Integer() }),
+  Type.Object({ overrides: Type.Array(override), cursor: optional(Type.String()), total: Type.Integer() }),
 );
 
 export const deleteOverrideBody = Type.Object({ ...namespaceFields, identifier: text() });

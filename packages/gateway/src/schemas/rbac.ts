@@ -4,7 +4,7 @@
 import { connectionsPerRecordMax } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
 import { refItems } from "./keys.js";
-import { emptyObject, namedItems, responses, text } from "./common.js";
+import { emptyObject, namedItems, responses, text, optional } from "./common.js";
 
 /** Permission names and slugs: 3..256 characters of [a-zA-Z0-9_.:-] (upstream's rule). */
 export const permissionNamePattern = "^[a-zA-Z0-9_.:\\-]*$";
@@ -40,7 +40,7 @@ const permissionView = Type.Object({
   id: Type.String(),
   name: Type.String(),
   slug: Type.String(),
-  description: Type.Optional(Type.String()),
+  description: optional(Type.String()),
 });
 
 export const getPermissionQuery = Type.Object({ permissionId: text(1) });
@@ -60,8 +60,8 @@ export const createRoleResponse = responses(Type.Object({ roleId: Type.String() 
 const roleView = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  description: Type.Optional(Type.String()),
-  permissions: Type.Optional(Type.Array(Type.String())),
+  description: optional(Type.String()),
+  permissions: optional(Type.Array(Type.String())),
 });
 
 export const getRoleQuery = Type.Object({ roleId: text(1) });

@@ -25,6 +25,8 @@
 
 import {
   decideVerification,
+  type CommandOutcome,
+  type KeyCommand,
   type KeyState,
   type SlidingWindowLimiter,
   type VerifyDecision,
@@ -37,7 +39,6 @@ import { bothCovered } from "../counters/ratelimit/judge-here.js";
 import type { VerifyFields } from "../counters/ratelimit/wire.js";
 import { badRequest } from "../errors.js";
 import type { CommandLog, CounterDurability } from "../store/types.js";
-import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 
 export type { VerifyFields } from "../counters/ratelimit/wire.js";
 
