@@ -8,6 +8,7 @@ import { LevelStorage, RaftNode, type NodeId, type NodeStatus } from "@keyraft/r
 import type { Logger } from "pino";
 import type { ReplicatedStateMachine } from "../store/types.js";
 import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
+import { clampCommandTimes } from "./command-time.js";
 import { peerUrl, type ClusterConfig } from "./config.js";
 import { addNodeOnLeader, promoteCaughtUpLearner, removeNodeOnLeader } from "./membership.js";
 import { ReplicatedKeyMachine } from "./replicated-machine.js";
@@ -381,7 +382,8 @@ export class ClusterNode {
   private serveLocally(request: RpcRequest): Promise<RpcResult> {
     switch (request.op) {
       case "propose":
-        return proposeLocally(this.batchedRaft(), request.data);
+        // A forwarded command's time is clamped to this leader's clock (command-time.ts).
+        return proposeLocally(this.batchedRaft(), clampCommandTimes(request.data, this.options.nowMs()));
       case "addNode":
         return addNodeOnLeader(this.membershipRaft(), request.id, request.url);
       case "removeNode":
