@@ -55,6 +55,8 @@ interface SimNode {
 class SimCluster {
   readonly nodes = new Map<string, SimNode>();
   readonly cut = new Set<string>();
+  /** The voters each node has applied (default: `ids`); a membership change sets them node by node. */
+  readonly votersOf = new Map<string, readonly string[]>();
   nowMs = 1_000_000;
 
   constructor(readonly ids: readonly string[]) {
@@ -82,7 +84,7 @@ class SimCluster {
     };
     const transport: CounterTransport = {
       nodeId: id,
-      voters: () => this.ids,
+      voters: () => this.votersOf.get(id) ?? this.ids,
       call: async (peer, request) => {
         node.calls++;
         const target = this.nodes.get(peer);
@@ -444,5 +446,51 @@ describe("the successor's acknowledgements", () => {
     const current = nowMs - (nowMs % 100);
     expect((await side.accept("n1", "boot", [ask(subject, generation, current + 100)])).acks[0]).not.toBeNull();
     expect((await side.accept("n1", "boot", [ask(subject, generation, current + 2000)])).acks[0]).toBeNull();
+  });
+});
+
+describe("membership changes (docs/counters.md: counts move with their subjects)", () => {
+  const limit = 20;
+  /** Admits `limit` on the subject through its owner (with beats, so reservations are acknowledged). */
+  async function fill(cluster: SimCluster, from: string): Promise<number> {
+    return (await hitUntilRefused(cluster, [from], limit)).admitted;
+  }
+
+  it("a voter removed: its subjects move to their successor with their counts, and the removed node (lagging) admits nothing more", async () => {
+    const ids = ["n1", "n2", "n3"];
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const [owner, successor, other] = rankNodes(subject, ids) as [string, string, string];
+    expect(await fill(cluster, owner)).toBe(limit);
+    // The owner is removed: the others apply the new set; the removed node never does.
+    const rest = ids.filter((id) => id !== owner);
+    for (const id of rest) cluster.votersOf.set(id, rest);
+    await cluster.beats();
+    expect(rankNodes(subject, rest)[0]).toBe(successor);
+    const after = await hitUntilRefused(cluster, [successor, other, owner], limit, 10);
+    expect(after.admitted).toBe(0);
+  });
+
+  it("a voter added: subjects that move to it keep their counts (the old owner, now second, hands them over)", async () => {
+    const ids = ["n1", "n2", "n3"];
+    // A new node id that becomes the owner of the subject.
+    const added = Array.from({ length: 200 }, (_, i) => `m${i}`).find(
+      (id) => rankNodes(subject, [...ids, id])[0] === id,
+    )!;
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const [owner] = rankNodes(subject, ids) as [string];
+    expect(await fill(cluster, owner)).toBe(limit);
+    const grown = [...ids, added];
+    cluster.votersOf.set(added, grown);
+    cluster.boot(added, new MemoryDurability());
+    // The old owner lags: the new node's hand-back is refused until it applied the change too.
+    const early = await hit(cluster, [added], 5, limit);
+    expect(early.admitted).toBe(0);
+    for (const id of ids) cluster.votersOf.set(id, grown);
+    await cluster.beats();
+    expect(rankNodes(subject, grown)[1]).toBe(owner);
+    const after = await hitUntilRefused(cluster, [...grown], limit, 10);
+    expect(after.admitted).toBe(0);
   });
 });

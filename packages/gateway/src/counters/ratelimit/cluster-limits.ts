@@ -131,6 +131,8 @@ export class ClusterRateLimits {
     this.voters = voters;
     this.votersKey = key;
     this.ranks.clear();
+    // Subjects of a removed owner move here with their reserved counts (successor-side.ts).
+    this.successor.votersChanged(voters);
   }
 
   /** Owner first, then its successors (cached per subject). */
@@ -301,7 +303,7 @@ export class ClusterRateLimits {
       case "reserve":
         return this.successor.accept(from, request.boot, request.asks);
       case "handBack":
-        return this.successor.handBack(from);
+        return this.successor.handBack(from, request.voters);
       default: {
         const unknown: never = request;
         return { t: "refused", message: `unknown counters request ${String(unknown)}` };

@@ -89,7 +89,10 @@ export class OwnerSide {
 
   private async handBack(successor: string, link: Link): Promise<void> {
     const { transport, limiter, timeoutMs } = this.options;
-    const reply = await withTimeout(transport.call(successor, { t: "handBack" }), timeoutMs, () =>
+    // With the voters this node applied: a successor that applied others refuses (a membership
+    // change in flight), so counts are handed over only once both place subjects alike.
+    const voters = [...transport.voters()];
+    const reply = await withTimeout(transport.call(successor, { t: "handBack", voters }), timeoutMs, () =>
       limitUnavailable(`no hand-back from ${successor} in time`),
     );
     if (reply === "notSent") {

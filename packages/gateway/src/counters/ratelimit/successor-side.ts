@@ -128,6 +128,16 @@ export class SuccessorSide {
     return ask.bucketStartMs > nowMs + this.options.limiter.bucketWidthMs(parsed.durationMs);
   }
 
+  /**
+   * The voters changed: an owner that is no longer one is taken over, so the counts reserved for
+   * its subjects (which now rank this node first: rendezvous moves a removed node's subjects to
+   * their second choice) are in this node's limiter before it judges them. A removed owner that
+   * never applied its removal gets no more acknowledgements (ranksAsker).
+   */
+  votersChanged(voters: readonly string[]): void {
+    for (const owner of [...this.owners.keys()]) if (!voters.includes(owner)) this.takeOver(owner);
+  }
+
   /** The owner is unreachable: fence it and serve its subjects from at least every reserved count. */
   takeOver(owner: string): boolean {
     const state = this.state(owner);
@@ -167,11 +177,15 @@ export class SuccessorSide {
   }
 
   /** The owner asks to serve again (it is back or just started): stop serving and hand every count of its subjects back. */
-  handBack(owner: string): CounterReply {
+  handBack(owner: string, ownerVoters?: readonly string[]): CounterReply {
     const state = this.state(owner);
     if (state === null) return { t: "refused", message: "too many owners" };
     const { limiter, nodeId } = this.options;
     const voters = this.options.voters();
+    // Placed over different voters, the two would not agree on which subjects move (docs/counters.md,
+    // membership changes): refuse until both applied the same set; the owner answers 503 meanwhile.
+    if (ownerVoters !== undefined && !sameVoters(ownerVoters, voters))
+      return { t: "refused", message: `voters differ (${owner}: ${ownerVoters.join(",")}; here: ${voters.join(",")})` };
     const served = [];
     for (const bucket of limiter.snapshot(this.options.nowMs())) {
       const subject = subjectOfLimiterKey(bucket.key);
@@ -214,4 +228,10 @@ export function mergePerKey(buckets: readonly ReservationBucket[]): ReservationB
     }
   }
   return [...merged.values()];
+}
+
+function sameVoters(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  const sorted = [...b].sort();
+  return [...a].sort().every((id, i) => id === sorted[i]);
 }
