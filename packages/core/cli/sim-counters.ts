@@ -1,5 +1,5 @@
 // Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation) over many seeds:
-//   npm run test:sim-counters -- [--ratelimit] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
+//   npm run test:sim-counters -- [--ratelimit [--clock-offsets]] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
 // The simulations are pure (packages/core/src/sim-counters); this entry is the only part that
 // touches process and console, so it is its own TypeScript project with Node's types, outside the
@@ -23,6 +23,7 @@ flags:
   --steps N      steps of the fault phase (default 400)
   --verbose      print the trace of every step
   --ratelimit    run the rate-limit ownership simulation instead
+  --clock-offsets  with --ratelimit: per-node clock offsets below a bucket, and clock steps
   --help         this text`;
 
 interface CliOptions {
@@ -32,6 +33,7 @@ interface CliOptions {
   steps: number;
   verbose: boolean;
   ratelimit: boolean;
+  clockOffsets: boolean;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -47,6 +49,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       steps: { type: "string" },
       verbose: { type: "boolean" },
       ratelimit: { type: "boolean" },
+      "clock-offsets": { type: "boolean" },
       help: { type: "boolean" },
     },
   });
@@ -65,6 +68,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     steps: count("steps", values.steps, 400),
     verbose: values.verbose === true,
     ratelimit: values.ratelimit === true,
+    clockOffsets: values["clock-offsets"] === true,
   };
 }
 
@@ -84,9 +88,10 @@ function main(): number {
   }
   if (options.ratelimit) {
     return runSeeds<RateLimitSimStats>(options, {
-      run: (seed, trace) => runRateLimitSimulation(withTrace({ seed, steps: options.steps }, trace)),
+      run: (seed, trace) =>
+        runRateLimitSimulation(withTrace({ seed, steps: options.steps, clockOffsets: options.clockOffsets }, trace)),
       summed: ["requests", "admitted", "refusedUnavailable", "takeovers", "handBacks", "crashes", "partitions"],
-      replayFlags: "--ratelimit ",
+      replayFlags: options.clockOffsets ? "--ratelimit --clock-offsets " : "--ratelimit ",
       seedsFile: null,
       printStatsOfOneSeed: false,
       summaryPrefix: "rate limits: ",

@@ -200,6 +200,19 @@ export class SlidingWindowLimiter {
    * is bounded by what was persisted.
    */
   restoreBucket(b: BucketCount): void {
+    this.restoreInto(b, false);
+  }
+
+  /**
+   * Restores counts moved from another node's clock (movedBuckets): added to what the bucket
+   * holds (clamped to the limit), since a moved count may land in a bucket that holds other
+   * admissions, which keeping the higher of the two would lose. Otherwise as restoreBucket.
+   */
+  restoreMovedBucket(b: BucketCount): void {
+    this.restoreInto(b, true);
+  }
+
+  private restoreInto(b: BucketCount, adding: boolean): void {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
@@ -218,7 +231,8 @@ export class SlidingWindowLimiter {
     const slot = bucket % entry.counts.length;
     // A persisted reservation may exceed the limit; `limit` in one bucket already refuses every
     // cost > 0 while the bucket counts, so clamping admits nothing more and keeps cost-0 reads true.
-    entry.counts[slot] = Math.max(entry.counts[slot]!, Math.min(b.count, b.limit));
+    const held = entry.counts[slot]!;
+    entry.counts[slot] = adding ? Math.min(held + b.count, b.limit) : Math.max(held, Math.min(b.count, b.limit));
     // The start of the bucket used (later than b.bucketStartMs when off-grid): admissions must
     // never be judged before the head bucket of any entry.
     this.clockMs = Math.max(this.clockMs, bucket * entry.widthMs);
@@ -429,4 +443,39 @@ export class SlidingWindowLimiter {
       if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.entries.delete(key);
     }
   }
+}
+
+/**
+ * Where a count judged on another node's clock (a takeover's reservations, a hand-back) is restored
+ * on this one: one bucket later than it was filed, and never after this node's current bucket. If
+ * the two clocks differ by less than a bucket width, the restored bucket is then never earlier
+ * than the bucket this node's clock would have filed the admission in, so the count leaves the
+ * window no earlier than it should (never more admitted); and a restore never moves this node's
+ * limiter clock forward (which would drop the current window of every other key).
+ */
+export function movedBucketStartMs(bucketStartMs: number, widthMs: number, nowMs: number): number {
+  assert(widthMs > 0, "movedBucketStartMs: a positive width");
+  const currentStartMs = Math.floor(nowMs / widthMs) * widthMs;
+  return Math.max(0, Math.min(bucketStartMs + widthMs, currentStartMs));
+}
+
+/**
+ * Buckets judged on another node's clock, moved for a restore here (movedBucketStartMs) and summed
+ * per key where several land in one bucket (the cap at this node's current bucket may join them;
+ * restoreBucket keeps the higher of two counts of one bucket, which would lose one of them).
+ */
+export function movedBuckets<T extends { key: string; bucketStartMs: number; count: number }>(
+  buckets: readonly T[],
+  widthMsOf: (bucket: T) => number,
+  nowMs: number,
+): T[] {
+  const merged = new Map<string, T>();
+  for (const bucket of buckets) {
+    const startMs = movedBucketStartMs(bucket.bucketStartMs, widthMsOf(bucket), nowMs);
+    const id = `${bucket.key}\u0000${startMs}`;
+    const held = merged.get(id);
+    if (held === undefined) merged.set(id, { ...bucket, bucketStartMs: startMs });
+    else held.count += bucket.count;
+  }
+  return [...merged.values()];
 }

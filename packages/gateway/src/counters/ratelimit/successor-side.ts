@@ -10,6 +10,7 @@
 // acknowledgement of the earlier life unusable (the owner asks for a hand-back), and the counts
 // come back from disk into the limiter, which is what a hand-back or a takeover serves from.
 import {
+  movedBuckets,
   rankNodes,
   SuccessorReservations,
   type ReservationBucket,
@@ -144,10 +145,14 @@ export class SuccessorSide {
     if (state === null) return false;
     if (state.serving) return true;
     const { limiter } = this.options;
-    for (const bucket of state.reservations.takeOver()) {
+    const nowMs = this.options.nowMs();
+    const width = (bucket: ReservationBucket) =>
+      limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
+    // Filed on the owner's clock: one bucket later here (clocks apart by less than a bucket).
+    for (const bucket of movedBuckets(state.reservations.takeOver(), width, nowMs)) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
-      limiter.restoreBucket({
+      limiter.restoreMovedBucket({
         key: parsed.limiterKey,
         limit: bucket.limit,
         durationMs: parsed.durationMs,
@@ -201,7 +206,7 @@ export class SuccessorSide {
     }
     const wasServing = state.serving;
     state.serving = false;
-    const handBack = state.reservations.handBack(served);
+    const handBack = state.reservations.handBack(served, wasServing);
     this.handBacks++;
     this.options.logger.info(
       { owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing },
