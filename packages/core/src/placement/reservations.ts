@@ -142,6 +142,15 @@ export class SuccessorReservations {
     return { generation: this.generation, buckets: [...this.reserved.values()] };
   }
 
+  /**
+   * Whether an owner ever got a hand-back here (this process): before that this side never
+   * acknowledged it anything, so the counts of its subjects are elsewhere (an earlier successor,
+   * or the owner) and a takeover from here would serve them from nothing.
+   */
+  handedBack(): boolean {
+    return this.generation > 0;
+  }
+
   isFenced(): boolean {
     return this.fenced;
   }

@@ -190,7 +190,8 @@ export class ClusterRateLimits {
     }
     const ownerUp = this.liveness.isUp(owner, nowMs);
     if (successor === this.nodeId && !ownerUp) {
-      if (!this.successor.takeOver(owner)) return { kind: "unavailable", message: "too many owners tracked" };
+      if (!this.successor.takeOver(owner))
+        return { kind: "unavailable", message: `this node holds no counts of ${owner} to take over from` };
       return hereAlone;
     }
     if (ownerUp) return { kind: "forward", target: owner };
@@ -291,6 +292,9 @@ export class ClusterRateLimits {
   private async serve(from: string, request: CounterRequest): Promise<CounterReply> {
     const nowMs = this.options.nowMs();
     this.liveness.heard(from, nowMs);
+    // A hand-back or a reservation is judged over the voters applied now (successor-side.ts): this
+    // node's own placement takes the same set first, so it stops judging a subject it hands over.
+    if (request.t === "handBack" || request.t === "reserve") this.refreshVoters();
     switch (request.t) {
       case "beat":
         this.asyncLimits.merge(from, request.asyncCounts);

@@ -144,6 +144,9 @@ export class SuccessorSide {
     const state = this.state(owner);
     if (state === null) return false;
     if (state.serving) return true;
+    // Never its successor yet (a node just added, or restarted): the counts are not here; 503
+    // rather than serve from nothing.
+    if (!state.reservations.handedBack()) return false;
     const { limiter } = this.options;
     const nowMs = this.options.nowMs();
     const width = (bucket: ReservationBucket) =>
