@@ -414,7 +414,12 @@ export async function postToMember(
 }
 
 async function get(member: Member, path: string): Promise<any> {
-  const response = await member.pool.request({ method: "GET", path, headersTimeout: 5000 });
+  const response = await member.pool.request({
+    method: "GET",
+    path,
+    headers: { authorization: `Bearer ${rootKey}` },
+    headersTimeout: 5000,
+  });
   return response.body.json();
 }
 

@@ -5,6 +5,8 @@ import { resolve } from "node:path";
 import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
 import { parseRateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
+import { parseMetricsConfig, type MetricsConfig } from "./metrics/config.js";
+import { parseAuditConfig, type AuditConfig } from "./audit/config.js";
 
 export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -38,6 +40,10 @@ export interface Config {
   credits: CreditLeaseConfig;
   /** Rate limits across the cluster: beat period, suspicion, timeouts (counters/ratelimit/config.ts). */
   rateLimits: RateLimitClusterConfig;
+  /** GET /metrics: its port and token (metrics/config.ts). */
+  metrics: MetricsConfig;
+  /** The audit log's retention (audit/config.ts). */
+  audit: AuditConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
@@ -84,6 +90,8 @@ export function parseConfig(
     cluster: parseClusterConfig(env, errors, integer),
     credits: parseCreditLeaseConfig(env, errors),
     rateLimits: parseRateLimitClusterConfig(env, errors),
+    metrics: parseMetricsConfig(env, errors, integer),
+    audit: parseAuditConfig(integer),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
 }

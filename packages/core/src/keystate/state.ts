@@ -1,3 +1,4 @@
+import { createAuditLog } from "../audit/log.js";
 import { createCreditLedger } from "../leases/ledger.js";
 import { ROOT_API_ID, type KeyRecord, type KeyState } from "./types.js";
 
@@ -21,6 +22,7 @@ export function createKeyState(): KeyState {
     overrideWildcards: new Map(),
     derived: new Map(),
     creditLedgers: new Map(),
+    audit: createAuditLog(),
   };
   state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
   return state;
@@ -45,6 +47,7 @@ export function clearKeyState(state: KeyState): void {
   state.overrideWildcards.clear();
   state.derived.clear();
   state.creditLedgers.clear();
+  state.audit = createAuditLog();
 }
 
 /** Sorted copy without duplicates: connection lists are kept in this canonical form. */

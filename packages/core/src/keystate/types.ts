@@ -1,3 +1,4 @@
+import type { AuditLogState } from "../audit/types.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import type { WildcardOverrideIndex } from "../overrides/wildcard-index.js";
 import type { LimitCheck } from "../ratelimit/sliding-window.js";
@@ -163,4 +164,6 @@ export interface KeyState {
    * credits (kept while `remaining` is null, so epochs never go back); dropped with the key.
    */
   creditLedgers: Map<string, CreditLedgerRecord>;
+  /** Who changed what (audit/): derived from the applied commands, so every replica has the same one. */
+  audit: AuditLogState;
 }

@@ -59,7 +59,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     async (request, reply) => {
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "createPermission",
         permissionId: deps.ids.next("perm"),
         name: body.name,
@@ -98,7 +98,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     async (request, reply) => {
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
-      await deps.submit({ type: "deletePermission", permissionId: body.permissionId });
+      await deps.submit(request, { type: "deletePermission", permissionId: body.permissionId });
       return reply.send({});
     },
   );
@@ -114,7 +114,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "createRole",
         roleId: deps.ids.next("role"),
         name: body.name,
@@ -149,7 +149,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     async (request, reply) => {
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
-      await deps.submit({ type: "deleteRole", roleId: body.roleId });
+      await deps.submit(request, { type: "deleteRole", roleId: body.roleId });
       return reply.send({});
     },
   );
