@@ -7,7 +7,7 @@ export type { PermissionQuery } from "./rbac/query.js";
 export { evaluatePermissionQuery } from "./rbac/query.js";
 export { refillDueBetween } from "./credits/ledger.js";
 export type { LimitCheck, BucketCount } from "./ratelimit/sliding-window.js";
-export { movedBucketStartMs, movedBuckets, SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
+export { movedBuckets, SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
 // Key state machine and verification decision.
 export { ROOT_API_ID, ROOT_PERMISSION } from "./keystate/types.js";
 export type {
