@@ -1,5 +1,5 @@
 // Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation) over many seeds:
-//   npm run test:sim-counters -- [--ratelimit [--clock-offsets]] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
+//   npm run test:sim-counters -- [--storage-goes-back | --ratelimit [--clock-offsets]] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
 // The simulations are pure (packages/core/src/sim-counters); this entry is the only part that
 // touches process and console, so it is its own TypeScript project with Node's types, outside the
@@ -24,6 +24,7 @@ flags:
   --verbose      print the trace of every step
   --ratelimit    run the rate-limit ownership simulation instead
   --clock-offsets  with --ratelimit: per-node clock offsets below a bucket, and clock steps
+  --storage-goes-back  credit leases: journals wiped at some restarts (the node must refuse to start)
   --help         this text`;
 
 interface CliOptions {
@@ -34,6 +35,7 @@ interface CliOptions {
   verbose: boolean;
   ratelimit: boolean;
   clockOffsets: boolean;
+  storageGoesBack: boolean;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -50,6 +52,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       verbose: { type: "boolean" },
       ratelimit: { type: "boolean" },
       "clock-offsets": { type: "boolean" },
+      "storage-goes-back": { type: "boolean" },
       help: { type: "boolean" },
     },
   });
@@ -69,6 +72,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     verbose: values.verbose === true,
     ratelimit: values.ratelimit === true,
     clockOffsets: values["clock-offsets"] === true,
+    storageGoesBack: values["storage-goes-back"] === true,
   };
 }
 
@@ -98,7 +102,8 @@ function main(): number {
     });
   }
   return runSeeds<CounterSimStats>(options, {
-    run: (seed, trace) => runCounterSimulation(withTrace({ seed, steps: options.steps }, trace)),
+    run: (seed, trace) =>
+      runCounterSimulation(withTrace({ seed, steps: options.steps, storageGoesBack: options.storageGoesBack }, trace)),
     summed: [
       "verifications",
       "admittedLocal",
@@ -111,8 +116,9 @@ function main(): number {
       "crashes",
       "partitions",
       "resets",
+      "refusedStarts",
     ],
-    replayFlags: "",
+    replayFlags: options.storageGoesBack ? "--storage-goes-back " : "",
     seedsFile: "packages/core/testdata/sim-counters-seeds.txt",
     printStatsOfOneSeed: true,
     summaryPrefix: "",
