@@ -9,7 +9,7 @@ export { parsePermissionQueryString } from "./rbac/query-string.js";
 export { permissionQueryDepthMax } from "./limits.js";
 export { refillDueBetween } from "./credits/ledger.js";
 export type { LimitCheck, BucketCount } from "./ratelimit/sliding-window.js";
-export { SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
+export { movedBuckets, SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
 // Key state machine and verification decision.
 export { ROOT_API_ID, ROOT_PERMISSION } from "./keystate/types.js";
 export type {
@@ -48,6 +48,7 @@ export { keyDerived } from "./keystate/derived.js";
 export { ratelimitId } from "./keystate/ratelimit-id.js";
 export { rerollGraceEndMs } from "./keystate/apply-reroll.js";
 export { keyCreditsAt } from "./keystate/apply-keys.js";
+export { creditsAt } from "./keystate/credits-view.js";
 export { resolveOverride } from "./keystate/overrides-index.js";
 export {
   connectionsPerRecordMax,
@@ -86,15 +87,17 @@ export type {
 // Credit leases (docs/counters.md) and placement.
 export type { CreditLeaseOutcome } from "./leases/types.js";
 export { creditLeasePolicyDefaults } from "./leases/policy.js";
+export { ledgerSeqMax } from "./leases/ledger.js";
 export { compactHolderJournal, replayHolderJournal } from "./leases/journal.js";
 export type { HolderJournalRecord } from "./leases/journal.js";
 export { holderKeysMax, LeaseHolder, leaseHolderDefaults } from "./leases/holder.js";
 export type { HolderOutput, HolderRequest, LeaseHolderOptions } from "./leases/holder.js";
 export { LeaseExpiryTracker } from "./leases/expiry.js";
+export { ownUnsettledSpent } from "./leases/shown.js";
 export type { LeaseExpiryOptions, WatchedLease } from "./leases/expiry.js";
 export { ownerOf, rankNodes } from "./placement/rendezvous.js";
 export { nextReservation, OwnerReservations, SuccessorReservations } from "./placement/reservations.js";
 export type { ReservationBucket } from "./placement/reservations.js";
-export { AsyncLimitEstimator, asyncOvershootBound } from "./placement/async-estimator.js";
+export { AsyncLimitEstimator, asyncOvershootBound, asyncUnconfirmedShare } from "./placement/async-estimator.js";
 export type { AsyncBucketCount } from "./placement/async-estimator.js";
 export { ForwardBatcher } from "./placement/forward-batcher.js";

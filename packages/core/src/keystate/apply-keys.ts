@@ -390,7 +390,10 @@ export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyComman
   return { ok: true, id: key.id, created: existingId === undefined };
 }
 
-/** Credits shown for a key at `nowMs` (getKey, whoami, verification). */
-export function keyCreditsAt(key: KeyRecord, nowMs: number): number | null {
-  return creditsAt(key, nowMs).remaining;
+/**
+ * Credits shown for a key at `nowMs` (getKey, whoami, verification). `spentHere`: what the reading
+ * node spent from its own unsettled leases of the key (leases/shown.ts), 0 without leases.
+ */
+export function keyCreditsAt(key: KeyRecord, nowMs: number, spentHere = 0): number | null {
+  return creditsAt(key, nowMs, spentHere).remaining;
 }

@@ -288,7 +288,8 @@ function decideCredits(
   touched: readonly BucketCount[],
   limits: readonly AppliedLimit[],
 ): VerifyDecision {
-  const balance = key.remaining === null ? null : creditsAt(key, nowMs).remaining;
+  const balance =
+    key.remaining === null ? null : creditsAt(key, nowMs, request.creditsSpentHere?.(key.id) ?? 0).remaining;
   if (balance === null) {
     const result = keyResult(state, key, derived, "VALID", request.requestId);
     result.ratelimit = ratelimit;

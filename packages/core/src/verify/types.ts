@@ -37,6 +37,11 @@ export interface VerifyRequest {
   /** Deprecated `ratelimit.cost`: cost of the auto-applied `default` limit (historic semantics). */
   defaultLimitCost?: number | undefined;
   ratelimits?: readonly RatelimitRequest[] | undefined;
+  /**
+   * What the deciding node spent from its own unsettled credit leases of a key (leases/shown.ts):
+   * the balance judged and shown is the replica's `remaining` less this. Absent: 0.
+   */
+  creditsSpentHere?: ((keyId: string) => number) | undefined;
 }
 
 /** The v1 verification result body (section 2.7 plus `requestId`); absent fields are undefined. */

@@ -68,7 +68,13 @@ export interface VerificationDeps {
 }
 
 export class Verification {
-  constructor(private readonly deps: VerificationDeps) {}
+  /** This node's own unsettled lease spends of a key (made once: the hot path allocates nothing). */
+  private readonly creditsSpentHere: ((keyId: string) => number) | undefined;
+
+  constructor(private readonly deps: VerificationDeps) {
+    const leases = deps.creditLeases;
+    this.creditsSpentHere = leases === undefined ? undefined : (keyId) => leases.shown.spentHere(keyId);
+  }
 
   /** Verifies where the cluster judges the key's rate limits: here, or at the node serving them. */
   verify(hash: string, requestId: string, fields: VerifyFields): VerifyOutcome | Promise<VerifyOutcome> {
@@ -92,10 +98,21 @@ export class Verification {
         creditCost: fields.remaining?.cost ?? 1,
         defaultLimitCost: fields.ratelimit?.cost,
         ratelimits: fields.ratelimits,
+        creditsSpentHere: this.creditsSpentHere,
       },
       nowMs,
     );
     if (decision.kind === "badRequest") throw badRequest(decision.message);
+    // A balance shown without a spend (a read, a refusal) is this node's view now; a spend's
+    // answer is taken where the spend happens (finish).
+    const key = decision.key;
+    if (
+      decision.creditSpend === undefined &&
+      decision.result.remaining !== undefined &&
+      key !== undefined &&
+      deps.creditLeases !== undefined
+    )
+      decision.result.remaining = deps.creditLeases.shown.displayed(key, decision.result.remaining, nowMs);
     const cover = decision.touched.length === 0 ? null : this.coverTouched(decision);
     if (decision.creditSpend === undefined && cover === null) {
       this.record(decision, nowMs, fields.tags);
@@ -150,10 +167,13 @@ export class Verification {
         if (!outcome.ok) {
           result.valid = false;
           result.code = "USAGE_EXCEEDED";
-          // What a spend on the log could still draw from: the credits in no node's lease.
+          // The balance as this node shows it (without leases: what the log could still draw from).
+          const shown = deps.creditLeases?.shown.now(spend.keyId);
           const ledger = deps.state.creditLedgers.get(spend.keyId);
-          if (ledger !== undefined) result.remaining = ledger.unleased;
+          if (shown !== undefined && shown !== null) result.remaining = shown;
+          else if (ledger !== undefined) result.remaining = ledger.unleased;
         } else if (typeof outcome.remaining === "number") {
+          // Taken at the apply (credit-events.ts): this node's view right after this spend.
           result.remaining = outcome.remaining;
         }
       }

@@ -115,7 +115,7 @@ export class ClusterRateLimits {
       nowMs,
       logger,
     });
-    this.asyncLimits = new AsyncLimits(limiter);
+    this.asyncLimits = new AsyncLimits(limiter, config.reconcileMs);
     this.forwarder = new Forwarder({
       transport,
       liveness: this.liveness,
@@ -136,6 +136,8 @@ export class ClusterRateLimits {
     this.voters = voters;
     this.votersKey = key;
     this.ranks.clear();
+    // Subjects of a removed owner move here with their reserved counts (successor-side.ts).
+    this.successor.votersChanged(voters);
   }
 
   /** Owner first, then its successors (cached per subject). */
@@ -167,6 +169,7 @@ export class ClusterRateLimits {
         takeovers: successor.takeovers,
         handBacks: successor.handBacks,
         asyncAdmitted: asyncLimits.admitted,
+        asyncRefusedUnconfirmed: asyncLimits.refusedUnconfirmed,
       },
       "rate limits: stopped",
     );
@@ -194,7 +197,7 @@ export class ClusterRateLimits {
     if (successor === this.nodeId && !ownerUp) {
       if (!this.successor.takeOver(owner)) {
         this.placements.unavailable++;
-        return { kind: "unavailable", message: "too many owners tracked" };
+        return { kind: "unavailable", message: `this node holds no counts of ${owner} to take over from` };
       }
       return hereAlone;
     }
@@ -268,7 +271,8 @@ export class ClusterRateLimits {
   async limit(subject: string, check: LimitCheck, isAsync: boolean): Promise<LimitAnswer> {
     const { limiter, durability, nowMs } = this.options;
     if (this.alone()) return judgeLimitHere(limiter, durability, check, nowMs(), () => null);
-    if (isAsync) return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs());
+    if (isAsync)
+      return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs(), this.voters.length);
     const placement = this.placement(subject, nowMs());
     switch (placement.kind) {
       case "here":
@@ -302,6 +306,9 @@ export class ClusterRateLimits {
   private async serve(from: string, request: CounterRequest): Promise<CounterReply> {
     const nowMs = this.options.nowMs();
     this.liveness.heard(from, nowMs);
+    // A hand-back or a reservation is judged over the voters applied now (successor-side.ts): this
+    // node's own placement takes the same set first, so it stops judging a subject it hands over.
+    if (request.t === "handBack" || request.t === "reserve") this.refreshVoters();
     switch (request.t) {
       case "beat":
         this.asyncLimits.merge(from, request.asyncCounts);
@@ -314,7 +321,7 @@ export class ClusterRateLimits {
       case "reserve":
         return this.successor.accept(from, request.boot, request.asks);
       case "handBack":
-        return this.successor.handBack(from);
+        return this.successor.handBack(from, request.voters);
       default: {
         const unknown: never = request;
         return { t: "refused", message: `unknown counters request ${String(unknown)}` };
@@ -343,6 +350,12 @@ export class ClusterRateLimits {
     return { k: "limit", ...answer };
   }
 
+  /** Confirms the async rounds every peer taken for up has merged. */
+  private confirmAsync(nowMs: number): void {
+    const live = this.voters.filter((peer) => peer !== this.nodeId && this.liveness.isUp(peer, nowMs));
+    this.asyncLimits.confirmLive(live);
+  }
+
   /** One beat to every peer (the timer calls it every reconcile period). */
   beat(): void {
     const { transport, nowMs } = this.options;
@@ -350,7 +363,8 @@ export class ClusterRateLimits {
     const voters = this.voters;
     if (voters.length <= 1) return;
     const now = nowMs();
-    const asyncCounts = this.asyncLimits.report(now);
+    const { round, reports: asyncCounts } = this.asyncLimits.report(now);
+    this.confirmAsync(now);
     for (const peer of voters) {
       if (peer === this.nodeId || this.beatsInFlight.has(peer)) continue;
       this.beatsInFlight.add(peer);
@@ -358,7 +372,12 @@ export class ClusterRateLimits {
         (reply) => {
           this.beatsInFlight.delete(peer);
           if (reply === "notSent") this.liveness.lost(peer);
-          else if (reply.t === "beat") this.liveness.heard(peer, nowMs());
+          else if (reply.t === "beat") {
+            this.liveness.heard(peer, nowMs());
+            // Its reply confirms it merged this round's async counts (serve merges, then replies).
+            this.asyncLimits.confirmedByPeer(peer, round);
+            this.confirmAsync(nowMs());
+          }
         },
         () => this.beatsInFlight.delete(peer),
       );

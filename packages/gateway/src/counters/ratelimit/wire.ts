@@ -46,7 +46,7 @@ export type CounterRequest =
   /** Owner to successor; `boot` is the successor's boot id the generation came from. */
   | { t: "reserve"; boot: string; asks: WireAsk[] }
   /** Owner to successor: stop serving my subjects and give me their counts. */
-  | { t: "handBack" };
+  | { t: "handBack"; voters?: string[] };
 
 export type CounterReply =
   | { t: "beat" }
