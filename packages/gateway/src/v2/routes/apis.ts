@@ -105,7 +105,7 @@ export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
       const nowMs = deps.nowMs();
       return okPage(
         request,
-        page.items.map((key) => keyView(deps.state, key, nowMs)),
+        page.items.map((key) => keyView(deps.state, key, nowMs, deps.creditLeases?.shown)),
         page.pagination,
       );
     },

@@ -30,7 +30,7 @@ export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
       requirePermissions(principalOf(request), anyOf("api.*.read_key", `api.${key.apiId}.read_key`));
       // keyraft keeps no encrypted copies of keys: there is nothing to decrypt.
       if (decrypt === true) throw new V2Error("precondition_failed", "Vault hasn't been set up.");
-      return ok(request, keyView(state, key, nowMs()));
+      return ok(request, keyView(state, key, nowMs(), ctx.creditLeases?.shown));
     },
   );
 
@@ -43,7 +43,7 @@ export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
       const missing = new V2Error("key_not_found", keyNotFoundDetail);
       if (key === undefined || !state.apis.has(key.apiId)) throw missing;
       if (!holdsAny(principalOf(request), "api.*.read_key", `api.${key.apiId}.read_key`)) throw missing;
-      return ok(request, keyView(state, key, nowMs()));
+      return ok(request, keyView(state, key, nowMs(), ctx.creditLeases?.shown));
     },
   );
   done();

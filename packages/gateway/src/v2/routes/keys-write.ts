@@ -155,7 +155,7 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
       }
       const updated = deps.state.keys.get(keyId);
       if (updated === undefined) throw keyNotFound();
-      return ok(request, creditsView(updated, nowMs) ?? { remaining: null });
+      return ok(request, creditsView(updated, nowMs, deps.creditLeases?.shown) ?? { remaining: null });
     },
   );
 

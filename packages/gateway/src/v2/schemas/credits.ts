@@ -1,6 +1,7 @@
 // Credits of a key: the balance (null = unlimited) and its refill rule, in v2's shape.
 
 import { keyCreditsAt, type KeyRecord, type RefillInput } from "@keyraft/core";
+import type { ShownCredits } from "../../counters/credits/shown-credits.js";
 import { Type, type Static } from "@sinclair/typebox";
 import { countMax } from "../../schemas/common.js";
 import { V2Error } from "../problem.js";
@@ -68,9 +69,12 @@ export function creditsInput(
   };
 }
 
-/** The key's credits now (a refill due by `nowMs` counted), or undefined when unlimited. */
-export function creditsView(key: KeyRecord, nowMs: number): CreditsResponse | undefined {
-  const remaining = keyCreditsAt(key, nowMs);
+/**
+ * The key's credits now (a refill due by `nowMs` counted), or undefined when unlimited; as this
+ * node shows them (counters/credits/shown-credits.ts) when it has credit leases.
+ */
+export function creditsView(key: KeyRecord, nowMs: number, shown?: ShownCredits): CreditsResponse | undefined {
+  const remaining = shown === undefined ? keyCreditsAt(key, nowMs) : shown.at(key, nowMs);
   if (remaining === null) return undefined;
   return { remaining, ...refillView(key) };
 }

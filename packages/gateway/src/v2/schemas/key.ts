@@ -3,6 +3,7 @@
 
 import { keyDerived, type KeyRecord, type KeyState } from "@keyraft/core";
 import { Type, type Static } from "@sinclair/typebox";
+import type { ShownCredits } from "../../counters/credits/shown-credits.js";
 import { CreditsResponse, creditsView } from "./credits.js";
 import { IdentityResponse, identityView, MetaObject, metaView } from "./identity.js";
 import { RatelimitResponse, ratelimitViews } from "./ratelimits.js";
@@ -24,7 +25,7 @@ export const KeyResponse = Type.Object({
 });
 export type KeyResponse = Static<typeof KeyResponse>;
 
-export function keyView(state: KeyState, key: KeyRecord, nowMs: number): KeyResponse {
+export function keyView(state: KeyState, key: KeyRecord, nowMs: number, shown?: ShownCredits): KeyResponse {
   const derived = keyDerived(state, key);
   const view: KeyResponse = { keyId: key.id, start: key.start, enabled: key.enabled, createdAt: key.createdAtMs };
   if (key.name !== null && key.name !== "") view.name = key.name;
@@ -34,7 +35,7 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): KeyResp
   if (key.expiresAtMs !== null) view.expires = key.expiresAtMs;
   if (derived.permissions.length > 0) view.permissions = [...derived.permissions];
   if (derived.roles.length > 0) view.roles = [...derived.roles];
-  const credits = creditsView(key, nowMs);
+  const credits = creditsView(key, nowMs, shown);
   if (credits !== undefined) view.credits = credits;
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   if (identity !== undefined) view.identity = identityView(identity);
