@@ -33,6 +33,7 @@ import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, Timeou
 import { silentLogger, type Logger } from "./logger.js";
 import { WsTransport } from "./transport/ws-transport.js";
 import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
+import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
 
 type Input =
   | { kind: "message"; message: Message }
@@ -96,7 +97,7 @@ export class RaftNode {
   private readonly confChanges: ProposalWaiters<{ index: number }>;
   private readonly reads: ReadWaiters;
   private readonly transfers = new Map<NodeId, Waiter<void>[]>();
-  private readContextCounter = 0n;
+  private readonly readContexts: ReadContexts;
   private applied = 0;
   private role: Role = "follower";
   private leader: NodeId = "";
@@ -131,6 +132,10 @@ export class RaftNode {
     this.proposals = new ProposalWaiters(this.config.pendingProposalsMax);
     this.confChanges = new ProposalWaiters(64);
     this.reads = new ReadWaiters(this.config.pendingReadsMax);
+    this.readContexts = new ReadContexts(
+      options.id,
+      options.readContextNonce ?? new Uint8Array(randomBytes(readContextNonceBytes)),
+    );
     this.transport = new WsTransport<WireMessage>({
       id: options.id,
       secret: options.transport.secret,
@@ -208,9 +213,7 @@ export class RaftNode {
 
   /** Linearizable read barrier: resolves once this node has applied everything committed before the call. */
   readIndex(): Promise<void> {
-    this.readContextCounter++;
-    const context = new Uint8Array(8);
-    new DataView(context.buffer).setBigUint64(0, this.readContextCounter);
+    const context = this.readContexts.next();
     return this.request("readIndex", (waiter) => ({ kind: "read", context, waiter }), this.reads.full);
   }
 
@@ -473,6 +476,12 @@ export class RaftNode {
       this.settleEntry(entry, settled);
     }
     for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);
+    for (const context of ready.droppedReads) {
+      const refused = new RaftNodeError("RAFT_ERR_READ_INDEX_DROPPED", "the leader did not take the read", {
+        leader: this.leader,
+      });
+      this.reads.reject(contextKey(context), refused);
+    }
     this.reads.resolveUpTo(this.applied);
     return settled;
   }

@@ -51,6 +51,7 @@ export class Raft {
 
   private messages: Message[] = [];
   private readStates: ReadState[] = [];
+  private droppedReads: Uint8Array[] = [];
   /** Messages dropped because a Ready's outbox was full (Raft tolerates loss; reported in status). */
   private droppedMessages = 0;
 
@@ -169,7 +170,8 @@ export class Raft {
     }
     if (this.heartbeatElapsed >= this.config.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.broadcastHeartbeat(null);
+      // A pending read's round rides on every heartbeat: if its first round lost acks, this one retries it.
+      this.broadcastHeartbeat(this.readOnly.lastPendingContext());
     }
   }
 
@@ -347,12 +349,15 @@ export class Raft {
         this.campaign("transfer");
         return;
       case "readIndexResp":
-        this.addReadState({ index: m.index, context: m.context });
+        if (m.reject) this.addDroppedRead(m.context);
+        else this.addReadState({ index: m.index, context: m.context });
         return;
       case "transferLeader":
         if (this.leader !== "") this.send({ type: "transferLeader", to: this.leader, transferee: m.transferee });
         return;
       case "readIndex":
+        this.refuseRead(m.from, m.context); // we are not the leader (any more): the requester must not wait
+        return;
       case "appResp":
       case "voteResp":
       case "heartbeatResp":
@@ -376,8 +381,10 @@ export class Raft {
       case "voteResp":
         if (m.preVote === (this.role === "preCandidate")) this.recordVote(m.from, !m.reject);
         return;
-      case "timeoutNow":
       case "readIndex":
+        this.refuseRead(m.from, m.context);
+        return;
+      case "timeoutNow":
       case "readIndexResp":
       case "appResp":
       case "heartbeatResp":
@@ -471,7 +478,7 @@ export class Raft {
         this.handleSnapshotResponse(m);
         return;
       case "readIndex":
-        this.handleReadIndex(m.from, m.context);
+        if (!this.handleReadIndex(m.from, m.context)) this.refuseRead(m.from, m.context);
         return;
       case "transferLeader":
         this.handleTransferLeader(m.transferee);
@@ -674,9 +681,15 @@ export class Raft {
       this.deferredReads.push({ context, from });
       return true;
     }
-    if (!this.readOnly.add(this.log.committed, context, from, this.id)) return false;
-    this.broadcastHeartbeat(context);
+    const round = this.readOnly.add(this.log.committed, context, from, this.id);
+    if (round === null) return false;
+    this.broadcastHeartbeat(round);
     return true;
+  }
+
+  /** Tells a follower its forwarded read will not be answered (etcd would let it time out). */
+  private refuseRead(to: NodeId, context: Uint8Array): void {
+    this.send({ type: "readIndexResp", to, index: 0, context, reject: true });
   }
 
   private releaseDeferredReads(): void {
@@ -688,11 +701,15 @@ export class Raft {
 
   private releaseRead(from: NodeId, index: number, context: Uint8Array): void {
     if (from === this.id) this.addReadState({ index, context });
-    else this.send({ type: "readIndexResp", to: from, index, context });
+    else this.send({ type: "readIndexResp", to: from, index, context, reject: false });
   }
 
   private addReadState(read: ReadState): void {
     if (this.readStates.length < readStatesMax) this.readStates.push(read);
+  }
+
+  private addDroppedRead(context: Uint8Array): void {
+    if (this.droppedReads.length < readStatesMax) this.droppedReads.push(context);
   }
 
   private handleTransferLeader(to: NodeId): void {
@@ -917,6 +934,7 @@ export class Raft {
       this.broadcastPending ||
       this.messages.length > 0 ||
       this.readStates.length > 0 ||
+      this.droppedReads.length > 0 ||
       soft.leader !== this.prevSoftState.leader ||
       soft.role !== this.prevSoftState.role ||
       !hardStateEqual(hard, this.prevHardState) ||
@@ -949,10 +967,12 @@ export class Raft {
       messages,
       mustSync: entries.length > 0 || hard.term !== this.prevHardState.term || hard.vote !== this.prevHardState.vote,
       readStates: this.readStates,
+      droppedReads: this.droppedReads,
     };
     if (soft.leader !== this.prevSoftState.leader || soft.role !== this.prevSoftState.role) ready.softState = soft;
     this.messages = [];
     this.readStates = [];
+    this.droppedReads = [];
     return ready;
   }
 

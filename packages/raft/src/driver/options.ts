@@ -51,6 +51,11 @@ export interface RaftNodeOptions {
   /** Further core options (pre-vote, check-quorum, inflight window, message sizes); see RaftConfig. */
   raft?: Omit<RaftConfig, "id" | "voters" | "learners" | "electionTicks" | "heartbeatTicks" | "applied">;
   logger?: Logger;
+  /**
+   * The per-process part of this node's read contexts (driver/read-context.ts), 8 bytes. Default:
+   * random. Only tests set it; two processes of one node must never share it.
+   */
+  readContextNonce?: Uint8Array;
   /** Called once if the node stops on an unrecoverable error (storage failure, a failed invariant). */
   onFatal?: (error: unknown) => void;
   /**

@@ -150,6 +150,7 @@ export class SimNode {
       this.reads.delete(key);
       checker.observeRead(this.id, read.index, pending.appliedMaxAtStart);
     }
+    for (const context of ready.droppedReads) this.reads.delete(contextKey(context));
     raw.advance(ready);
   }
 }
