@@ -24,14 +24,20 @@ import type {
   RaftStorageWriter,
   Snapshot,
 } from "./core/types.js";
-import { driverLimits, resolveNodeOptions, type RaftNodeOptions, type ResolvedNodeOptions } from "./driver/options.js";
+import {
+  checkSnapshotFitsTransport,
+  driverLimits,
+  resolveNodeOptions,
+  type RaftNodeOptions,
+  type ResolvedNodeOptions,
+} from "./driver/options.js";
 import type { StateMachine } from "./driver/state-machine.js";
 import { coalesceAppends } from "./driver/coalesce.js";
 import { buildNodeStatus, type NodeStatus } from "./driver/status.js";
 import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
 import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
-import { WsTransport } from "./transport/ws-transport.js";
+import { defaultTransportLimits, WsTransport } from "./transport/ws-transport.js";
 import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
 import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
 
@@ -126,6 +132,7 @@ export class RaftNode {
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
     this.config = resolveNodeOptions(options);
+    checkSnapshotFitsTransport(options.raft, { ...defaultTransportLimits, ...options.transport.limits });
     this.logger = options.logger ?? silentLogger;
     this.storage = options.storage;
     this.stateMachine = options.stateMachine;

@@ -24,6 +24,10 @@ export class Progress {
   snapshotSentOffset = 0;
   /** snapshot state: the last chunk has been sent (needed because an empty snapshot has one empty chunk). */
   snapshotAllSent = false;
+  /** snapshot state: leader ticks since the acknowledged offset last moved; at electionTicks the window is resent from it. */
+  snapshotIdleTicks = 0;
+  /** snapshot state: the offset the window was last resent from, until the next progress (-1: none); one resend per gap. */
+  snapshotResentOffset = -1;
   learner: boolean;
   /** The commit index carried by the last append sent (-1: none yet); a broadcast skips a follower that already has it. */
   commitSent = -1;
@@ -42,6 +46,8 @@ export class Progress {
     this.snapshotAckedOffset = 0;
     this.snapshotSentOffset = 0;
     this.snapshotAllSent = false;
+    this.snapshotIdleTicks = 0;
+    this.snapshotResentOffset = -1;
     this.state = state;
     this.inflights.reset();
   }

@@ -10,7 +10,7 @@ import { Progress } from "./progress.js";
 import { committedIndex, hasQuorum, voteResult } from "./quorum.js";
 import { ReadOnlyQueue } from "./read-only.js";
 import type { Ready, ReadState, Role, SoftState } from "./ready.js";
-import { SnapshotReceiver } from "./snapshot-receiver.js";
+import { SnapshotReceiver, snapshotBytesMax } from "./snapshot-receiver.js";
 import type { Status } from "./status.js";
 import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, Snapshot } from "./types.js";
 
@@ -168,6 +168,7 @@ export class Raft {
       }
       this.abortLeaderTransfer(); // a transfer that took a whole election timeout has failed
     }
+    this.tickSnapshotTransfers();
     if (this.heartbeatElapsed >= this.config.heartbeatTicks) {
       this.heartbeatElapsed = 0;
       // A pending read's round rides on every heartbeat: if its first round lost acks, this one retries it.
@@ -438,6 +439,13 @@ export class Raft {
 
   private handleSnapshotChunk(m: SnapshotChunkMessage): void {
     const result = this.snapshotReceiver.accept(m);
+    if (result === "tooLarge") {
+      this.config.logger.warn(
+        { id: this.id, term: this.term, bytes: m.totalBytes, max: snapshotBytesMax },
+        "raft: the leader's snapshot is larger than this node can hold; it cannot catch up",
+      );
+      return;
+    }
     if (typeof result === "number") {
       this.send({ type: "snapResp", to: m.from, snapshotIndex: m.metadata.index, nextOffset: result });
       return;
@@ -539,9 +547,9 @@ export class Raft {
     pr.recentActive = true;
     pr.probeSent = false;
     if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
-    if (pr.state === "snapshot")
-      this.retransmitSnapshot(m.from); // a chunk may have been lost
-    else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
+    // In snapshot state nothing is resent here: the transfer has its own acknowledgements and timer
+    // (handleSnapshotResponse, tickSnapshotTransfers); resending the window per heartbeat flooded the link.
+    if (pr.state !== "snapshot" && pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
     if (m.context === null) return;
     for (const read of this.readOnly.ack(m.context, m.from, this.conf.voters)) {
       this.releaseRead(read.from, read.index, read.context);
@@ -553,13 +561,52 @@ export class Raft {
     if (pr === undefined) return;
     pr.recentActive = true;
     if (pr.state !== "snapshot" || pr.pendingSnapshot !== m.snapshotIndex) return;
-    if (m.nextOffset === pr.snapshotAckedOffset) return; // duplicate, or a gap: the heartbeat retransmits
-    if (m.nextOffset < pr.snapshotAckedOffset || m.nextOffset > pr.snapshotSentOffset) {
-      pr.snapshotSentOffset = m.nextOffset; // the follower lost its buffer (restart) or we lost track: resend from there
+    const acked = pr.snapshotAckedOffset;
+    if (m.nextOffset === acked) {
+      // A gap: the chunk at `acked` was lost, and the follower drops chunks past a gap, so every
+      // chunk after it in flight is lost too. Resend the window from there, once per gap: each of
+      // those later chunks reports the same gap.
+      if (pr.snapshotSentOffset > acked && pr.snapshotResentOffset !== acked)
+        this.resendSnapshotFrom(pr, m.from, acked);
+      return;
+    }
+    if (m.nextOffset < acked) {
+      // The follower starts over at 0 when it lost its buffer (a restart); any other lower offset is a stale report.
+      if (m.nextOffset === 0) this.resendSnapshotFrom(pr, m.from, 0);
+      return;
+    }
+    if (m.nextOffset > pr.snapshotSentOffset) {
+      pr.snapshotSentOffset = m.nextOffset; // it kept more of this snapshot from an earlier transfer: go on from there
       pr.snapshotAllSent = false;
     }
     pr.snapshotAckedOffset = m.nextOffset;
+    pr.snapshotIdleTicks = 0;
+    pr.snapshotResentOffset = -1;
     this.sendSnapshotChunks(m.from);
+  }
+
+  /** Goes back to `offset` (the follower has exactly the bytes before it) and sends the window from there. */
+  private resendSnapshotFrom(pr: Progress, to: NodeId, offset: number): void {
+    pr.snapshotAckedOffset = offset;
+    pr.snapshotSentOffset = offset;
+    pr.snapshotAllSent = false;
+    pr.snapshotResentOffset = offset;
+    pr.snapshotIdleTicks = 0;
+    this.sendSnapshotChunks(to);
+  }
+
+  /**
+   * Leader, every tick: a transfer whose acknowledged offset has not moved for an election timeout
+   * lost its chunks and every report of the gap (or the follower restarted): resend the window
+   * from the acknowledged offset. At most one window per election timeout, however slow the link.
+   */
+  private tickSnapshotTransfers(): void {
+    for (const [id, pr] of this.progress) {
+      if (pr.state !== "snapshot") continue;
+      pr.snapshotIdleTicks++;
+      if (pr.snapshotIdleTicks < this.config.electionTicks) continue;
+      this.resendSnapshotFrom(pr, id, pr.snapshotAckedOffset);
+    }
   }
 
   /** Commits the highest index on a quorum, but only an entry of the current term (Figure 8). */
@@ -619,27 +666,41 @@ export class Raft {
     const snapshot = this.snapshotsSending.get(to);
     if (pr === undefined || snapshot === undefined) return;
     const total = snapshot.data.byteLength;
-    const chunkBytes = this.config.maxSnapshotChunkBytes;
-    const windowBytes = chunkBytes * this.config.maxInflightMsgs;
+    const windowBytes = this.snapshotWindowBytes();
     let offset = Math.min(pr.snapshotSentOffset, total);
     if (pr.snapshotAllSent && offset === total) return; // everything is in flight; wait for acks or a retransmit
-    do {
-      const end = Math.min(offset + chunkBytes, total);
-      const data = snapshot.data.subarray(offset, end);
-      this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
-      offset = end;
-    } while (offset < total && offset - pr.snapshotAckedOffset < windowBytes);
-    pr.snapshotSentOffset = offset;
-    pr.snapshotAllSent = offset === total;
+    // Never more than the window past the acknowledged offset: the transport's per-peer queue is
+    // sized to hold it (RaftNode checks), so flow control, not the queue, decides what waits.
+    while (!(pr.snapshotAllSent && offset === total) && offset - pr.snapshotAckedOffset < windowBytes) {
+      offset = this.sendSnapshotChunk(to, offset);
+      pr.snapshotSentOffset = offset;
+      pr.snapshotAllSent = offset === total;
+    }
+    assert(
+      pr.snapshotSentOffset - pr.snapshotAckedOffset <= windowBytes + this.config.maxSnapshotChunkBytes,
+      "snapshot window overrun",
+    );
   }
 
-  /** Starts the window over from the last acknowledged byte (a chunk was probably lost). */
-  private retransmitSnapshot(to: NodeId): void {
-    const pr = this.progress.get(to);
-    if (pr === undefined) return;
-    pr.snapshotSentOffset = pr.snapshotAckedOffset;
-    pr.snapshotAllSent = false;
-    this.sendSnapshotChunks(to);
+  /** Bytes of snapshot data allowed unacknowledged per follower: the byte bound, at most maxInflightMsgs chunks, at least one. */
+  private snapshotWindowBytes(): number {
+    const chunkBytes = this.config.maxSnapshotChunkBytes;
+    return Math.max(
+      chunkBytes,
+      Math.min(this.config.maxSnapshotInflightBytes, chunkBytes * this.config.maxInflightMsgs),
+    );
+  }
+
+  /** Sends the chunk of the snapshot being sent to `to` that starts at `offset`; returns the offset after it. */
+  private sendSnapshotChunk(to: NodeId, offset: number): number {
+    const snapshot = this.snapshotsSending.get(to);
+    assert(snapshot !== undefined, "snapshot chunk without a snapshot being sent");
+    const total = snapshot.data.byteLength;
+    assert(offset >= 0 && offset <= total, "snapshot chunk offset out of range");
+    const end = Math.min(offset + this.config.maxSnapshotChunkBytes, total);
+    const data = snapshot.data.subarray(offset, end);
+    this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
+    return end;
   }
 
   /** Sends every follower what it lacks (or an empty append carrying the commit index), filling its window. */

@@ -1,4 +1,4 @@
-import type { RaftConfig } from "../core/config.js";
+import { defaultSnapshotInflightBytes, type RaftConfig } from "../core/config.js";
 import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
 import type { Logger } from "../logger.js";
 import type { WsTransportLimits } from "../transport/ws-transport.js";
@@ -74,6 +74,27 @@ export interface ResolvedNodeOptions {
   requestTimeoutMs: number;
   pendingProposalsMax: number;
   pendingReadsMax: number;
+}
+
+/** Bytes a snapshot chunk's envelope (ids, term, metadata with the membership) may add to its data on the wire. */
+export const snapshotChunkOverheadBytesMax = 64 << 10;
+
+/**
+ * Snapshot flow control must fit the transport: a chunk (with its envelope) must fit one message,
+ * and the window of unacknowledged chunks (plus one message of other traffic) the per-peer send
+ * queue, which drops its oldest message when full. Otherwise a large snapshot never installs.
+ */
+export function checkSnapshotFitsTransport(raft: RaftNodeOptions["raft"], limits: WsTransportLimits): void {
+  const chunkBytes = raft?.maxSnapshotChunkBytes ?? 1 << 20;
+  const windowBytes = raft?.maxSnapshotInflightBytes ?? defaultSnapshotInflightBytes;
+  if (chunkBytes + snapshotChunkOverheadBytesMax > limits.messageBytesMax)
+    throw new RangeError(
+      `raft.maxSnapshotChunkBytes ${chunkBytes} does not fit the transport's messageBytesMax ${limits.messageBytesMax}`,
+    );
+  if (Math.max(windowBytes, chunkBytes) + chunkBytes + limits.messageBytesMax > limits.sendQueueBytesMax)
+    throw new RangeError(
+      `raft.maxSnapshotInflightBytes ${windowBytes} does not fit the transport's sendQueueBytesMax ${limits.sendQueueBytesMax}`,
+    );
 }
 
 export function resolveNodeOptions(options: RaftNodeOptions): ResolvedNodeOptions {
