@@ -40,6 +40,9 @@ import { silentLogger, type Logger } from "./logger.js";
 import { defaultTransportLimits, WsTransport } from "./transport/ws-transport.js";
 import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
 import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
+import { PeerIdentities } from "./driver/peer-identity.js";
+import type { PeerIdentity } from "./transport/handshake.js";
+import { decodeConfChange } from "./core/confchange.js";
 
 type Input =
   | { kind: "message"; message: Message }
@@ -104,6 +107,10 @@ export class RaftNode {
   private readonly reads: ReadWaiters;
   private readonly transfers = new Map<NodeId, Waiter<void>[]>();
   private readonly readContexts: ReadContexts;
+  /** This node's cluster and incarnation, and those of the peers it has met (null: no identity checks). */
+  private readonly identities: PeerIdentities | null;
+  /** Peers that refused this node's identity in a handshake. */
+  private readonly refusedBy = new Set<NodeId>();
   private applied = 0;
   private role: Role = "follower";
   private leader: NodeId = "";
@@ -143,6 +150,9 @@ export class RaftNode {
       options.id,
       options.readContextNonce ?? new Uint8Array(randomBytes(readContextNonceBytes)),
     );
+    this.identities =
+      options.identity === undefined ? null : new PeerIdentities(options.identity.store, options.identity.cluster);
+    const identities = this.identities;
     this.transport = new WsTransport<WireMessage>({
       id: options.id,
       secret: options.transport.secret,
@@ -158,6 +168,13 @@ export class RaftNode {
       },
       logger: this.logger,
       ...(options.transport.limits === undefined ? {} : { limits: options.transport.limits }),
+      ...(identities === null
+        ? {}
+        : {
+            identity: () => identities.own,
+            checkIdentity: (peer: NodeId, identity: PeerIdentity) => identities.check(peer, identity),
+            onIdentityRefused: (peer: NodeId) => this.onIdentityRefused(peer),
+          }),
     });
   }
 
@@ -192,6 +209,13 @@ export class RaftNode {
     const snapshot = this.storage.snapshot();
     if (snapshot.metadata.index > 0) await this.stateMachine.installSnapshot(snapshot);
     this.applied = snapshot.metadata.index;
+    this.boundPort = (await this.transport.start()).port;
+    try {
+      await this.checkBeforeFounding();
+    } catch (error) {
+      await this.transport.close();
+      throw error;
+    }
     const { raft, voters, learners } = this.options;
     this.rawNode = new RawNode(
       {
@@ -206,11 +230,57 @@ export class RaftNode {
       },
       this.storage,
     );
-    this.boundPort = (await this.transport.start()).port;
     this.state = "running";
     this.tickTimer = setInterval(() => this.onTick(), this.config.tickMs);
     this.loopDone = this.loop().catch((error: unknown) => this.fatal(error));
     this.logger.info({ id: this.id, port: this.boundPort, applied: this.applied }, "raft node started");
+  }
+
+  /**
+   * A founding member with an empty log would bootstrap a cluster of its own. When it has an
+   * identity, it first asks its peers (the handshake): if one refuses it because it knew another
+   * incarnation of this node, the data directory was wiped and this node must not found anything;
+   * it rejoins only as a new member (remove, then addLearner, started without founding voters).
+   * It waits until every peer answered or foundingProbeMs passed (peers down: nobody to ask).
+   */
+  private async checkBeforeFounding(): Promise<void> {
+    const founding = (this.options.voters?.length ?? 0) > 0;
+    const { hardState } = this.storage.initialState();
+    const emptyLog = hardState.term === 0 && this.storage.lastIndex() === 0;
+    if (this.identities === null || !founding || !emptyLog) return;
+    const peers = Object.keys(this.options.transport.peers).filter((id) => id !== this.id);
+    const electionMs = this.config.electionTicks * this.config.tickMs;
+    const deadlineMs = Date.now() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
+    // A dialer is authenticated one frame before its peer checks it: once every peer is connected,
+    // a refusal can still be on its way, so wait a little longer for it.
+    let allConnectedAtMs: number | null = null;
+    while (Date.now() < deadlineMs && this.refusedBy.size === 0) {
+      if (allConnectedAtMs === null && peers.every((id) => this.transport.isConnected(id)))
+        allConnectedAtMs = Date.now();
+      if (allConnectedAtMs !== null && Date.now() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (this.refusedBy.size === 0) return;
+    throw new RaftNodeError(
+      "RAFT_ERR_IDENTITY_REFUSED",
+      `refusing to found a cluster: ${[...this.refusedBy].join(", ")} knew another incarnation of ${this.id} ` +
+        `(its data directory was replaced); add it back as a new member instead`,
+    );
+  }
+
+  private onIdentityRefused(peer: NodeId): void {
+    this.refusedBy.add(peer);
+    this.logger.error(
+      { id: this.id, peer, incarnation: this.identities?.own.incarnation },
+      "raft node: a peer refused this node's identity (another cluster, or this data directory replaced a member's)",
+    );
+  }
+
+  /** A committed membership change that removes or adds `node` anew forgets its recorded incarnation. */
+  private onConfEntry(entry: Entry): void {
+    if (this.identities === null) return;
+    const change = decodeConfChange(entry.data);
+    if (change.type === "remove" || change.type === "addLearner") this.identities.forget(change.node, entry.index);
   }
 
   /** Replicates `data`; resolves once it is committed and applied on this node. Only the leader accepts proposals. */
@@ -480,6 +550,7 @@ export class RaftNode {
       // Awaited only when the state machine is asynchronous: no promise and no microtask per entry otherwise.
       const applying = this.applyEntry(entry);
       if (applying !== undefined) await applying;
+      if (entry.type === "conf") this.onConfEntry(entry);
       this.settleEntry(entry, settled);
     }
     for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);

@@ -2,6 +2,7 @@ import { defaultSnapshotInflightBytes, type RaftConfig } from "../core/config.js
 import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
 import type { Logger } from "../logger.js";
 import type { WsTransportLimits } from "../transport/ws-transport.js";
+import type { IdentityStore } from "./peer-identity.js";
 import type { StateMachine } from "./state-machine.js";
 
 /** Bounds of the driver's queues (limits on everything). */
@@ -56,6 +57,15 @@ export interface RaftNodeOptions {
    * random. Only tests set it; two processes of one node must never share it.
    */
   readContextNonce?: Uint8Array;
+  /**
+   * Cluster and data-directory identity, checked in every handshake (driver/peer-identity.ts).
+   * `store` keeps this node's incarnation and its peers' (storage/identity-file.ts: a file inside
+   * the Raft data directory); `cluster` is foundingClusterId(voters, secret) for a founding member,
+   * "" for a joining one. A founding member with an empty log first waits up to `foundingProbeMs`
+   * (default two election timeouts) for its peers, and refuses to found if one knew another
+   * incarnation of it. Default: no identity (no checks).
+   */
+  identity?: { store: IdentityStore; cluster: string; foundingProbeMs?: number };
   /** Called once if the node stops on an unrecoverable error (storage failure, a failed invariant). */
   onFatal?: (error: unknown) => void;
   /**

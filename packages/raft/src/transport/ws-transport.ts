@@ -11,6 +11,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import { backoffDelayMs } from "./backoff.js";
 import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
 import { Connection, type ConnectionHooks } from "./connection.js";
+import { noIdentity, type PeerIdentity } from "./handshake.js";
 import { SendQueue } from "./send-queue.js";
 import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
 
@@ -66,6 +67,12 @@ export interface WsTransportOptions<M extends Addressed> {
   onPeerChange?: (id: NodeId, connected: boolean) => void;
   logger?: Logger;
   limits?: Partial<WsTransportLimits>;
+  /** This node's identity, stated in every handshake. Default: none (no identity checks). */
+  identity?: () => PeerIdentity;
+  /** Checks an authenticated peer's identity: null to accept, else why it is refused. Default: accept. */
+  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => string | null;
+  /** A peer refused this node over an identity check (this node's data directory may have been replaced). */
+  onIdentityRefused?: (peer: NodeId) => void;
 }
 
 interface Peer {
@@ -76,6 +83,8 @@ interface Peer {
   attempt: number;
   redialTimer: NodeJS.Timeout | null;
   queue: SendQueue;
+  /** The incarnation of the peer's last authenticated connection ("" none yet, or none stated). */
+  incarnation: string;
   stats: Omit<PeerStats, "connected" | "queuedMessages" | "droppedQueueFull">;
 }
 
@@ -92,7 +101,13 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   private flushRetry: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
   private closing = false;
-  private readonly counters = { refusedConnections: 0, authFailures: 0, invalidMessages: 0, droppedUnknownPeer: 0 };
+  private readonly counters = {
+    refusedConnections: 0,
+    authFailures: 0,
+    identityRefusals: 0,
+    invalidMessages: 0,
+    droppedUnknownPeer: 0,
+  };
 
   constructor(private readonly options: WsTransportOptions<M>) {
     this.limits = { ...defaultTransportLimits, ...options.limits };
@@ -189,7 +204,17 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       connects: 0,
       dialFailures: 0,
     };
-    const peer: Peer = { id, url, active: null, dialing: null, attempt: 0, redialTimer: null, queue, stats };
+    const peer: Peer = {
+      id,
+      url,
+      active: null,
+      dialing: null,
+      attempt: 0,
+      redialTimer: null,
+      queue,
+      incarnation: "",
+      stats,
+    };
     this.peers.set(id, peer);
     if (this.server !== null) this.maybeDial(peer);
   }
@@ -244,13 +269,16 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       secret: this.secret,
       logger: this.logger,
       handshakeTimeoutMs: this.limits.handshakeTimeoutMs,
+      identity: () => this.options.identity?.() ?? noIdentity,
       isKnownPeer: (id) => this.peers.has(id),
+      checkIdentity: (peer, identity) => this.options.checkIdentity?.(peer, identity) ?? null,
       onAuthenticated: (connection) => this.adopt(connection),
       onData: (connection, frame) => this.receive(connection, frame),
       onClosed: (connection, code) => this.onConnectionClosed(connection, code),
-      onRefused: (_connection, _code, authFailure) => {
+      onRefused: (_connection, code, authFailure) => {
         this.counters.refusedConnections++;
         if (authFailure) this.counters.authFailures++;
+        if (code === closeCodes.identityRefused) this.counters.identityRefusals++;
       },
     };
   }
@@ -327,6 +355,13 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       peer.active = null; // so that closing the replaced one does not trigger a redial
       current.close(closeCodes.duplicate, "duplicate connection");
     }
+    const incarnation = connection.remoteIdentity.incarnation;
+    if (incarnation !== "" && peer.incarnation !== "" && incarnation !== peer.incarnation) {
+      // A new process on a new data directory: what was queued for the old one (heartbeats with its
+      // commit index, chunks of its snapshot) must not reach it.
+      peer.queue.clear();
+    }
+    if (incarnation !== "") peer.incarnation = incarnation;
     peer.active = connection;
     peer.attempt = 0;
     peer.stats.connects++;
@@ -344,6 +379,10 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 
   private onConnectionClosed(connection: Connection, code: number): void {
     if (this.inbound.delete(connection)) this.handshakesPending--;
+    if (code === closeCodes.identityRefused && !connection.refusedLocally && connection.peerId !== "") {
+      this.counters.identityRefusals++;
+      this.options.onIdentityRefused?.(connection.peerId);
+    }
     const peer = this.peers.get(connection.peerId);
     if (peer === undefined) return;
     if (peer.dialing === connection) {
