@@ -28,6 +28,7 @@ import {
   checkSnapshotFitsTransport,
   driverLimits,
   resolveNodeOptions,
+  type DriverTransport,
   type RaftNodeOptions,
   type ResolvedNodeOptions,
 } from "./driver/options.js";
@@ -38,6 +39,8 @@ import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
 import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { defaultTransportLimits, WsTransport } from "./transport/ws-transport.js";
+import type { TransportStats } from "./transport/transport.js";
+import { systemClock, type DriverClock } from "./driver/clock.js";
 import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
 import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
 import { PeerIdentities } from "./driver/peer-identity.js";
@@ -93,7 +96,7 @@ export class RaftNode {
   private readonly logger: Logger;
   private readonly storage: RaftStorage & RaftStorageWriter;
   private readonly stateMachine: StateMachine;
-  private readonly transport: WsTransport<WireMessage>;
+  private readonly transport: DriverTransport;
   private rawNode: RawNode | null = null;
   private state: State = "new";
   private inbox: Input[] = [];
@@ -101,7 +104,8 @@ export class RaftNode {
   private droppedInputs = 0;
   private wakeLoop: (() => void) | null = null;
   private loopDone: Promise<void> = Promise.resolve();
-  private tickTimer: NodeJS.Timeout | null = null;
+  private tickTimer: unknown = null;
+  private readonly clock: DriverClock;
   private readonly proposals: ProposalWaiters<{ index: number }>;
   private readonly confChanges: ProposalWaiters<{ index: number }>;
   private readonly reads: ReadWaiters;
@@ -153,7 +157,10 @@ export class RaftNode {
     this.identities =
       options.identity === undefined ? null : new PeerIdentities(options.identity.store, options.identity.cluster);
     const identities = this.identities;
-    this.transport = new WsTransport<WireMessage>({
+    this.clock = options.clock ?? systemClock;
+    const makeTransport =
+      options.transportFactory ?? ((transportOptions) => new WsTransport<WireMessage>(transportOptions));
+    this.transport = makeTransport({
       id: options.id,
       secret: options.transport.secret,
       ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
@@ -231,7 +238,7 @@ export class RaftNode {
       this.storage,
     );
     this.state = "running";
-    this.tickTimer = setInterval(() => this.onTick(), this.config.tickMs);
+    this.tickTimer = this.clock.setInterval(() => this.onTick(), this.config.tickMs);
     this.loopDone = this.loop().catch((error: unknown) => this.fatal(error));
     this.logger.info({ id: this.id, port: this.boundPort, applied: this.applied }, "raft node started");
   }
@@ -332,7 +339,7 @@ export class RaftNode {
     return { ...this.counters };
   }
 
-  transportStats(): ReturnType<WsTransport<WireMessage>["stats"]> & { droppedInputs: number } {
+  transportStats(): TransportStats & { droppedInputs: number } {
     return { ...this.transport.stats(), droppedInputs: this.droppedInputs };
   }
 
@@ -345,7 +352,7 @@ export class RaftNode {
   private async shutdown(error: () => RaftNodeError): Promise<void> {
     const wasRunning = this.state === "running";
     this.state = "stopping";
-    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    if (this.tickTimer !== null) this.clock.clearInterval(this.tickTimer);
     this.rejectEverything(error);
     this.wakeLoop?.();
     if (wasRunning) await this.loopDone;
@@ -373,7 +380,7 @@ export class RaftNode {
       );
     }
     return new Promise<T>((resolve, reject) => {
-      this.push(input({ resolve, reject, deadlineMs: Date.now() + this.config.requestTimeoutMs }));
+      this.push(input({ resolve, reject, deadlineMs: this.clock.nowMs() + this.config.requestTimeoutMs }));
     });
   }
 
@@ -407,7 +414,7 @@ export class RaftNode {
 
   private onTick(): void {
     if (this.ticksPending < driverLimits.ticksPendingMax) this.ticksPending++;
-    const nowMs = Date.now();
+    const nowMs = this.clock.nowMs();
     const timeout = (what: string) => () => new TimeoutError(what, this.config.requestTimeoutMs, this.leader);
     this.proposals.expire(nowMs, timeout("propose"));
     this.confChanges.expire(nowMs, timeout("membership change"));
@@ -523,7 +530,7 @@ export class RaftNode {
 
   /** Runs one core call for a waiter: an operating error (not leader, dropped, ...) rejects it; a bug propagates. */
   private attempt<T>(waiter: Waiter<T>, call: () => void): void {
-    if (waiter.deadlineMs <= Date.now())
+    if (waiter.deadlineMs <= this.clock.nowMs())
       return waiter.reject(new TimeoutError("request", this.config.requestTimeoutMs, this.leader));
     try {
       call();

@@ -571,8 +571,9 @@ export class Raft {
       return;
     }
     if (m.nextOffset < acked) {
-      // The follower starts over at 0 when it lost its buffer (a restart); any other lower offset is a stale report.
-      if (m.nextOffset === 0) this.resendSnapshotFrom(pr, m.from, 0);
+      // The follower lost what it had (a restart, or a delayed chunk of an older transfer made it
+      // start over): go back to where it is, once per offset (a reordered stale report costs one window).
+      if (pr.snapshotResentOffset !== m.nextOffset) this.resendSnapshotFrom(pr, m.from, m.nextOffset);
       return;
     }
     if (m.nextOffset > pr.snapshotSentOffset) {

@@ -15,6 +15,10 @@ export const snapshotBytesMax = 2 ** 32;
  */
 export class SnapshotReceiver {
   private key = "";
+  /** Sender, term and snapshot index of the transfer in progress (key spelled out). */
+  private from = "";
+  private term = 0;
+  private index = 0;
   private whole: Uint8Array | null = null;
   private received = 0;
 
@@ -29,8 +33,13 @@ export class SnapshotReceiver {
     const key = `${message.from}/${message.term}/${metadata.index}/${metadata.term}/${totalBytes}`;
     if (key !== this.key) {
       if (offset !== 0) return 0; // a new snapshot must start at the beginning
+      // A delayed chunk of an older transfer from the same leader must not wipe the newer one.
+      if (message.from === this.from && message.term === this.term && metadata.index < this.index) return 0;
       this.reset();
       this.key = key;
+      this.from = message.from;
+      this.term = message.term;
+      this.index = metadata.index;
       this.whole = new Uint8Array(totalBytes);
     }
     if (offset !== this.received) return this.received; // duplicate or gap: tell the leader where we are
@@ -46,6 +55,9 @@ export class SnapshotReceiver {
 
   reset(): void {
     this.key = "";
+    this.from = "";
+    this.term = 0;
+    this.index = 0;
     this.whole = null;
     this.received = 0;
   }

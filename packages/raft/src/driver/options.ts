@@ -1,7 +1,10 @@
 import { defaultSnapshotInflightBytes, type RaftConfig } from "../core/config.js";
 import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
 import type { Logger } from "../logger.js";
-import type { WsTransportLimits } from "../transport/ws-transport.js";
+import type { WsTransportLimits, WsTransportOptions } from "../transport/ws-transport.js";
+import type { Transport } from "../transport/transport.js";
+import type { WireMessage } from "./app-message.js";
+import type { DriverClock } from "./clock.js";
 import type { IdentityStore } from "./peer-identity.js";
 import type { StateMachine } from "./state-machine.js";
 
@@ -14,6 +17,9 @@ export const driverLimits = {
   /** Inputs (received messages, proposals, ...) buffered while a Ready is in flight. */
   inboxMax: 65_536,
 } as const;
+
+/** What RaftNode needs of a transport: the Transport contract, and writing what is queued at once. */
+export type DriverTransport = Transport<WireMessage> & { flushNow(): void };
 
 export interface RaftNodeOptions {
   id: NodeId;
@@ -66,6 +72,13 @@ export interface RaftNodeOptions {
    * incarnation of it. Default: no identity (no checks).
    */
   identity?: { store: IdentityStore; cluster: string; foundingProbeMs?: number };
+  /**
+   * Time source and ticker. Default: the system clock. The driver simulation injects a fake one
+   * (with `transportFactory`), so the real driver runs deterministically. Not for production use.
+   */
+  clock?: DriverClock;
+  /** Builds the transport from the options RaftNode would give WsTransport. Default: a WsTransport. */
+  transportFactory?: (options: WsTransportOptions<WireMessage>) => DriverTransport;
   /** Called once if the node stops on an unrecoverable error (storage failure, a failed invariant). */
   onFatal?: (error: unknown) => void;
   /**
