@@ -59,6 +59,8 @@ type State = "new" | "running" | "stopping" | "stopped";
 
 /** A Ready taking longer than this is logged: it delays heartbeats and may cost the leadership. */
 const slowReadyMs = 100;
+/** Applying committed entries yields to the event loop after this much work (see handleReady). */
+const applySliceMs = 20;
 
 /** Cumulative counters of the Ready loop. */
 export interface NodeMetrics {
@@ -553,7 +555,14 @@ export class RaftNode {
     this.send(coalesceAppends(ready.messages), writes);
     if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
     const settled: (() => void)[] = [];
+    let sliceStartMs = this.clock.nowMs();
     for (const entry of ready.committedEntries) {
+      // A long batch (a bulk import) yields to the event loop now and then, so the transport keeps
+      // answering pings and handshakes and reading frames while it applies.
+      if (this.clock.nowMs() - sliceStartMs >= applySliceMs) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStartMs = this.clock.nowMs();
+      }
       // Awaited only when the state machine is asynchronous: no promise and no microtask per entry otherwise.
       const applying = this.applyEntry(entry);
       if (applying !== undefined) await applying;

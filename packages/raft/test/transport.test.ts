@@ -101,6 +101,27 @@ async function rawDial(port: number, from: string, to: string, clientSecret: str
 }
 
 describe("WsTransport on loopback", () => {
+  it("connections that never name a known node cannot lock a peer out: the oldest is closed to admit a new one", async () => {
+    const a = await node("a", { limits: { handshakesPendingMax: 4 } });
+    const strangers = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const socket = new WebSocket(`ws://127.0.0.1:${a.port}`);
+        socket.on("error", () => undefined);
+        const closed = new Promise<number>((resolve) => socket.on("close", (code) => resolve(code)));
+        await new Promise((resolve) => socket.once("open", resolve));
+        return { socket, closed };
+      }),
+    ); // open, silent: mid-handshake until the timeout
+    expect(await strangers[0]?.closed).toBe(closeCodes.busy); // the oldest made room
+    const b = await node("b");
+    link({ a, b });
+    b.transport.send([ping("b", "a", 1)]);
+    await until(() => a.received.length === 1);
+    expect(a.transport.isConnected("b")).toBe(true);
+    expect(a.logs.some((log) => log.message === "raft transport: too many pending handshakes, refused")).toBe(true);
+    for (const stranger of strangers) stranger.socket.terminate();
+  });
+
   it("two transports exchange messages both ways over one connection", async () => {
     const a = await node("a");
     const b = await node("b");

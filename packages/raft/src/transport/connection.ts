@@ -45,6 +45,8 @@ export class Connection {
   alive = true;
   /** This side refused the connection (so a close code names our reason, not the peer's). */
   refusedLocally = false;
+  /** Accepting side: the peer's hello named a known node (the handshake limit spares it; see WsTransport.accept). */
+  identified = false;
   private step: Step;
   private readonly ownNonce = newNonce();
   private peerNonce: Uint8Array = new Uint8Array(0);
@@ -135,6 +137,7 @@ export class Connection {
         return this.refuse(closeCodes.unknownNode, `hello addressed to ${frame.to}`, false);
       this.peerId = frame.from;
       if (!this.hooks.isKnownPeer(frame.from)) return this.refuse(closeCodes.unknownNode, "unknown node id", false);
+      this.identified = true;
       this.peerNonce = frame.nonce;
       this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
       const proof = computeProof(this.hooks.secret, this.proofInput("acceptor"));

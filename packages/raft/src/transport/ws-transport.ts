@@ -29,7 +29,11 @@ export interface WsTransportLimits {
   socketBufferedBytesMax: number;
   /** Peers in the address book. Default 64. */
   peersMax: number;
-  /** Connections allowed to be mid-handshake at once; more are refused (busy). Default 64. */
+  /**
+   * Inbound connections allowed mid-handshake before they name a known node; past it the OLDEST
+   * such connection is closed (busy) to admit the new one, so strangers or stale dials can never
+   * lock this node's own peers out. Default 64.
+   */
   handshakesPendingMax: number;
   handshakeTimeoutMs: number;
   backoffBaseMs: number;
@@ -284,18 +288,27 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private accept(socket: WebSocket, remoteAddress: string): void {
-    if (this.closing || this.handshakesPending >= this.limits.handshakesPendingMax) {
+    if (this.closing) {
+      this.counters.refusedConnections++;
+      socket.close(closeCodes.shuttingDown, "busy");
+      return;
+    }
+    const unidentified = [...this.inbound].filter((connection) => !connection.identified);
+    const oldest = unidentified[0];
+    if (unidentified.length >= this.limits.handshakesPendingMax && oldest !== undefined) {
       this.counters.refusedConnections++;
       this.logger.warn(
-        { remoteAddress, pending: this.handshakesPending },
+        { remoteAddress: oldest.remoteAddress, pending: this.handshakesPending },
         "raft transport: too many pending handshakes, refused",
       );
-      socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
-      return;
+      this.inbound.delete(oldest);
+      this.handshakesPending--;
+      oldest.close(closeCodes.busy, "busy");
     }
     this.handshakesPending++;
     const connection = new Connection(socket, "acceptor", this.hooks, remoteAddress);
     this.inbound.add(connection);
+    assert(this.handshakesPending === this.inbound.size, "transport: pending handshakes out of step");
   }
 
   private maybeDial(peer: Peer): void {
