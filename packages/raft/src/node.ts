@@ -619,6 +619,7 @@ export class RaftNode {
   private async installSnapshot(snapshot: Snapshot): Promise<void> {
     await this.stateMachine.installSnapshot(snapshot);
     this.applied = snapshot.metadata.index;
+    this.identities?.forgetNonMembers(snapshot.metadata.conf, snapshot.metadata.index);
     const lost = () =>
       new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "a snapshot replaced the log; the outcome is unknown", {
         leader: this.leader,

@@ -37,6 +37,17 @@ describe("PeerIdentities", () => {
     expect(reopened.check("n2", { cluster: "c1", incarnation: "aaaa" })).not.toBeNull();
   });
 
+  it("a snapshot forgets the peers it no longer lists (their removal was never applied one by one)", () => {
+    const identities = new PeerIdentities(new MemoryIdentityStore(), "c1");
+    expect(identities.check("n2", { cluster: "c1", incarnation: "aaaa" })).toBeNull();
+    expect(identities.check("n3", { cluster: "c1", incarnation: "bbbb" })).toBeNull();
+    identities.forgetNonMembers({ voters: ["n1", "n2"], learners: [] }, 50);
+    expect(identities.check("n3", { cluster: "c1", incarnation: "cccc" })).toBeNull(); // removed: forgotten
+    expect(identities.check("n2", { cluster: "c1", incarnation: "dddd" })).not.toBeNull(); // still a member
+    identities.forgetNonMembers({ voters: ["n1"], learners: [] }, 50); // not newer: ignored
+    expect(identities.check("n2", { cluster: "c1", incarnation: "dddd" })).not.toBeNull();
+  });
+
   it("a joining node learns its cluster from the first peer; a fresh directory gets a new incarnation", () => {
     const joiner = new PeerIdentities(new MemoryIdentityStore(), "");
     expect(joiner.own.cluster).toBe("");

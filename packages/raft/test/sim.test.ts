@@ -127,6 +127,22 @@ describe("SafetyChecker", () => {
     expect(() => checker.observeApplied("b", entry(1, 1, "x"), 11)).toThrow(/state differs/);
   });
 
+  it("checks completeness for a leader of the newest term, not for one elected late in an older term", () => {
+    const checker = new SafetyChecker();
+    checker.observeApplied("a", entry(5, 1, "x"), 10);
+    checker.observeLeader(
+      "b",
+      7,
+      (() => {
+        const storage = new SimStorage();
+        storage.appendSync([entry(5, 1, "x")], null, true);
+        return storage;
+      })(),
+    );
+    expect(() => checker.observeLeader("c", 6, new SimStorage())).not.toThrow(); // votes held since term 6
+    expect(() => checker.observeLeader("c", 8, new SimStorage())).toThrow(/leader completeness/);
+  });
+
   it("flags a leader missing a committed entry", () => {
     const checker = new SafetyChecker();
     checker.observeApplied("a", entry(1, 1, "x"), 10);

@@ -7,7 +7,7 @@
 // record is forgotten and the next incarnation to connect is recorded.
 
 import { createHmac, randomBytes } from "node:crypto";
-import type { NodeId } from "../core/types.js";
+import type { ConfState, NodeId } from "../core/types.js";
 import type { PeerIdentity } from "../transport/handshake.js";
 
 /** What a node keeps on disk next to its Raft data (see storage/identity-file.ts). */
@@ -93,6 +93,18 @@ export class PeerIdentities {
     }
     if (changed) this.store.save(this.record);
     return null;
+  }
+
+  /**
+   * A snapshot at `index` with membership `conf` replaced the log: the removals it covers were never
+   * applied one by one, so every recorded peer that is not a member any more is forgotten.
+   */
+  forgetNonMembers(conf: ConfState, index: number): void {
+    if (index <= this.record.confIndex) return;
+    const members = new Set([...conf.voters, ...conf.learners]);
+    const peers = Object.fromEntries(Object.entries(this.record.peers).filter(([id]) => members.has(id)));
+    this.record = { ...this.record, peers, confIndex: index };
+    this.store.save(this.record);
   }
 
   /**

@@ -84,6 +84,9 @@ function drawParameters(random: Xoshiro128) {
   };
   // Drawn after the knobs above, so those keep their values per seed.
   if (random.chance(0.15)) base.voters = 1 + random.intBelow(2); // one- and two-voter clusters
+  // With neither pre-vote nor check-quorum, a voter removed while cut off (it never learns it)
+  // campaigns forever and deposes every leader (Raft dissertation 4.2.3): no liveness to check.
+  if (!base.preVote && !base.checkQuorum) base.checkQuorum = true;
   if (random.chance(0.4)) {
     // Messages held across partitions and restarts, for longer than an election timeout.
     base.faults.holdRate = random.nextFloat() * 0.3;
