@@ -25,7 +25,7 @@ import type {
   Snapshot,
 } from "./core/types.js";
 import {
-  checkSnapshotFitsTransport,
+  resolveSnapshotFlow,
   driverLimits,
   resolveNodeOptions,
   type DriverTransport,
@@ -108,6 +108,8 @@ export class RaftNode {
   private loopDone: Promise<void> = Promise.resolve();
   private tickTimer: unknown = null;
   private readonly clock: DriverClock;
+  /** Snapshot chunk size and window, fitted to the transport's limits. */
+  private readonly snapshotFlow: { maxSnapshotChunkBytes: number; maxSnapshotInflightBytes: number };
   private readonly proposals: ProposalWaiters<{ index: number }>;
   private readonly confChanges: ProposalWaiters<{ index: number }>;
   private readonly reads: ReadWaiters;
@@ -145,7 +147,7 @@ export class RaftNode {
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
     this.config = resolveNodeOptions(options);
-    checkSnapshotFitsTransport(options.raft, { ...defaultTransportLimits, ...options.transport.limits });
+    this.snapshotFlow = resolveSnapshotFlow(options.raft, { ...defaultTransportLimits, ...options.transport.limits });
     this.logger = options.logger ?? silentLogger;
     this.storage = options.storage;
     this.stateMachine = options.stateMachine;
@@ -230,6 +232,7 @@ export class RaftNode {
       {
         random: new Xoshiro128(seedFromString(`${this.id}/${randomBytes(8).toString("hex")}`)),
         ...raft,
+        ...this.snapshotFlow,
         id: this.id,
         ...(voters === undefined ? {} : { voters }),
         ...(learners === undefined ? {} : { learners }),

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { RaftConfig } from "../src/core/config.js";
 import type { Message } from "../src/core/messages.js";
 import { SimLink } from "../src/sim/link.js";
-import { checkSnapshotFitsTransport } from "../src/driver/options.js";
+import { resolveSnapshotFlow } from "../src/driver/options.js";
 import { defaultTransportLimits } from "../src/transport/ws-transport.js";
 import { electLeader, newCluster } from "./scenario-helpers.js";
 
@@ -206,16 +206,24 @@ describe("snapshot state and heartbeats", () => {
 });
 
 describe("RaftNode's snapshot window must fit its transport", () => {
-  it("accepts the defaults and a window at the queue's limit, and refuses one past it", () => {
+  it("derives chunk and window from the limits, accepts a window at the queue's limit, refuses one past it", () => {
     const limits = defaultTransportLimits;
-    checkSnapshotFitsTransport(undefined, limits);
+    expect(resolveSnapshotFlow(undefined, limits)).toEqual({
+      maxSnapshotChunkBytes: MiB,
+      maxSnapshotInflightBytes: 8 * MiB,
+    });
     const atLimit = limits.sendQueueBytesMax - MiB - limits.messageBytesMax;
-    checkSnapshotFitsTransport({ maxSnapshotInflightBytes: atLimit }, limits);
-    expect(() => checkSnapshotFitsTransport({ maxSnapshotInflightBytes: atLimit + 1 }, limits)).toThrow(
-      /sendQueueBytesMax/,
-    );
-    expect(() => checkSnapshotFitsTransport({ maxSnapshotChunkBytes: limits.messageBytesMax }, limits)).toThrow(
+    expect(resolveSnapshotFlow({ maxSnapshotInflightBytes: atLimit }, limits).maxSnapshotInflightBytes).toBe(atLimit);
+    expect(() => resolveSnapshotFlow({ maxSnapshotInflightBytes: atLimit + 1 }, limits)).toThrow(/sendQueueBytesMax/);
+    expect(() => resolveSnapshotFlow({ maxSnapshotChunkBytes: limits.messageBytesMax }, limits)).toThrow(
       /messageBytesMax/,
+    );
+    // A small transport gets small chunks and a window it can hold, rather than a refusal.
+    const small = { ...limits, messageBytesMax: 4096, frameBytesMax: 8192, sendQueueBytesMax: 64 << 10 };
+    const flow = resolveSnapshotFlow(undefined, small);
+    expect(flow.maxSnapshotChunkBytes).toBe(2048);
+    expect(flow.maxSnapshotInflightBytes + flow.maxSnapshotChunkBytes + small.messageBytesMax).toBeLessThanOrEqual(
+      small.sendQueueBytesMax,
     );
   });
 });

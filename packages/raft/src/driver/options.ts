@@ -100,24 +100,36 @@ export interface ResolvedNodeOptions {
 }
 
 /** Bytes a snapshot chunk's envelope (ids, term, metadata with the membership) may add to its data on the wire. */
-export const snapshotChunkOverheadBytesMax = 64 << 10;
+export const snapshotChunkOverheadBytesMax = 16 << 10;
 
 /**
  * Snapshot flow control must fit the transport: a chunk (with its envelope) must fit one message,
- * and the window of unacknowledged chunks (plus one message of other traffic) the per-peer send
- * queue, which drops its oldest message when full. Otherwise a large snapshot never installs.
+ * and the window of unacknowledged chunks (plus a chunk and one message of other traffic) the
+ * per-peer send queue, which drops its oldest message when full. Otherwise a large snapshot never
+ * installs. Values left unset are derived from the transport's limits (at most 1 MiB chunks and an
+ * 8 MiB window); values set that do not fit are refused (RangeError).
  */
-export function checkSnapshotFitsTransport(raft: RaftNodeOptions["raft"], limits: WsTransportLimits): void {
-  const chunkBytes = raft?.maxSnapshotChunkBytes ?? 1 << 20;
-  const windowBytes = raft?.maxSnapshotInflightBytes ?? defaultSnapshotInflightBytes;
-  if (chunkBytes + snapshotChunkOverheadBytesMax > limits.messageBytesMax)
+export function resolveSnapshotFlow(
+  raft: RaftNodeOptions["raft"],
+  limits: WsTransportLimits,
+): { maxSnapshotChunkBytes: number; maxSnapshotInflightBytes: number } {
+  const chunkRoom =
+    limits.messageBytesMax >= 2 * snapshotChunkOverheadBytesMax
+      ? limits.messageBytesMax - snapshotChunkOverheadBytesMax
+      : Math.floor(limits.messageBytesMax / 2);
+  const chunkBytes = raft?.maxSnapshotChunkBytes ?? Math.min(1 << 20, chunkRoom);
+  if (chunkBytes > chunkRoom)
     throw new RangeError(
       `raft.maxSnapshotChunkBytes ${chunkBytes} does not fit the transport's messageBytesMax ${limits.messageBytesMax}`,
     );
-  if (Math.max(windowBytes, chunkBytes) + chunkBytes + limits.messageBytesMax > limits.sendQueueBytesMax)
+  const windowRoom = limits.sendQueueBytesMax - limits.messageBytesMax - chunkBytes;
+  const windowBytes =
+    raft?.maxSnapshotInflightBytes ?? Math.max(chunkBytes, Math.min(defaultSnapshotInflightBytes, windowRoom));
+  if (Math.max(windowBytes, chunkBytes) > windowRoom)
     throw new RangeError(
       `raft.maxSnapshotInflightBytes ${windowBytes} does not fit the transport's sendQueueBytesMax ${limits.sendQueueBytesMax}`,
     );
+  return { maxSnapshotChunkBytes: chunkBytes, maxSnapshotInflightBytes: windowBytes };
 }
 
 export function resolveNodeOptions(options: RaftNodeOptions): ResolvedNodeOptions {
