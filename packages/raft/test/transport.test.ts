@@ -204,6 +204,30 @@ describe("WsTransport on loopback", () => {
     raw.socket.close();
   });
 
+  it("a node that states no identity (the previous release) still authenticates with one that checks identities", async () => {
+    const received: TestMessage[] = [];
+    const checked: string[] = [];
+    const a = new WsTransport<TestMessage>({
+      id: "a",
+      secret,
+      onMessage: (m) => received.push(m),
+      identity: () => ({ cluster: "c1", incarnation: "aaaa" }),
+      checkIdentity: (peer, identity) => {
+        checked.push(`${peer}:${identity.cluster}:${identity.incarnation}`);
+        return null;
+      },
+    });
+    open.push(a);
+    const { port } = await a.start();
+    a.addPeer("b", "ws://127.0.0.1:1");
+    const raw = await rawDial(port, "b", "a", secret); // its hello has no cluster nor incarnation
+    const message = ping("b", "a", 1);
+    raw.socket.send(buildFrame([encodeValue(message)], encodeValue(message).byteLength));
+    await until(() => received.length === 1);
+    expect(checked).toEqual(["b::"]);
+    raw.socket.close();
+  });
+
   it("refuses frames over frameBytesMax (1009) and oversize handshake frames", async () => {
     const limits = { messageBytesMax: 1000, frameBytesMax: 2000, sendQueueBytesMax: 10_000 };
     const a = await node("a", { limits });

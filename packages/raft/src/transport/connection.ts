@@ -51,7 +51,7 @@ export class Connection {
   private readonly ownNonce = newNonce();
   private peerNonce: Uint8Array = new Uint8Array(0);
   private peerIdentity: PeerIdentity = noIdentity;
-  /** The identity this side stated (fixed at its first handshake frame, so both proofs cover the same one). */
+  /** The identity this side stated (fixed at its first handshake frame). */
   private stated: PeerIdentity | null = null;
   private handshakeTimer: NodeJS.Timeout | null;
 
@@ -177,10 +177,7 @@ export class Connection {
     const acceptorNonce = this.role === "dialer" ? this.peerNonce : this.ownNonce;
     const dialer = this.dialerId;
     const acceptor = this.role === "dialer" ? this.peerId : this.hooks.selfId;
-    const own = this.ownIdentity;
-    const dialerIdentity = this.role === "dialer" ? own : this.peerIdentity;
-    const acceptorIdentity = this.role === "dialer" ? this.peerIdentity : own;
-    return { role, dialer, acceptor, dialerNonce, acceptorNonce, dialerIdentity, acceptorIdentity };
+    return { role, dialer, acceptor, dialerNonce, acceptorNonce };
   }
 
   /** The identity the peer stated in the handshake (none before it, or for a peer that states none). */

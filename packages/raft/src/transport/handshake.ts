@@ -8,7 +8,7 @@
 //   dialer   -> acceptor : proof     { proof: mac("dialer") }        then data frames both ways
 //
 // Each side also states its identity: the cluster it belongs to and the incarnation of its data
-// directory (both in the MAC). Each side checks the other's only once the other is authenticated;
+// directory. Each side checks the other's only once the other is authenticated;
 // a replaced data directory (a wiped member) is refused (see driver/peer-identity.ts).
 
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
@@ -64,30 +64,21 @@ export interface HandshakeInput {
   acceptor: NodeId;
   dialerNonce: Uint8Array;
   acceptorNonce: Uint8Array;
-  /** The identities each side stated (default none). */
-  dialerIdentity?: PeerIdentity;
-  acceptorIdentity?: PeerIdentity;
 }
 
 export function newNonce(): Uint8Array {
   return new Uint8Array(randomBytes(nonceBytes));
 }
 
-/** HMAC-SHA256(secret, "keyraft-raft-v1" | role | dialer | acceptor | identities | nonces), fields length-prefixed. */
+/**
+ * HMAC-SHA256(secret, "keyraft-raft-v1" | role | dialer | acceptor | nonces), fields length-prefixed.
+ * The identities are not in it: a node of the previous release (which states none) must still
+ * authenticate during a rolling upgrade, and the connection is not encrypted anyway (whoever can
+ * rewrite a hello can rewrite the frames after it; see docs/cluster.md).
+ */
 export function computeProof(secret: Uint8Array, input: HandshakeInput): Uint8Array {
   const mac = createHmac("sha256", secret);
-  const dialerIdentity = input.dialerIdentity ?? noIdentity;
-  const acceptorIdentity = input.acceptorIdentity ?? noIdentity;
-  for (const field of [
-    `keyraft-raft-v${protocolVersion}`,
-    input.role,
-    input.dialer,
-    input.acceptor,
-    dialerIdentity.cluster,
-    dialerIdentity.incarnation,
-    acceptorIdentity.cluster,
-    acceptorIdentity.incarnation,
-  ]) {
+  for (const field of [`keyraft-raft-v${protocolVersion}`, input.role, input.dialer, input.acceptor]) {
     const bytes = Buffer.from(field, "utf8");
     mac.update(lengthPrefix(bytes.byteLength)).update(bytes);
   }
