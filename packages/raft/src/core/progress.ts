@@ -26,6 +26,12 @@ export class Progress {
   snapshotAllSent = false;
   /** snapshot state: leader ticks since the acknowledged offset last moved; at electionTicks the window is resent from it. */
   snapshotIdleTicks = 0;
+  /**
+   * snapshot state: idle ticks before the window is resent (0: electionTicks). Doubles after each
+   * idle resend without progress: on a link slower than a window per election timeout, resends
+   * would otherwise pile up behind the window still on its way.
+   */
+  snapshotIdleTicksMax = 0;
   /** snapshot state: the offset the window was last resent from, until the next progress (-1: none); one resend per gap. */
   snapshotResentOffset = -1;
   learner: boolean;
@@ -47,6 +53,7 @@ export class Progress {
     this.snapshotSentOffset = 0;
     this.snapshotAllSent = false;
     this.snapshotIdleTicks = 0;
+    this.snapshotIdleTicksMax = 0;
     this.snapshotResentOffset = -1;
     this.state = state;
     this.inflights.reset();

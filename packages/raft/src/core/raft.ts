@@ -14,6 +14,9 @@ import { SnapshotReceiver, snapshotBytesMax } from "./snapshot-receiver.js";
 import type { Status } from "./status.js";
 import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, Snapshot } from "./types.js";
 
+/** The idle-resend timer of a snapshot transfer backs off up to this many election timeouts. */
+const snapshotIdleTicksCeiling = 32;
+
 /** Where a proposal was appended: it is committed iff the committed entry at `index` has `term`. */
 export interface ProposalId {
   index: number;
@@ -582,6 +585,7 @@ export class Raft {
     }
     pr.snapshotAckedOffset = m.nextOffset;
     pr.snapshotIdleTicks = 0;
+    pr.snapshotIdleTicksMax = 0;
     pr.snapshotResentOffset = -1;
     this.sendSnapshotChunks(m.from);
   }
@@ -599,13 +603,16 @@ export class Raft {
   /**
    * Leader, every tick: a transfer whose acknowledged offset has not moved for an election timeout
    * lost its chunks and every report of the gap (or the follower restarted): resend the window
-   * from the acknowledged offset. At most one window per election timeout, however slow the link.
+   * from the acknowledged offset. At most one window per election timeout, and half as often after
+   * each resend that brought no progress (a link slower than a window per timeout).
    */
   private tickSnapshotTransfers(): void {
     for (const [id, pr] of this.progress) {
       if (pr.state !== "snapshot") continue;
       pr.snapshotIdleTicks++;
-      if (pr.snapshotIdleTicks < this.config.electionTicks) continue;
+      const limit = pr.snapshotIdleTicksMax === 0 ? this.config.electionTicks : pr.snapshotIdleTicksMax;
+      if (pr.snapshotIdleTicks < limit) continue;
+      pr.snapshotIdleTicksMax = Math.min(2 * limit, snapshotIdleTicksCeiling * this.config.electionTicks);
       this.resendSnapshotFrom(pr, id, pr.snapshotAckedOffset);
     }
   }
