@@ -16,6 +16,8 @@ export const RAFT_IO_ERROR_CODES = {
   RAFT_ERR_STORAGE_CLOSED: "storage: the storage is closed",
   RAFT_ERR_STORAGE_CORRUPT: "storage: the on-disk state is inconsistent (gap in the log, bad encoding)",
   RAFT_ERR_SNAPSHOT_OUT_OF_DATE: "storage: the snapshot is not newer than the one already held",
+  RAFT_ERR_IDENTITY_REFUSED:
+    "a peer refused this node's identity: this data directory replaced a member's (it must rejoin as a new member) or belongs to another cluster",
 } as const;
 
 export type RaftIoErrorCode = keyof typeof RAFT_IO_ERROR_CODES;

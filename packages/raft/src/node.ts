@@ -24,15 +24,28 @@ import type {
   RaftStorageWriter,
   Snapshot,
 } from "./core/types.js";
-import { driverLimits, resolveNodeOptions, type RaftNodeOptions, type ResolvedNodeOptions } from "./driver/options.js";
+import {
+  resolveSnapshotFlow,
+  driverLimits,
+  resolveNodeOptions,
+  type DriverTransport,
+  type RaftNodeOptions,
+  type ResolvedNodeOptions,
+} from "./driver/options.js";
 import type { StateMachine } from "./driver/state-machine.js";
 import { coalesceAppends } from "./driver/coalesce.js";
 import { buildNodeStatus, type NodeStatus } from "./driver/status.js";
 import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
 import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
-import { WsTransport } from "./transport/ws-transport.js";
+import { defaultTransportLimits, WsTransport } from "./transport/ws-transport.js";
+import type { TransportStats } from "./transport/transport.js";
+import { systemClock, type DriverClock } from "./driver/clock.js";
 import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
+import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
+import { PeerIdentities } from "./driver/peer-identity.js";
+import type { PeerIdentity } from "./transport/handshake.js";
+import { decodeConfChange } from "./core/confchange.js";
 
 type Input =
   | { kind: "message"; message: Message }
@@ -46,6 +59,8 @@ type State = "new" | "running" | "stopping" | "stopped";
 
 /** A Ready taking longer than this is logged: it delays heartbeats and may cost the leadership. */
 const slowReadyMs = 100;
+/** Applying committed entries yields to the event loop after this much work (see handleReady). */
+const applySliceMs = 20;
 
 /** Cumulative counters of the Ready loop. */
 export interface NodeMetrics {
@@ -83,7 +98,7 @@ export class RaftNode {
   private readonly logger: Logger;
   private readonly storage: RaftStorage & RaftStorageWriter;
   private readonly stateMachine: StateMachine;
-  private readonly transport: WsTransport<WireMessage>;
+  private readonly transport: DriverTransport;
   private rawNode: RawNode | null = null;
   private state: State = "new";
   private inbox: Input[] = [];
@@ -91,12 +106,19 @@ export class RaftNode {
   private droppedInputs = 0;
   private wakeLoop: (() => void) | null = null;
   private loopDone: Promise<void> = Promise.resolve();
-  private tickTimer: NodeJS.Timeout | null = null;
+  private tickTimer: unknown = null;
+  private readonly clock: DriverClock;
+  /** Snapshot chunk size and window, fitted to the transport's limits. */
+  private readonly snapshotFlow: { maxSnapshotChunkBytes: number; maxSnapshotInflightBytes: number };
   private readonly proposals: ProposalWaiters<{ index: number }>;
   private readonly confChanges: ProposalWaiters<{ index: number }>;
   private readonly reads: ReadWaiters;
   private readonly transfers = new Map<NodeId, Waiter<void>[]>();
-  private readContextCounter = 0n;
+  private readonly readContexts: ReadContexts;
+  /** This node's cluster and incarnation, and those of the peers it has met (null: no identity checks). */
+  private readonly identities: PeerIdentities | null;
+  /** Peers that refused this node's identity in a handshake. */
+  private readonly refusedBy = new Set<NodeId>();
   private applied = 0;
   private role: Role = "follower";
   private leader: NodeId = "";
@@ -125,13 +147,24 @@ export class RaftNode {
   constructor(private readonly options: RaftNodeOptions) {
     this.id = options.id;
     this.config = resolveNodeOptions(options);
+    this.snapshotFlow = resolveSnapshotFlow(options.raft, { ...defaultTransportLimits, ...options.transport.limits });
     this.logger = options.logger ?? silentLogger;
     this.storage = options.storage;
     this.stateMachine = options.stateMachine;
     this.proposals = new ProposalWaiters(this.config.pendingProposalsMax);
     this.confChanges = new ProposalWaiters(64);
     this.reads = new ReadWaiters(this.config.pendingReadsMax);
-    this.transport = new WsTransport<WireMessage>({
+    this.readContexts = new ReadContexts(
+      options.id,
+      options.readContextNonce ?? new Uint8Array(randomBytes(readContextNonceBytes)),
+    );
+    this.identities =
+      options.identity === undefined ? null : new PeerIdentities(options.identity.store, options.identity.cluster);
+    const identities = this.identities;
+    this.clock = options.clock ?? systemClock;
+    const makeTransport =
+      options.transportFactory ?? ((transportOptions) => new WsTransport<WireMessage>(transportOptions));
+    this.transport = makeTransport({
       id: options.id,
       secret: options.transport.secret,
       ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
@@ -146,6 +179,13 @@ export class RaftNode {
       },
       logger: this.logger,
       ...(options.transport.limits === undefined ? {} : { limits: options.transport.limits }),
+      ...(identities === null
+        ? {}
+        : {
+            identity: () => identities.own,
+            checkIdentity: (peer: NodeId, identity: PeerIdentity) => identities.check(peer, identity),
+            onIdentityRefused: (peer: NodeId) => this.onIdentityRefused(peer),
+          }),
     });
   }
 
@@ -180,11 +220,19 @@ export class RaftNode {
     const snapshot = this.storage.snapshot();
     if (snapshot.metadata.index > 0) await this.stateMachine.installSnapshot(snapshot);
     this.applied = snapshot.metadata.index;
+    this.boundPort = (await this.transport.start()).port;
+    try {
+      await this.checkBeforeFounding();
+    } catch (error) {
+      await this.transport.close();
+      throw error;
+    }
     const { raft, voters, learners } = this.options;
     this.rawNode = new RawNode(
       {
         random: new Xoshiro128(seedFromString(`${this.id}/${randomBytes(8).toString("hex")}`)),
         ...raft,
+        ...this.snapshotFlow,
         id: this.id,
         ...(voters === undefined ? {} : { voters }),
         ...(learners === undefined ? {} : { learners }),
@@ -194,11 +242,57 @@ export class RaftNode {
       },
       this.storage,
     );
-    this.boundPort = (await this.transport.start()).port;
     this.state = "running";
-    this.tickTimer = setInterval(() => this.onTick(), this.config.tickMs);
+    this.tickTimer = this.clock.setInterval(() => this.onTick(), this.config.tickMs);
     this.loopDone = this.loop().catch((error: unknown) => this.fatal(error));
     this.logger.info({ id: this.id, port: this.boundPort, applied: this.applied }, "raft node started");
+  }
+
+  /**
+   * A founding member with an empty log would bootstrap a cluster of its own. When it has an
+   * identity, it first asks its peers (the handshake): if one refuses it because it knew another
+   * incarnation of this node, the data directory was wiped and this node must not found anything;
+   * it rejoins only as a new member (remove, then addLearner, started without founding voters).
+   * It waits until every peer answered or foundingProbeMs passed (peers down: nobody to ask).
+   */
+  private async checkBeforeFounding(): Promise<void> {
+    const founding = (this.options.voters?.length ?? 0) > 0;
+    const { hardState } = this.storage.initialState();
+    const emptyLog = hardState.term === 0 && this.storage.lastIndex() === 0;
+    if (this.identities === null || !founding || !emptyLog) return;
+    const peers = Object.keys(this.options.transport.peers).filter((id) => id !== this.id);
+    const electionMs = this.config.electionTicks * this.config.tickMs;
+    const deadlineMs = Date.now() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
+    // A dialer is authenticated one frame before its peer checks it: once every peer is connected,
+    // a refusal can still be on its way, so wait a little longer for it.
+    let allConnectedAtMs: number | null = null;
+    while (Date.now() < deadlineMs && this.refusedBy.size === 0) {
+      if (allConnectedAtMs === null && peers.every((id) => this.transport.isConnected(id)))
+        allConnectedAtMs = Date.now();
+      if (allConnectedAtMs !== null && Date.now() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    if (this.refusedBy.size === 0) return;
+    throw new RaftNodeError(
+      "RAFT_ERR_IDENTITY_REFUSED",
+      `refusing to found a cluster: ${[...this.refusedBy].join(", ")} knew another incarnation of ${this.id} ` +
+        `(its data directory was replaced); add it back as a new member instead`,
+    );
+  }
+
+  private onIdentityRefused(peer: NodeId): void {
+    this.refusedBy.add(peer);
+    this.logger.error(
+      { id: this.id, peer, incarnation: this.identities?.own.incarnation },
+      "raft node: a peer refused this node's identity (another cluster, or this data directory replaced a member's)",
+    );
+  }
+
+  /** A committed membership change that removes or adds `node` anew forgets its recorded incarnation. */
+  private onConfEntry(entry: Entry): void {
+    if (this.identities === null) return;
+    const change = decodeConfChange(entry.data);
+    if (change.type === "remove" || change.type === "addLearner") this.identities.forget(change.node, entry.index);
   }
 
   /** Replicates `data`; resolves once it is committed and applied on this node. Only the leader accepts proposals. */
@@ -208,9 +302,7 @@ export class RaftNode {
 
   /** Linearizable read barrier: resolves once this node has applied everything committed before the call. */
   readIndex(): Promise<void> {
-    this.readContextCounter++;
-    const context = new Uint8Array(8);
-    new DataView(context.buffer).setBigUint64(0, this.readContextCounter);
+    const context = this.readContexts.next();
     return this.request("readIndex", (waiter) => ({ kind: "read", context, waiter }), this.reads.full);
   }
 
@@ -252,7 +344,7 @@ export class RaftNode {
     return { ...this.counters };
   }
 
-  transportStats(): ReturnType<WsTransport<WireMessage>["stats"]> & { droppedInputs: number } {
+  transportStats(): TransportStats & { droppedInputs: number } {
     return { ...this.transport.stats(), droppedInputs: this.droppedInputs };
   }
 
@@ -265,7 +357,7 @@ export class RaftNode {
   private async shutdown(error: () => RaftNodeError): Promise<void> {
     const wasRunning = this.state === "running";
     this.state = "stopping";
-    if (this.tickTimer !== null) clearInterval(this.tickTimer);
+    if (this.tickTimer !== null) this.clock.clearInterval(this.tickTimer);
     this.rejectEverything(error);
     this.wakeLoop?.();
     if (wasRunning) await this.loopDone;
@@ -293,7 +385,7 @@ export class RaftNode {
       );
     }
     return new Promise<T>((resolve, reject) => {
-      this.push(input({ resolve, reject, deadlineMs: Date.now() + this.config.requestTimeoutMs }));
+      this.push(input({ resolve, reject, deadlineMs: this.clock.nowMs() + this.config.requestTimeoutMs }));
     });
   }
 
@@ -327,7 +419,7 @@ export class RaftNode {
 
   private onTick(): void {
     if (this.ticksPending < driverLimits.ticksPendingMax) this.ticksPending++;
-    const nowMs = Date.now();
+    const nowMs = this.clock.nowMs();
     const timeout = (what: string) => () => new TimeoutError(what, this.config.requestTimeoutMs, this.leader);
     this.proposals.expire(nowMs, timeout("propose"));
     this.confChanges.expire(nowMs, timeout("membership change"));
@@ -443,7 +535,7 @@ export class RaftNode {
 
   /** Runs one core call for a waiter: an operating error (not leader, dropped, ...) rejects it; a bug propagates. */
   private attempt<T>(waiter: Waiter<T>, call: () => void): void {
-    if (waiter.deadlineMs <= Date.now())
+    if (waiter.deadlineMs <= this.clock.nowMs())
       return waiter.reject(new TimeoutError("request", this.config.requestTimeoutMs, this.leader));
     try {
       call();
@@ -466,13 +558,27 @@ export class RaftNode {
     this.send(coalesceAppends(ready.messages), writes);
     if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
     const settled: (() => void)[] = [];
+    let sliceStartMs = this.clock.nowMs();
     for (const entry of ready.committedEntries) {
+      // A long batch (a bulk import) yields to the event loop now and then, so the transport keeps
+      // answering pings and handshakes and reading frames while it applies.
+      if (this.clock.nowMs() - sliceStartMs >= applySliceMs) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStartMs = this.clock.nowMs();
+      }
       // Awaited only when the state machine is asynchronous: no promise and no microtask per entry otherwise.
       const applying = this.applyEntry(entry);
       if (applying !== undefined) await applying;
+      if (entry.type === "conf") this.onConfEntry(entry);
       this.settleEntry(entry, settled);
     }
     for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);
+    for (const context of ready.droppedReads) {
+      const refused = new RaftNodeError("RAFT_ERR_READ_INDEX_DROPPED", "the leader did not take the read", {
+        leader: this.leader,
+      });
+      this.reads.reject(contextKey(context), refused);
+    }
     this.reads.resolveUpTo(this.applied);
     return settled;
   }
@@ -516,6 +622,7 @@ export class RaftNode {
   private async installSnapshot(snapshot: Snapshot): Promise<void> {
     await this.stateMachine.installSnapshot(snapshot);
     this.applied = snapshot.metadata.index;
+    this.identities?.forgetNonMembers(snapshot.metadata.conf, snapshot.metadata.index);
     const lost = () =>
       new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "a snapshot replaced the log; the outcome is unknown", {
         leader: this.leader,

@@ -170,6 +170,7 @@ describe("RawNode and the Ready contract", () => {
         messages: [],
         mustSync: false,
         readStates: [],
+        droppedReads: [],
       }),
     ).toBe(true);
   });

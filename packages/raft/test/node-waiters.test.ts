@@ -60,4 +60,19 @@ describe("driver waiters", () => {
     reads.resolveUpTo(12);
     expect(log.at(-1)).toBe("r2 ok");
   });
+
+  it("ReadWaiters: a read the leader refused fails at once; a confirmed one is not failed by a late refusal", () => {
+    const log: string[] = [];
+    const reads = new ReadWaiters(4);
+    reads.add("r1", waiter(1000, log, "r1"));
+    reads.add("r2", waiter(1000, log, "r2"));
+    reads.confirm("r2", 5);
+    const refused = new RaftNodeError("RAFT_ERR_READ_INDEX_DROPPED", "refused");
+    reads.reject("r1", refused);
+    reads.reject("r2", refused);
+    reads.reject("unknown", refused);
+    expect(log).toEqual(["r1 RAFT_ERR_READ_INDEX_DROPPED"]);
+    reads.resolveUpTo(5);
+    expect(log).toEqual(["r1 RAFT_ERR_READ_INDEX_DROPPED", "r2 ok"]);
+  });
 });

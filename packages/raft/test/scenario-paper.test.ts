@@ -285,7 +285,7 @@ describe("snapshots to lagging followers", () => {
     expect(env.raw("n3").status().applied).toBe(env.raw("n1").status().applied);
   });
 
-  it("a lost chunk is resent after the next heartbeat response", () => {
+  it("a lost chunk is resent from the follower's report of the gap", () => {
     const env = newCluster(["n1", "n2", "n3"], { maxSnapshotChunkBytes: 32, maxInflightMsgs: 4 });
     electLeader(env, "n1");
     env.isolated.add("n3");

@@ -58,12 +58,30 @@ describe("deterministic simulator", () => {
       readsChecked: 0,
       terms: 0,
       messagesDropped: 0,
+      pauses: 0,
+      messagesHeld: 0,
     };
     for (let seed = 1; seed <= 100; seed++) {
       const { stats } = runSimulation({ seed, steps: 300 });
       for (const key of Object.keys(totals) as (keyof typeof totals)[]) totals[key] += stats[key];
     }
     for (const value of Object.values(totals)) expect(value).toBeGreaterThan(50);
+  });
+
+  it("runs one- and two-voter clusters, slow byte-bounded links, and waits for every member to catch up", () => {
+    const voters = new Set<number>();
+    let slowLinks = 0;
+    let catchUpSteps = 0;
+    for (let seed = 1; seed <= 100; seed++) {
+      const result = runSimulation({ seed, steps: 300 });
+      expect(result.ok, `seed ${seed}: ${result.failure}`).toBe(true);
+      voters.add(result.stats.voters);
+      if (result.stats.slowLinks) slowLinks++;
+      catchUpSteps += result.stats.catchUpSteps;
+    }
+    expect([...voters].sort()).toEqual([1, 2, 3, 4, 5]);
+    expect(slowLinks).toBeGreaterThan(5);
+    expect(catchUpSteps).toBeGreaterThan(0); // some members were behind when the leader committed
   });
 
   it("crashes leaders between sending their appends and finishing their own write (over a sample of seeds)", () => {
@@ -107,6 +125,22 @@ describe("SafetyChecker", () => {
     checker.observeApplied("a", entry(1, 1, "x"), 10);
     expect(() => checker.observeApplied("b", entry(1, 1, "y"), 10)).toThrow(/state-machine safety/);
     expect(() => checker.observeApplied("b", entry(1, 1, "x"), 11)).toThrow(/state differs/);
+  });
+
+  it("checks completeness for a leader of the newest term, not for one elected late in an older term", () => {
+    const checker = new SafetyChecker();
+    checker.observeApplied("a", entry(5, 1, "x"), 10);
+    checker.observeLeader(
+      "b",
+      7,
+      (() => {
+        const storage = new SimStorage();
+        storage.appendSync([entry(5, 1, "x")], null, true);
+        return storage;
+      })(),
+    );
+    expect(() => checker.observeLeader("c", 6, new SimStorage())).not.toThrow(); // votes held since term 6
+    expect(() => checker.observeLeader("c", 8, new SimStorage())).toThrow(/leader completeness/);
   });
 
   it("flags a leader missing a committed entry", () => {

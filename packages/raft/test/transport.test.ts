@@ -101,6 +101,27 @@ async function rawDial(port: number, from: string, to: string, clientSecret: str
 }
 
 describe("WsTransport on loopback", () => {
+  it("connections that never name a known node cannot lock a peer out: the oldest is closed to admit a new one", async () => {
+    const a = await node("a", { limits: { handshakesPendingMax: 4 } });
+    const strangers = await Promise.all(
+      Array.from({ length: 6 }, async () => {
+        const socket = new WebSocket(`ws://127.0.0.1:${a.port}`);
+        socket.on("error", () => undefined);
+        const closed = new Promise<number>((resolve) => socket.on("close", (code) => resolve(code)));
+        await new Promise((resolve) => socket.once("open", resolve));
+        return { socket, closed };
+      }),
+    ); // open, silent: mid-handshake until the timeout
+    expect(await strangers[0]?.closed).toBe(closeCodes.busy); // the oldest made room
+    const b = await node("b");
+    link({ a, b });
+    b.transport.send([ping("b", "a", 1)]);
+    await until(() => a.received.length === 1);
+    expect(a.transport.isConnected("b")).toBe(true);
+    expect(a.logs.some((log) => log.message === "raft transport: too many pending handshakes, refused")).toBe(true);
+    for (const stranger of strangers) stranger.socket.terminate();
+  });
+
   it("two transports exchange messages both ways over one connection", async () => {
     const a = await node("a");
     const b = await node("b");
@@ -180,6 +201,30 @@ describe("WsTransport on loopback", () => {
     await until(() => a.received.length === 2);
     expect(a.received.map((m) => m.n)).toEqual([1, 4]);
     expect(a.transport.stats().invalidMessages).toBe(2);
+    raw.socket.close();
+  });
+
+  it("a node that states no identity (the previous release) still authenticates with one that checks identities", async () => {
+    const received: TestMessage[] = [];
+    const checked: string[] = [];
+    const a = new WsTransport<TestMessage>({
+      id: "a",
+      secret,
+      onMessage: (m) => received.push(m),
+      identity: () => ({ cluster: "c1", incarnation: "aaaa" }),
+      checkIdentity: (peer, identity) => {
+        checked.push(`${peer}:${identity.cluster}:${identity.incarnation}`);
+        return null;
+      },
+    });
+    open.push(a);
+    const { port } = await a.start();
+    a.addPeer("b", "ws://127.0.0.1:1");
+    const raw = await rawDial(port, "b", "a", secret); // its hello has no cluster nor incarnation
+    const message = ping("b", "a", 1);
+    raw.socket.send(buildFrame([encodeValue(message)], encodeValue(message).byteLength));
+    await until(() => received.length === 1);
+    expect(checked).toEqual(["b::"]);
     raw.socket.close();
   });
 

@@ -4,7 +4,16 @@
 // cluster built exactly the same way.
 import { randomBytes } from "node:crypto";
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
-import { LevelStorage, RaftNode, type NodeId, type NodeMetrics, type NodeStatus } from "@keyraft/raft";
+import { join } from "node:path";
+import {
+  foundingClusterId,
+  IdentityFile,
+  LevelStorage,
+  RaftNode,
+  type NodeId,
+  type NodeMetrics,
+  type NodeStatus,
+} from "@keyraft/raft";
 import { RaftTimings } from "../metrics/raft-timings.js";
 import type { Logger } from "pino";
 import type { ReplicatedStateMachine } from "../store/types.js";
@@ -110,14 +119,21 @@ export class ClusterNode {
     });
     this.raftTimings.observeStorage(storage);
     const self = config.peers.find((peer) => peer.id === config.nodeId);
+    // A one-member cluster has no peers to authenticate: a random secret nobody knows.
+    const secret = config.secret ?? randomBytes(32);
+    const voters = config.join ? [] : config.peers.map((peer) => peer.id);
     this.raft = new RaftNode({
       id: config.nodeId,
       storage,
       stateMachine: this.replicated,
-      voters: config.join ? [] : config.peers.map((peer) => peer.id),
+      voters,
+      // Inside the Raft data directory, so wiping it gives the node a new incarnation its peers refuse.
+      identity: {
+        store: new IdentityFile(join(options.raftDir, "IDENTITY.json")),
+        cluster: config.join ? "" : foundingClusterId(voters, secret),
+      },
       transport: {
-        // A one-member cluster has no peers to authenticate: a random secret nobody knows.
-        secret: config.secret ?? randomBytes(32),
+        secret,
         host: config.raftListenHost,
         port: self?.port ?? 0,
         peers: Object.fromEntries(

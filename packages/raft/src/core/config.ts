@@ -18,6 +18,8 @@ export const maxInflightMsgsMax = 4_096;
 export const pendingReadIndexMax = 4_096;
 export const readStatesMax = 4_096;
 export const messagesPerReadyMax = 65_536;
+/** Default of maxSnapshotInflightBytes. */
+export const defaultSnapshotInflightBytes = 8 << 20;
 
 /** Options of a Raft node. Time is in ticks: the driver decides how long a tick is. */
 export interface RaftConfig {
@@ -49,6 +51,12 @@ export interface RaftConfig {
   maxUncommittedEntriesSize?: number;
   /** Max bytes of snapshot data per InstallSnapshot chunk. Default 1 MiB. */
   maxSnapshotChunkBytes?: number;
+  /**
+   * Max bytes of snapshot data unacknowledged per follower (always at least one chunk; also at most
+   * maxInflightMsgs chunks). The driver keeps it below what its transport queues per peer, so a
+   * chunk is never dropped for want of room. Default 8 MiB.
+   */
+  maxSnapshotInflightBytes?: number;
   /** Max bytes of committed entries handed out per Ready (always at least one entry). Default 16 MiB. */
   maxCommittedSizePerReadyBytes?: number;
   /** Max bytes of one proposed command. Default 4 MiB. */
@@ -74,6 +82,7 @@ export interface ResolvedConfig {
   maxSizePerMsgBytes: number;
   maxUncommittedEntriesSize: number;
   maxSnapshotChunkBytes: number;
+  maxSnapshotInflightBytes: number;
   maxCommittedSizePerReadyBytes: number;
   maxEntryBytes: number;
   applied: number | null;
@@ -94,6 +103,7 @@ export function resolveConfig(config: RaftConfig): ResolvedConfig {
     maxSizePerMsgBytes: config.maxSizePerMsgBytes ?? 1 << 20,
     maxUncommittedEntriesSize: config.maxUncommittedEntriesSize ?? 64 << 20,
     maxSnapshotChunkBytes: config.maxSnapshotChunkBytes ?? 1 << 20,
+    maxSnapshotInflightBytes: config.maxSnapshotInflightBytes ?? defaultSnapshotInflightBytes,
     maxCommittedSizePerReadyBytes: config.maxCommittedSizePerReadyBytes ?? 16 << 20,
     maxEntryBytes: config.maxEntryBytes ?? 4 << 20,
     applied: config.applied ?? null,
@@ -118,6 +128,7 @@ function validateConfig(c: ResolvedConfig): void {
   assert(Number.isInteger(c.maxInflightMsgs) && c.maxInflightMsgs > 0, "config: maxInflightMsgs must be positive");
   assert(c.maxInflightMsgs <= maxInflightMsgsMax, "config: maxInflightMsgs above maxInflightMsgsMax");
   assert(c.maxSizePerMsgBytes > 0 && c.maxSnapshotChunkBytes > 0, "config: message and chunk sizes must be positive");
+  assert(c.maxSnapshotInflightBytes > 0, "config: maxSnapshotInflightBytes must be positive");
   assert(c.maxCommittedSizePerReadyBytes > 0 && c.maxEntryBytes > 0, "config: ready and entry sizes must be positive");
   assert(c.maxUncommittedEntriesSize >= 0, "config: maxUncommittedEntriesSize must be >= 0");
   assert(c.applied === null || (Number.isInteger(c.applied) && c.applied >= 0), "config: applied must be >= 0");

@@ -8,7 +8,8 @@ export const RAFT_ERROR_CODES = {
   RAFT_ERR_CONF_CHANGE_PENDING: "a membership change is already in progress; one server at a time",
   RAFT_ERR_CONF_CHANGE_INVALID: "the membership change is not valid for the current configuration",
   RAFT_ERR_ENTRY_TOO_LARGE: "a proposed command is larger than maxEntryBytes",
-  RAFT_ERR_READ_INDEX_DROPPED: "a read index request could not be queued (no leader yet or queue full)",
+  RAFT_ERR_READ_INDEX_DROPPED:
+    "a read index request could not be queued (no leader yet, queue full, or the node asked is no longer the leader)",
   RAFT_ERR_STORAGE_COMPACTED: "storage: the requested index is below firstIndex (compacted into a snapshot)",
   RAFT_ERR_STORAGE_UNAVAILABLE: "storage: the requested index is past lastIndex",
 } as const;

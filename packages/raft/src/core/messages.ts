@@ -66,7 +66,10 @@ export interface VoteResponseMessage extends MessageBase {
   reject: boolean;
 }
 
-/** Leader -> follower liveness and commit propagation; `context` is set when confirming a ReadIndex. */
+/**
+ * Leader -> follower liveness and commit propagation. `context` is set while reads are pending: the
+ * leader's round number of the newest pending read (core/read-only.ts), echoed in the response.
+ */
 export interface HeartbeatMessage extends MessageBase {
   type: "heartbeat";
   /** min(leader commit, follower match): never tells a follower to commit entries it may not have. */
@@ -108,11 +111,17 @@ export interface ReadIndexMessage extends MessageBase {
   context: Uint8Array;
 }
 
-/** Leader -> follower: the confirmed read index for `context`. */
+/**
+ * Leader -> follower: the confirmed read index for `context`; or, with `reject`, that the read was
+ * not taken (this node is not the leader, its queue is full, or the context is already pending)
+ * and will never be answered: the follower fails it at once instead of waiting for its deadline.
+ */
 export interface ReadIndexResponseMessage extends MessageBase {
   type: "readIndexResp";
+  /** The read index; 0 when `reject`. */
   index: number;
   context: Uint8Array;
+  reject: boolean;
 }
 
 /** Follower -> leader: a leadership transfer request forwarded to the leader. */

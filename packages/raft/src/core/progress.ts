@@ -24,6 +24,16 @@ export class Progress {
   snapshotSentOffset = 0;
   /** snapshot state: the last chunk has been sent (needed because an empty snapshot has one empty chunk). */
   snapshotAllSent = false;
+  /** snapshot state: leader ticks since the acknowledged offset last moved; at electionTicks the window is resent from it. */
+  snapshotIdleTicks = 0;
+  /**
+   * snapshot state: idle ticks before the window is resent (0: electionTicks). Doubles after each
+   * idle resend without progress: on a link slower than a window per election timeout, resends
+   * would otherwise pile up behind the window still on its way.
+   */
+  snapshotIdleTicksMax = 0;
+  /** snapshot state: the offset the window was last resent from, until the next progress (-1: none); one resend per gap. */
+  snapshotResentOffset = -1;
   learner: boolean;
   /** The commit index carried by the last append sent (-1: none yet); a broadcast skips a follower that already has it. */
   commitSent = -1;
@@ -42,6 +52,9 @@ export class Progress {
     this.snapshotAckedOffset = 0;
     this.snapshotSentOffset = 0;
     this.snapshotAllSent = false;
+    this.snapshotIdleTicks = 0;
+    this.snapshotIdleTicksMax = 0;
+    this.snapshotResentOffset = -1;
     this.state = state;
     this.inflights.reset();
   }

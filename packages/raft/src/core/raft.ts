@@ -10,9 +10,12 @@ import { Progress } from "./progress.js";
 import { committedIndex, hasQuorum, voteResult } from "./quorum.js";
 import { ReadOnlyQueue } from "./read-only.js";
 import type { Ready, ReadState, Role, SoftState } from "./ready.js";
-import { SnapshotReceiver } from "./snapshot-receiver.js";
+import { SnapshotReceiver, snapshotBytesMax } from "./snapshot-receiver.js";
 import type { Status } from "./status.js";
 import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, Snapshot } from "./types.js";
+
+/** The idle-resend timer of a snapshot transfer backs off up to this many election timeouts. */
+const snapshotIdleTicksCeiling = 32;
 
 /** Where a proposal was appended: it is committed iff the committed entry at `index` has `term`. */
 export interface ProposalId {
@@ -51,6 +54,7 @@ export class Raft {
 
   private messages: Message[] = [];
   private readStates: ReadState[] = [];
+  private droppedReads: Uint8Array[] = [];
   /** Messages dropped because a Ready's outbox was full (Raft tolerates loss; reported in status). */
   private droppedMessages = 0;
 
@@ -167,9 +171,11 @@ export class Raft {
       }
       this.abortLeaderTransfer(); // a transfer that took a whole election timeout has failed
     }
+    this.tickSnapshotTransfers();
     if (this.heartbeatElapsed >= this.config.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.broadcastHeartbeat(null);
+      // A pending read's round rides on every heartbeat: if its first round lost acks, this one retries it.
+      this.broadcastHeartbeat(this.readOnly.lastPendingContext());
     }
   }
 
@@ -347,12 +353,15 @@ export class Raft {
         this.campaign("transfer");
         return;
       case "readIndexResp":
-        this.addReadState({ index: m.index, context: m.context });
+        if (m.reject) this.addDroppedRead(m.context);
+        else this.addReadState({ index: m.index, context: m.context });
         return;
       case "transferLeader":
         if (this.leader !== "") this.send({ type: "transferLeader", to: this.leader, transferee: m.transferee });
         return;
       case "readIndex":
+        this.refuseRead(m.from, m.context); // we are not the leader (any more): the requester must not wait
+        return;
       case "appResp":
       case "voteResp":
       case "heartbeatResp":
@@ -376,8 +385,10 @@ export class Raft {
       case "voteResp":
         if (m.preVote === (this.role === "preCandidate")) this.recordVote(m.from, !m.reject);
         return;
-      case "timeoutNow":
       case "readIndex":
+        this.refuseRead(m.from, m.context);
+        return;
+      case "timeoutNow":
       case "readIndexResp":
       case "appResp":
       case "heartbeatResp":
@@ -431,6 +442,13 @@ export class Raft {
 
   private handleSnapshotChunk(m: SnapshotChunkMessage): void {
     const result = this.snapshotReceiver.accept(m);
+    if (result === "tooLarge") {
+      this.config.logger.warn(
+        { id: this.id, term: this.term, bytes: m.totalBytes, max: snapshotBytesMax },
+        "raft: the leader's snapshot is larger than this node can hold; it cannot catch up",
+      );
+      return;
+    }
     if (typeof result === "number") {
       this.send({ type: "snapResp", to: m.from, snapshotIndex: m.metadata.index, nextOffset: result });
       return;
@@ -471,7 +489,7 @@ export class Raft {
         this.handleSnapshotResponse(m);
         return;
       case "readIndex":
-        this.handleReadIndex(m.from, m.context);
+        if (!this.handleReadIndex(m.from, m.context)) this.refuseRead(m.from, m.context);
         return;
       case "transferLeader":
         this.handleTransferLeader(m.transferee);
@@ -532,9 +550,9 @@ export class Raft {
     pr.recentActive = true;
     pr.probeSent = false;
     if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
-    if (pr.state === "snapshot")
-      this.retransmitSnapshot(m.from); // a chunk may have been lost
-    else if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
+    // In snapshot state nothing is resent here: the transfer has its own acknowledgements and timer
+    // (handleSnapshotResponse, tickSnapshotTransfers); resending the window per heartbeat flooded the link.
+    if (pr.state !== "snapshot" && pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
     if (m.context === null) return;
     for (const read of this.readOnly.ack(m.context, m.from, this.conf.voters)) {
       this.releaseRead(read.from, read.index, read.context);
@@ -546,13 +564,57 @@ export class Raft {
     if (pr === undefined) return;
     pr.recentActive = true;
     if (pr.state !== "snapshot" || pr.pendingSnapshot !== m.snapshotIndex) return;
-    if (m.nextOffset === pr.snapshotAckedOffset) return; // duplicate, or a gap: the heartbeat retransmits
-    if (m.nextOffset < pr.snapshotAckedOffset || m.nextOffset > pr.snapshotSentOffset) {
-      pr.snapshotSentOffset = m.nextOffset; // the follower lost its buffer (restart) or we lost track: resend from there
+    const acked = pr.snapshotAckedOffset;
+    if (m.nextOffset === acked) {
+      // A gap: the chunk at `acked` was lost, and the follower drops chunks past a gap, so every
+      // chunk after it in flight is lost too. Resend the window from there, once per gap: each of
+      // those later chunks reports the same gap.
+      if (pr.snapshotSentOffset > acked && pr.snapshotResentOffset !== acked)
+        this.resendSnapshotFrom(pr, m.from, acked);
+      return;
+    }
+    if (m.nextOffset < acked) {
+      // The follower lost what it had (a restart, or a delayed chunk of an older transfer made it
+      // start over): go back to where it is, once per offset (a reordered stale report costs one window).
+      if (pr.snapshotResentOffset !== m.nextOffset) this.resendSnapshotFrom(pr, m.from, m.nextOffset);
+      return;
+    }
+    if (m.nextOffset > pr.snapshotSentOffset) {
+      pr.snapshotSentOffset = m.nextOffset; // it kept more of this snapshot from an earlier transfer: go on from there
       pr.snapshotAllSent = false;
     }
     pr.snapshotAckedOffset = m.nextOffset;
+    pr.snapshotIdleTicks = 0;
+    pr.snapshotIdleTicksMax = 0;
+    pr.snapshotResentOffset = -1;
     this.sendSnapshotChunks(m.from);
+  }
+
+  /** Goes back to `offset` (the follower has exactly the bytes before it) and sends the window from there. */
+  private resendSnapshotFrom(pr: Progress, to: NodeId, offset: number): void {
+    pr.snapshotAckedOffset = offset;
+    pr.snapshotSentOffset = offset;
+    pr.snapshotAllSent = false;
+    pr.snapshotResentOffset = offset;
+    pr.snapshotIdleTicks = 0;
+    this.sendSnapshotChunks(to);
+  }
+
+  /**
+   * Leader, every tick: a transfer whose acknowledged offset has not moved for an election timeout
+   * lost its chunks and every report of the gap (or the follower restarted): resend the window
+   * from the acknowledged offset. At most one window per election timeout, and half as often after
+   * each resend that brought no progress (a link slower than a window per timeout).
+   */
+  private tickSnapshotTransfers(): void {
+    for (const [id, pr] of this.progress) {
+      if (pr.state !== "snapshot") continue;
+      pr.snapshotIdleTicks++;
+      const limit = pr.snapshotIdleTicksMax === 0 ? this.config.electionTicks : pr.snapshotIdleTicksMax;
+      if (pr.snapshotIdleTicks < limit) continue;
+      pr.snapshotIdleTicksMax = Math.min(2 * limit, snapshotIdleTicksCeiling * this.config.electionTicks);
+      this.resendSnapshotFrom(pr, id, pr.snapshotAckedOffset);
+    }
   }
 
   /** Commits the highest index on a quorum, but only an entry of the current term (Figure 8). */
@@ -612,27 +674,41 @@ export class Raft {
     const snapshot = this.snapshotsSending.get(to);
     if (pr === undefined || snapshot === undefined) return;
     const total = snapshot.data.byteLength;
-    const chunkBytes = this.config.maxSnapshotChunkBytes;
-    const windowBytes = chunkBytes * this.config.maxInflightMsgs;
+    const windowBytes = this.snapshotWindowBytes();
     let offset = Math.min(pr.snapshotSentOffset, total);
     if (pr.snapshotAllSent && offset === total) return; // everything is in flight; wait for acks or a retransmit
-    do {
-      const end = Math.min(offset + chunkBytes, total);
-      const data = snapshot.data.subarray(offset, end);
-      this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
-      offset = end;
-    } while (offset < total && offset - pr.snapshotAckedOffset < windowBytes);
-    pr.snapshotSentOffset = offset;
-    pr.snapshotAllSent = offset === total;
+    // Never more than the window past the acknowledged offset: the transport's per-peer queue is
+    // sized to hold it (RaftNode checks), so flow control, not the queue, decides what waits.
+    while (!(pr.snapshotAllSent && offset === total) && offset - pr.snapshotAckedOffset < windowBytes) {
+      offset = this.sendSnapshotChunk(to, offset);
+      pr.snapshotSentOffset = offset;
+      pr.snapshotAllSent = offset === total;
+    }
+    assert(
+      pr.snapshotSentOffset - pr.snapshotAckedOffset <= windowBytes + this.config.maxSnapshotChunkBytes,
+      "snapshot window overrun",
+    );
   }
 
-  /** Starts the window over from the last acknowledged byte (a chunk was probably lost). */
-  private retransmitSnapshot(to: NodeId): void {
-    const pr = this.progress.get(to);
-    if (pr === undefined) return;
-    pr.snapshotSentOffset = pr.snapshotAckedOffset;
-    pr.snapshotAllSent = false;
-    this.sendSnapshotChunks(to);
+  /** Bytes of snapshot data allowed unacknowledged per follower: the byte bound, at most maxInflightMsgs chunks, at least one. */
+  private snapshotWindowBytes(): number {
+    const chunkBytes = this.config.maxSnapshotChunkBytes;
+    return Math.max(
+      chunkBytes,
+      Math.min(this.config.maxSnapshotInflightBytes, chunkBytes * this.config.maxInflightMsgs),
+    );
+  }
+
+  /** Sends the chunk of the snapshot being sent to `to` that starts at `offset`; returns the offset after it. */
+  private sendSnapshotChunk(to: NodeId, offset: number): number {
+    const snapshot = this.snapshotsSending.get(to);
+    assert(snapshot !== undefined, "snapshot chunk without a snapshot being sent");
+    const total = snapshot.data.byteLength;
+    assert(offset >= 0 && offset <= total, "snapshot chunk offset out of range");
+    const end = Math.min(offset + this.config.maxSnapshotChunkBytes, total);
+    const data = snapshot.data.subarray(offset, end);
+    this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
+    return end;
   }
 
   /** Sends every follower what it lacks (or an empty append carrying the commit index), filling its window. */
@@ -674,9 +750,15 @@ export class Raft {
       this.deferredReads.push({ context, from });
       return true;
     }
-    if (!this.readOnly.add(this.log.committed, context, from, this.id)) return false;
-    this.broadcastHeartbeat(context);
+    const round = this.readOnly.add(this.log.committed, context, from, this.id);
+    if (round === null) return false;
+    this.broadcastHeartbeat(round);
     return true;
+  }
+
+  /** Tells a follower its forwarded read will not be answered (etcd would let it time out). */
+  private refuseRead(to: NodeId, context: Uint8Array): void {
+    this.send({ type: "readIndexResp", to, index: 0, context, reject: true });
   }
 
   private releaseDeferredReads(): void {
@@ -688,11 +770,15 @@ export class Raft {
 
   private releaseRead(from: NodeId, index: number, context: Uint8Array): void {
     if (from === this.id) this.addReadState({ index, context });
-    else this.send({ type: "readIndexResp", to: from, index, context });
+    else this.send({ type: "readIndexResp", to: from, index, context, reject: false });
   }
 
   private addReadState(read: ReadState): void {
     if (this.readStates.length < readStatesMax) this.readStates.push(read);
+  }
+
+  private addDroppedRead(context: Uint8Array): void {
+    if (this.droppedReads.length < readStatesMax) this.droppedReads.push(context);
   }
 
   private handleTransferLeader(to: NodeId): void {
@@ -917,6 +1003,7 @@ export class Raft {
       this.broadcastPending ||
       this.messages.length > 0 ||
       this.readStates.length > 0 ||
+      this.droppedReads.length > 0 ||
       soft.leader !== this.prevSoftState.leader ||
       soft.role !== this.prevSoftState.role ||
       !hardStateEqual(hard, this.prevHardState) ||
@@ -949,10 +1036,12 @@ export class Raft {
       messages,
       mustSync: entries.length > 0 || hard.term !== this.prevHardState.term || hard.vote !== this.prevHardState.vote,
       readStates: this.readStates,
+      droppedReads: this.droppedReads,
     };
     if (soft.leader !== this.prevSoftState.leader || soft.role !== this.prevSoftState.role) ready.softState = soft;
     this.messages = [];
     this.readStates = [];
+    this.droppedReads = [];
     return ready;
   }
 

@@ -48,6 +48,8 @@ export interface Ready {
   mustSync: boolean;
   /** ReadIndex results whose index is confirmed by a quorum. */
   readStates: ReadState[];
+  /** Contexts of this node's forwarded reads the leader refused: they will never be confirmed, fail them now. */
+  droppedReads: Uint8Array[];
 }
 
 export function isReadyEmpty(ready: Ready): boolean {
@@ -59,6 +61,7 @@ export function isReadyEmpty(ready: Ready): boolean {
     ready.committedEntries.length === 0 &&
     ready.messagesBeforePersist.length === 0 &&
     ready.messages.length === 0 &&
-    ready.readStates.length === 0
+    ready.readStates.length === 0 &&
+    ready.droppedReads.length === 0
   );
 }

@@ -1,7 +1,11 @@
-import type { RaftConfig } from "../core/config.js";
+import { defaultSnapshotInflightBytes, type RaftConfig } from "../core/config.js";
 import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
 import type { Logger } from "../logger.js";
-import type { WsTransportLimits } from "../transport/ws-transport.js";
+import type { WsTransportLimits, WsTransportOptions } from "../transport/ws-transport.js";
+import type { Transport } from "../transport/transport.js";
+import type { WireMessage } from "./app-message.js";
+import type { DriverClock } from "./clock.js";
+import type { IdentityStore } from "./peer-identity.js";
 import type { StateMachine } from "./state-machine.js";
 
 /** Bounds of the driver's queues (limits on everything). */
@@ -13,6 +17,9 @@ export const driverLimits = {
   /** Inputs (received messages, proposals, ...) buffered while a Ready is in flight. */
   inboxMax: 65_536,
 } as const;
+
+/** What RaftNode needs of a transport: the Transport contract, and writing what is queued at once. */
+export type DriverTransport = Transport<WireMessage> & { flushNow(): void };
 
 export interface RaftNodeOptions {
   id: NodeId;
@@ -51,6 +58,27 @@ export interface RaftNodeOptions {
   /** Further core options (pre-vote, check-quorum, inflight window, message sizes); see RaftConfig. */
   raft?: Omit<RaftConfig, "id" | "voters" | "learners" | "electionTicks" | "heartbeatTicks" | "applied">;
   logger?: Logger;
+  /**
+   * The per-process part of this node's read contexts (driver/read-context.ts), 8 bytes. Default:
+   * random. Only tests set it; two processes of one node must never share it.
+   */
+  readContextNonce?: Uint8Array;
+  /**
+   * Cluster and data-directory identity, checked in every handshake (driver/peer-identity.ts).
+   * `store` keeps this node's incarnation and its peers' (storage/identity-file.ts: a file inside
+   * the Raft data directory); `cluster` is foundingClusterId(voters, secret) for a founding member,
+   * "" for a joining one. A founding member with an empty log first waits up to `foundingProbeMs`
+   * (default two election timeouts) for its peers, and refuses to found if one knew another
+   * incarnation of it. Default: no identity (no checks).
+   */
+  identity?: { store: IdentityStore; cluster: string; foundingProbeMs?: number };
+  /**
+   * Time source and ticker. Default: the system clock. The driver simulation injects a fake one
+   * (with `transportFactory`), so the real driver runs deterministically. Not for production use.
+   */
+  clock?: DriverClock;
+  /** Builds the transport from the options RaftNode would give WsTransport. Default: a WsTransport. */
+  transportFactory?: (options: WsTransportOptions<WireMessage>) => DriverTransport;
   /** Called once if the node stops on an unrecoverable error (storage failure, a failed invariant). */
   onFatal?: (error: unknown) => void;
   /**
@@ -69,6 +97,39 @@ export interface ResolvedNodeOptions {
   requestTimeoutMs: number;
   pendingProposalsMax: number;
   pendingReadsMax: number;
+}
+
+/** Bytes a snapshot chunk's envelope (ids, term, metadata with the membership) may add to its data on the wire. */
+export const snapshotChunkOverheadBytesMax = 16 << 10;
+
+/**
+ * Snapshot flow control must fit the transport: a chunk (with its envelope) must fit one message,
+ * and the window of unacknowledged chunks (plus a chunk and one message of other traffic) the
+ * per-peer send queue, which drops its oldest message when full. Otherwise a large snapshot never
+ * installs. Values left unset are derived from the transport's limits (at most 1 MiB chunks and an
+ * 8 MiB window); values set that do not fit are refused (RangeError).
+ */
+export function resolveSnapshotFlow(
+  raft: RaftNodeOptions["raft"],
+  limits: WsTransportLimits,
+): { maxSnapshotChunkBytes: number; maxSnapshotInflightBytes: number } {
+  const chunkRoom =
+    limits.messageBytesMax >= 2 * snapshotChunkOverheadBytesMax
+      ? limits.messageBytesMax - snapshotChunkOverheadBytesMax
+      : Math.floor(limits.messageBytesMax / 2);
+  const chunkBytes = raft?.maxSnapshotChunkBytes ?? Math.min(1 << 20, chunkRoom);
+  if (chunkBytes > chunkRoom)
+    throw new RangeError(
+      `raft.maxSnapshotChunkBytes ${chunkBytes} does not fit the transport's messageBytesMax ${limits.messageBytesMax}`,
+    );
+  const windowRoom = limits.sendQueueBytesMax - limits.messageBytesMax - chunkBytes;
+  const windowBytes =
+    raft?.maxSnapshotInflightBytes ?? Math.max(chunkBytes, Math.min(defaultSnapshotInflightBytes, windowRoom));
+  if (Math.max(windowBytes, chunkBytes) > windowRoom)
+    throw new RangeError(
+      `raft.maxSnapshotInflightBytes ${windowBytes} does not fit the transport's sendQueueBytesMax ${limits.sendQueueBytesMax}`,
+    );
+  return { maxSnapshotChunkBytes: chunkBytes, maxSnapshotInflightBytes: windowBytes };
 }
 
 export function resolveNodeOptions(options: RaftNodeOptions): ResolvedNodeOptions {

@@ -107,6 +107,14 @@ export class ReadWaiters {
     }
   }
 
+  /** The leader refused the read `context` (it will never be confirmed): fails it now. */
+  reject(context: string, error: RaftNodeError): void {
+    const pending = this.byContext.get(context);
+    if (pending === undefined || pending.index !== null) return;
+    this.byContext.delete(context);
+    pending.waiter.reject(error);
+  }
+
   /** Rejects reads not yet confirmed (e.g. the leader changed: their requests may be lost). */
   rejectUnconfirmed(error: () => RaftNodeError): void {
     for (const [context, pending] of this.byContext) {

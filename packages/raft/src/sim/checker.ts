@@ -36,8 +36,16 @@ export class SafetyChecker {
     if (known === id) return;
     if (known !== undefined) this.fail("election safety", `term ${term} has leaders ${known} and ${id}`);
     this.leaderOfTerm.set(term, id);
-    this.checkCompleteness(id, term, storage);
+    // A leader elected late in an older term (its votes were held in the network) need not hold
+    // entries a later term committed: completeness is about entries committed in terms before its
+    // own. It cannot commit anything (a quorum has moved on), and the other checks still hold it.
+    const stale = term < this.leaderTermMax;
+    this.leaderTermMax = Math.max(this.leaderTermMax, term);
+    if (!stale) this.checkCompleteness(id, term, storage);
   }
+
+  /** The highest term of any leader observed so far. */
+  private leaderTermMax = 0;
 
   private checkCompleteness(id: NodeId, term: number, storage: SimStorage): void {
     for (const [index, entry] of this.applied) {

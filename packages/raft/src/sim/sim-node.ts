@@ -5,6 +5,7 @@ import type { Xoshiro128 } from "../core/prng.js";
 import { RawNode } from "../core/raw-node.js";
 import type { Ready } from "../core/ready.js";
 import type { NodeId } from "../core/types.js";
+import { ReadContexts, readContextNonceBytes } from "../driver/read-context.js";
 import { SimApp } from "./app.js";
 import type { SafetyChecker } from "./checker.js";
 import type { SimNetwork } from "./network.js";
@@ -34,6 +35,10 @@ export class SimNode {
   private pendingTicks = 0;
   private pending: { ready: Ready; completeAtStep: number } | null = null;
   readonly reads = new Map<string, PendingRead>();
+  /** Read contexts of the current process (a new nonce at every start, as RaftNode draws one). */
+  readContexts: ReadContexts;
+  /** Paused (a stalled process) until this step: it neither ticks nor handles messages meanwhile. */
+  private pausedUntilStep = 0;
 
   constructor(
     id: NodeId,
@@ -44,11 +49,23 @@ export class SimNode {
   ) {
     this.id = id;
     this.storage = new SimStorage(undefined, keepEntries);
+    this.readContexts = this.newReadContexts();
     this.start();
   }
 
   alive(): boolean {
     return this.raw !== null;
+  }
+
+  /** Stops this process until `step` (no ticks, no messages handled; its inbox fills, then drops). */
+  pauseUntil(step: number): void {
+    this.pausedUntilStep = Math.max(this.pausedUntilStep, step);
+  }
+
+  private newReadContexts(): ReadContexts {
+    const nonce = new Uint8Array(readContextNonceBytes);
+    for (let i = 0; i < nonce.length; i++) nonce[i] = this.random.intBelow(256);
+    return new ReadContexts(this.id, nonce);
   }
 
   busy(): boolean {
@@ -69,6 +86,8 @@ export class SimNode {
   start(): void {
     assert(this.raw === null, "start: already running");
     this.app = new SimApp();
+    this.readContexts = this.newReadContexts();
+    this.pausedUntilStep = 0;
     const snapshot = this.storage.snapshot();
     if (snapshot.metadata.index > 0) this.app.restore(snapshot.data, snapshot.metadata.index);
     this.raw = new RawNode(this.makeConfig(), this.storage);
@@ -102,7 +121,7 @@ export class SimNode {
   /** One step of this server: finish a due write, then tick, feed messages and start the next Ready. */
   run(nowStep: number, doTick: boolean, network: SimNetwork, checker: SafetyChecker): void {
     const raw = this.raw;
-    if (raw === null) return;
+    if (raw === null || nowStep < this.pausedUntilStep) return;
     if (doTick) this.pendingTicks = Math.min(this.pendingTicks + 1, pendingTicksMax);
     for (let i = 0; i < readiesPerStepMax; i++) {
       if (this.pending !== null) {
@@ -150,6 +169,7 @@ export class SimNode {
       this.reads.delete(key);
       checker.observeRead(this.id, read.index, pending.appliedMaxAtStart);
     }
+    for (const context of ready.droppedReads) this.reads.delete(contextKey(context));
     raw.advance(ready);
   }
 }

@@ -97,6 +97,9 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     if (index <= this.live.snapshot.metadata.index) return;
     assert(index <= this.lastIndex(), "snapshot beyond the log");
     this.live.snapshot = { metadata: { index, term: this.term(index), conf }, data };
+    // As LevelStorage does: the application only snapshots applied (so committed) entries, and a
+    // restart must not find a snapshot above its commit index (the driver defers commit-only writes).
+    this.live.hardState = { ...this.live.hardState, commit: Math.max(this.live.hardState.commit, index) };
     const compactTo = index - this.keepEntries;
     if (compactTo > this.live.markIndex) {
       this.live.markTerm = this.term(compactTo);

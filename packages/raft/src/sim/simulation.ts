@@ -3,7 +3,7 @@ import { Xoshiro128 } from "../core/prng.js";
 import type { RaftConfig } from "../core/config.js";
 import type { ConfChange, NodeId } from "../core/types.js";
 import { SafetyChecker, SafetyViolation } from "./checker.js";
-import { SimNetwork } from "./network.js";
+import { SimNetwork, type LinkShape, type NetworkFaults } from "./network.js";
 import { contextKey, SimNode } from "./sim-node.js";
 
 export interface SimOptions {
@@ -18,6 +18,10 @@ export interface SimOptions {
 
 export interface SimStats {
   nodes: number;
+  /** Founding voters (one- and two-voter clusters included). */
+  voters: number;
+  /** Whether links were byte-bounded and rate-limited (the transport's queue on a slow link). */
+  slowLinks: boolean;
   terms: number;
   appliedMax: number;
   crashes: number;
@@ -27,6 +31,13 @@ export interface SimStats {
   confChanges: number;
   snapshotsTaken: number;
   readsChecked: number;
+  pauses: number;
+  /** Messages held past a partition, a crash or an election timeout, then delivered. */
+  messagesHeld: number;
+  /** Messages the byte-bounded links dropped because their queue was full. */
+  linkDropped: number;
+  /** Steps the liveness phase took for every member to catch up with the committed proposal. */
+  catchUpSteps: number;
   messagesSent: number;
   messagesDropped: number;
   livenessSteps: number;
@@ -43,7 +54,7 @@ const electionTicks = 10;
 
 /** Per-seed knobs, all drawn from the seed so a run is fully described by (seed, steps). */
 function drawParameters(random: Xoshiro128) {
-  return {
+  const base = {
     voters: 3 + random.intBelow(3),
     spares: random.intBelow(3),
     heartbeatTicks: 1 + random.intBelow(2),
@@ -60,7 +71,9 @@ function drawParameters(random: Xoshiro128) {
       dropRate: random.nextFloat() * 0.15,
       duplicateRate: random.nextFloat() * 0.05,
       delayMax: random.intBelow(5),
-    },
+      holdRate: 0,
+      longDelayMax: 0,
+    } as NetworkFaults,
     proposeRate: 0.1 + random.nextFloat() * 0.4,
     crashRate: random.nextFloat() * 0.02,
     /** Leader churn: crashing or cutting off the leader is what exposes commitment bugs (Figure 8). */
@@ -68,6 +81,29 @@ function drawParameters(random: Xoshiro128) {
     partitionRate: random.nextFloat() * 0.02,
     confChangeRate: random.nextFloat() * 0.03,
     snapshotRate: random.nextFloat() * 0.05,
+  };
+  // Drawn after the knobs above, so those keep their values per seed.
+  if (random.chance(0.15)) base.voters = 1 + random.intBelow(2); // one- and two-voter clusters
+  // With neither pre-vote nor check-quorum, a voter removed while cut off (it never learns it)
+  // campaigns forever and deposes every leader (Raft dissertation 4.2.3): no liveness to check.
+  if (!base.preVote && !base.checkQuorum) base.checkQuorum = true;
+  if (random.chance(0.4)) {
+    // Messages held across partitions and restarts, for longer than an election timeout.
+    base.faults.holdRate = random.nextFloat() * 0.3;
+    base.faults.longDelayMax = electionTicks * (1 + random.intBelow(4));
+  }
+  /** The transport's byte-bounded per-peer queue on a slow link, with snapshots many chunks long. */
+  const links: LinkShape | null = random.chance(0.2)
+    ? { bytesMax: (8 + random.intBelow(24)) << 10, bytesPerStep: 256 + random.intBelow(4096) }
+    : null;
+  if (links !== null || random.chance(0.1)) base.snapshotPaddingBytes = 8_192 + random.intBelow(24 << 10);
+  return {
+    ...base,
+    links,
+    /** Snapshot bytes in flight per follower: a quarter of the link's queue (the driver's rule), else the default. */
+    maxSnapshotInflightBytes: links === null ? undefined : Math.max(1024, links.bytesMax >> 2),
+    /** Long pauses: a node stops (a GC pause, a stalled VM) for one to four election timeouts. */
+    pauseRate: random.nextFloat() * 0.01,
   };
 }
 
@@ -90,7 +126,7 @@ export class Simulation {
     this.random = new Xoshiro128(options.seed);
     this.params = drawParameters(this.random);
     this.trace = options.trace ?? (() => {});
-    this.network = new SimNetwork(new Xoshiro128(this.random.nextUint32()), this.params.faults);
+    this.network = new SimNetwork(new Xoshiro128(this.random.nextUint32()), this.params.faults, this.params.links);
     const voterIds = Array.from({ length: this.params.voters }, (_, i) => `n${i + 1}`);
     const spareIds = Array.from({ length: this.params.spares }, (_, i) => `n${this.params.voters + i + 1}`);
     for (const id of [...voterIds, ...spareIds]) {
@@ -100,6 +136,8 @@ export class Simulation {
     }
     this.stats = {
       nodes: this.nodes.size,
+      voters: this.params.voters,
+      slowLinks: this.params.links !== null,
       terms: 0,
       appliedMax: 0,
       crashes: 0,
@@ -108,6 +146,10 @@ export class Simulation {
       confChanges: 0,
       snapshotsTaken: 0,
       readsChecked: 0,
+      pauses: 0,
+      messagesHeld: 0,
+      linkDropped: 0,
+      catchUpSteps: 0,
       messagesSent: 0,
       messagesDropped: 0,
       livenessSteps: 0,
@@ -127,6 +169,7 @@ export class Simulation {
       maxInflightMsgs: p.maxInflightMsgs,
       maxSizePerMsgBytes: p.maxSizePerMsgBytes,
       maxSnapshotChunkBytes: p.maxSnapshotChunkBytes,
+      ...(p.maxSnapshotInflightBytes === undefined ? {} : { maxSnapshotInflightBytes: p.maxSnapshotInflightBytes }),
       random: new Xoshiro128(this.random.nextUint32()),
     };
   }
@@ -153,6 +196,8 @@ export class Simulation {
     this.stats.appliedMax = this.checker.appliedMax;
     this.stats.messagesSent = this.network.sent;
     this.stats.messagesDropped = this.network.dropped;
+    this.stats.messagesHeld = this.network.heldDelivered;
+    this.stats.linkDropped = this.network.linkDropped;
     return failure === undefined
       ? { seed: this.options.seed, ok, stats: this.stats }
       : { seed: this.options.seed, ok, failure, stats: this.stats };
@@ -160,7 +205,8 @@ export class Simulation {
 
   private advanceOneStep(randomTicks: boolean): void {
     this.step++;
-    for (const message of this.network.deliverDue(this.step)) this.nodes.get(message.to)?.receive(message);
+    const isUp = (id: NodeId) => this.nodes.get(id)?.alive() ?? false;
+    for (const message of this.network.deliverDue(this.step, isUp)) this.nodes.get(message.to)?.receive(message);
     for (const { from, to, snapshot } of this.network.unreachable) {
       if (this.random.chance(0.2)) this.nodes.get(from)?.reportUnreachable(to, snapshot);
     }
@@ -250,6 +296,15 @@ export class Simulation {
     if (this.random.chance(p.snapshotRate)) this.takeSnapshot(this.pick(all));
     if (this.random.chance(0.005)) this.transferLeadership();
     if (this.random.chance(0.03)) this.startRead(this.pick(all));
+    if (this.random.chance(p.pauseRate)) {
+      const paused = this.pick(all.filter((n) => n.alive()));
+      if (paused !== undefined) {
+        const untilStep = this.step + electionTicks * (1 + this.random.intBelow(4));
+        paused.pauseUntil(untilStep);
+        this.stats.pauses++;
+        this.trace(`step ${this.step}: pause ${paused.id} until step ${untilStep}`);
+      }
+    }
   }
 
   /** Crashes the leader, or cuts it off with at most one follower. */
@@ -337,7 +392,7 @@ export class Simulation {
 
   private startRead(node: SimNode | undefined): void {
     if (node?.raw == null || node.busy()) return;
-    const context = new Uint8Array([1, this.step & 0xff, (this.step >> 8) & 0xff, this.random.intBelow(256)]);
+    const context = node.readContexts.next(); // as RaftNode makes them: id, per-process nonce, counter
     try {
       node.raw.readIndex(context);
       node.reads.set(contextKey(context), { context, appliedMaxAtStart: this.checker.appliedMax });
@@ -360,7 +415,8 @@ export class Simulation {
       const status = node.raw?.status();
       if (status !== undefined) backlog = Math.max(backlog, status.lastIndex - status.commit);
     }
-    const bound = this.options.livenessSteps ?? 60 * electionTicks + 2 * backlog;
+    // A voter may need a snapshot before a quorum can commit again.
+    const bound = this.options.livenessSteps ?? 60 * electionTicks + 2 * backlog + this.snapshotTransferSteps();
     let proposal: { index: number; term: number; leader: NodeId } | null = null;
     for (let i = 0; i < bound; i++) {
       this.advanceOneStep(false);
@@ -374,10 +430,62 @@ export class Simulation {
         continue;
       }
       const applied = this.checker.appliedEntry(proposal.index);
-      if (applied !== undefined && applied.term === proposal.term && leader.app.appliedIndex >= proposal.index) return;
+      if (applied !== undefined && applied.term === proposal.term && leader.app.appliedIndex >= proposal.index) {
+        this.checkCatchUp(proposal.index);
+        return;
+      }
       if (applied !== undefined && applied.term !== proposal.term) proposal = null; // lost; propose again
     }
     throw new SafetyViolation(`liveness: no leader committed a new proposal within ${bound} steps after healing`);
+  }
+
+  /** Steps a healed network needs to send the largest snapshot: a window per round trip, no faster than the link. */
+  private snapshotTransferSteps(): number {
+    const p = this.params;
+    const snapshotBytes = p.snapshotPaddingBytes + 1024;
+    const inflightBytes = p.maxSnapshotInflightBytes ?? snapshotBytes;
+    const windowBytes = Math.max(
+      p.maxSnapshotChunkBytes,
+      Math.min(inflightBytes, p.maxSnapshotChunkBytes * p.maxInflightMsgs),
+    );
+    const linkSteps = p.links === null ? 0 : 4 * Math.ceil(snapshotBytes / p.links.bytesPerStep);
+    return 6 * Math.ceil(snapshotBytes / windowBytes) + linkSteps;
+  }
+
+  /**
+   * Not only "some leader commits": every member (voters and learners, however far behind, by log
+   * or by snapshot) must apply `index` within a bound: a lagging follower or a new learner catches up.
+   */
+  private checkCatchUp(index: number): void {
+    const p = this.params;
+    let lastIndex = 0;
+    for (const node of this.nodes.values()) lastIndex = Math.max(lastIndex, node.raw?.status().lastIndex ?? 0);
+    const snapshotSteps = this.snapshotTransferSteps();
+    const bound = 60 * electionTicks + 4 * lastIndex + snapshotSteps;
+    for (let i = 0; i < bound; i++) {
+      const leader = this.leader();
+      const conf = leader?.raw?.confState();
+      if (conf !== undefined) {
+        const members = [...conf.voters, ...conf.learners];
+        const behind = members.filter((id) => (this.nodes.get(id)?.app.appliedIndex ?? 0) < index);
+        if (behind.length === 0) {
+          this.stats.catchUpSteps = i;
+          return;
+        }
+      }
+      this.advanceOneStep(false);
+    }
+    const conf = this.leader()?.raw?.confState();
+    const members = conf === undefined ? [...this.nodes.keys()] : [...conf.voters, ...conf.learners];
+    const behind = members.filter((id) => (this.nodes.get(id)?.app.appliedIndex ?? 0) < index);
+    const progress = behind.map((id) => {
+      const node = this.nodes.get(id);
+      const status = node?.raw?.status();
+      return `${id}: ${JSON.stringify(this.leader()?.raw?.status().progress[id] ?? null)} own ${JSON.stringify({ ...status, progress: undefined, conf: undefined })}`;
+    });
+    throw new SafetyViolation(
+      `liveness: members ${behind.join(",")} did not apply ${index} within ${bound} steps (leader's view: ${progress.join("; ")})`,
+    );
   }
 }
 

@@ -11,10 +11,12 @@ import {
   computeProof,
   handshakeBytesMax,
   newNonce,
+  noIdentity,
   parseHandshake,
   protocolVersion,
   verifyProof,
   type HandshakeInput,
+  type PeerIdentity,
 } from "./handshake.js";
 import { closeCodes } from "./transport.js";
 
@@ -23,7 +25,11 @@ export interface ConnectionHooks {
   readonly secret: Uint8Array;
   readonly logger: Logger;
   readonly handshakeTimeoutMs: number;
+  /** This node's identity, stated in the handshake (a joining node learns its cluster, so it is asked each time). */
+  identity(): PeerIdentity;
   isKnownPeer(id: NodeId): boolean;
+  /** Checks an authenticated peer's identity: null to accept, else why it is refused. */
+  checkIdentity(peer: NodeId, identity: PeerIdentity): string | null;
   onAuthenticated(connection: Connection): void;
   onData(connection: Connection, frame: Uint8Array): void;
   onClosed(connection: Connection, code: number): void;
@@ -37,9 +43,16 @@ export class Connection {
   peerId: NodeId;
   /** Set by the transport's keepalive: cleared on ping, set again on pong. */
   alive = true;
+  /** This side refused the connection (so a close code names our reason, not the peer's). */
+  refusedLocally = false;
+  /** Accepting side: the peer's hello named a known node (the handshake limit spares it; see WsTransport.accept). */
+  identified = false;
   private step: Step;
   private readonly ownNonce = newNonce();
   private peerNonce: Uint8Array = new Uint8Array(0);
+  private peerIdentity: PeerIdentity = noIdentity;
+  /** The identity this side stated (fixed at its first handshake frame). */
+  private stated: PeerIdentity | null = null;
   private handshakeTimer: NodeJS.Timeout | null;
 
   constructor(
@@ -81,12 +94,19 @@ export class Connection {
 
   close(code: number, reason: string): void {
     this.clearHandshakeTimer();
-    if (this.step !== "closed") this.socket.close(code, reason);
+    if (this.step !== "closed") this.socket.close(code, closeReason(reason));
   }
 
   private sendHello(): void {
     this.socket.send(
-      encodeValue({ k: "hello", v: protocolVersion, from: this.hooks.selfId, to: this.peerId, nonce: this.ownNonce }),
+      encodeValue({
+        k: "hello",
+        v: protocolVersion,
+        from: this.hooks.selfId,
+        to: this.peerId,
+        nonce: this.ownNonce,
+        ...this.ownIdentity,
+      }),
     );
   }
 
@@ -117,9 +137,13 @@ export class Connection {
         return this.refuse(closeCodes.unknownNode, `hello addressed to ${frame.to}`, false);
       this.peerId = frame.from;
       if (!this.hooks.isKnownPeer(frame.from)) return this.refuse(closeCodes.unknownNode, "unknown node id", false);
+      this.identified = true;
       this.peerNonce = frame.nonce;
+      this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
       const proof = computeProof(this.hooks.secret, this.proofInput("acceptor"));
-      this.socket.send(encodeValue({ k: "challenge", from: this.hooks.selfId, nonce: this.ownNonce, proof }));
+      this.socket.send(
+        encodeValue({ k: "challenge", from: this.hooks.selfId, nonce: this.ownNonce, proof, ...this.ownIdentity }),
+      );
       this.step = "awaitProof";
       return;
     }
@@ -127,9 +151,12 @@ export class Connection {
       if (frame.from !== this.peerId)
         return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
       this.peerNonce = frame.nonce;
+      this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
       if (!verifyProof(this.hooks.secret, this.proofInput("acceptor"), frame.proof)) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
       }
+      const refusal = this.hooks.checkIdentity(this.peerId, this.peerIdentity);
+      if (refusal !== null) return this.refuse(closeCodes.identityRefused, refusal, false);
       this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.hooks.secret, this.proofInput("dialer")) }));
       return this.authenticated();
     }
@@ -137,6 +164,9 @@ export class Connection {
       if (!verifyProof(this.hooks.secret, this.proofInput("dialer"), frame.proof)) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
       }
+      // Checked only now: an unauthenticated stranger must not be able to teach us an identity.
+      const refusal = this.hooks.checkIdentity(this.peerId, this.peerIdentity);
+      if (refusal !== null) return this.refuse(closeCodes.identityRefused, refusal, false);
       return this.authenticated();
     }
     this.refuse(closeCodes.protocolError, `unexpected ${frame.k} frame`, false);
@@ -150,6 +180,16 @@ export class Connection {
     return { role, dialer, acceptor, dialerNonce, acceptorNonce };
   }
 
+  /** The identity the peer stated in the handshake (none before it, or for a peer that states none). */
+  get remoteIdentity(): PeerIdentity {
+    return this.peerIdentity;
+  }
+
+  private get ownIdentity(): PeerIdentity {
+    this.stated ??= this.hooks.identity();
+    return this.stated;
+  }
+
   private authenticated(): void {
     this.clearHandshakeTimer();
     this.step = "open";
@@ -158,6 +198,7 @@ export class Connection {
 
   private refuse(code: number, reason: string, authFailure: boolean): void {
     if (this.step === "closed") return;
+    this.refusedLocally = true;
     this.hooks.logger.warn(
       { peer: this.peerId, remoteAddress: this.remoteAddress, role: this.role, code, reason },
       "raft transport: connection refused",
@@ -180,6 +221,15 @@ export class Connection {
     if (this.handshakeTimer !== null) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = null;
   }
+}
+
+/** A WebSocket close reason holds at most 123 bytes; the full reason is logged by refuse(). */
+const closeReasonBytesMax = 123;
+
+function closeReason(reason: string): string {
+  const bytes = Buffer.from(reason, "utf8");
+  if (bytes.byteLength <= closeReasonBytesMax) return reason;
+  return bytes.subarray(0, closeReasonBytesMax - 3).toString("utf8");
 }
 
 function toBytes(data: WebSocket.RawData): Uint8Array {

@@ -3,9 +3,13 @@
 // nonces). The secret never crosses the wire, a proof is bound to this connection's nonces (no
 // replay), and the role in the MAC stops a reflected proof being accepted.
 //
-//   dialer   -> acceptor : hello     { from, to, nonce }
-//   acceptor -> dialer   : challenge { from, nonce, proof: mac("acceptor") }
+//   dialer   -> acceptor : hello     { from, to, nonce, cluster, incarnation }
+//   acceptor -> dialer   : challenge { from, nonce, cluster, incarnation, proof: mac("acceptor") }
 //   dialer   -> acceptor : proof     { proof: mac("dialer") }        then data frames both ways
+//
+// Each side also states its identity: the cluster it belongs to and the incarnation of its data
+// directory. Each side checks the other's only once the other is authenticated;
+// a replaced data directory (a wiped member) is refused (see driver/peer-identity.ts).
 
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { NodeId } from "../core/types.js";
@@ -18,7 +22,21 @@ export const handshakeBytesMax = 1024;
 export const nodeIdBytesMax = 128;
 export const protocolVersion = 1;
 
-export interface HelloFrame {
+/** Longest cluster id or incarnation accepted on the wire. */
+export const identityBytesMax = 64;
+
+/**
+ * Who a node is beyond its id: `cluster` names the cluster ("" while a joining node has not learned
+ * it), `incarnation` its data directory, drawn once when that directory was created ("" = none stated).
+ */
+export interface PeerIdentity {
+  cluster: string;
+  incarnation: string;
+}
+
+export const noIdentity: PeerIdentity = { cluster: "", incarnation: "" };
+
+export interface HelloFrame extends PeerIdentity {
   k: "hello";
   v: number;
   from: NodeId;
@@ -26,7 +44,7 @@ export interface HelloFrame {
   nonce: Uint8Array;
 }
 
-export interface ChallengeFrame {
+export interface ChallengeFrame extends PeerIdentity {
   k: "challenge";
   from: NodeId;
   nonce: Uint8Array;
@@ -52,7 +70,12 @@ export function newNonce(): Uint8Array {
   return new Uint8Array(randomBytes(nonceBytes));
 }
 
-/** HMAC-SHA256(secret, "keyraft-raft-v1" | role | dialer | acceptor | nonces), fields length-prefixed. */
+/**
+ * HMAC-SHA256(secret, "keyraft-raft-v1" | role | dialer | acceptor | nonces), fields length-prefixed.
+ * The identities are not in it: a node of the previous release (which states none) must still
+ * authenticate during a rolling upgrade, and the connection is not encrypted anyway (whoever can
+ * rewrite a hello can rewrite the frames after it; see docs/cluster.md).
+ */
 export function computeProof(secret: Uint8Array, input: HandshakeInput): Uint8Array {
   const mac = createHmac("sha256", secret);
   for (const field of [`keyraft-raft-v${protocolVersion}`, input.role, input.dialer, input.acceptor]) {
@@ -82,17 +105,30 @@ export function parseHandshake(value: unknown): HandshakeFrame | null {
       !isNonce(frame["nonce"])
     )
       return null;
-    return { k: "hello", v: protocolVersion, from: frame["from"], to: frame["to"], nonce: frame["nonce"] };
+    const identity = parseIdentity(frame);
+    if (identity === null) return null;
+    return { k: "hello", v: protocolVersion, from: frame["from"], to: frame["to"], nonce: frame["nonce"], ...identity };
   }
   if (kind === "challenge") {
     if (!isNodeId(frame["from"]) || !isNonce(frame["nonce"]) || !(frame["proof"] instanceof Uint8Array)) return null;
-    return { k: "challenge", from: frame["from"], nonce: frame["nonce"], proof: frame["proof"] };
+    const identity = parseIdentity(frame);
+    if (identity === null) return null;
+    return { k: "challenge", from: frame["from"], nonce: frame["nonce"], proof: frame["proof"], ...identity };
   }
   if (kind === "proof") {
     if (!(frame["proof"] instanceof Uint8Array)) return null;
     return { k: "proof", proof: frame["proof"] };
   }
   return null;
+}
+
+/** Missing fields mean none stated (a peer that predates identities); present ones must be short strings. */
+function parseIdentity(frame: Record<string, unknown>): PeerIdentity | null {
+  const cluster = frame["cluster"] ?? "";
+  const incarnation = frame["incarnation"] ?? "";
+  if (typeof cluster !== "string" || typeof incarnation !== "string") return null;
+  if (cluster.length > identityBytesMax || incarnation.length > identityBytesMax) return null;
+  return { cluster, incarnation };
 }
 
 function isNodeId(value: unknown): value is NodeId {

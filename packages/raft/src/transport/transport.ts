@@ -49,6 +49,8 @@ export interface TransportStats {
   refusedConnections: number;
   /** Of which failed the challenge-response (wrong secret). */
   authFailures: number;
+  /** Connections refused by this node, or by the peer, over an identity check (another cluster, a replaced data directory). */
+  identityRefusals: number;
   /** Received messages dropped: malformed, or `from`/`to` not matching the authenticated connection. */
   invalidMessages: number;
   /** Messages sent to an id that is not in the address book. */
@@ -65,6 +67,8 @@ export const closeCodes = {
   shuttingDown: 4006,
   busy: 4007,
   peerRemoved: 4008,
+  /** The peer's cluster or data-directory incarnation is not the one this node knows (driver/peer-identity.ts). */
+  identityRefused: 4009,
   /** Set by ws itself when a frame exceeds maxPayload. */
   messageTooBig: 1009,
 } as const;

@@ -11,6 +11,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import { backoffDelayMs } from "./backoff.js";
 import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
 import { Connection, type ConnectionHooks } from "./connection.js";
+import { noIdentity, type PeerIdentity } from "./handshake.js";
 import { SendQueue } from "./send-queue.js";
 import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
 
@@ -28,7 +29,11 @@ export interface WsTransportLimits {
   socketBufferedBytesMax: number;
   /** Peers in the address book. Default 64. */
   peersMax: number;
-  /** Connections allowed to be mid-handshake at once; more are refused (busy). Default 64. */
+  /**
+   * Inbound connections allowed mid-handshake before they name a known node; past it the OLDEST
+   * such connection is closed (busy) to admit the new one, so strangers or stale dials can never
+   * lock this node's own peers out. Default 64.
+   */
   handshakesPendingMax: number;
   handshakeTimeoutMs: number;
   backoffBaseMs: number;
@@ -66,6 +71,12 @@ export interface WsTransportOptions<M extends Addressed> {
   onPeerChange?: (id: NodeId, connected: boolean) => void;
   logger?: Logger;
   limits?: Partial<WsTransportLimits>;
+  /** This node's identity, stated in every handshake. Default: none (no identity checks). */
+  identity?: () => PeerIdentity;
+  /** Checks an authenticated peer's identity: null to accept, else why it is refused. Default: accept. */
+  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => string | null;
+  /** A peer refused this node over an identity check (this node's data directory may have been replaced). */
+  onIdentityRefused?: (peer: NodeId) => void;
 }
 
 interface Peer {
@@ -76,6 +87,8 @@ interface Peer {
   attempt: number;
   redialTimer: NodeJS.Timeout | null;
   queue: SendQueue;
+  /** The incarnation of the peer's last authenticated connection ("" none yet, or none stated). */
+  incarnation: string;
   stats: Omit<PeerStats, "connected" | "queuedMessages" | "droppedQueueFull">;
 }
 
@@ -92,7 +105,13 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   private flushRetry: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
   private closing = false;
-  private readonly counters = { refusedConnections: 0, authFailures: 0, invalidMessages: 0, droppedUnknownPeer: 0 };
+  private readonly counters = {
+    refusedConnections: 0,
+    authFailures: 0,
+    identityRefusals: 0,
+    invalidMessages: 0,
+    droppedUnknownPeer: 0,
+  };
 
   constructor(private readonly options: WsTransportOptions<M>) {
     this.limits = { ...defaultTransportLimits, ...options.limits };
@@ -189,7 +208,17 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       connects: 0,
       dialFailures: 0,
     };
-    const peer: Peer = { id, url, active: null, dialing: null, attempt: 0, redialTimer: null, queue, stats };
+    const peer: Peer = {
+      id,
+      url,
+      active: null,
+      dialing: null,
+      attempt: 0,
+      redialTimer: null,
+      queue,
+      incarnation: "",
+      stats,
+    };
     this.peers.set(id, peer);
     if (this.server !== null) this.maybeDial(peer);
   }
@@ -244,30 +273,42 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       secret: this.secret,
       logger: this.logger,
       handshakeTimeoutMs: this.limits.handshakeTimeoutMs,
+      identity: () => this.options.identity?.() ?? noIdentity,
       isKnownPeer: (id) => this.peers.has(id),
+      checkIdentity: (peer, identity) => this.options.checkIdentity?.(peer, identity) ?? null,
       onAuthenticated: (connection) => this.adopt(connection),
       onData: (connection, frame) => this.receive(connection, frame),
       onClosed: (connection, code) => this.onConnectionClosed(connection, code),
-      onRefused: (_connection, _code, authFailure) => {
+      onRefused: (_connection, code, authFailure) => {
         this.counters.refusedConnections++;
         if (authFailure) this.counters.authFailures++;
+        if (code === closeCodes.identityRefused) this.counters.identityRefusals++;
       },
     };
   }
 
   private accept(socket: WebSocket, remoteAddress: string): void {
-    if (this.closing || this.handshakesPending >= this.limits.handshakesPendingMax) {
+    if (this.closing) {
+      this.counters.refusedConnections++;
+      socket.close(closeCodes.shuttingDown, "busy");
+      return;
+    }
+    const unidentified = [...this.inbound].filter((connection) => !connection.identified);
+    const oldest = unidentified[0];
+    if (unidentified.length >= this.limits.handshakesPendingMax && oldest !== undefined) {
       this.counters.refusedConnections++;
       this.logger.warn(
-        { remoteAddress, pending: this.handshakesPending },
+        { remoteAddress: oldest.remoteAddress, pending: this.handshakesPending },
         "raft transport: too many pending handshakes, refused",
       );
-      socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
-      return;
+      this.inbound.delete(oldest);
+      this.handshakesPending--;
+      oldest.close(closeCodes.busy, "busy");
     }
     this.handshakesPending++;
     const connection = new Connection(socket, "acceptor", this.hooks, remoteAddress);
     this.inbound.add(connection);
+    assert(this.handshakesPending === this.inbound.size, "transport: pending handshakes out of step");
   }
 
   private maybeDial(peer: Peer): void {
@@ -327,6 +368,13 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       peer.active = null; // so that closing the replaced one does not trigger a redial
       current.close(closeCodes.duplicate, "duplicate connection");
     }
+    const incarnation = connection.remoteIdentity.incarnation;
+    if (incarnation !== "" && peer.incarnation !== "" && incarnation !== peer.incarnation) {
+      // A new process on a new data directory: what was queued for the old one (heartbeats with its
+      // commit index, chunks of its snapshot) must not reach it.
+      peer.queue.clear();
+    }
+    if (incarnation !== "") peer.incarnation = incarnation;
     peer.active = connection;
     peer.attempt = 0;
     peer.stats.connects++;
@@ -344,6 +392,10 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 
   private onConnectionClosed(connection: Connection, code: number): void {
     if (this.inbound.delete(connection)) this.handshakesPending--;
+    if (code === closeCodes.identityRefused && !connection.refusedLocally && connection.peerId !== "") {
+      this.counters.identityRefusals++;
+      this.options.onIdentityRefused?.(connection.peerId);
+    }
     const peer = this.peers.get(connection.peerId);
     if (peer === undefined) return;
     if (peer.dialing === connection) {

@@ -3,6 +3,7 @@ import type { RaftConfig } from "../../core/config.js";
 import type { Message } from "../../core/messages.js";
 import { Xoshiro128, seedFromString } from "../../core/prng.js";
 import { RawNode } from "../../core/raw-node.js";
+import type { ReadState } from "../../core/ready.js";
 import type { Entry, NodeId } from "../../core/types.js";
 import { SimApp } from "../app.js";
 import { SimStorage } from "../sim-storage.js";
@@ -19,6 +20,9 @@ export interface EnvNode {
   app: SimApp;
   /** Every entry this node applied, in order (for assertions in tests). */
   applied: Entry[];
+  /** Every read state and refused read context this node's Readies handed out (for assertions in tests). */
+  readStates: ReadState[];
+  droppedReads: Uint8Array[];
 }
 
 /**
@@ -46,6 +50,8 @@ export class InteractionEnv {
       raw: new RawNode(full, storage),
       app: new SimApp(),
       applied: [],
+      readStates: [],
+      droppedReads: [],
     };
     this.nodes.set(config.id, node);
     return node;
@@ -84,6 +90,8 @@ export class InteractionEnv {
       node.app.apply(entry);
       node.applied.push(entry);
     }
+    node.readStates.push(...ready.readStates);
+    node.droppedReads.push(...ready.droppedReads);
     raw.advance(ready);
     return true;
   }
@@ -143,6 +151,8 @@ export class InteractionEnv {
     assert(node.raw === null, `restart: ${id} is running`);
     node.app = new SimApp();
     node.applied = [];
+    node.readStates = [];
+    node.droppedReads = [];
     const snapshot = node.storage.snapshot();
     if (snapshot.metadata.index > 0) node.app.restore(snapshot.data, snapshot.metadata.index);
     node.raw = new RawNode({ ...node.config, random: new Xoshiro128(seedFromString(id)) }, node.storage);

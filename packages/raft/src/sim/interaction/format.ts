@@ -1,5 +1,6 @@
 import { decodeConfChange } from "../../core/confchange.js";
 import type { Message } from "../../core/messages.js";
+import { parseRoundContext } from "../../core/read-only.js";
 import type { Ready } from "../../core/ready.js";
 import type { Entry } from "../../core/types.js";
 
@@ -25,6 +26,13 @@ function formatContext(context: Uint8Array | null): string {
   return context === null ? "" : ` ctx=${formatData(context)}`;
 }
 
+/** A heartbeat's context is the leader's read round (core/read-only.ts). */
+function formatRound(context: Uint8Array | null): string {
+  if (context === null) return "";
+  const round = parseRoundContext(context);
+  return round === null ? formatContext(context) : ` round=${round}`;
+}
+
 /** One line per message, stable across runs (transcripts compare these). */
 export function formatMessage(m: Message): string {
   const head = `${m.from}->${m.to} ${m.type === "vote" && m.preVote ? "preVote" : m.type === "voteResp" && m.preVote ? "preVoteResp" : m.type} term=${m.term}`;
@@ -40,9 +48,9 @@ export function formatMessage(m: Message): string {
     case "voteResp":
       return m.reject ? `${head} rejected` : head;
     case "heartbeat":
-      return `${head} commit=${m.commit}${formatContext(m.context)}`;
+      return `${head} commit=${m.commit}${formatRound(m.context)}`;
     case "heartbeatResp":
-      return `${head}${formatContext(m.context)}`;
+      return `${head}${formatRound(m.context)}`;
     case "snap":
       return `${head} snapshot=${m.metadata.term}/${m.metadata.index} offset=${m.offset} bytes=${m.data.byteLength} total=${m.totalBytes}`;
     case "snapResp":
@@ -52,7 +60,9 @@ export function formatMessage(m: Message): string {
     case "readIndex":
       return `${head}${formatContext(m.context)}`;
     case "readIndexResp":
-      return `${head} index=${m.index}${formatContext(m.context)}`;
+      return m.reject
+        ? `${head} rejected${formatContext(m.context)}`
+        : `${head} index=${m.index}${formatContext(m.context)}`;
     case "transferLeader":
       return `${head} transferee=${m.transferee}`;
     default: {
@@ -81,6 +91,7 @@ export function formatReady(ready: Ready): string[] {
   }
   if (ready.committedEntries.length > 0) lines.push(`  apply: ${ready.committedEntries.map(formatEntry).join(", ")}`);
   for (const read of ready.readStates) lines.push(`  readState index=${read.index}${formatContext(read.context)}`);
+  for (const context of ready.droppedReads) lines.push(`  droppedRead${formatContext(context)}`);
   for (const message of ready.messagesBeforePersist) lines.push(`  send ${formatMessage(message)}`);
   for (const message of ready.messages) lines.push(`  send ${formatMessage(message)}`);
   return lines;

@@ -1,0 +1,484 @@
+// The driver simulation: the real RaftNode (its inbox, deferred hard state, message coalescing,
+// asynchronous snapshot writes, read waiters), not a loop written for the simulator, with a fake
+// clock, a fake transport over the simulated network, and storage whose writes complete when the
+// simulation says so and whose unsynced writes a crash loses. Safety is checked by the same
+// SafetyChecker; reads are checked when RaftNode resolves them.
+
+import { RaftError } from "../core/errors.js";
+import type { Message } from "../core/messages.js";
+import { Xoshiro128 } from "../core/prng.js";
+import type { ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "../core/types.js";
+import type { DriverClock } from "../driver/clock.js";
+import type { DriverTransport } from "../driver/options.js";
+import type { StateMachine } from "../driver/state-machine.js";
+import { RaftNodeError } from "../errors.js";
+import { RaftNode } from "../node.js";
+import type { TransportStats } from "../transport/transport.js";
+import { SimApp } from "./app.js";
+import { SafetyChecker, SafetyViolation } from "./checker.js";
+import { SimNetwork } from "./network.js";
+import { SimStorage } from "./sim-storage.js";
+
+const tickMs = 10;
+const electionTicks = 10;
+/** Outstanding storage operations of one process; more would mean the driver issued overlapping writes without bound. */
+const pendingWritesMax = 1_024;
+
+export interface DriverSimOptions {
+  seed: number;
+  steps: number;
+  trace?: (line: string) => void;
+}
+
+export interface DriverSimResult {
+  seed: number;
+  ok: boolean;
+  failure?: string;
+  stats: { terms: number; appliedMax: number; crashes: number; readsChecked: number; proposals: number };
+}
+
+/** One timer list per process, over the simulation's shared time: a crash clears that process's timers. */
+class ProcessClock implements DriverClock {
+  private readonly timers = new Map<number, { callback: () => void; intervalMs: number; nextMs: number }>();
+  private nextHandle = 1;
+
+  constructor(private readonly time: { nowMs: number }) {}
+
+  nowMs(): number {
+    return this.time.nowMs;
+  }
+
+  setInterval(callback: () => void, intervalMs: number): unknown {
+    const handle = this.nextHandle++;
+    this.timers.set(handle, { callback, intervalMs, nextMs: this.time.nowMs + intervalMs });
+    return handle;
+  }
+
+  clearInterval(handle: unknown): void {
+    this.timers.delete(handle as number);
+  }
+
+  /** Fires every timer due by now (at most once per call: ticks do not pile up). */
+  fireDue(): void {
+    for (const timer of [...this.timers.values()]) {
+      if (timer.nextMs > this.time.nowMs) continue;
+      timer.nextMs += timer.intervalMs;
+      timer.callback();
+    }
+  }
+
+  clear(): void {
+    this.timers.clear();
+  }
+}
+
+/** The transport RaftNode sees: sends go into the simulated network; the simulation delivers. */
+class SimTransport implements DriverTransport {
+  closed = false;
+
+  constructor(
+    private readonly id: NodeId,
+    private readonly sim: DriverSimulation,
+    readonly onMessage: (message: Message) => void,
+  ) {}
+
+  start(): Promise<{ port: number }> {
+    return Promise.resolve({ port: 0 });
+  }
+
+  send(messages: readonly { type: string; to: NodeId }[]): number {
+    if (this.closed) return 0;
+    for (const message of messages) this.sim.send(message as Message);
+    return messages.length;
+  }
+
+  flushNow(): void {}
+
+  addPeer(): void {}
+
+  removePeer(): void {}
+
+  isConnected(id: NodeId): boolean {
+    return !this.closed && this.sim.reachable(this.id, id);
+  }
+
+  stats(): TransportStats {
+    return {
+      peers: {},
+      refusedConnections: 0,
+      authFailures: 0,
+      identityRefusals: 0,
+      invalidMessages: 0,
+      droppedUnknownPeer: 0,
+    };
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Storage of one process: reads go to the node's SimStorage; writes complete (in order) only when
+ * the simulation completes them. A crash abandons the writes in flight (their promises never
+ * settle, as the process is gone) and the SimStorage loses everything not synced.
+ */
+class ProcessStorage implements RaftStorage, RaftStorageWriter {
+  private pending: { completeAtStep: number; run: () => void; resolve: () => void }[] = [];
+
+  constructor(
+    readonly durable: SimStorage,
+    private readonly sim: DriverSimulation,
+    private readonly id: NodeId,
+  ) {}
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return this.durable.initialState();
+  }
+  entries(lo: number, hi: number, maxBytes: number): Entry[] {
+    return this.durable.entries(lo, hi, maxBytes);
+  }
+  term(index: number): number {
+    return this.durable.term(index);
+  }
+  firstIndex(): number {
+    return this.durable.firstIndex();
+  }
+  lastIndex(): number {
+    return this.durable.lastIndex();
+  }
+  snapshot(): Snapshot {
+    return this.durable.snapshot();
+  }
+
+  append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void> {
+    return this.enqueue(() => {
+      this.durable.appendSync(entries, hardState, sync);
+      this.sim.checker.observePersisted(this.id, entries, this.durable);
+    });
+  }
+  applySnapshot(snapshot: Snapshot): Promise<void> {
+    return this.enqueue(() => this.durable.applySnapshotSync(snapshot));
+  }
+  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
+    return this.enqueue(() => this.durable.createSnapshotSync(index, conf, data));
+  }
+  compact(): Promise<void> {
+    return Promise.resolve();
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  /** Completes the writes due at `step`, in the order they were issued. */
+  completeDue(step: number): void {
+    while (this.pending.length > 0 && (this.pending[0]?.completeAtStep ?? Infinity) <= step) {
+      const write = this.pending.shift();
+      write?.run();
+      write?.resolve();
+    }
+  }
+
+  abandon(): void {
+    this.pending = [];
+  }
+
+  private enqueue(run: () => void): Promise<void> {
+    if (this.pending.length >= pendingWritesMax)
+      throw new Error(`${this.id}: more than ${pendingWritesMax} writes pending`);
+    const last = this.pending[this.pending.length - 1]?.completeAtStep ?? 0;
+    const completeAtStep = Math.max(last, this.sim.step + this.sim.writeLatency());
+    return new Promise((resolve) => this.pending.push({ completeAtStep, run, resolve }));
+  }
+}
+
+/** The application: SimApp's digest. RaftNode hands it normal, non-empty entries only. */
+class SimMachine implements StateMachine {
+  readonly app = new SimApp();
+
+  constructor(
+    private readonly id: NodeId,
+    private readonly checker: SafetyChecker,
+  ) {}
+
+  apply(entry: Entry): void {
+    this.app.appliedIndex = entry.index - 1; // empty and conf entries do not reach the machine
+    this.app.apply(entry);
+    this.checker.observeApplied(this.id, entry, this.app.digest);
+  }
+
+  takeSnapshot(): Promise<Uint8Array> {
+    return Promise.resolve(this.app.encode(256)); // bytes handed over later: the asynchronous path
+  }
+
+  installSnapshot(snapshot: Snapshot): void {
+    const { appliedIndex, digest } = SimApp.decode(snapshot.data);
+    this.app.appliedIndex = appliedIndex;
+    this.app.digest = digest;
+    if (this.checker.appliedEntry(appliedIndex) !== undefined)
+      this.checker.observeSnapshotInstalled(this.id, appliedIndex, digest);
+  }
+}
+
+interface Process {
+  node: RaftNode;
+  clock: ProcessClock;
+  transport: SimTransport;
+  storage: ProcessStorage;
+  machine: SimMachine;
+}
+
+export class DriverSimulation {
+  readonly checker = new SafetyChecker();
+  step = 0;
+  private readonly random: Xoshiro128;
+  private readonly network: SimNetwork;
+  private readonly time = { nowMs: 1_000_000 };
+  private readonly ids: NodeId[];
+  private readonly disks = new Map<NodeId, SimStorage>();
+  private readonly processes = new Map<NodeId, Process>();
+  private readonly failures: string[] = [];
+  private readonly trace: (line: string) => void;
+  private readonly writeLatencyMax: number;
+  private readonly stats = { terms: 0, appliedMax: 0, crashes: 0, readsChecked: 0, proposals: 0 };
+  private readonly leaders = new Map<number, NodeId>();
+  private proposalCounter = 0;
+
+  constructor(private readonly options: DriverSimOptions) {
+    this.random = new Xoshiro128(options.seed);
+    this.trace = options.trace ?? (() => {});
+    const voters = 1 + this.random.intBelow(5);
+    this.ids = Array.from({ length: voters }, (_, i) => `n${i + 1}`);
+    this.writeLatencyMax = this.random.intBelow(4);
+    this.network = new SimNetwork(new Xoshiro128(this.random.nextUint32()), {
+      dropRate: this.random.nextFloat() * 0.1,
+      duplicateRate: this.random.nextFloat() * 0.03,
+      delayMax: this.random.intBelow(4),
+      holdRate: this.random.chance(0.5) ? this.random.nextFloat() * 0.2 : 0,
+      longDelayMax: electionTicks * (1 + this.random.intBelow(3)),
+    });
+    for (const id of this.ids) this.disks.set(id, new SimStorage(undefined, this.random.intBelow(10)));
+    this.trace(`seed ${options.seed}: ${voters} voters, write latency <= ${this.writeLatencyMax} steps`);
+  }
+
+  writeLatency(): number {
+    return this.random.intBelow(this.writeLatencyMax + 1);
+  }
+
+  send(message: Message): void {
+    this.network.send(message, this.step);
+  }
+
+  reachable(from: NodeId, to: NodeId): boolean {
+    return this.processes.has(to) && this.network.connected(from, to);
+  }
+
+  async run(): Promise<DriverSimResult> {
+    try {
+      for (const id of this.ids) await this.startProcess(id);
+      for (let i = 0; i < this.options.steps; i++) {
+        this.injectFaults();
+        await this.advance();
+      }
+      await this.checkLiveness();
+      if (this.failures.length > 0) throw new SafetyViolation(this.failures[0]);
+      return this.result(true);
+    } catch (error) {
+      const failure = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      return this.result(false, `step ${this.step}: ${failure}`);
+    } finally {
+      for (const id of [...this.processes.keys()]) this.crash(id, false);
+    }
+  }
+
+  private result(ok: boolean, failure?: string): DriverSimResult {
+    this.stats.appliedMax = this.checker.appliedMax;
+    const result: DriverSimResult = { seed: this.options.seed, ok, stats: { ...this.stats } };
+    if (failure !== undefined) result.failure = failure;
+    return result;
+  }
+
+  private async startProcess(id: NodeId): Promise<void> {
+    const disk = this.disks.get(id);
+    if (disk === undefined || this.processes.has(id)) return;
+    const clock = new ProcessClock(this.time);
+    const storage = new ProcessStorage(disk, this, id);
+    const machine = new SimMachine(id, this.checker);
+    const built: { transport: SimTransport | null } = { transport: null };
+    const nonce = new Uint8Array(8).map(() => this.random.intBelow(256));
+    const node = new RaftNode({
+      id,
+      voters: this.ids,
+      storage,
+      stateMachine: machine,
+      transport: { secret: "driver simulation secret", peers: {} },
+      tickMs,
+      electionTicks,
+      heartbeatTicks: 1 + this.random.intBelow(2),
+      snapshotEntries: 5 + this.random.intBelow(40),
+      requestTimeoutMs: 200 * tickMs,
+      raft: {
+        random: new Xoshiro128(this.random.nextUint32()),
+        maxSizePerMsgBytes: 16 + this.random.intBelow(256),
+        maxSnapshotChunkBytes: 64 + this.random.intBelow(256),
+        maxInflightMsgs: 1 + this.random.intBelow(8),
+      },
+      readContextNonce: nonce,
+      clock,
+      transportFactory: (options) => {
+        built.transport = new SimTransport(id, this, (message) => options.onMessage(message));
+        return built.transport;
+      },
+      onFatal: (error) =>
+        this.failures.push(`${id} stopped on a fatal error: ${error instanceof Error ? error.stack : String(error)}`),
+    });
+    const transport = built.transport;
+    if (transport === null) throw new Error("RaftNode built no transport");
+    this.processes.set(id, { node, clock, transport, storage, machine });
+    await node.start();
+    this.trace(`step ${this.step}: start ${id}`);
+  }
+
+  /** Power loss: timers, the inbox, writes in flight and everything unsynced are gone; the node is not stopped. */
+  private crash(id: NodeId, loseUnsynced = true): void {
+    const process = this.processes.get(id);
+    if (process === undefined) return;
+    this.processes.delete(id);
+    process.clock.clear();
+    process.transport.closed = true;
+    process.storage.abandon();
+    if (loseUnsynced) process.storage.durable.crash();
+  }
+
+  private async advance(): Promise<void> {
+    this.step++;
+    this.time.nowMs += tickMs;
+    const isUp = (id: NodeId) => this.processes.has(id);
+    for (const message of this.network.deliverDue(this.step, isUp)) {
+      const process = this.processes.get(message.to);
+      if (process !== undefined && !process.transport.closed) process.transport.onMessage(message);
+    }
+    for (const process of this.processes.values()) {
+      if (this.random.chance(0.95)) process.clock.fireDue();
+      process.storage.completeDue(this.step);
+    }
+    // Let every loop run until it waits for a write, a message or a tick (no real I/O is pending).
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    this.observeLeaders();
+    if (this.failures.length > 0) throw new SafetyViolation(this.failures[0]);
+  }
+
+  private observeLeaders(): void {
+    for (const [id, process] of this.processes) {
+      const status = process.node.status();
+      if (status.role !== "leader") continue;
+      this.checker.observeLeader(id, status.term, process.storage.durable);
+      if (this.leaders.get(status.term) !== id) {
+        this.leaders.set(status.term, id);
+        this.stats.terms++;
+        this.trace(`step ${this.step}: ${id} leads term ${status.term}`);
+      }
+    }
+  }
+
+  private leader(): Process | null {
+    let best: Process | null = null;
+    let bestTerm = -1;
+    for (const process of this.processes.values()) {
+      const status = process.node.status();
+      if (status.role === "leader" && status.term > bestTerm) {
+        best = process;
+        bestTerm = status.term;
+      }
+    }
+    return best;
+  }
+
+  private injectFaults(): void {
+    if (this.random.chance(0.3)) this.propose();
+    if (this.random.chance(0.05)) this.read();
+    if (this.random.chance(0.01)) {
+      const victim = this.pick([...this.processes.keys()]);
+      if (victim !== undefined) {
+        this.crash(victim);
+        this.stats.crashes++;
+        this.trace(`step ${this.step}: crash ${victim}`);
+      }
+    }
+    if (this.random.chance(0.04)) {
+      const down = this.pick(this.ids.filter((id) => !this.processes.has(id)));
+      if (down !== undefined) void this.startProcess(down);
+    }
+    if (this.random.chance(0.01)) {
+      const groups = new Map(this.ids.map((id) => [id, this.random.intBelow(2)] as const));
+      this.network.partition(groups);
+      this.trace(`step ${this.step}: partition ${JSON.stringify([...groups])}`);
+    }
+    if (this.network.isPartitioned() && this.random.chance(0.03)) this.network.heal();
+  }
+
+  private pick<T>(items: readonly T[]): T | undefined {
+    return items.length === 0 ? undefined : items[this.random.intBelow(items.length)];
+  }
+
+  private propose(): void {
+    const leader = this.leader();
+    if (leader === null) return;
+    const counter = ++this.proposalCounter;
+    const data = new Uint8Array([counter & 0xff, (counter >> 8) & 0xff, (counter >> 16) & 0xff, 1]);
+    this.stats.proposals++;
+    leader.node.propose(data).catch((error: unknown) => this.expectOperatingError(error));
+  }
+
+  /** A read that resolves must see every write applied anywhere before it began. */
+  private read(): void {
+    const process = this.pick([...this.processes.values()]);
+    if (process === undefined) return;
+    const appliedMaxAtStart = this.checker.appliedMax;
+    process.node.readIndex().then(
+      () => {
+        if (!process.transport.closed) {
+          this.stats.readsChecked++;
+          const applied = process.node.status().applied;
+          if (applied < appliedMaxAtStart)
+            this.failures.push(`linearizable read: applied ${applied} < ${appliedMaxAtStart} applied before the read`);
+        }
+      },
+      (error: unknown) => this.expectOperatingError(error),
+    );
+  }
+
+  private expectOperatingError(error: unknown): void {
+    if (!(error instanceof RaftNodeError) && !(error instanceof RaftError))
+      this.failures.push(`a request failed with a bug: ${error instanceof Error ? error.stack : String(error)}`);
+  }
+
+  /** After healing, a leader must commit a new proposal and every member must apply it. */
+  private async checkLiveness(): Promise<void> {
+    this.network.heal();
+    this.network.faults = { dropRate: 0, duplicateRate: 0, delayMax: 1 };
+    for (const id of this.ids) if (!this.processes.has(id)) await this.startProcess(id);
+    const bound = 100 * electionTicks;
+    let committed: number | null = null;
+    let proposing = false;
+    for (let i = 0; i < bound; i++) {
+      await this.advance();
+      const leader = this.leader();
+      if (committed === null && leader !== null && !proposing) {
+        proposing = true;
+        leader.node.propose(new Uint8Array([0xff, 0xff, 0xff, 2])).then(
+          ({ index }) => void (committed = index),
+          () => void (proposing = false),
+        );
+      }
+      const target = committed;
+      if (target !== null && [...this.processes.values()].every((p) => p.node.status().applied >= target)) return;
+    }
+    throw new SafetyViolation(`liveness: no new proposal committed and applied everywhere within ${bound} steps`);
+  }
+}
+
+export function runDriverSimulation(options: DriverSimOptions): Promise<DriverSimResult> {
+  return new DriverSimulation(options).run();
+}
