@@ -7,6 +7,8 @@ export {
   limiterBucketsPerWindowDefault,
   limiterBucketsPerWindowMax,
   limiterChecksPerCallMax,
+  limiterCountersPerNamespaceMax,
+  limiterCountersPerOwnerMax,
   limiterEntriesMax,
   permissionQueryDepthMax,
   permissionQueryNodesMax,
@@ -22,6 +24,7 @@ export { WildcardOverrideIndex } from "./overrides/wildcard-index.js";
 export type { CreditSpend, Refill } from "./credits/ledger.js";
 export { applyRefill, latestRefillAtOrBefore, refillDueBetween, spendCredits } from "./credits/ledger.js";
 export type {
+  EvictedCounter,
   LimitCheck,
   LimitOutcome,
   LimitResult,

@@ -23,7 +23,9 @@ export interface Harness {
   rootKeyWith(permissions: string[]): Promise<string>;
 }
 
-export async function harness(options: { bodyLimitBytes?: number } = {}): Promise<Harness> {
+export async function harness(
+  options: { bodyLimitBytes?: number; limiter?: SlidingWindowLimiter } = {},
+): Promise<Harness> {
   const machine = keyStateMachine();
   const log = new MemoryCommandLog<KeyCommand, CommandOutcome>(machine);
   const clock = { nowMs: Date.UTC(2026, 0, 10, 12) };
@@ -33,7 +35,7 @@ export async function harness(options: { bodyLimitBytes?: number } = {}): Promis
     logger: pino({ level: "silent" }),
     state: machine.state,
     commandLog: log,
-    limiter: new SlidingWindowLimiter(),
+    limiter: options.limiter ?? new SlidingWindowLimiter(),
     counterDurability: volatileCounterDurability,
     nowMs,
     randomBytes,

@@ -6,7 +6,8 @@ import { spendCredits } from "../credits/ledger.js";
 import { creditsAt } from "../keystate/credits-view.js";
 import { keyDerived, verifyLimitKey } from "../keystate/derived.js";
 import type { KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
-import type { LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
+import { limiterCountersPerOwnerMax } from "../limits.js";
+import type { EvictedCounter, LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
 import type {
   RateLimitJudge,
@@ -18,6 +19,7 @@ import type {
 } from "./types.js";
 
 const noTouched: readonly TouchedBucket[] = Object.freeze([]);
+const noEvicted: readonly EvictedCounter[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 function notFound(requestId: string): VerifyDecision {
@@ -43,6 +45,7 @@ function notFound(requestId: string): VerifyDecision {
     key: undefined,
     derived: undefined,
     touched: noTouched,
+    evicted: noEvicted,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
     permissionMessage: undefined,
@@ -92,6 +95,7 @@ function decided(
     key,
     derived,
     touched,
+    evicted: noEvicted,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
     permissionMessage: undefined,
@@ -136,6 +140,12 @@ function resolveLimits(
         durationMs: entry.duration,
         cost,
       };
+      // A counter the caller names itself is bounded per owner (least recently used evicted),
+      // unless it is a configured one (same name and window), which is never evicted while live.
+      if (derived.configuredLimits.get(entry.name)?.durationMs !== entry.duration) {
+        check.group = `v:${derived.limitOwnerId}`;
+        check.groupEntriesMax = limiterCountersPerOwnerMax;
+      }
     } else {
       const configured = derived.configuredLimits.get(entry.name);
       if (configured === undefined) return unknownLimitMessage(state, key, entry.name);
@@ -220,9 +230,11 @@ export function decideVerification(
   const limits = resolveLimits(state, key, derived, request);
   if (typeof limits === "string") return { kind: "badRequest", message: limits };
   let touched = noTouched;
+  let evicted = noEvicted;
   let ratelimit: VerifyResult["ratelimit"];
   if (limits.checks.length > 0) {
     const judged = limiter.limit(limits.checks, nowMs);
+    if (judged.evicted.length > 0) evicted = judged.evicted;
     ratelimit = ratelimitField(judged, limits.names);
     if (!judged.success) {
       const result = keyResult(state, key, derived, "RATE_LIMITED", request.requestId);
@@ -233,7 +245,9 @@ export function decideVerification(
     }
     touched = judged.touched;
   }
-  return decideCredits(state, key, derived, request, nowMs, ratelimit, touched);
+  const decision = decideCredits(state, key, derived, request, nowMs, ratelimit, touched);
+  decision.evicted = evicted;
+  return decision;
 }
 
 /** Step 10 (keyraft decision 2): a cost above the balance is USAGE_EXCEEDED and deducts nothing. */

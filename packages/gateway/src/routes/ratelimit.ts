@@ -1,7 +1,7 @@
 // ratelimits.limit: one sliding-window limit (decision 3), with the namespace's override applied
 // (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
 
-import { resolveOverride, ROOT_PERMISSION } from "@keyraft/core";
+import { limiterCountersPerNamespaceMax, resolveOverride, ROOT_PERMISSION, type LimitCheck } from "@keyraft/core";
 import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
@@ -46,11 +46,14 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     const override = resolveOverride(deps.state, namespaceId, body.identifier);
     const limit = override?.limit ?? body.limit;
     const durationMs = override?.durationMs ?? body.duration;
-    const check = {
+    // Identifiers are the caller's to choose: their counters are bounded per namespace.
+    const check: LimitCheck = {
       key: namespaceLimitKey(namespaceId, body.identifier, limit, durationMs),
       limit,
       durationMs,
       cost: body.cost ?? 1,
+      group: `n:${namespaceId}`,
+      groupEntriesMax: limiterCountersPerNamespaceMax,
     };
     // In a cluster: judged by the node serving the identifier (async: here, reconciled in the background).
     const isAsync = override?.async ?? body.async ?? false;

@@ -131,6 +131,7 @@ export function registerVerifyRoute(app: FastifyInstance, ctx: GatewayContext): 
       nowMs,
     );
     if (decision.kind === "badRequest") throw badRequest(decision.message);
+    if (decision.evicted.length > 0) ctx.deps.counterDurability.forget?.(decision.evicted);
     if (decision.triggeredRatelimit !== undefined) reply.header(triggeredHeader, decision.triggeredRatelimit);
     const cover = decision.touched.length === 0 ? null : coverTouched(ctx, decision);
     if (decision.creditSpend === undefined && cover === null) {
