@@ -23,6 +23,8 @@ export interface ConnectionHooks {
   readonly secret: Uint8Array;
   readonly logger: Logger;
   readonly handshakeTimeoutMs: number;
+  /** Handshake deadline of an accepted (not yet authenticated) connection: short, as it costs a slot. */
+  readonly acceptHandshakeTimeoutMs: number;
   isKnownPeer(id: NodeId): boolean;
   onAuthenticated(connection: Connection): void;
   onData(connection: Connection, frame: Uint8Array): void;
@@ -54,7 +56,7 @@ export class Connection {
     this.step = role === "dialer" ? "awaitChallenge" : "awaitHello";
     this.handshakeTimer = setTimeout(
       () => this.refuse(closeCodes.handshakeTimeout, "handshake timeout", false),
-      hooks.handshakeTimeoutMs,
+      role === "acceptor" ? hooks.acceptHandshakeTimeoutMs : hooks.handshakeTimeoutMs,
     );
     socket.on("message", (data, isBinary) => this.onFrame(data, isBinary));
     socket.on("close", (code) => this.onClose(code));

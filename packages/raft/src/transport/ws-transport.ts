@@ -11,6 +11,8 @@ import { silentLogger, type Logger } from "../logger.js";
 import { backoffDelayMs } from "./backoff.js";
 import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
 import { Connection, type ConnectionHooks } from "./connection.js";
+import { handshakeBytesMax } from "./handshake.js";
+import { setFrameBytesMax } from "./payload-limit.js";
 import { SendQueue } from "./send-queue.js";
 import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
 
@@ -28,9 +30,18 @@ export interface WsTransportLimits {
   socketBufferedBytesMax: number;
   /** Peers in the address book. Default 64. */
   peersMax: number;
-  /** Connections allowed to be mid-handshake at once; more are refused (busy). Default 64. */
+  /**
+   * Accepted connections allowed to be mid-handshake at once. When full, the oldest pending one
+   * is dropped for the newcomer (a real peer's handshake takes one round trip, so idle
+   * connections cannot hold the slots against it). Default 64.
+   */
   handshakesPendingMax: number;
+  /** Accepted connections mid-handshake from one remote address; more are refused (busy). Default 4. */
+  handshakesPendingPerAddressMax: number;
+  /** Dialed connections: time to complete the handshake. Default 5000. */
   handshakeTimeoutMs: number;
+  /** Accepted connections: time to complete the handshake, else dropped. Default 1000. */
+  acceptHandshakeTimeoutMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
   /** Keepalive: a connection that does not answer a ping within this interval is dropped. 0 = off. Default 5000. */
@@ -45,7 +56,9 @@ export const defaultTransportLimits: WsTransportLimits = {
   socketBufferedBytesMax: 8 << 20,
   peersMax: 64,
   handshakesPendingMax: 64,
+  handshakesPendingPerAddressMax: 4,
   handshakeTimeoutMs: 5000,
+  acceptHandshakeTimeoutMs: 1000,
   backoffBaseMs: 50,
   backoffMaxMs: 2000,
   pingIntervalMs: 5000,
@@ -86,8 +99,9 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   private readonly peers = new Map<NodeId, Peer>();
   private readonly hooks: ConnectionHooks;
   private server: WebSocketServer | null = null;
+  /** Accepted connections not yet authenticated, oldest first. */
   private readonly inbound = new Set<Connection>();
-  private handshakesPending = 0;
+  private readonly pendingByAddress = new Map<string, number>();
   private flushScheduled = false;
   private flushRetry: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
@@ -117,7 +131,9 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     const server = new WebSocketServer({
       host: this.options.host ?? "127.0.0.1",
       port: this.options.port ?? 0,
-      maxPayload: this.limits.frameBytesMax,
+      // Before authentication only handshake frames are valid: ws refuses a larger frame from its
+      // header (1009), before buffering it. Raised to frameBytesMax once the peer is authenticated.
+      maxPayload: handshakeBytesMax,
       perMessageDeflate: false,
     });
     this.server = server;
@@ -244,6 +260,7 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       secret: this.secret,
       logger: this.logger,
       handshakeTimeoutMs: this.limits.handshakeTimeoutMs,
+      acceptHandshakeTimeoutMs: this.limits.acceptHandshakeTimeoutMs,
       isKnownPeer: (id) => this.peers.has(id),
       onAuthenticated: (connection) => this.adopt(connection),
       onData: (connection, frame) => this.receive(connection, frame),
@@ -256,18 +273,42 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private accept(socket: WebSocket, remoteAddress: string): void {
-    if (this.closing || this.handshakesPending >= this.limits.handshakesPendingMax) {
+    const fromAddress = this.pendingByAddress.get(remoteAddress) ?? 0;
+    if (this.closing || fromAddress >= this.limits.handshakesPendingPerAddressMax) {
       this.counters.refusedConnections++;
       this.logger.warn(
-        { remoteAddress, pending: this.handshakesPending },
-        "raft transport: too many pending handshakes, refused",
+        { remoteAddress, pending: fromAddress },
+        "raft transport: too many pending handshakes from this address, refused",
       );
       socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
       return;
     }
-    this.handshakesPending++;
+    if (this.inbound.size >= this.limits.handshakesPendingMax) {
+      // Full: the oldest pending connection makes room (a peer completes its handshake in one
+      // round trip; a connection idling in a slot must not keep the peer out).
+      const oldest = this.inbound.values().next().value!;
+      this.counters.refusedConnections++;
+      this.logger.warn(
+        { remoteAddress: oldest.remoteAddress, pending: this.inbound.size },
+        "raft transport: too many pending handshakes, dropped the oldest",
+      );
+      this.forgetPending(oldest);
+      oldest.close(closeCodes.busy, "busy");
+    }
+    this.pendingByAddress.set(remoteAddress, fromAddress + 1);
     const connection = new Connection(socket, "acceptor", this.hooks, remoteAddress);
     this.inbound.add(connection);
+    assert(this.inbound.size <= this.limits.handshakesPendingMax, "transport: pending handshakes within bound");
+  }
+
+  /** Removes an accepted connection from the pending handshakes (authenticated or closed); false if it was not pending. */
+  private forgetPending(connection: Connection): boolean {
+    if (!this.inbound.delete(connection)) return false;
+    const count = this.pendingByAddress.get(connection.remoteAddress) ?? 0;
+    assert(count >= 1, "transport: a pending connection is counted under its address");
+    if (count === 1) this.pendingByAddress.delete(connection.remoteAddress);
+    else this.pendingByAddress.set(connection.remoteAddress, count - 1);
+    return true;
   }
 
   private maybeDial(peer: Peer): void {
@@ -314,8 +355,8 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   /** Keeps one connection per peer: the one dialed by the lower id; between equals, the newer. */
   private adopt(connection: Connection): void {
     if (connection.role === "acceptor") {
-      this.inbound.delete(connection);
-      this.handshakesPending--;
+      this.forgetPending(connection);
+      setFrameBytesMax(connection.socket, this.limits.frameBytesMax);
     }
     const peer = this.peers.get(connection.peerId);
     if (peer === undefined || this.closing) return connection.close(closeCodes.peerRemoved, "peer removed");
@@ -343,7 +384,7 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private onConnectionClosed(connection: Connection, code: number): void {
-    if (this.inbound.delete(connection)) this.handshakesPending--;
+    this.forgetPending(connection);
     const peer = this.peers.get(connection.peerId);
     if (peer === undefined) return;
     if (peer.dialing === connection) {
