@@ -176,7 +176,13 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
         () => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }),
         logger,
       );
-      logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
+      if (root.ignored !== null) {
+        // Bootstrapped once; since then the API governs it (state/bootstrap.ts).
+        logger.warn(
+          { rootKeyId: root.keyId === "" ? undefined : root.keyId, reason: root.ignored },
+          "KEYRAFT_ROOT_KEY was revoked or deleted through the API and stays so; remove it from the environment",
+        );
+      } else logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
     } else {
       const generation = generateRootKey(cluster, machine.state, commandLog, {
         nowMs,

@@ -46,6 +46,12 @@ export function resolveIdentity(
   nowMs: number,
 ): { identityId: string; create: IdentityRecord | null } | CommandError {
   const existing = state.identityIdByExternalId.get(link.externalId);
+  if (existing !== undefined && link.mayLinkExisting === false) {
+    return commandError(
+      "INSUFFICIENT_PERMISSIONS",
+      `linking a key to the existing identity ${existing} needs identity.*.update_identity or identity.${existing}.update_identity`,
+    );
+  }
   if (existing !== undefined) return { identityId: existing, create: null };
   if (state.identities.has(link.newIdentityId))
     return commandError("CONFLICT", `identity ${link.newIdentityId} already exists`);

@@ -6,7 +6,10 @@ import {
   evaluatePermissionQuery,
   ROOT_API_ID,
   ROOT_PERMISSION,
+  type LimitCheck,
+  type LimitResult,
   type PermissionQuery,
+  type RateLimitJudge,
 } from "@keyraft/core";
 import type { FastifyRequest } from "fastify";
 import type { GatewayContext } from "../context.js";
@@ -18,6 +21,16 @@ export interface RootAuth {
   /** Permission slugs the root key holds (direct and via roles). */
   slugs: ReadonlySet<string>;
   permissions: readonly string[];
+}
+
+/** A judge that reports what the limiter would answer and changes nothing. */
+function peekOnly(limiter: GatewayContext["deps"]["limiter"]): RateLimitJudge {
+  return {
+    limit(checks: readonly LimitCheck[], nowMs: number): LimitResult {
+      const outcomes = limiter.peek(checks, nowMs);
+      return { success: outcomes.every((o) => o.success), outcomes, touched: [], judgedAtMs: nowMs, evicted: [] };
+    },
+  };
 }
 
 function bearerToken(request: FastifyRequest): string {
@@ -39,10 +52,16 @@ export async function authenticate(
   if (token === "") throw unauthorized("key required");
   const { deps } = ctx;
   const nowMs = deps.nowMs();
+  const hash = hashKey(token);
+  // A key of another api is answered "root key required" after the same checks, but judged
+  // without spending: its limits are only read and no credit is taken (a tenant's key used by
+  // mistake, or by someone probing, costs its owner nothing).
+  const keyId = deps.state.keyIdByHash.get(hash);
+  const isRootKey = keyId !== undefined && deps.state.keys.get(keyId)?.apiId === ROOT_API_ID;
   const decision = decideVerification(
     deps.state,
-    deps.limiter,
-    { requestId: request.id, hash: hashKey(token), creditCost: 1, parsedPermissions: query },
+    isRootKey ? deps.limiter : peekOnly(deps.limiter),
+    { requestId: request.id, hash, creditCost: isRootKey ? 1 : 0, parsedPermissions: query },
     nowMs,
   );
   if (decision.kind === "badRequest") throw new V1Error("BAD_REQUEST", decision.message);
@@ -100,11 +119,11 @@ export function requirePermission(
   if (!evaluation.valid) throw new V1Error(code, evaluation.message);
 }
 
-/** Keys of the root api are root keys: only a caller holding `*` may create or change them. */
+/** Keys of the root api are root keys: only a caller holding `*` may create, change or see them. */
 export function requireRootAdmin(auth: RootAuth, apiId: string): void {
   if (apiId === ROOT_API_ID && !auth.slugs.has(ROOT_PERMISSION)) {
     throw insufficientPermissions(
-      `only a root key holding '${ROOT_PERMISSION}' may create or change keys of ${ROOT_API_ID}`,
+      `only a root key holding '${ROOT_PERMISSION}' may create, change or read keys of ${ROOT_API_ID}`,
     );
   }
 }

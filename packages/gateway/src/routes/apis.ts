@@ -3,7 +3,7 @@
 import { keyDerived, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
 import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
+import { anyOf, authenticate, requireRootAdmin } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { notFound, recoverableUnsupported } from "../errors.js";
 import {
@@ -109,8 +109,9 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
         externalId?: string;
         decrypt?: boolean | null;
       };
-      await authenticate(ctx, request, readKeysQuery(query.apiId));
+      const auth = await authenticate(ctx, request, readKeysQuery(query.apiId));
       if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
+      requireRootAdmin(auth, query.apiId);
       if (query.decrypt === true) throw recoverableUnsupported();
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
@@ -146,8 +147,9 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     async (request, reply) => {
       const { apiId } = request.params as { apiId: string };
       const query = request.query as { limit: number; offset: number; ownerId?: string };
-      await authenticate(ctx, request, readKeysQuery(apiId));
+      const auth = await authenticate(ctx, request, readKeysQuery(apiId));
       if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
+      requireRootAdmin(auth, apiId);
       const all = apiKeys(deps.state, apiId, { ownerId: query.ownerId });
       const nowMs = deps.nowMs();
       const keys = all.slice(query.offset, query.offset + query.limit).map((key) => listedKey(deps.state, key, nowMs));
@@ -160,7 +162,12 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     { schema: { body: deleteKeysBody, response: deleteKeysResponse } },
     async (request, reply) => {
       const body = request.body as { apiId: string; permanent?: boolean };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
+      const auth = await authenticate(
+        ctx,
+        request,
+        anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`),
+      );
+      requireRootAdmin(auth, body.apiId);
       const outcome = await ctx.submit({ type: "deleteKeys", apiId: body.apiId });
       return reply.header(requestIdHeader, request.id).send({ deletedKeys: outcome.count ?? 0 });
     },

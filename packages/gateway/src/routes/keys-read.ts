@@ -5,7 +5,7 @@ import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@k
 import type { FastifyInstance } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { hashKey } from "../auth/hash.js";
-import { anyOf, authenticate, holdsAny } from "../auth/root-key.js";
+import { anyOf, authenticate, holdsAny, requireRootAdmin } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
 import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
@@ -72,6 +72,7 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
         request,
         anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
       );
+      requireRootAdmin(auth, key.apiId);
       // The permission rule first (as upstream), then: keyraft stores no recoverable copies (decision 10).
       if (query.decrypt === true) {
         if (!holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
@@ -88,7 +89,12 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
     const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
     const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
     if (key === undefined) throw notFound("Key not found");
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
+    const auth = await authenticate(
+      ctx,
+      request,
+      anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
+    );
+    requireRootAdmin(auth, key.apiId);
     const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
     const remaining = keyCreditsAt(key, deps.nowMs());
     return reply.header(requestIdHeader, request.id).send({

@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { hashKey } from "../auth/hash.js";
 import { planCreation, planReplacement, type RefItem } from "../auth/rbac-plan.js";
+import { identityLink } from "../auth/identity-link.js";
 import { anyOf, authenticate, requirePermission, requireRootAdmin } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { badRequest, notFound, recoverableUnsupported } from "../errors.js";
@@ -111,7 +112,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       start: keyStart(secret, body.prefix),
       name: body.name ?? null,
       ownerId: externalId ?? null,
-      identity: externalId === undefined ? null : { externalId, newIdentityId: ctx.ids.next("id") },
+      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, ctx.ids.next("id")),
       meta: body.meta ?? null,
       expiresAtMs: body.expires ?? null,
       remaining: body.remaining ?? null,
@@ -170,7 +171,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       if (body.name !== undefined) command.name = body.name;
       const externalId = body.externalId !== undefined ? body.externalId : body.ownerId;
       if (externalId !== undefined) {
-        command.identity = externalId === null ? null : { externalId, newIdentityId: ctx.ids.next("id") };
+        command.identity = externalId === null ? null : identityLink(deps.state, auth, externalId, ctx.ids.next("id"));
       }
       if (body.meta !== undefined) command.meta = body.meta;
       if (body.expires !== undefined) command.expiresAtMs = body.expires;

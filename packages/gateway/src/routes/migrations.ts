@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { hashKey } from "../auth/hash.js";
 import { planCreation } from "../auth/rbac-plan.js";
+import { identityLink } from "../auth/identity-link.js";
 import { anyOf, authenticate, requireRootAdmin, type RootAuth } from "../auth/root-key.js";
 import type { GatewayContext } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
@@ -94,7 +95,7 @@ async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: re
       start,
       name: key.name ?? null,
       ownerId: externalId ?? null,
-      identity: externalId === undefined ? null : { externalId, newIdentityId: ctx.ids.next("id") },
+      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, ctx.ids.next("id")),
       meta: key.meta ?? null,
       expiresAtMs: key.expires ?? null,
       remaining: key.remaining ?? null,

@@ -5,6 +5,7 @@ import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord 
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { requestIdHeader } from "../app.js";
 import { anyOf, authenticate } from "../auth/root-key.js";
+import { isRootAdmin, requireRootScopeAdmin, rootScope } from "../auth/root-scope.js";
 import type { GatewayContext } from "../context.js";
 import { badRequest, notFound } from "../errors.js";
 import {
@@ -77,9 +78,11 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     { schema: { querystring: getPermissionQuery, response: getPermissionResponse } },
     async (request, reply) => {
       const query = request.query as { permissionId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
       const permission = deps.state.permissions.get(query.permissionId);
-      if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
+      // What root keys use is not a tenant's to see (auth/root-scope.ts).
+      const hidden = !isRootAdmin(auth) && rootScope(deps.state).permissionIds.has(query.permissionId);
+      if (permission === undefined || hidden) throw notFound(`permission ${query.permissionId} not found`);
       return send(reply, request.id, permissionView(permission));
     },
   );
@@ -88,8 +91,10 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.listPermissions",
     { schema: { response: listPermissionsResponse } },
     async (request, reply) => {
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
-      return send(reply, request.id, [...deps.state.permissions.values()].sort(byId).map(permissionView));
+      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const hidden = isRootAdmin(auth) ? new Set<string>() : rootScope(deps.state).permissionIds;
+      const visible = [...deps.state.permissions.values()].filter((permission) => !hidden.has(permission.id));
+      return send(reply, request.id, visible.sort(byId).map(permissionView));
     },
   );
 
@@ -98,7 +103,9 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     { schema: { body: deletePermissionBody, response: rbacEmptyResponse } },
     async (request, reply) => {
       const body = request.body as { permissionId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      if (rootScope(deps.state).permissionIds.has(body.permissionId))
+        requireRootScopeAdmin(auth, `permission ${body.permissionId}`);
       await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
       return send(reply, request.id, {});
     },
@@ -132,19 +139,22 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     { schema: { querystring: getRoleQuery, response: getRoleResponse } },
     async (request, reply) => {
       const query = request.query as { roleId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
       const role = deps.state.roles.get(query.roleId);
-      if (role === undefined) throw notFound(`role ${query.roleId} not found`);
+      const hidden = !isRootAdmin(auth) && rootScope(deps.state).roleIds.has(query.roleId);
+      if (role === undefined || hidden) throw notFound(`role ${query.roleId} not found`);
       return send(reply, request.id, roleView(deps.state, role));
     },
   );
 
   app.get("/v1/permissions.listRoles", { schema: { response: listRolesResponse } }, async (request, reply) => {
-    await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    const hidden = isRootAdmin(auth) ? new Set<string>() : rootScope(deps.state).roleIds;
+    const visible = [...deps.state.roles.values()].filter((role) => !hidden.has(role.id));
     return send(
       reply,
       request.id,
-      [...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)),
+      visible.sort(byId).map((role) => roleView(deps.state, role)),
     );
   });
 
@@ -153,7 +163,8 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     { schema: { body: deleteRoleBody, response: rbacEmptyResponse } },
     async (request, reply) => {
       const body = request.body as { roleId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      if (rootScope(deps.state).roleIds.has(body.roleId)) requireRootScopeAdmin(auth, `role ${body.roleId}`);
       await ctx.submit({ type: "deleteRole", roleId: body.roleId });
       return send(reply, request.id, {});
     },
