@@ -48,7 +48,7 @@ export type { MemoryStorageOptions } from "./storage/memory-storage.js";
 export { LevelStorage } from "./storage/level-storage.js";
 export type { LevelStorageOptions } from "./storage/level-storage.js";
 export { WsTransport, defaultTransportLimits } from "./transport/ws-transport.js";
-export type { WsTransportOptions, WsTransportLimits } from "./transport/ws-transport.js";
+export type { TransportTls, WsTransportOptions, WsTransportLimits } from "./transport/ws-transport.js";
 export type { Transport, TransportStats, PeerStats as TransportPeerStats, Addressed } from "./transport/transport.js";
 export { closeCodes } from "./transport/transport.js";
 export { RaftNode } from "./node.js";

@@ -13,6 +13,7 @@ import {
   newNonce,
   parseHandshake,
   protocolVersion,
+  secretFor,
   verifyProof,
   type HandshakeInput,
 } from "./handshake.js";
@@ -20,7 +21,10 @@ import { closeCodes } from "./transport.js";
 
 export interface ConnectionHooks {
   readonly selfId: NodeId;
-  readonly secret: Uint8Array;
+  /** The cluster secrets this node knows, the current one first (handshake.ts: rotation). */
+  readonly secrets: readonly Uint8Array[];
+  /** secretId of each of `secrets`, sent in the hello. */
+  readonly secretIds: readonly Uint8Array[];
   readonly logger: Logger;
   readonly handshakeTimeoutMs: number;
   /** Handshake deadline of an accepted (not yet authenticated) connection: short, as it costs a slot. */
@@ -42,6 +46,8 @@ export class Connection {
   private step: Step;
   private readonly ownNonce = newNonce();
   private peerNonce: Uint8Array = new Uint8Array(0);
+  /** The secret both sides use on this connection (chosen by the acceptor, found by the dialer). */
+  private secret: Uint8Array;
   private handshakeTimer: NodeJS.Timeout | null;
 
   constructor(
@@ -53,6 +59,7 @@ export class Connection {
   ) {
     assert(role === "acceptor" || expectedPeer !== "", "connection: a dialer must know whom it dials");
     this.peerId = expectedPeer;
+    this.secret = hooks.secrets[0]!;
     this.step = role === "dialer" ? "awaitChallenge" : "awaitHello";
     this.handshakeTimer = setTimeout(
       () => this.refuse(closeCodes.handshakeTimeout, "handshake timeout", false),
@@ -88,7 +95,14 @@ export class Connection {
 
   private sendHello(): void {
     this.socket.send(
-      encodeValue({ k: "hello", v: protocolVersion, from: this.hooks.selfId, to: this.peerId, nonce: this.ownNonce }),
+      encodeValue({
+        k: "hello",
+        v: protocolVersion,
+        from: this.hooks.selfId,
+        to: this.peerId,
+        nonce: this.ownNonce,
+        ids: this.hooks.secretIds,
+      }),
     );
   }
 
@@ -120,7 +134,8 @@ export class Connection {
       this.peerId = frame.from;
       if (!this.hooks.isKnownPeer(frame.from)) return this.refuse(closeCodes.unknownNode, "unknown node id", false);
       this.peerNonce = frame.nonce;
-      const proof = computeProof(this.hooks.secret, this.proofInput("acceptor"));
+      this.secret = secretFor(this.hooks.secrets, frame.ids);
+      const proof = computeProof(this.secret, this.proofInput("acceptor"));
       this.socket.send(encodeValue({ k: "challenge", from: this.hooks.selfId, nonce: this.ownNonce, proof }));
       this.step = "awaitProof";
       return;
@@ -129,14 +144,17 @@ export class Connection {
       if (frame.from !== this.peerId)
         return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
       this.peerNonce = frame.nonce;
-      if (!verifyProof(this.hooks.secret, this.proofInput("acceptor"), frame.proof)) {
+      const input = this.proofInput("acceptor");
+      const shared = this.hooks.secrets.find((secret) => verifyProof(secret, input, frame.proof));
+      if (shared === undefined) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
       }
-      this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.hooks.secret, this.proofInput("dialer")) }));
+      this.secret = shared;
+      this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.secret, this.proofInput("dialer")) }));
       return this.authenticated();
     }
     if (this.step === "awaitProof" && frame.k === "proof") {
-      if (!verifyProof(this.hooks.secret, this.proofInput("dialer"), frame.proof)) {
+      if (!verifyProof(this.secret, this.proofInput("dialer"), frame.proof)) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
       }
       return this.authenticated();

@@ -4,6 +4,8 @@
 // Outbound messages go to a bounded per-peer queue and are flushed once per event-loop turn,
 // many messages per frame. Lost peers are redialed with capped exponential backoff + jitter.
 
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { WebSocket, WebSocketServer } from "ws";
 import { assert } from "../core/assert.js";
 import type { NodeId } from "../core/types.js";
@@ -11,7 +13,7 @@ import { silentLogger, type Logger } from "../logger.js";
 import { backoffDelayMs } from "./backoff.js";
 import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
 import { Connection, type ConnectionHooks } from "./connection.js";
-import { handshakeBytesMax } from "./handshake.js";
+import { handshakeBytesMax, secretId, secretsMax } from "./handshake.js";
 import { setFrameBytesMax } from "./payload-limit.js";
 import { SendQueue } from "./send-queue.js";
 import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
@@ -64,10 +66,24 @@ export const defaultTransportLimits: WsTransportLimits = {
   pingIntervalMs: 5000,
 };
 
+/** Mutual TLS between nodes (PEM): each side presents `cert` and verifies the other's against `ca`. */
+export interface TransportTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  ca: string | Buffer;
+}
+
 export interface WsTransportOptions<M extends Addressed> {
   id: NodeId;
   /** The shared cluster secret (at least 16 bytes). Never sent, never logged. */
   secret: Uint8Array | string;
+  /**
+   * A secret accepted beside `secret` during a rotation (handshake.ts): nodes that know only it
+   * still connect. Never sent, never logged.
+   */
+  previousSecret?: Uint8Array | string;
+  /** TLS for every connection (wss://, the peers' addresses are dialed over TLS); absent: plain ws. */
+  tls?: TransportTls;
   /** Interface to listen on. Default "127.0.0.1". */
   host?: string;
   /** Port to listen on; 0 picks a free one. Default 0. */
@@ -94,11 +110,12 @@ interface Peer {
 
 export class WsTransport<M extends Addressed> implements Transport<M> {
   private readonly limits: WsTransportLimits;
-  private readonly secret: Uint8Array;
+  private readonly secrets: Uint8Array[];
   private readonly logger: Logger;
   private readonly peers = new Map<NodeId, Peer>();
   private readonly hooks: ConnectionHooks;
   private server: WebSocketServer | null = null;
+  private httpServer: HttpServer | null = null;
   /** Accepted connections not yet authenticated, oldest first. */
   private readonly inbound = new Set<Connection>();
   private readonly pendingByAddress = new Map<string, number>();
@@ -118,8 +135,13 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       this.limits.sendQueueBytesMax >= this.limits.messageBytesMax,
       "transport: sendQueueBytesMax must hold one message",
     );
-    this.secret = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret;
-    assert(this.secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
+    const bytes = (secret: Uint8Array | string) =>
+      typeof secret === "string" ? new TextEncoder().encode(secret) : secret;
+    this.secrets = [bytes(options.secret)];
+    if (options.previousSecret !== undefined) this.secrets.push(bytes(options.previousSecret));
+    assert(this.secrets.length <= secretsMax, "transport: at most secretsMax secrets");
+    for (const secret of this.secrets)
+      assert(secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
     this.logger = options.logger ?? silentLogger;
     // The address book may list every member, this node included (one config for the whole cluster).
     for (const [id, url] of Object.entries(options.peers ?? {})) if (id !== options.id) this.addPeer(id, url);
@@ -128,9 +150,34 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 
   async start(): Promise<{ port: number }> {
     assert(this.server === null, "transport: already started");
+    // The upgrade request (and, with TLS, the TLS handshake) must also arrive within the accept
+    // deadline: a slow client cannot hold a socket before the transport even sees it.
+    const serverOptions = {
+      headersTimeout: this.limits.acceptHandshakeTimeoutMs,
+      requestTimeout: this.limits.acceptHandshakeTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, this.limits.acceptHandshakeTimeoutMs),
+    };
+    const tls = this.options.tls;
+    const httpServer =
+      tls === undefined
+        ? createHttpServer(serverOptions)
+        : createHttpsServer({
+            ...serverOptions,
+            cert: tls.cert,
+            key: tls.key,
+            ca: tls.ca,
+            requestCert: true,
+            rejectUnauthorized: true,
+            handshakeTimeout: this.limits.acceptHandshakeTimeoutMs,
+          });
+    this.httpServer = httpServer;
+    // Only WebSocket upgrades are served; anything else is answered at once and closed.
+    httpServer.on("request", (_request, response) => response.writeHead(426, { connection: "close" }).end());
+    httpServer.on("tlsClientError", (error) =>
+      this.logger.debug({ err: error.message }, "raft transport: TLS handshake refused"),
+    );
     const server = new WebSocketServer({
-      host: this.options.host ?? "127.0.0.1",
-      port: this.options.port ?? 0,
+      server: httpServer,
       // Before authentication only handshake frames are valid: ws refuses a larger frame from its
       // header (1009), before buffering it. Raised to frameBytesMax once the peer is authenticated.
       maxPayload: handshakeBytesMax,
@@ -139,14 +186,15 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     this.server = server;
     server.on("connection", (socket, request) => this.accept(socket, request.socket.remoteAddress ?? "?"));
     await new Promise<void>((resolve, reject) => {
-      server.once("listening", resolve);
-      server.once("error", reject);
+      httpServer.once("listening", resolve);
+      httpServer.once("error", reject);
+      httpServer.listen(this.options.port ?? 0, this.options.host ?? "127.0.0.1");
     });
     server.on("error", (error) => this.logger.error({ err: error.message }, "raft transport: server error"));
     if (this.limits.pingIntervalMs > 0)
       this.pingTimer = setInterval(() => this.keepalive(), this.limits.pingIntervalMs);
     for (const peer of this.peers.values()) this.maybeDial(peer);
-    const address = server.address();
+    const address = httpServer.address();
     assert(typeof address === "object" && address !== null, "transport: server has no address");
     this.logger.info({ id: this.options.id, port: address.port }, "raft transport: listening");
     return { port: address.port };
@@ -252,12 +300,18 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     await Promise.all(sockets.map((socket) => closeSocket(socket)));
     const server = this.server;
     if (server !== null) await new Promise<void>((resolve) => server.close(() => resolve()));
+    const httpServer = this.httpServer;
+    if (httpServer !== null) {
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    }
   }
 
   private makeHooks(): ConnectionHooks {
     return {
       selfId: this.options.id,
-      secret: this.secret,
+      secrets: this.secrets,
+      secretIds: this.secrets.map(secretId),
       logger: this.logger,
       handshakeTimeoutMs: this.limits.handshakeTimeoutMs,
       acceptHandshakeTimeoutMs: this.limits.acceptHandshakeTimeoutMs,
@@ -320,7 +374,11 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       peer.redialTimer !== null
     )
       return;
-    const socket = new WebSocket(peer.url, {
+    const tls = this.options.tls;
+    // With TLS every peer is dialed over wss:// (the address book keeps ws:// addresses).
+    const url = tls === undefined ? peer.url : peer.url.replace(/^ws:\/\//, "wss://");
+    const socket = new WebSocket(url, {
+      ...(tls === undefined ? {} : { cert: tls.cert, key: tls.key, ca: tls.ca }),
       maxPayload: this.limits.frameBytesMax,
       perMessageDeflate: false,
       handshakeTimeout: this.limits.handshakeTimeoutMs,
