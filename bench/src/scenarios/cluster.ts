@@ -409,7 +409,9 @@ async function post(
 }
 
 async function get(member: Member, path: string): Promise<any> {
-  const response = await member.pool.request({ method: "GET", path, headersTimeout: 5000 });
+  // Diagnostics need a root key (cluster.applyTimes); the others ignore it.
+  const headers = { authorization: `Bearer ${rootKey}` };
+  const response = await member.pool.request({ method: "GET", path, headers, headersTimeout: 5000 });
   return response.body.json();
 }
 

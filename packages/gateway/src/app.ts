@@ -10,6 +10,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from "fastify";
+import type { RequestListener, Server } from "node:http";
 import type { Logger } from "pino";
 import type { VerificationPeers } from "./analytics/peers.js";
 import type { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
@@ -52,6 +53,8 @@ export interface AppDeps {
   nowMs(): number;
   randomBytes(length: number): Uint8Array;
   bodyLimitBytes: number;
+  /** The HTTP server to listen with (timeouts, connection cap, TLS: http-server.ts); absent = Fastify's own (tests inject). */
+  serverFactory?: (handler: RequestListener) => Server;
   /** Verification analytics of this node; buildApp creates one when absent (main.ts passes its own to save it on shutdown). */
   analytics?: VerificationRecorder;
   /** The cluster's other nodes for analytics queries; absent = this node only. */
@@ -126,6 +129,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     requestIdHeader: false,
     // Requests arriving while the server closes get the v1 error body (below), not Fastify's.
     return503OnClosing: false,
+    ...(deps.serverFactory === undefined ? {} : { serverFactory: deps.serverFactory }),
   });
   app.setValidatorCompiler(validatorCompiler());
   registerJsonParser(app);

@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
 import { parseRateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
+import { parseHttpServerConfig, type HttpServerConfig } from "./http-server.js";
 
 export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -38,6 +39,8 @@ export interface Config {
   credits: CreditLeaseConfig;
   /** Rate limits across the cluster: beat period, suspicion, timeouts (counters/ratelimit/config.ts). */
   rateLimits: RateLimitClusterConfig;
+  /** The API's HTTP server: timeouts, connection cap, TLS (http-server.ts). */
+  http: HttpServerConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
@@ -84,6 +87,7 @@ export function parseConfig(
     cluster: parseClusterConfig(env, errors, integer),
     credits: parseCreditLeaseConfig(env, errors),
     rateLimits: parseRateLimitClusterConfig(env, errors),
+    http: parseHttpServerConfig(env, errors, integer),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
 }

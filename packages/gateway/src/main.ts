@@ -11,6 +11,8 @@ import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
 import { analyticsPeerTimeoutMsDefault, ClusterVerificationPeers } from "./analytics/cluster-peers.js";
 import { bootstrapRootKey, buildApp } from "./app.js";
+import { serverFactory } from "./http-server.js";
+import { restrictTree, usePrivateUmask } from "./store/private-files.js";
 import { parseConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { LevelCounterDurability } from "./store/counter-durability.js";
@@ -51,6 +53,8 @@ async function main(): Promise<void> {
     process.exit(exitCodeConfig);
   }
   const config = parsed.config;
+  // Everything the node writes from here on is its user's alone (store/private-files.ts).
+  usePrivateUmask();
   const logger = createLogger({ level: config.logLevel });
   const die = (message: string, error: unknown): never => {
     logger.fatal({ err: error }, message);
@@ -91,6 +95,9 @@ async function main(): Promise<void> {
 async function startNode(config: Config, logger: Logger, onFatal: (error: unknown) => void): Promise<Node> {
   const nowMs = () => Date.now();
   const layout = dataDirLayout(config.dataDir);
+  const narrowed = await restrictTree(config.dataDir);
+  if (narrowed > 0)
+    logger.warn({ dataDir: config.dataDir, narrowed }, "data directory was readable by others; narrowed to 0700/0600");
   const { nodeId, peers, join } = config.cluster;
   await migrateLegacyStore({
     dataDir: config.dataDir,
@@ -220,11 +227,12 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       nowMs,
       randomBytes: (length: number) => secretRandom.take(length),
       bodyLimitBytes: config.bodyLimitBytes,
+      serverFactory: serverFactory(config.http),
     };
     const app = buildApp(deps);
     registerClusterRoutes(app, { cluster, ctx: createContext(deps), stalePolicy: config.cluster.stalePolicy });
     const address = await app.listen({ host: config.host, port: config.port });
-    logger.info({ address, nodeId }, "keyraft listening");
+    logger.info({ address, nodeId, tls: config.http.tls !== null }, "keyraft listening");
     const node = cluster;
     return {
       async close() {

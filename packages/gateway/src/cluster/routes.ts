@@ -1,6 +1,7 @@
 // The cluster's HTTP surface, added to the app from outside (buildApp stays cluster-agnostic):
 //   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers (no auth)
 //   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching (no auth)
+//   GET  /v1/cluster.applyTimes  when entries were applied here (benchmarks)   root key holding `*`
 //   POST /v1/cluster.addNode     { nodeId, address: "host:raftPort" } root key holding `*`
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
@@ -63,7 +64,8 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
 
   // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
   // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.
-  app.get(applyTimesPath, (request, reply) => {
+  app.get(applyTimesPath, async (request, reply) => {
+    await authenticate(ctx, request, anyOf("*"));
     const query = request.query as Record<string, string | undefined>;
     const from = Number(query["from"]);
     const to = Number(query["to"]);
