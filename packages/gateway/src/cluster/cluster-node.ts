@@ -3,6 +3,7 @@
 // staleness monitor and the learner promoter. A node without KEYRAFT_PEERS is a one-member
 // cluster built exactly the same way.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 import { LevelStorage, RaftNode, type NodeId, type NodeStatus } from "@keyraft/raft";
 import type { Logger } from "pino";
@@ -94,6 +95,8 @@ export class ClusterNode {
   /** The leader's last progress answer (progressCacheMs), and the ask in flight. */
   private progressCache: { leader: NodeId; atMs: number; progress: LeaderProgress | null } | null = null;
   private progressAsk: Promise<LeaderProgress | null> | null = null;
+  /** Progress RPCs this node sent for its status (cluster.metrics: statusProgressAsks). */
+  private progressAsks = 0;
   /** This node's analytics for a peer's query (op "analytics"); null until the app is built. */
   private analyticsSource: ((filter: VerificationFilter) => VerificationSeries[]) | null = null;
   private countersHandler: ((from: NodeId, request: CounterRequest) => Promise<CounterReply>) | null = null;
@@ -122,6 +125,17 @@ export class ClusterNode {
       transport: {
         // A one-member cluster has no peers to authenticate: a random secret nobody knows.
         secret: config.secret ?? randomBytes(32),
+        ...(config.previousSecret === null ? {} : { previousSecret: config.previousSecret }),
+        // Read at start: a missing or unreadable file fails the start with its path.
+        ...(config.tls === null
+          ? {}
+          : {
+              tls: {
+                cert: readFileSync(config.tls.certFile),
+                key: readFileSync(config.tls.keyFile),
+                ca: readFileSync(config.tls.caFile),
+              },
+            }),
         host: config.raftListenHost,
         port: self?.port ?? 0,
         peers: Object.fromEntries(
@@ -246,6 +260,7 @@ export class ClusterNode {
     if (cached !== null && cached.leader === leader && nowMs - cached.atMs < progressCacheMs)
       return Promise.resolve(cached.progress);
     if (this.progressAsk !== null) return this.progressAsk;
+    this.progressAsks += 1;
     let timer: NodeJS.Timeout | undefined;
     const ask = Promise.race([
       this.rpc.call(leader, { op: "progress" }, nowMs).catch(() => null),
@@ -269,6 +284,7 @@ export class ClusterNode {
       transport: this.raft.transportStats(),
       proposals: { entries: this.proposer.groupsSent, writes: this.proposer.itemsSent },
       forwarded: this.commandLog.forwarded,
+      statusProgressAsks: this.progressAsks,
     };
   }
 
