@@ -21,7 +21,7 @@ import type {
 } from "./commands.js";
 import { ledgerOf, putCredits, refilledCredits, withLedger, type CreditsChange } from "./credit-ledgers.js";
 import { creditsAt } from "./credits-view.js";
-import { creditsMax, identitiesMax, keysMax } from "./limits.js";
+import { creditsMax, identitiesMax, keysMax, retiredRootKeysMax } from "./limits.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
@@ -245,11 +245,22 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
   return okEmpty;
 }
 
+/** Remembers a deleted root key's hash, forgetting the oldest past retiredRootKeysMax. */
+function retireRootKeyHash(state: KeyState, hash: string): void {
+  state.retiredRootKeyHashes.add(hash);
+  if (state.retiredRootKeyHashes.size > retiredRootKeysMax) {
+    const oldest = state.retiredRootKeyHashes.values().next().value!;
+    state.retiredRootKeyHashes.delete(oldest);
+  }
+  assert(state.retiredRootKeyHashes.size <= retiredRootKeysMax, "retiredRootKeyHashes within its bound");
+}
+
 export function applyDeleteKey(state: KeyState, command: DeleteKeyCommand): CommandOutcome {
   const key = state.keys.get(command.keyId);
   if (key === undefined) return keyNotFound(command.keyId);
   unindexKey(state, key);
   state.derived.delete(key.id);
+  if (key.apiId === ROOT_API_ID) retireRootKeyHash(state, key.hash);
   return okEmpty;
 }
 

@@ -21,6 +21,7 @@ export function createKeyState(): KeyState {
     overrideWildcards: new Map(),
     derived: new Map(),
     creditLedgers: new Map(),
+    retiredRootKeyHashes: new Set(),
   };
   state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
   return state;
@@ -45,6 +46,7 @@ export function clearKeyState(state: KeyState): void {
   state.overrideWildcards.clear();
   state.derived.clear();
   state.creditLedgers.clear();
+  state.retiredRootKeyHashes.clear();
 }
 
 /** Sorted copy without duplicates: connection lists are kept in this canonical form. */

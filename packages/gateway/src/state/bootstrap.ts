@@ -2,10 +2,11 @@
 // it, a node whose state has no root key generates one and returns its plaintext once (main
 // prints it). Idempotent: a restart with the same state appends nothing.
 //
-// KEYRAFT_ROOT_KEY bootstraps once: once the state holds a root key, the API governs. A key from
-// the environment that was disabled, expired, stripped of `*` or deleted through the API is not
-// re-enabled or created again at the next start (`ignored` says why; main logs a warning). Only a
-// state with no root key at all takes it again (the way back in after every root key was deleted).
+// KEYRAFT_ROOT_KEY bootstraps once, then the API governs it: a key from the environment that was
+// disabled, expired or stripped of `*` is not repaired, and one deleted through the API (its hash
+// is remembered: KeyState.retiredRootKeyHashes) is not created again at the next start (`ignored`
+// says why; main logs a warning). A key the state never held is still added, which is how an
+// operator gets back in when a generated key was never printed (docs/operations.md).
 
 import {
   keyDerived,
@@ -38,7 +39,7 @@ export interface BootstrapRootKeyResult {
   generatedKey: string | null;
   /**
    * Why KEYRAFT_ROOT_KEY was not made a working root key: "revoked" (its key exists but is
-   * disabled, expired or lacks `*`), "deleted" (other root keys exist, this one not). null otherwise.
+   * disabled, expired or lacks `*`), "deleted" (deleted through the API). null otherwise.
    */
   ignored: "revoked" | "deleted" | null;
 }
@@ -74,7 +75,7 @@ export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promis
   if (existing !== undefined && existing.apiId === ROOT_API_ID) {
     return { keyId: existing.id, changed: false, generatedKey: null, ignored: "revoked" };
   }
-  if (existing === undefined && (state.keyIdsByApi.get(ROOT_API_ID)?.size ?? 0) > 0) {
+  if (existing === undefined && state.retiredRootKeyHashes.has(hash)) {
     return { keyId: "", changed: false, generatedKey: null, ignored: "deleted" };
   }
   const outcome = await options.commandLog.append({
