@@ -9,20 +9,30 @@
 // KEYRAFT_URL), --timeout seconds (add: how long to wait for the catch-up; default 120).
 // add/remove need a root key holding `*`, from KEYRAFT_ROOT_KEY.
 
+import { parseArgs } from "node:util";
+
 const usage = `usage: npm run cluster:ctl -- status | add <nodeId> <host:raftPort> | remove <nodeId>  [--url http://127.0.0.1:8081] [--timeout 120]
 add/remove read the root key from KEYRAFT_ROOT_KEY`;
 
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(`--${name}`);
-  if (at < 0) return fallback;
-  const value = args[at + 1];
-  args.splice(at, 2);
-  return value;
-};
-const baseUrl = (option("url", process.env.KEYRAFT_URL ?? "http://127.0.0.1:8081") ?? "").replace(/\/$/, "");
-const timeoutS = Number(option("timeout", "120"));
-const [command, ...rest] = args;
+let parsed;
+try {
+  parsed = parseArgs({
+    allowPositionals: true,
+    strict: true,
+    options: { url: { type: "string" }, timeout: { type: "string" }, help: { type: "boolean" } },
+  });
+} catch (error) {
+  // One line and exit 2 on a bad flag, like every command-line tool of the repository.
+  fail(`cluster:ctl: ${error.message.split("\n")[0]} (see --help)`);
+}
+if (parsed.values.help === true) {
+  process.stdout.write(`${usage}\n`);
+  process.exit(0);
+}
+const baseUrl = (parsed.values.url ?? process.env.KEYRAFT_URL ?? "http://127.0.0.1:8081").replace(/\/$/, "");
+const timeoutS = Number(parsed.values.timeout ?? "120");
+if (!Number.isFinite(timeoutS) || timeoutS <= 0) fail("cluster:ctl: --timeout needs a positive number of seconds");
+const [command, ...rest] = parsed.positionals;
 
 try {
   switch (command) {
@@ -76,10 +86,11 @@ async function post(path, body) {
 
 function describe(status) {
   const peers = status.peers
-    .map(
-      (peer) =>
-        `    ${peer.id.padEnd(8)} ${peer.voter ? "voter  " : "learner"} ${peer.address ?? "(address unknown here)"}  lag ${peer.lag ?? "?"}${peer.connected === false ? "  DISCONNECTED" : ""}`,
-    )
+    .map((peer) => {
+      const role = peer.voter ? "voter  " : "learner";
+      const address = peer.address ?? "(address unknown here)";
+      return `    ${peer.id.padEnd(8)} ${role} ${address}  lag ${peer.lag ?? "?"}${peer.connected === false ? "  DISCONNECTED" : ""}`;
+    })
     .join("\n");
   return (
     `${status.nodeId}: ${status.role}, term ${status.term}, leader ${status.leader ?? "none"}, commit ${status.commitIndex}, applied ${status.appliedIndex}, ` +

@@ -16,6 +16,30 @@ import { randomBytes } from "node:crypto";
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const usage = `usage: npm run cluster [-- --help]
+
+Starts a three-node keyraft cluster on this machine: HTTP on 127.0.0.1:8081-8083, Raft on
+127.0.0.1:7001-7003, data and node logs under ./data/cluster. Ctrl-C stops every node.
+
+environment:
+  KEYRAFT_CLUSTER_HTTP_BASE   first HTTP port (default 8081)
+  KEYRAFT_CLUSTER_RAFT_BASE   first Raft port (default 7001)
+  KEYRAFT_CLUSTER_DIR         data directory (default ./data/cluster)
+  KEYRAFT_ROOT_KEY            the root key (default: generated on the first start and printed once)
+  KEYRAFT_CLUSTER_SECRET      the shared secret (default: generated once, kept in <data dir>/secret)`;
+
+try {
+  if (parseArgs({ strict: true, allowPositionals: false, options: { help: { type: "boolean" } } }).values.help) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(0);
+  }
+} catch (error) {
+  // One line and exit 2 on a bad flag, like every command-line tool of the repository.
+  process.stderr.write(`cluster: ${error.message.split("\n")[0]} (see --help)\n`);
+  process.exit(2);
+}
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const mainJs = join(repoRoot, "packages/gateway/dist/main.js");

@@ -1,4 +1,5 @@
 // Parses `npm run bench -- <scenario> [flags]` into BenchOptions. Pure: no I/O, so it is unit tested.
+import { parseArgs as parseFlags } from "node:util";
 import { limits } from "./limits.js";
 
 export const scenarioNames = ["verify", "ratelimit", "admin", "mixed", "raft", "cluster", "counters"] as const;
@@ -65,24 +66,24 @@ flags:
   --node-entry FILE          start FILE as the node instead of packages/gateway/dist/main.js
   --help                     this text`;
 
-type FlagKind = "string" | "int" | "number" | "boolean";
-const flagKinds: Record<string, FlagKind> = {
-  target: "string",
-  "root-key": "string",
-  duration: "number",
-  warmup: "number",
-  rounds: "int",
-  connections: "int",
-  keys: "int",
-  distribution: "string",
-  "zipf-exponent": "number",
-  cluster: "int",
-  workers: "int",
-  "no-baselines": "boolean",
-  "report-dir": "string",
-  "node-entry": "string",
-  help: "boolean",
-};
+/** Every flag and whether it takes a value; node:util's parseArgs reads the tokens by it. */
+const flagOptions = {
+  target: { type: "string" },
+  "root-key": { type: "string" },
+  duration: { type: "string" },
+  warmup: { type: "string" },
+  rounds: { type: "string" },
+  connections: { type: "string" },
+  keys: { type: "string" },
+  distribution: { type: "string" },
+  "zipf-exponent": { type: "string" },
+  cluster: { type: "string" },
+  workers: { type: "string" },
+  "no-baselines": { type: "boolean" },
+  "report-dir": { type: "string" },
+  "node-entry": { type: "string" },
+  help: { type: "boolean" },
+} as const satisfies Record<string, { type: "string" | "boolean" }>;
 
 /** Parses argv (without node and script). Throws ArgsError with a message meant for the user. */
 export function parseArgs(
@@ -91,27 +92,32 @@ export function parseArgs(
 ): BenchOptions {
   const flags = new Map<string, string>();
   const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (!arg.startsWith("--")) {
-      positionals.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf("=");
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    const kind = flagKinds[name];
-    if (kind === undefined) throw new ArgsError(`unknown flag --${name} (see --help)`);
-    if (flags.has(name)) throw new ArgsError(`--${name} given twice`);
+  // Not strict: an unknown flag, a missing value or "--keys -1" become tokens that are judged here.
+  const { tokens } = parseFlags({
+    args: [...argv],
+    options: flagOptions,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  for (const token of tokens) {
+    if (token.kind === "positional") positionals.push(token.value);
+    if (token.kind !== "option") continue;
+    const kind = Object.hasOwn(flagOptions, token.name)
+      ? flagOptions[token.name as keyof typeof flagOptions].type
+      : undefined;
+    if (kind === undefined) throw new ArgsError(`unknown flag ${token.rawName} (see --help)`);
+    if (flags.has(token.name)) throw new ArgsError(`--${token.name} given twice`);
     if (kind === "boolean") {
-      if (eq !== -1) throw new ArgsError(`--${name} takes no value`);
-      flags.set(name, "true");
+      if (token.inlineValue === true) throw new ArgsError(`--${token.name} takes no value`);
+      flags.set(token.name, "true");
       continue;
     }
-    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
-    if (value === undefined || value === "" || (eq === -1 && value.startsWith("--"))) {
-      throw new ArgsError(`--${name} needs a value`);
+    const value = token.value;
+    if (value === undefined || value === "" || (token.inlineValue !== true && value.startsWith("--"))) {
+      throw new ArgsError(`--${token.name} needs a value`);
     }
-    flags.set(name, value);
+    flags.set(token.name, value);
   }
   const help = flags.has("help");
   if (positionals.length > 1) throw new ArgsError(`one scenario expected, got: ${positionals.join(" ")}`);

@@ -37,7 +37,8 @@ async function main(argv: readonly string[]): Promise<number> {
     options = parseArgs(argv, process.env);
   } catch (error) {
     if (!(error instanceof ArgsError)) throw error;
-    console.log(`bench: ${error.message}\n\n${usage}`);
+    // One line, so that a script calling the bench sees the mistake itself; --help prints the usage.
+    console.log(`bench: ${error.message}${error.message.includes("--help") ? "" : " (see --help)"}`);
     return exitUsage;
   }
   if (options.help) {

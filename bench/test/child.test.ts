@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ProcessStartError } from "../src/errors.js";
 import { startProcess, stopAll } from "../src/procs/child.js";
-import { freePort } from "../src/procs/free-port.js";
+import { freePort } from "@keyraft/raft/testing";
 import { getStatus } from "../src/http.js";
 
 // Child processes are tiny `node -e` scripts: these tests check start, readiness and teardown,

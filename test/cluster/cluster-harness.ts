@@ -2,7 +2,8 @@
 // registry so afterAll can kill everything that is still running.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { freePort, mainJs, repoRoot } from "../e2e/node-process.js";
+import { freePort } from "@keyraft/raft/testing";
+import { mainJs, repoRoot } from "../e2e/node-process.js";
 
 export const clusterSecret = "cluster-test-secret-0123456789abcdef";
 export const rootKey = "root_cluster_test_key_0123456789";

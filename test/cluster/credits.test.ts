@@ -1,4 +1,4 @@
-// Credits across real keyraft processes (needs `tsc -b`; docs/counters.md §1): verifications of
+// Credits across real keyraft processes (needs `tsc -b`; docs/counters.md, credits): verifications of
 // one key spend from per-node leases. Concurrent verifications on all three nodes admit exactly
 // the key's credits in total; after kill -9 of a node holding a lease, the cluster admits at most
 // the credits, and the dead node's unspent lease comes back once it restarts and settles.

@@ -1,4 +1,4 @@
-// Rate limits across three real keyraft processes (needs `tsc -b`; docs/counters.md §2): an
+// Rate limits across three real keyraft processes (needs `tsc -b`; docs/counters.md, rate limits): an
 // `async: false` limit hit concurrently on every node admits exactly its limit in total; after
 // kill -9 of its owner the successor takes over and the total still never exceeds the limit; an
 // `async: true` limit overshoots by no more than its stated bound.

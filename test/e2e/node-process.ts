@@ -2,24 +2,11 @@
 // (`node packages/gateway/dist/main.js`), on a free port and a given data dir.
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
+import { freePort } from "@keyraft/raft/testing";
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 export const mainJs = fileURLToPath(new URL("../../packages/gateway/dist/main.js", import.meta.url));
-
-/** A port that was free a moment ago: listen on 0, read the port, close. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") return reject(new Error("no port"));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 export interface NodeProcess {
   child: ChildProcess;

@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Unkey } from "@unkey/api";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { freePort } from "@keyraft/raft/testing";
 import { killAll, startNode, type NodeProcess } from "./node-process.js";
 
 const rootKey = "e2e_root_0123456789abcdefghij";
@@ -316,7 +317,7 @@ describe("root key bootstrap", () => {
   });
 
   it("refuses to start on a data dir another node holds, with exit code 1 and a clear message", async () => {
-    const { spawnNode, freePort } = await import("./node-process.js");
+    const { spawnNode } = await import("./node-process.js");
     const holder = await startNode(dir);
     const second = spawnNode({ PORT: String(await freePort()), KEYRAFT_DATA_DIR: dir });
     expect(await second.exited).toBe(1);

@@ -23,7 +23,10 @@ describe("fault campaign (short)", () => {
         ratelimitBoundFactor: 1,
         log: (line) => lines.push(line),
       });
-      const context = `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts (or npm run test:faults -- --seed ${seed} --duration 25000)\n${lines.join("\n")}\n${JSON.stringify(report)}`;
+      const replay =
+        `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts ` +
+        `(or npm run test:faults -- --seed ${seed} --duration 25000)`;
+      const context = `${replay}\n${lines.join("\n")}\n${JSON.stringify(report)}`;
       expect(report.violations, context).toEqual([]);
       expect(report.converged, context).toBe(true);
       expect(report.linearizability, context).toEqual({ register: "ok", set: "ok" });

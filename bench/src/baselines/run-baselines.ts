@@ -9,7 +9,7 @@ import type { PhaseResult } from "../load/run-load.js";
 import { benchDist, repoRoot } from "../paths.js";
 import { startProcess, type StartedProcess } from "../procs/child.js";
 import { processesCpuSeconds } from "../procs/cpu.js";
-import { freePort } from "../procs/free-port.js";
+import { freePort } from "@keyraft/raft/testing";
 import { redisInstallHint, redisServerInstalled, startRedis } from "../procs/redis.js";
 import { requestSpec, type PhaseDefinition } from "../scenarios/phase.js";
 import type { ScenarioContext } from "../scenarios/types.js";

@@ -9,7 +9,7 @@ import { ProcessStartError } from "../errors.js";
 import { getStatus } from "../http.js";
 import { repoRoot } from "../paths.js";
 import { processCpuSeconds } from "./cpu.js";
-import { freePort } from "./free-port.js";
+import { freePort } from "@keyraft/raft/testing";
 import { startProcess, type StartedProcess } from "./child.js";
 
 export interface LocalNode {

@@ -2,7 +2,7 @@
 import { spawnSync } from "node:child_process";
 import { connect } from "node:net";
 import { repoRoot } from "../paths.js";
-import { freePort } from "./free-port.js";
+import { freePort } from "@keyraft/raft/testing";
 import { startProcess, type StartedProcess } from "./child.js";
 
 export const redisInstallHint =

@@ -2,7 +2,7 @@
 // as inline SVG. No script, no external resource.
 import { escapeXml, lineChart, type Series } from "./svg.js";
 import { phaseRow, tableColumns } from "./table.js";
-import type { Report } from "./model.js";
+import type { MachineInfo, Report } from "./model.js";
 
 /** x position of a percentile on a "nines" scale: 90 → 1, 99 → 2, 99.9 → 3, capped at 5 nines. */
 export function ninesOf(percentile: number): number {
@@ -52,7 +52,7 @@ td:first-child,th:first-child{text-align:left}pre{background:#f6f6f6;padding:1em
 figure{margin:1.5em 0}
 </style></head><body>
 <h1>${escapeXml(title)}</h1>
-<p>Machine: ${escapeXml(`${report.machine.cpus} × ${report.machine.cpuModel}, ${report.machine.memoryGiB} GiB, ${report.machine.platform}, Node ${report.machine.node}, load average ${report.machine.loadAverage1m}`)}</p>
+<p>Machine: ${escapeXml(machineLine(report.machine))}</p>
 <p>Placement: ${escapeXml(report.placement)}</p>
 <h2>Summary</h2>
 <pre>${escapeXml(JSON.stringify(report.summary, null, 2))}</pre>
@@ -66,4 +66,11 @@ ${report.notes.length === 0 ? "" : `<h2>Notes</h2><ul>${report.notes.map((note) 
 <pre>${escapeXml(JSON.stringify(report.options, null, 2))}</pre>
 </body></html>
 `;
+}
+
+function machineLine(machine: MachineInfo): string {
+  return (
+    `${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.platform}, ` +
+    `Node ${machine.node}, load average ${machine.loadAverage1m}`
+  );
 }

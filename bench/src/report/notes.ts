@@ -55,7 +55,8 @@ export function errorNotes(phases: readonly PhaseResult[]): string[] {
 export function dataDirNotes(dataDirParent: string, filesystemType: string | null): string[] {
   return filesystemType === "tmpfs" || filesystemType === "ramfs"
     ? [
-        `the node's data dir is under ${dataDirParent}, a ${filesystemType} (RAM): fsync is free there, so durable-write figures flatter; set TMPDIR to a directory on a real disk`,
+        `the node's data dir is under ${dataDirParent}, a ${filesystemType} (RAM): fsync is free there, ` +
+          "so durable-write figures flatter; set TMPDIR to a directory on a real disk",
       ]
     : [];
 }

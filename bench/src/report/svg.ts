@@ -33,7 +33,8 @@ export function lineChart(series: readonly Series[], options: ChartOptions): str
   const sy = (y: number): number => margin.top + plotH - (yMax === 0 ? 0 : (y / yMax) * plotH);
   const parts: string[] = [];
   parts.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeXml(options.title)}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
+      `viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeXml(options.title)}">`,
   );
   parts.push(
     `<text x="${width / 2}" y="20" text-anchor="middle" font-size="15" font-weight="bold">${escapeXml(options.title)}</text>`,

@@ -11,12 +11,12 @@
 // [durationS]`) it prints the summary JSON as its last line.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { existsSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { freePort } from "@keyraft/raft/testing";
 import { Pool } from "undici";
 import { requestSpec, resultOf } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
@@ -93,10 +93,10 @@ export async function startBenchCluster(
     await Promise.all(members.map((member) => waitLive(member)));
     const leader = await findLeader(members);
     log(`cluster: ${members.length} node(s) up, leader ${leader.id}`);
-    const apiId = (await post(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
+    const apiId = (await postToMember(leader, "/v1/apis.createApi", { name: "bench" }, true)).body.apiId as string;
     const keys: string[] = [];
     for (let i = 0; i < keysToSeed; i++)
-      keys.push((await post(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
+      keys.push((await postToMember(leader, "/v1/keys.createKey", { apiId }, true)).body.key as string);
     await waitApplied(members, (await status(leader)).appliedIndex);
     return {
       members,
@@ -127,13 +127,14 @@ export async function measureWritesAndFailover(
     members,
     adminConcurrency / members.length,
     durationMs,
-    async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
+    async (member) => (await postToMember(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
   );
   const cpu = cpuSince(cpuBefore, members, adminRun.ok, adminRun.elapsedMs, leader.id);
   const lastIndex = (await status(leader)).appliedIndex;
   const adminWritesPerSec = adminRun.ok / (adminRun.elapsedMs / 1000);
   log(
-    `cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`,
+    `cluster: ${Math.round(adminWritesPerSec)} admin writes/s, p50 ${adminRun.p50Ms.toFixed(2)} ms, ` +
+      `p99 ${adminRun.p99Ms.toFixed(2)} ms (${adminRun.failed} failed), ${lastIndex - firstIndex + 1} Raft entries`,
   );
   if (cpu !== null) log(`cluster: CPU during the admin phase: ${cpu.line}`);
   await waitApplied(members, lastIndex);
@@ -148,13 +149,14 @@ export async function measureWritesAndFailover(
     members,
     propagationClientsPerNode,
     Math.min(durationMs, 3000),
-    async (member) => (await post(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
+    async (member) => (await postToMember(member, "/v1/keys.createKey", { apiId }, true)).status === 200,
   );
   const propagationTo = (await status(leader)).appliedIndex;
   await waitApplied(members, propagationTo);
   const propagation = await propagationMs(members, leader, propagationFrom, propagationTo);
   log(
-    `cluster: propagation at ${propagationClientsPerNode * members.length} writers over ${propagation.count} entries: p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`,
+    `cluster: propagation at ${propagationClientsPerNode * members.length} writers over ${propagation.count} entries: ` +
+      `p50 ${propagation.p50Ms.toFixed(2)} ms, p99 ${propagation.p99Ms.toFixed(2)} ms`,
   );
 
   log(`cluster: kill -9 of the leader ${leader.id} under verification load on the survivors`);
@@ -199,12 +201,14 @@ export async function measureSingleNodeAdmin(
       single.members,
       adminConcurrency,
       durationMs,
-      async (member) => (await post(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200,
+      async (member) =>
+        (await postToMember(member, "/v1/keys.createKey", { apiId: single.apiId }, true)).status === 200,
     );
     const cpu = cpuSince(cpuBefore, single.members, run.ok, run.elapsedMs);
     const writesPerSec = run.ok / (run.elapsedMs / 1000);
     log(
-      `baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`,
+      `baseline one-member cluster: ${Math.round(writesPerSec)} admin writes/s, p50 ${run.p50Ms.toFixed(2)} ms, ` +
+        `p99 ${run.p99Ms.toFixed(2)} ms (${run.failed} failed)${cpu === null ? "" : `; CPU ${cpu.line}`}`,
     );
     return { writesPerSec: round(writesPerSec), cpuUsPerWrite: cpu?.totalUsPerWrite ?? null };
   } finally {
@@ -387,11 +391,12 @@ async function closedLoop(
 }
 
 async function verifyOk(member: Member, key: string): Promise<boolean> {
-  const answer = await post(member, "/v1/keys.verifyKey", { key }, false);
+  const answer = await postToMember(member, "/v1/keys.verifyKey", { key }, false);
   return answer.status === 200 && answer.body.valid === true;
 }
 
-async function post(
+/** A POST to one member, as JSON; `auth` sends the cluster's root key. */
+export async function postToMember(
   member: Member,
   path: string,
   body: unknown,
@@ -494,18 +499,6 @@ async function waitLive(member: Member): Promise<void> {
   throw new Error(`${member.id} did not become live within 30 s`);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") return reject(new Error("no port"));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
-
 function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
@@ -525,12 +518,18 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
   process.stdout.write(`${JSON.stringify({ scenario: "cluster", ...figures })}\n`);
 }
 
-/** The scenario as the harness runs it (`npm run bench -- cluster`): the verification load is a harness phase over all three nodes (its workers), the rest is measured here. */
+/** Both scenarios that start a bench cluster (cluster, counters) need the node's build. */
+export async function checkBenchClusterBuild(): Promise<void> {
+  if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
+}
+
+/**
+ * The scenario as the harness runs it (`npm run bench -- cluster`): the verification load is a
+ * harness phase over all three nodes (its workers), the rest is measured here.
+ */
 export const clusterScenario: Scenario = {
   description: "three-node cluster on loopback: verifications over all nodes, admin writes, propagation, a leader kill",
-  check: async () => {
-    if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
-  },
+  check: checkBenchClusterBuild,
   prepare: async (context: ScenarioContext): Promise<PreparedScenario> => {
     const cluster = await startBenchCluster(context.log);
     const verifyPhase = "cluster verify";
@@ -570,9 +569,12 @@ export const clusterScenario: Scenario = {
           phases: [verify],
           notes: [
             "cluster: three node processes and the load generator share this machine's cores",
-            "cluster: admin p50/p99 are closed-loop latencies at saturation (96 clients); propagation is measured at 2 writers per node (the saturated figure is in the log)",
-            "cluster: adminWritesPerSecOneMember is a one-member cluster under the same admin closed loop in the same run (same code path, no replication); adminRatioToOneMember = three-node / one-member",
-            "cluster: adminCpuUsPerWrite = CPU time of the three nodes and the load generator per acknowledged write (from /proc); with every core busy, throughput ≈ cores / that",
+            "cluster: admin p50/p99 are closed-loop latencies at saturation (96 clients); " +
+              "propagation is measured at 2 writers per node (the saturated figure is in the log)",
+            "cluster: adminWritesPerSecOneMember is a one-member cluster under the same admin closed loop in the same run " +
+              "(same code path, no replication); adminRatioToOneMember = three-node / one-member",
+            "cluster: adminCpuUsPerWrite = CPU time of the three nodes and the load generator per acknowledged write " +
+              "(from /proc); with every core busy, throughput ≈ cores / that",
           ],
         };
       },

@@ -5,15 +5,11 @@
 // node hit at once: credits overspent (admitted spends beyond a key's credits), the overshoot of
 // `async: false` limits (key limits, and ratelimits.limit) and of `async: true` limits, each the
 // worst over its keys or identifiers: max(0, admitted / limit - 1).
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { PhaseResult } from "../load/run-load.js";
-import { startBenchCluster, type BenchCluster } from "./cluster.js";
+import { checkBenchClusterBuild, postToMember, startBenchCluster, type BenchCluster } from "./cluster.js";
 import { requestSpec, resultOf, type PhaseDefinition } from "./phase.js";
 import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
-const mainJs = fileURLToPath(new URL("../../../packages/gateway/dist/main.js", import.meta.url));
-const rootKey = "root_bench_cluster_key_0123456789";
 /** Keys (or identifiers) per throughput group: large budgets, so the phases measure admissions. */
 const throughputKeys = 200;
 const hugeCredits = 1_000_000_000;
@@ -34,9 +30,7 @@ type Member = BenchCluster["members"][number];
 export const countersScenario: Scenario = {
   description:
     "three-node cluster: verification plain, with credits, with an async:false limit, ratelimits.limit async:true; credit and limit accuracy",
-  check: async () => {
-    if (!existsSync(mainJs)) throw new Error(`${mainJs} is missing: run \`npm run build\` first`);
-  },
+  check: checkBenchClusterBuild,
   prepare: async (context) => prepareCounters(context),
 };
 
@@ -48,7 +42,7 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
     const create = async (count: number, what: string, body: Record<string, unknown>) => {
       const keys: string[] = [];
       for (let i = 0; i < count; i++) {
-        const created = await post(leader, "/v1/keys.createKey", { apiId, ...body }, true);
+        const created = await postToMember(leader, "/v1/keys.createKey", { apiId, ...body }, true);
         if (created.status !== 200)
           throw new Error(`createKey (${what}): ${created.status} ${JSON.stringify(created.body)}`);
         keys.push(created.body.key as string);
@@ -99,7 +93,7 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
               path: "/v1/ratelimits.limit",
               bodyTemplate: asyncBody,
               pool: identifiers,
-              rootKey,
+              rootKey: cluster.rootKey,
               okMarker: '"success":true',
             }),
           ],
@@ -133,7 +127,8 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
           accuracyHitsFactor * accuracyAsyncLimit,
         );
         log(
-          `counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`,
+          `counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ` +
+            `${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`,
         );
         const p99 = (result: PhaseResult) => result.latency.p99Ms;
         return {
@@ -151,8 +146,12 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
           phases: [plain, credits, sync, asyncPhase],
           notes: [
             `counters: p99 ms plain ${p99(plain)}, credits ${p99(credits)}, async:false limit ${p99(sync)}, async:true limit ${p99(asyncPhase)}`,
-            `counters: ratios to plain: credits ${ratio(credits.rps, plain.rps)}, async:false limit ${ratio(sync.rps, plain.rps)}, async:true limit (ratelimits.limit, root-key auth) ${ratio(asyncPhase.rps, plain.rps)}`,
-            `counters: accuracy: ${accuracyKeys} keys x ${accuracyCredits} credits and ${accuracyKeys} keys x limit ${accuracySyncLimit}, each verified ${accuracyHitsFactor}x that from all nodes at once; async: ${accuracyAsyncIdentifiers} identifiers x limit ${accuracyAsyncLimit}, ${accuracyConcurrencyPerNode} clients per node`,
+            `counters: ratios to plain: credits ${ratio(credits.rps, plain.rps)}, ` +
+              `async:false limit ${ratio(sync.rps, plain.rps)}, ` +
+              `async:true limit (ratelimits.limit, root-key auth) ${ratio(asyncPhase.rps, plain.rps)}`,
+            `counters: accuracy: ${accuracyKeys} keys x ${accuracyCredits} credits and ` +
+              `${accuracyKeys} keys x limit ${accuracySyncLimit}, each verified ${accuracyHitsFactor}x that from all nodes at once; ` +
+              `async: ${accuracyAsyncIdentifiers} identifiers x limit ${accuracyAsyncLimit}, ${accuracyConcurrencyPerNode} clients per node`,
             "counters: key limits have no async flag (v1 stores none): the async:true figures are ratelimits.limit with async:true",
             "counters: three node processes and the load generator share this machine's cores",
           ],
@@ -168,7 +167,7 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
 /** Sum over keys of the admitted spends beyond the key's credits. */
 async function measureCredits(cluster: BenchCluster, keys: readonly string[]): Promise<number> {
   const admitted = await hitAll(cluster, keys, accuracyHitsFactor * accuracyCredits, (member, key) =>
-    post(member, "/v1/keys.verifyKey", { key, remaining: { cost: 1 } }, false).then(
+    postToMember(member, "/v1/keys.verifyKey", { key, remaining: { cost: 1 } }, false).then(
       (answer) => answer.status === 200 && answer.body.valid === true,
     ),
   );
@@ -179,7 +178,7 @@ async function measureCredits(cluster: BenchCluster, keys: readonly string[]): P
 
 async function measureSyncLimit(cluster: BenchCluster, keys: readonly string[]): Promise<number> {
   const admitted = await hitAll(cluster, keys, accuracyHitsFactor * accuracySyncLimit, (member, key) =>
-    post(member, "/v1/keys.verifyKey", { key }, false).then(
+    postToMember(member, "/v1/keys.verifyKey", { key }, false).then(
       (answer) => answer.status === 200 && answer.body.valid === true,
     ),
   );
@@ -196,7 +195,7 @@ async function measureLimitCalls(
 ): Promise<number> {
   const names = Array.from({ length: identifiers }, (_, i) => `acc_${i}`);
   const admitted = await hitAll(cluster, names, hitsPerIdentifier, (member, identifier) =>
-    post(
+    postToMember(
       member,
       "/v1/ratelimits.limit",
       { namespace, identifier, limit, duration: accuracyWindowMs, async: isAsync },
@@ -246,7 +245,7 @@ async function waitEverywhere(cluster: BenchCluster, keys: readonly string[]): P
   for (const member of cluster.members) {
     for (const key of keys) {
       for (;;) {
-        const answer = await post(
+        const answer = await postToMember(
           member,
           "/v1/keys.verifyKey",
           { key, remaining: { cost: 0 }, ratelimit: { cost: 0 } },
@@ -258,23 +257,6 @@ async function waitEverywhere(cluster: BenchCluster, keys: readonly string[]): P
       }
     }
   }
-}
-
-async function post(
-  member: Member,
-  path: string,
-  body: unknown,
-  auth: boolean,
-): Promise<{ status: number; body: any }> {
-  const response = await member.pool.request({
-    method: "POST",
-    path,
-    headers: { "content-type": "application/json", ...(auth ? { authorization: `Bearer ${rootKey}` } : {}) },
-    body: JSON.stringify(body),
-    headersTimeout: 10_000,
-    bodyTimeout: 10_000,
-  });
-  return { status: response.statusCode, body: await response.body.json() };
 }
 
 function ratio(value: number, base: number): number | null {

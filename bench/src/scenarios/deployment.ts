@@ -103,9 +103,10 @@ async function openLocalCluster(size: number, log: (line: string) => void): Prom
     withdraw();
   };
   const pids = cluster.members.map((member) => member.child.pid ?? -1);
-  log(
-    `cluster ready: ${cluster.members.map((member) => `${member.id} at http://127.0.0.1:${member.httpPort} (pid ${member.child.pid ?? "?"})`).join(", ")}; leader ${cluster.leader.id}`,
+  const memberLines = cluster.members.map(
+    (member) => `${member.id} at http://127.0.0.1:${member.httpPort} (pid ${member.child.pid ?? "?"})`,
   );
+  log(`cluster ready: ${memberLines.join(", ")}; leader ${cluster.leader.id}`);
   return {
     targets,
     rootKey: cluster.rootKey,

@@ -7,15 +7,8 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  LevelStorage,
-  NodeProcess,
-  type LoadResult,
-  type LoopDelay,
-  type NodeMetrics,
-  type NodeProcessConfig,
-  type NodeStatus,
-} from "@keyraft/raft";
+import { LevelStorage, type NodeMetrics, type NodeStatus } from "@keyraft/raft";
+import { NodeProcess, type LoadResult, type LoopDelay, type NodeProcessConfig } from "@keyraft/raft/testing";
 
 const ids = ["n1", "n2", "n3"];
 const tickMs = 20;
@@ -39,11 +32,15 @@ export async function runRaftScenario(opts: {
     await cluster.start();
     const one = await cluster.load(1, durationMs);
     opts.log(
-      `raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ${describeLeader(one)}; ${one.followers}`,
+      `raft: 1 proposer: ${Math.round(one.commits / (one.durationMs / 1000))} commits/s, ` +
+        `p50 ${one.p50Ms.toFixed(2)} ms, p99 ${one.p99Ms.toFixed(2)} ms (errors ${one.errors}${describeErrors(one)}); ` +
+        `${describeLeader(one)}; ${one.followers}`,
     );
     const many = await cluster.load(64, durationMs);
     opts.log(
-      `raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ${describeLeader(many)}; ${many.followers}`,
+      `raft: 64 proposers: ${Math.round(many.commits / (many.durationMs / 1000))} commits/s, ` +
+        `p50 ${many.p50Ms.toFixed(2)} ms (errors ${many.errors}${describeErrors(many)}); ` +
+        `${describeLeader(many)}; ${many.followers}`,
     );
     if (process.env["KEYRAFT_RAFT_BENCH_PROFILE"] !== undefined) {
       await cluster.stopGracefully(); // profiles are written on a clean exit; failover trials (kill -9) are skipped

@@ -1,29 +1,17 @@
 // ratelimit: ratelimits.limit over --keys identifiers in one namespace that holds overrides
 // (exact ones and wildcards), so that every call also resolves its override.
-import { setOverrides, touchNamespace, type SeedTarget } from "../seed.js";
-import { checkDeployment, openDeployment } from "./deployment.js";
+import { setOverrides, touchNamespace } from "../seed.js";
+import { deploymentPhase, deploymentScenario, onePhaseOutcome } from "./deployment-scenario.js";
 import { requestSpec, resultOf } from "./phase.js";
-import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
 
 export const ratelimitRequest = { limit: 1_000, duration: 10_000 };
 /** Exact overrides: every this-many-th identifier gets one. */
 const exactOverrideEvery = 100;
 
-export const ratelimitScenario: Scenario = {
-  description: "ratelimits.limit over many identifiers, with exact and wildcard overrides",
-  check: (context) => checkDeployment(context.options),
-  prepare: async (context) => prepareRatelimit(context),
-};
-
-async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScenario> {
-  const { options } = context;
-  const deployment = await openDeployment(options, context.log);
-  try {
-    const seedTarget: SeedTarget = {
-      url: deployment.targets[0] as string,
-      rootKey: deployment.rootKey,
-      log: context.progress,
-    };
+export const ratelimitScenario = deploymentScenario(
+  "ratelimits.limit over many identifiers, with exact and wildcard overrides",
+  async ({ context, deployment, seedTarget }) => {
+    const { options } = context;
     const namespace = `bench-${Date.now()}`;
     await touchNamespace(seedTarget, namespace);
     const identifiers = Array.from({ length: options.keys }, (_, i) => `user_${i}`);
@@ -39,50 +27,36 @@ async function prepareRatelimit(context: ScenarioContext): Promise<PreparedScena
     context.log(
       `seeded namespace ${namespace} with ${overrides.length} overrides over ${identifiers.length} identifiers`,
     );
-    await deployment.settle(context.log);
-    const bodyTemplate = `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
+    const bodyTemplate =
+      `{"namespace":${JSON.stringify(namespace)},"identifier":{{pick}},` +
+      `"limit":${ratelimitRequest.limit},"duration":${ratelimitRequest.duration}}`;
     return {
       phases: [
-        {
-          label: "ratelimit",
-          targets: deployment.targets,
-          cpuSeconds: deployment.cpuSeconds,
-          requests: [
-            requestSpec(options, {
-              name: "limit",
-              path: "/v1/ratelimits.limit",
-              bodyTemplate,
-              pool: identifiers,
-              rootKey: deployment.rootKey,
-              okMarker: '"success":true',
-            }),
-          ],
-        },
+        deploymentPhase(deployment, "ratelimit", [
+          requestSpec(options, {
+            name: "limit",
+            path: "/v1/ratelimits.limit",
+            bodyTemplate,
+            pool: identifiers,
+            rootKey: deployment.rootKey,
+            okMarker: '"success":true',
+          }),
+        ]),
       ],
-      close: () => deployment.stop(),
       finish: async (results) => {
         const phase = resultOf(results, "ratelimit");
         const admitted = phase.perRequest["limit"]?.marked ?? null;
-        return {
-          figures: {
-            ratelimitRps: phase.rps,
-            p50Ms: phase.latency.p50Ms,
-            p99Ms: phase.latency.p99Ms,
-            admittedFraction: admitted === null || phase.completed === 0 ? null : round(admitted / phase.completed),
-            overrides: overrides.length,
-          },
-          throughputRps: phase.rps,
-          throughputCpuCores: phase.targetCpuCores,
-          phases: [phase],
-          notes: [],
-        };
+        return onePhaseOutcome(phase, {
+          ratelimitRps: phase.rps,
+          p50Ms: phase.latency.p50Ms,
+          p99Ms: phase.latency.p99Ms,
+          admittedFraction: admitted === null || phase.completed === 0 ? null : round(admitted / phase.completed),
+          overrides: overrides.length,
+        });
       },
     };
-  } catch (error) {
-    await deployment.stop();
-    throw error;
-  }
-}
+  },
+);
 
 function round(value: number): number {
   return Math.round(value * 10_000) / 10_000;

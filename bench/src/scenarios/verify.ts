@@ -1,12 +1,11 @@
 // verify: keys.verifyKey against a node holding --keys keys, in four phases: plain, with a rate
 // limit, with credits, and with a permission query. The keys are split into four equal groups,
 // one per phase, so that each phase verifies keys configured for it.
-import { createApi, createKeys, type SeedTarget } from "../seed.js";
-import { measureCoreDecisions } from "./core-decisions.js";
-import { checkDeployment, openDeployment } from "./deployment.js";
 import type { PhaseResult } from "../load/run-load.js";
-import { requestSpec, resultOf, type PhaseDefinition } from "./phase.js";
-import type { PreparedScenario, Scenario, ScenarioContext } from "./types.js";
+import { createApi, createKeys } from "../seed.js";
+import { measureCoreDecisions } from "./core-decisions.js";
+import { deploymentPhase, deploymentScenario } from "./deployment-scenario.js";
+import { requestSpec, resultOf } from "./phase.js";
 
 /** Per-key limit of the rate-limit group: generous, so most verifications are admitted. */
 export const verifyRatelimit = { limit: 1_000, duration: 1_000 };
@@ -14,21 +13,10 @@ export const verifyRatelimit = { limit: 1_000, duration: 1_000 };
 export const verifyCredits = 1_000_000_000;
 export const verifyPermissions = ["bench.read", "bench.write"];
 
-export const verifyScenario: Scenario = {
-  description: "keys.verifyKey: plain, with a rate limit, with credits, with a permission query",
-  check: (context) => checkDeployment(context.options),
-  prepare: async (context) => prepareVerify(context),
-};
-
-async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario> {
-  const { options } = context;
-  const deployment = await openDeployment(options, context.log);
-  try {
-    const seedTarget: SeedTarget = {
-      url: deployment.targets[0] as string,
-      rootKey: deployment.rootKey,
-      log: context.progress,
-    };
+export const verifyScenario = deploymentScenario(
+  "keys.verifyKey: plain, with a rate limit, with credits, with a permission query",
+  async ({ context, deployment, seedTarget }) => {
+    const { options } = context;
     const apiId = await createApi(seedTarget, `bench-verify-${Date.now()}`);
     const groupSize = Math.max(1, Math.floor(options.keys / 4));
     const plain = await createKeys(seedTarget, apiId, groupSize, "plain", (i) => ({
@@ -51,14 +39,10 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
       permissions: verifyPermissions,
     }));
     context.log(`seeded api ${apiId} with ${options.keys} keys (4 groups)`);
-    await deployment.settle(context.log);
     const pool = (keys: ReadonlyArray<{ key: string }>): string[] => keys.map((seeded) => seeded.key);
     const body = (extra: string): string => `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}${extra}}`;
-    const phase = (label: string, keys: string[], extra: string): PhaseDefinition => ({
-      label,
-      targets: deployment.targets,
-      cpuSeconds: deployment.cpuSeconds,
-      requests: [
+    const phase = (label: string, keys: string[], extra: string) =>
+      deploymentPhase(deployment, label, [
         requestSpec(options, {
           name: "verifyKey",
           path: "/v1/keys.verifyKey",
@@ -66,8 +50,7 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
           pool: keys,
           okMarker: '"valid":true',
         }),
-      ],
-    });
+      ]);
     return {
       phases: [
         phase("verify plain", pool(plain), ""),
@@ -79,7 +62,6 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
           `,"authorization":{"permissions":{"and":${JSON.stringify(verifyPermissions)}}}`,
         ),
       ],
-      close: () => deployment.stop(),
       finish: async (results) => {
         const [plainPhase, ratelimitPhase, creditsPhase, permissionsPhase] = [
           "verify plain",
@@ -107,8 +89,5 @@ async function prepareVerify(context: ScenarioContext): Promise<PreparedScenario
         };
       },
     };
-  } catch (error) {
-    await deployment.stop();
-    throw error;
-  }
-}
+  },
+);

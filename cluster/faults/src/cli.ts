@@ -1,34 +1,77 @@
 // `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F]`:
 // a long randomized fault campaign against real node processes. Prints the seed first, the faults
 // as they strike, and last one JSON line with the report; exits 1 on any violation.
+import { parseArgs } from "node:util";
 import { runCampaign } from "./campaign.js";
 import { clusterUnavailableReason } from "./processes.js";
 
-function parseArgs(argv: readonly string[]): { seed: number; durationMs: number; nodes: number; factor: number } {
-  const options = { seed: Math.floor(Math.random() * 2 ** 31), durationMs: 120_000, nodes: 3, factor: 0 };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const raw = argv[++i];
+const usage = `usage: npm run test:faults -- [flags]
+
+A randomized fault campaign against real node processes; exits 1 on any violation.
+
+flags:
+  --seed N                      the campaign's seed (default: a random one, printed first)
+  --duration MS                 how long the campaign runs (default 120000)
+  --nodes N                     cluster size (default 3)
+  --ratelimit-bound-factor F    how far over its limit a rate-limit window may go (default 1)
+  --help                        this text`;
+
+interface CliOptions {
+  seed: number;
+  durationMs: number;
+  nodes: number;
+  factor: number;
+}
+
+/** The options, or "help"; throws with a message for the user on a bad flag. */
+function readOptions(argv: string[]): CliOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      seed: { type: "string" },
+      duration: { type: "string" },
+      nodes: { type: "string" },
+      "ratelimit-bound-factor": { type: "string" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help === true) return "help";
+  const number = (name: string, raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback;
     const value = Number(raw);
-    if (raw === undefined || !Number.isFinite(value) || value < 0)
-      throw new Error(`${flag} needs a non-negative number`);
-    if (flag === "--seed") options.seed = Math.floor(value);
-    else if (flag === "--duration") options.durationMs = Math.floor(value);
-    else if (flag === "--nodes") options.nodes = Math.max(1, Math.floor(value));
-    else if (flag === "--ratelimit-bound-factor") options.factor = value;
-    else throw new Error(`unknown flag ${flag}`);
-  }
-  return options;
+    if (raw === "" || !Number.isFinite(value) || value < 0) throw new Error(`--${name} needs a non-negative number`);
+    return value;
+  };
+  return {
+    seed: Math.floor(number("seed", values.seed, Math.random() * 2 ** 31)),
+    durationMs: Math.floor(number("duration", values.duration, 120_000)),
+    nodes: Math.max(1, Math.floor(number("nodes", values.nodes, 3))),
+    factor: number("ratelimit-bound-factor", values["ratelimit-bound-factor"], 0),
+  };
 }
 
 async function main(): Promise<number> {
-  const options = parseArgs(process.argv.slice(2));
+  let options: CliOptions | "help";
+  try {
+    options = readOptions(process.argv.slice(2));
+  } catch (error) {
+    // One line and exit 2 on a bad flag, like every command-line tool of the repository.
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`test:faults: ${message.split("\n")[0]} (see --help)`);
+    return 2;
+  }
+  if (options === "help") {
+    console.log(usage);
+    return 0;
+  }
   const missing = clusterUnavailableReason();
   if (missing !== null) {
     console.error(`test:faults cannot run: ${missing}`);
     return 2;
   }
-  // async:false limits are judged by their owner across the cluster (docs/counters.md §2): the bound is the limit itself.
+  // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
     `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`,

@@ -2,27 +2,15 @@
 // LinkProxy, and injects process faults: kill -9 and restart, SIGSTOP and SIGCONT.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "@keyraft/raft/testing";
 import { LinkProxy } from "./proxy.js";
 
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 export const mainJs = join(repoRoot, "packages/gateway/dist/main.js");
 /** What a node process needs from the build to run as a cluster member. */
 export const clusterModuleJs = join(repoRoot, "packages/gateway/dist/cluster/cluster-node.js");
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      if (address === null || typeof address === "string") return reject(new Error("no port"));
-      server.close(() => resolve(address.port));
-    });
-  });
-}
 
 /** Why the cluster cannot run here (null when it can): names the missing piece. */
 export function clusterUnavailableReason(): string | null {

@@ -1,15 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  mergeVerificationSeries,
-  overflowKeyId,
-  queryVerifications,
-  totalOf,
-  VerificationAggregator,
-  type VerificationEvent,
-  type VerificationSeries,
-  type VerifyCode,
-} from "@keyraft/core";
+import { mergeVerificationSeries, queryVerifications } from "../src/analytics/query.js";
+import { VerificationAggregator } from "../src/analytics/aggregator.js";
+import type { VerificationSeries } from "../src/analytics/types.js";
+import type { VerifyCode } from "../src/verify/types.js";
+import { overflowKeyId } from "../src/analytics/aggregator.js";
+import { totalOf } from "../src/analytics/counts.js";
+import type { VerificationEvent } from "../src/analytics/types.js";
 
 const t0 = Date.UTC(2026, 0, 10, 12, 30);
 const hour = 3_600_000;

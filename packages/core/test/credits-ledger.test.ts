@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyRefill, latestRefillAtOrBefore, refillDueBetween, spendCredits, type Refill } from "@keyraft/core";
+import { refillDueBetween } from "../src/credits/ledger.js";
+import { applyRefill, latestRefillAtOrBefore, spendCredits, type Refill } from "../src/credits/ledger.js";
 
 const dayMs = 86_400_000;
 

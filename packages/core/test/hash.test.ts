@@ -1,7 +1,9 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { base58Alphabet, base58Encode, sha256Base64, utf8Encode } from "@keyraft/core";
+import { sha256Base64 } from "../src/hash/sha256.js";
+import { base58Alphabet, base58Encode } from "../src/hash/base58.js";
+import { utf8Encode } from "../src/hash/sha256.js";
 
 function nodeSha256Base64(text: string): string {
   return createHash("sha256").update(text, "utf8").digest("base64");

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { base58Alphabet, idEpochSeconds, keyStart, newId, newKeySecret } from "@keyraft/core";
+import { keyStart, newId, newKeySecret } from "../src/ids/ids.js";
+import { base58Alphabet } from "../src/hash/base58.js";
+import { idEpochSeconds } from "../src/ids/ids.js";
 
 function decodeBase58(text: string): Uint8Array {
   let zeros = 0;

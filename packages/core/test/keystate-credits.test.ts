@@ -1,16 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  applyCommand,
-  createKeyState,
-  keyStateViolation,
-  ledgerRemaining,
-  restoreKeyState,
-  captureKeyState,
-  snapshotKeyState,
-  type KeyCommand,
-  type KeyState,
-} from "@keyraft/core";
+import { applyCommand } from "../src/keystate/machine.js";
+import { createKeyState } from "../src/keystate/state.js";
+import { snapshotKeyState } from "../src/keystate/snapshot.js";
+import type { KeyCommand } from "../src/keystate/commands.js";
+import type { KeyState } from "../src/keystate/types.js";
+import { keyStateViolation } from "../src/keystate/invariants.js";
+import { ledgerRemaining } from "../src/leases/ledger.js";
+import { restoreKeyState, captureKeyState } from "../src/keystate/snapshot.js";
 
 // Properties of the credit-lease commands inside the key-state machine: replay determinism,
 // snapshots, invariants (every key's `remaining` is its ledger's view), and no overspend when

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { applyCommand, createKeyState, snapshotKeyState, type ImportedKey } from "@keyraft/core";
+import { applyCommand } from "../src/keystate/machine.js";
+import { createKeyState } from "../src/keystate/state.js";
+import { snapshotKeyState } from "../src/keystate/snapshot.js";
+import type { ImportedKey } from "../src/keystate/commands.js";
 
 const nowMs = Date.UTC(2026, 0, 10);
 const imported = (i: number, overrides: Partial<ImportedKey> = {}): ImportedKey => ({

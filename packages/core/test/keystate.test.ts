@@ -1,14 +1,10 @@
 import { describe, expect, it } from "vitest";
-import {
-  applyCommand,
-  connectionsPerRecordMax,
-  createKeyState,
-  ratelimitsPerRecordMax,
-  ROOT_API_ID,
-  snapshotKeyState,
-  type KeyCommand,
-  type KeyState,
-} from "@keyraft/core";
+import { applyCommand } from "../src/keystate/machine.js";
+import { connectionsPerRecordMax, ratelimitsPerRecordMax } from "../src/keystate/limits.js";
+import { createKeyState } from "../src/keystate/state.js";
+import { ROOT_API_ID, type KeyState } from "../src/keystate/types.js";
+import { snapshotKeyState } from "../src/keystate/snapshot.js";
+import type { KeyCommand } from "../src/keystate/commands.js";
 
 const nowMs = Date.UTC(2026, 0, 10);
 

@@ -1,13 +1,8 @@
 import { describe, expect, it } from "vitest";
-import {
-  compactHolderJournal,
-  expiryWaitMs,
-  LeaseExpiryTracker,
-  LeaseHolder,
-  replayHolderJournal,
-  type HolderJournalRecord,
-  type LeaseHolderOptions,
-} from "@keyraft/core";
+import { compactHolderJournal, replayHolderJournal, type HolderJournalRecord } from "../src/leases/journal.js";
+import { LeaseExpiryTracker } from "../src/leases/expiry.js";
+import { LeaseHolder, type LeaseHolderOptions } from "../src/leases/holder.js";
+import { expiryWaitMs } from "../src/leases/expiry.js";
 
 const options: LeaseHolderOptions = {
   ttlMs: 1000,

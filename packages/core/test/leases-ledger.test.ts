@@ -1,5 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { creditLeasePolicyDefaults } from "../src/leases/policy.js";
+import { ownerOf } from "../src/placement/rendezvous.js";
 import {
   applyCreditAdjust,
   applyCreditDirectSpend,
@@ -9,14 +11,12 @@ import {
   applyGrantCreditLease,
   applySettleCreditLease,
   createCreditLedger,
-  creditLeasePolicyDefaults,
   creditLedgerViolation,
-  leaseGrantSize,
   leasesPerKeyMax,
   ledgerRemaining,
-  ownerOf,
-  type CreditLedgerRecord,
-} from "@keyraft/core";
+} from "../src/leases/ledger.js";
+import { leaseGrantSize } from "../src/leases/policy.js";
+import type { CreditLedgerRecord } from "../src/leases/types.js";
 
 const voters = ["n1", "n2", "n3"];
 const context = { voters, policy: creditLeasePolicyDefaults };

@@ -1,21 +1,15 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  captureKeyState,
-  applyCommand,
-  createKeyState,
-  keyCreditsAt,
-  keyStateMachine,
-  keyStateViolation,
-  matchOverride,
-  resolveOverride,
-  restoreKeyState,
-  ROOT_API_ID,
-  snapshotKeyState,
-  type KeyCommand,
-  type KeyState,
-  type Ref,
-} from "@keyraft/core";
+import { applyCommand, keyStateMachine } from "../src/keystate/machine.js";
+import { createKeyState } from "../src/keystate/state.js";
+import { keyCreditsAt } from "../src/keystate/apply-keys.js";
+import { resolveOverride } from "../src/keystate/overrides-index.js";
+import { ROOT_API_ID, type KeyState } from "../src/keystate/types.js";
+import { snapshotKeyState } from "../src/keystate/snapshot.js";
+import type { KeyCommand, Ref } from "../src/keystate/commands.js";
+import { captureKeyState, restoreKeyState } from "../src/keystate/snapshot.js";
+import { keyStateViolation } from "../src/keystate/invariants.js";
+import { matchOverride } from "../src/overrides/match.js";
 
 // Small pools so random commands hit existing records (and collide) often.
 const apiIds = ["api_a", "api_b", ROOT_API_ID];

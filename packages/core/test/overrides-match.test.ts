@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { globMatches, matchOverride, type OverrideLike } from "@keyraft/core";
+import { globMatches, matchOverride, type OverrideLike } from "../src/overrides/match.js";
 
 // Reference glob: dynamic programming over (pattern prefix, text prefix), obviously correct.
 function referenceGlob(pattern: string, text: string): boolean {

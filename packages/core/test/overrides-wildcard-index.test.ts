@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { matchOverride, WildcardOverrideIndex, type OverrideLike } from "@keyraft/core";
+import { matchOverride, type OverrideLike } from "../src/overrides/match.js";
+import { WildcardOverrideIndex } from "../src/overrides/wildcard-index.js";
 
 const glob = fc
   .string({ unit: fc.constantFrom("a", "b", "*", "-"), maxLength: 7 })

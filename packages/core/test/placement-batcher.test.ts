@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ForwardBatcher, forwardBatchChecksMax, forwardQueuedMax } from "@keyraft/core";
+import { ForwardBatcher } from "../src/placement/forward-batcher.js";
+import { forwardBatchChecksMax, forwardQueuedMax } from "../src/placement/forward-batcher.js";
 
 describe("ForwardBatcher", () => {
   it("sends a full batch at once and the rest after maxDelayMs", () => {

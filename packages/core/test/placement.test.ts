@@ -1,17 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SlidingWindowLimiter } from "@keyraft/core";
-import {
-  AsyncLimitEstimator,
-  asyncOvershootBound,
-  nextReservation,
-  OwnerReservations,
-  type ReservationAsk,
-  ownerOf,
-  rankNodes,
-  servingNode,
-  SuccessorReservations,
-} from "@keyraft/core";
+import { SlidingWindowLimiter } from "../src/ratelimit/sliding-window.js";
+import { AsyncLimitEstimator, asyncOvershootBound } from "../src/placement/async-estimator.js";
+import { nextReservation, OwnerReservations, SuccessorReservations } from "../src/placement/reservations.js";
+import { ownerOf, rankNodes } from "../src/placement/rendezvous.js";
+import type { ReservationAsk } from "../src/placement/reservations.js";
+import { servingNode } from "../src/placement/rendezvous.js";
 
 const nodesArb = fc.uniqueArray(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 9 });
 const ids = Array.from({ length: 3000 }, (_, i) => `ident_${i}`);

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { limiterChecksPerCallMax, SlidingWindowLimiter } from "@keyraft/core";
+import { SlidingWindowLimiter } from "../src/ratelimit/sliding-window.js";
+import { limiterChecksPerCallMax } from "../src/limits.js";
 
 const check = (key: string, cost = 1, limit = 5, durationMs = 1000) => ({ key, limit, durationMs, cost });
 

@@ -1,12 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  SlidingWindowLimiter,
-  type LimitCheck,
-  type LimitOutcome,
-  type LimitResult,
-  type TouchedBucket,
-} from "@keyraft/core";
+import { SlidingWindowLimiter, type LimitCheck, type BucketCount } from "../src/ratelimit/sliding-window.js";
+import type { LimitOutcome, LimitResult } from "../src/ratelimit/sliding-window.js";
 
 // A reference model of the sliding-window limiter, written from the definition rather than from
 // the implementation: a log of every admitted hit per key (no ring, no eviction), the count at t
@@ -57,7 +52,7 @@ class ReferenceLimiter {
     });
     const fits = checks.map((check, i) => counts[i]! + check.cost <= check.limit);
     const success = fits.every(Boolean);
-    const touched: TouchedBucket[] = [];
+    const touched: BucketCount[] = [];
     if (success && checks.some((c) => c.cost > 0)) {
       this.clockMs = atMs;
       for (const check of checks) {

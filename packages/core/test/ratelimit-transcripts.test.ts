@@ -4,7 +4,8 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { SlidingWindowLimiter, type LimitCheck, type LimitOutcome } from "@keyraft/core";
+import { SlidingWindowLimiter, type LimitCheck } from "../src/ratelimit/sliding-window.js";
+import type { LimitOutcome } from "../src/ratelimit/sliding-window.js";
 
 const path = fileURLToPath(new URL("../testdata/sliding-window.txt", import.meta.url));
 const update = process.env["UPDATE_TESTDATA"] === "1";

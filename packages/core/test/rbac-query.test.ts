@@ -1,12 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  evaluatePermissionQuery,
-  parsePermissionQuery,
-  permissionQueryDepthMax,
-  permissionQueryNodesMax,
-  type PermissionQuery,
-} from "@keyraft/core";
+import { evaluatePermissionQuery, type PermissionQuery } from "../src/rbac/query.js";
+import { parsePermissionQuery } from "../src/rbac/query.js";
+import { permissionQueryDepthMax, permissionQueryNodesMax } from "../src/limits.js";
 
 function evaluate(query: PermissionQuery, held: readonly string[]) {
   const set = new Set(held);

@@ -1,16 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  applyCommand,
-  createKeyState,
-  decideVerification,
-  SlidingWindowLimiter,
-  snapshotKeyState,
-  type KeyCommand,
-  type KeyState,
-  type VerifyDecision,
-  type VerifyRequest,
-} from "@keyraft/core";
+import { applyCommand } from "../src/keystate/machine.js";
+import { createKeyState } from "../src/keystate/state.js";
+import { decideVerification } from "../src/verify/decide.js";
+import { SlidingWindowLimiter } from "../src/ratelimit/sliding-window.js";
+import { snapshotKeyState } from "../src/keystate/snapshot.js";
+import type { KeyCommand } from "../src/keystate/commands.js";
+import type { KeyState } from "../src/keystate/types.js";
+import type { VerifyDecision, VerifyRequest } from "../src/verify/types.js";
 
 const t0 = Date.UTC(2026, 0, 10, 12);
 
@@ -88,7 +85,7 @@ function body(decision: ReturnType<typeof verify>): { code: string } & Record<st
   return JSON.parse(JSON.stringify(result(decision).result)) as { code: string } & Record<string, unknown>;
 }
 
-describe("verification order of checks (spec §3.1)", () => {
+describe("verification order of checks (docs/api.md, keys.verifyKey)", () => {
   it("unknown key: NOT_FOUND with the minimal body, even with an invalid query", () => {
     const state = setup();
     const decision = verify(state, new SlidingWindowLimiter(), "missing", { permissions: { and: [] } });

@@ -8,7 +8,7 @@ export { errorBody, errorStatusByCode, V1Error } from "./errors.js";
 export type { V1ErrorBody, V1ErrorCode } from "./errors.js";
 export { hashKey } from "./auth/hash.js";
 export { triggeredHeader } from "./routes/verify-key.js";
-export type { CommandLog, CounterDurability, ReplicatedStateMachine, TouchedBucket } from "./store/types.js";
+export type { CommandLog, CounterDurability, ReplicatedStateMachine, DurabilityBucket } from "./store/types.js";
 export { VerificationRecorder, pendingVerificationsMax, analyticsFlushIntervalMs } from "./analytics/recorder.js";
 export { saveAnalytics, loadAnalytics, analyticsFileName } from "./analytics/persist.js";
 export type { VerificationPeers } from "./analytics/peers.js";

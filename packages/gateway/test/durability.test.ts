@@ -15,7 +15,7 @@ import {
 } from "../src/store/counter-durability.js";
 import { isStoreError } from "../src/store/errors.js";
 import { openStoreDb, storeSublevel, syncedBatchWrite, type StoreDb, type StoreOp } from "../src/store/level-db.js";
-import type { TouchedBucket } from "../src/store/types.js";
+import type { DurabilityBucket } from "../src/store/types.js";
 
 const dirs: string[] = [];
 const dbs: StoreDb[] = [];
@@ -40,7 +40,7 @@ const noFatal = (error: Error) => {
 function open(db: StoreDb, clock: { nowMs: number }, options: Partial<CounterDurabilityOptions> = {}) {
   return LevelCounterDurability.open(db, { nowMs: () => clock.nowMs, onFatal: noFatal, ...options });
 }
-const bucket = (count: number, overrides: Partial<TouchedBucket> = {}): TouchedBucket => ({
+const bucket = (count: number, overrides: Partial<DurabilityBucket> = {}): DurabilityBucket => ({
   key: "k",
   limit: 100,
   durationMs: 60_000,
@@ -119,7 +119,7 @@ describe("LevelCounterDurability", () => {
     clock.nowMs = 1_001_500; // "old" is past 2 * 1000 ms
     db = await openDb(dir);
     const reopened = await open(db, clock);
-    const restored: TouchedBucket[] = [];
+    const restored: DurabilityBucket[] = [];
     expect(reopened.restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs)).toBe(1);
     expect(restored).toEqual([bucket(reservationFor(bucket(3)))]);
     expect(await storeSublevel(db, "rl").keys().all()).toHaveLength(1); // "old" deleted on open
@@ -149,7 +149,7 @@ describe("LevelCounterDurability", () => {
     await durability.close();
     await db.close();
     db = await openDb(dir);
-    const restored: TouchedBucket[] = [];
+    const restored: DurabilityBucket[] = [];
     (await open(db, clock)).restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs);
     expect(restored.map((b) => [b.durationMs, b.count])).toEqual(
       expect.arrayContaining([
@@ -169,7 +169,7 @@ describe("LevelCounterDurability", () => {
     await db.close();
     db = await openDb(dir);
     const clock = { nowMs: 1_000_000 };
-    const restored: TouchedBucket[] = [];
+    const restored: DurabilityBucket[] = [];
     const durability = await open(db, clock);
     durability.restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs);
     expect(restored).toEqual([bucket(40)]);

@@ -5,7 +5,7 @@
 // single-node path, async reconciliation, and the small pieces (subjects, liveness, config).
 import { describe, expect, it } from "vitest";
 import { pino } from "pino";
-import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type TouchedBucket } from "@keyraft/core";
+import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type BucketCount } from "@keyraft/core";
 import { ClusterRateLimits } from "../src/counters/ratelimit/cluster-limits.js";
 import { parseRateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counters/ratelimit/config.js";
 import { PeerLiveness } from "../src/counters/ratelimit/liveness.js";
@@ -25,8 +25,8 @@ const logger = pino({ level: "silent" });
 
 /** A node's reservation store: max count per bucket, kept across the node's restarts. */
 class MemoryDurability implements CounterDurability {
-  readonly buckets = new Map<string, TouchedBucket>();
-  cover(touched: readonly TouchedBucket[]): Promise<void> | null {
+  readonly buckets = new Map<string, BucketCount>();
+  cover(touched: readonly BucketCount[]): Promise<void> | null {
     for (const bucket of touched) {
       const id = `${bucket.key}\u0000${bucket.bucketStartMs}`;
       const held = this.buckets.get(id);

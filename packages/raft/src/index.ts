@@ -70,13 +70,3 @@ export {
 export type { RaftIoErrorCode, RaftNodeErrorCode } from "./errors.js";
 export type { Logger } from "./logger.js";
 export { silentLogger } from "./logger.js";
-// A RaftNode as a child process with a JSON-lines control channel (real-process tests, the raft benchmark).
-export { NodeProcess, defaultNodeProcessEntry } from "./driver/process-client.js";
-export type { NodeProcessSpawnOptions } from "./driver/process-client.js";
-export type {
-  NodeProcessConfig,
-  ControlRequest,
-  MachineState,
-  LoadResult,
-  LoopDelay,
-} from "./driver/process-protocol.js";

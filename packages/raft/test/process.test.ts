@@ -2,7 +2,7 @@
 // restart and catch-up, and catch-up of a far-behind node by snapshot.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { MachineState } from "../src/driver/process-protocol.js";
+import type { MachineState } from "@keyraft/raft/testing";
 import type { NodeStatus } from "../src/driver/status.js";
 import { ProcessCluster } from "./fixtures/process-cluster.js";
 

@@ -22,7 +22,7 @@ export function spendCredits(remaining: number, cost: number): CreditSpend {
 }
 
 /**
- * A refill rule (decision 8, spec §3.7). At each refill instant, 00:00 UTC, `remaining` becomes
+ * A refill rule (decision 8 in docs/core-leaves.md, "Credit ledger and refill"). At each refill instant, 00:00 UTC, `remaining` becomes
  * `amount` if it is lower (a reset, not an addition). `refillDay` null: every day. 1..31: monthly
  * on that day of the month, or on the month's last day when the month is shorter (31 = always
  * the last day).

@@ -129,7 +129,8 @@ function stateByte(index: number): number {
 
 /**
  * SHA-256 of the UTF-8 bytes of `text`, as standard base64 with padding (always 44 chars).
- * This is the stored form of a key (spec §7): `base64(sha256(utf8(secret)))`.
+ * This is the stored form of a key, as upstream stores it (docs/core-leaves.md, "Hashing, ids and
+ * key secrets"): `base64(sha256(utf8(secret)))`.
  */
 export function sha256Base64(text: string): string {
   state.set(initialState);

@@ -8,7 +8,7 @@ export const idEpochSeconds = 1_700_000_000;
 const secondsMax = 0xffffffff;
 
 /**
- * An id as upstream makes them (spec §1.6): `<prefix>_<base58(12 bytes)>`, the first 4 bytes the
+ * An id as upstream makes them (docs/core-leaves.md, "Hashing, ids and key secrets"): `<prefix>_<base58(12 bytes)>`, the first 4 bytes the
  * big-endian seconds since `idEpochSeconds` (clamped to 0..2^32-1), then 8 random bytes. Ids of
  * different seconds are roughly time-ordered; ids are unique by their random bytes, which the
  * caller supplies (core has no randomness).
@@ -27,7 +27,7 @@ export function newId(prefix: string, nowMs: number, random8: Uint8Array): strin
 }
 
 /**
- * A key secret as upstream makes them (spec §7): an optional `<prefix>_`, then base58 of
+ * A key secret as upstream makes them: an optional `<prefix>_`, then base58 of
  * `[0x01 (version), N, ...N random bytes]` with N = random.length (16..255). An empty prefix
  * counts as no prefix, as upstream's `prefix ? ... : ...` does.
  */
@@ -45,7 +45,7 @@ export function newKeySecret(prefix: string | undefined, random: Uint8Array): st
 }
 
 /**
- * The `start` shown for a key (spec §7): the first `len(requestPrefix) + 5` characters of the
+ * The `start` shown for a key: the first `len(requestPrefix) + 5` characters of the
  * secret, so `prefix_` and 4 more characters with a prefix, the first 5 characters without one.
  * Only the prefix given in the createKey request counts (a keyspace's default prefix does not).
  */

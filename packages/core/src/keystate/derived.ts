@@ -38,7 +38,7 @@ function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
   if (identity !== undefined) {
     for (const limit of identity.ratelimits) configuredLimits.set(limit.name, limit);
   }
-  // The key's definition wins over the identity's for the same name (upstream §3.3).
+  // The key's definition wins over the identity's for the same name, as upstream does.
   for (const limit of key.ratelimits) configuredLimits.set(limit.name, limit);
   const autoLimits = [...configuredLimits.values()]
     .filter((limit) => limit.autoApply)
@@ -62,7 +62,7 @@ function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
 
 /**
  * Limiter key of a verification limit: owner (identity or key id) and limit name, so all keys of
- * an identity share the counter (upstream §3.3). The `v:` prefix keeps it apart from
+ * an identity share the counter, as upstream does. The `v:` prefix keeps it apart from
  * ratelimits.limit counters.
  */
 export function verifyLimitKey(ownerId: string, name: string): string {

@@ -123,7 +123,7 @@ export interface KeyDerived {
   permissions: readonly string[];
   /** Role names, sorted. */
   roles: readonly string[];
-  /** Identity limits, then key limits overriding by name (upstream §3.3). */
+  /** Identity limits, then key limits overriding them by name (as upstream does). */
   configuredLimits: ReadonlyMap<string, RatelimitConfig>;
   /** The configured limits with autoApply, in name order. */
   autoLimits: readonly RatelimitConfig[];

@@ -85,8 +85,8 @@ export interface LimitOutcome {
   resetAtMs: number;
 }
 
-/** A bucket whose count an admission changed, for persistence and restore after a restart. */
-export interface TouchedBucket {
+/** The count of one limiter bucket: what an admission changed (`touched`), a snapshot holds, and a restart restores. */
+export interface BucketCount {
   key: string;
   limit: number;
   durationMs: number;
@@ -105,7 +105,7 @@ export interface LimitResult {
   /** One per check, same order. */
   outcomes: LimitOutcome[];
   /** The buckets the call changed (empty unless success and some cost > 0). */
-  touched: TouchedBucket[];
+  touched: BucketCount[];
   /** The time the call was judged at, Unix ms: max(the limiter's clock, nowMs). */
   judgedAtMs: number;
   /** Counters the call evicted to stay within a bound (usually none). */
@@ -209,7 +209,7 @@ export class SlidingWindowLimiter {
     const judgedAtMs = this.judge(checks, nowMs, true);
     let success = true;
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
-    const touched: TouchedBucket[] = [];
+    const touched: BucketCount[] = [];
     const sizeBefore = this.entries.size;
     if (success) {
       // Mark this call's entries first: an eviction for a new entry never takes one of them.
@@ -224,7 +224,7 @@ export class SlidingWindowLimiter {
         const entry = this.commit(check, this.scratchEntries[i], judgedAtMs);
         this.scratchEntries[i] = entry;
         const bucket = Math.floor(judgedAtMs / entry.widthMs);
-        const bucketTouched: TouchedBucket = {
+        const bucketTouched: BucketCount = {
           key: check.key,
           limit: check.limit,
           durationMs: check.durationMs,
@@ -268,7 +268,7 @@ export class SlidingWindowLimiter {
    * restored into its group, evicting the group's least recently used counter past its bound
    * (as live); otherwise restore does not evict, and is bounded by what was persisted.
    */
-  restoreBucket(b: TouchedBucket): void {
+  restoreBucket(b: BucketCount): void {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
@@ -292,16 +292,16 @@ export class SlidingWindowLimiter {
   }
 
   /** Every bucket with a count that is still inside its window at max(clock, nowMs). */
-  snapshot(nowMs: number): TouchedBucket[] {
+  snapshot(nowMs: number): BucketCount[] {
     assert(isCount(nowMs), "snapshot: nowMs is a non-negative integer");
     const atMs = Math.max(this.clockMs, nowMs);
-    const buckets: TouchedBucket[] = [];
+    const buckets: BucketCount[] = [];
     for (const entry of this.entries.values()) {
       const oldest = this.oldestHeldBucket(entry, atMs);
       for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
         const count = entry.counts[bucket % entry.counts.length]!;
         if (count === 0) continue;
-        const snapshotBucket: TouchedBucket = {
+        const snapshotBucket: BucketCount = {
           key: entry.key,
           limit: entry.limit,
           durationMs: entry.durationMs,

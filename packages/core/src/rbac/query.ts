@@ -2,7 +2,7 @@ import { assert } from "../assert.js";
 import { permissionQueryDepthMax, permissionQueryNodesMax } from "../limits.js";
 
 /**
- * A v1 permission query (spec §4): a literal permission slug, or `and`/`or` over at least one
+ * A v1 permission query (docs/core-leaves.md, "Permission queries"): a literal permission slug, or `and`/`or` over at least one
  * sub-query. Matching is exact and case-sensitive: there are no globs ("*" only matches a
  * permission literally named "*").
  */

@@ -1,4 +1,4 @@
-// The verification decision (spec §3.1 order of checks). It never mutates the key state: the
+// The verification decision, in upstream's order of checks (docs/api.md, "keys.verifyKey"). It never mutates the key state: the
 // credit spend it decides is returned as a command for the shell to append to the command log.
 // It calls the rate limiter once, with every limit of the request judged together.
 
@@ -7,7 +7,7 @@ import { creditsAt } from "../keystate/credits-view.js";
 import { keyDerived, verifyLimitKey } from "../keystate/derived.js";
 import type { KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
 import { limiterCountersPerOwnerMax } from "../limits.js";
-import type { EvictedCounter, LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
+import type { EvictedCounter, LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
 import type {
   RateLimitJudge,
@@ -18,7 +18,7 @@ import type {
   VerifyResult,
 } from "./types.js";
 
-const noTouched: readonly TouchedBucket[] = Object.freeze([]);
+const noTouched: readonly BucketCount[] = Object.freeze([]);
 const noEvicted: readonly EvictedCounter[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
@@ -87,7 +87,7 @@ function decided(
   result: VerifyResult,
   key: KeyRecord,
   derived: KeyDerived,
-  touched: readonly TouchedBucket[] = noTouched,
+  touched: readonly BucketCount[] = noTouched,
 ): VerifyDecision {
   return {
     kind: "result",
@@ -103,7 +103,7 @@ function decided(
 }
 
 /**
- * The limits that apply (upstream §3.4): the auto-applied configured ones, then each requested
+ * The limits that apply, as upstream resolves them: the auto-applied configured ones, then each requested
  * name (inline when it gives limit and duration, else the configured one), later entries
  * replacing earlier ones of the same name. Returns the names in parallel, or a 400 message.
  */
@@ -175,7 +175,7 @@ function unknownLimitMessage(state: KeyState, key: KeyRecord, name: string): str
 }
 
 /**
- * The `ratelimit` response object (§3.5): remaining and reset of the first limit that rejected,
+ * The `ratelimit` object of the verify answer: remaining and reset of the first limit that rejected,
  * else of the first one applied. `limit` is the `default` limit's when one applied (upstream);
  * otherwise, unlike upstream which omitted it, the reported limit's own (the v1 client types
  * declare `limit` required).
@@ -258,7 +258,7 @@ function decideCredits(
   request: VerifyRequest,
   nowMs: number,
   ratelimit: VerifyResult["ratelimit"],
-  touched: readonly TouchedBucket[],
+  touched: readonly BucketCount[],
 ): VerifyDecision {
   const balance = key.remaining === null ? null : creditsAt(key, nowMs).remaining;
   if (balance === null) {

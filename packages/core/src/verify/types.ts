@@ -1,6 +1,6 @@
 import type { SpendCreditsCommand } from "../keystate/commands.js";
 import type { KeyDerived, KeyRecord } from "../keystate/types.js";
-import type { EvictedCounter, LimitCheck, LimitResult, TouchedBucket } from "../ratelimit/sliding-window.js";
+import type { EvictedCounter, LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
 import type { PermissionQuery } from "../rbac/query.js";
 
 /** The v1 verification codes (`UNAUTHORIZED` is in the enum but never produced). */
@@ -70,7 +70,7 @@ export interface VerifyDecision {
   key: KeyRecord | undefined;
   derived: KeyDerived | undefined;
   /** Rate-limit buckets the judgement changed: the shell covers them with CounterDurability. */
-  touched: readonly TouchedBucket[];
+  touched: readonly BucketCount[];
   /** Counters the limiter evicted for a bound: the shell may forget their reservations. */
   evicted: readonly EvictedCounter[];
   /** Name of the limit that rejected (`Unkey-Ratelimit-Triggered` header). */

@@ -7,13 +7,13 @@
 //
 // Layout: sublevel `rl`, key = limiter key + "\0" + durationMs + "\0" + bucketStartMs as 16 hex
 // digits (fixed width; the duration is part of a counter's identity), value = msgpack
-// TouchedBucket with `count` = the reservation. Keys written before the duration was part of the
+// DurabilityBucket with `count` = the reservation. Keys written before the duration was part of the
 // id (limiter key + "\0" + start) are still read.
 //
 // Pruning is incremental: each write examines a bounded number of reservations from where the
 // last one stopped, and the reservations of counters the limiter evicted are dropped at once.
 import { assert } from "@keyraft/core";
-import type { CounterDurability, EvictedCounter, TouchedBucket } from "./types.js";
+import type { CounterDurability, EvictedCounter, DurabilityBucket } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey } from "./codec.js";
 import { closedError, corruptError, overloadedError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
@@ -28,7 +28,7 @@ import {
 
 /** What `restore` needs of the limiter: set a bucket's count to at least `bucket.count`. */
 export interface RestorableLimiter {
-  restoreBucket(bucket: TouchedBucket): void;
+  restoreBucket(bucket: DurabilityBucket): void;
 }
 
 export interface CounterDurabilityOptions {
@@ -71,7 +71,7 @@ export const reservationChunkDivisor = 8;
  * ceil(limit / 8), capped at the limit (a count above the limit is reserved as is). So a bucket
  * needs at most ~8 writes to reach its limit, and a restart over-counts by at most a chunk.
  */
-export function reservationFor(bucket: TouchedBucket): number {
+export function reservationFor(bucket: DurabilityBucket): number {
   const chunk = Math.max(1, Math.ceil(bucket.limit / reservationChunkDivisor));
   return Math.max(bucket.count, Math.min(bucket.limit, bucket.count + chunk));
 }
@@ -82,7 +82,7 @@ export function reservationFor(bucket: TouchedBucket): number {
  * its window, so the width defaults to durationMs (2 * durationMs in all).
  */
 export function reservationExpired(
-  bucket: Pick<TouchedBucket, "bucketStartMs" | "durationMs">,
+  bucket: Pick<DurabilityBucket, "bucketStartMs" | "durationMs">,
   nowMs: number,
   bucketWidthMs: number = bucket.durationMs,
 ): boolean {
@@ -90,7 +90,7 @@ export function reservationExpired(
 }
 
 interface Reservation {
-  bucket: TouchedBucket;
+  bucket: DurabilityBucket;
   /** Reservation known to be on disk. */
   durable: number;
   /** Highest reservation queued (== durable when nothing is in flight). */
@@ -127,7 +127,7 @@ export class LevelCounterDurability implements CounterDurability {
     this.writer = new GroupCommitWriter(what, write, counterDurabilityDefaults, options.onFatal);
   }
 
-  private expired(bucket: TouchedBucket, nowMs: number): boolean {
+  private expired(bucket: DurabilityBucket, nowMs: number): boolean {
     const widthMs = this.bucketWidthMs(bucket.durationMs);
     assert(widthMs >= 1 && widthMs <= bucket.durationMs, "reservations: a bucket is 1 ms to one window wide");
     return reservationExpired(bucket, nowMs, widthMs);
@@ -152,7 +152,7 @@ export class LevelCounterDurability implements CounterDurability {
     return restored;
   }
 
-  cover(touched: readonly TouchedBucket[]): Promise<void> | null {
+  cover(touched: readonly DurabilityBucket[]): Promise<void> | null {
     const waits = new Set<Promise<void>>();
     const grown: Array<{ reservation: Reservation; count: number }> = [];
     for (const bucket of touched) {
@@ -207,7 +207,7 @@ export class LevelCounterDurability implements CounterDurability {
     return { ...this.writer.statistics(), reservations: this.reservations.size, reservationWrites: this.writes };
   }
 
-  private newReservation(id: string, bucket: TouchedBucket): Reservation {
+  private newReservation(id: string, bucket: DurabilityBucket): Reservation {
     const reservation: Reservation = { bucket: { ...bucket, count: 0 }, durable: 0, queued: 0, queuedDone: null };
     // Inserted now (even if the bound is hit below) so that the size check sees it; removed again on refusal.
     this.hold(id, reservation);
@@ -338,33 +338,33 @@ export class LevelCounterDurability implements CounterDurability {
   }
 }
 
-export function reservationId(bucket: Pick<TouchedBucket, "key" | "durationMs" | "bucketStartMs">): string {
+export function reservationId(bucket: Pick<DurabilityBucket, "key" | "durationMs" | "bucketStartMs">): string {
   // bucketStartMs is a Unix time in ms (>= 0); fixed-width hex keeps the split unambiguous.
   return `${counterKey(bucket)}\u0000${logIndexKey(bucket.bucketStartMs)}`;
 }
 
 /** The id of a reservation written before the duration was part of it. */
-function legacyReservationId(bucket: Pick<TouchedBucket, "key" | "bucketStartMs">): string {
+function legacyReservationId(bucket: Pick<DurabilityBucket, "key" | "bucketStartMs">): string {
   return `${bucket.key}\u0000${logIndexKey(bucket.bucketStartMs)}`;
 }
 
 /** A counter is (limiter key, durationMs), as in the limiter. */
-function counterKey(counter: Pick<TouchedBucket, "key" | "durationMs">): string {
+function counterKey(counter: Pick<DurabilityBucket, "key" | "durationMs">): string {
   return `${counter.key}\u0000${counter.durationMs}`;
 }
 
-function decodeBucket(value: Uint8Array, id: string): TouchedBucket {
+function decodeBucket(value: Uint8Array, id: string): DurabilityBucket {
   let decoded: unknown;
   try {
     decoded = decodeValue(value);
   } catch (error) {
     throw corruptError(what, `reservation ${JSON.stringify(id)} does not decode`, error);
   }
-  if (!isTouchedBucket(decoded)) throw corruptError(what, `reservation ${JSON.stringify(id)} has the wrong shape`);
+  if (!isDurabilityBucket(decoded)) throw corruptError(what, `reservation ${JSON.stringify(id)} has the wrong shape`);
   return decoded;
 }
 
-function isTouchedBucket(value: unknown): value is TouchedBucket {
+function isDurabilityBucket(value: unknown): value is DurabilityBucket {
   if (typeof value !== "object" || value === null) return false;
   const record = value as Record<string, unknown>;
   return (

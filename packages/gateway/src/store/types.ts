@@ -29,8 +29,8 @@ export interface CommandLog<Command, Outcome> {
   close(): Promise<void>;
 }
 
-/** A rate-limit bucket whose count changed, as reported by the limiter's commit. */
-export interface TouchedBucket {
+/** A rate-limit bucket count handed to CounterDurability to be covered by a durable reservation (and restored from it after a restart). */
+export interface DurabilityBucket {
   /** The limiter entry key (identifier plus window parameters). */
   key: string;
   limit: number;
@@ -58,7 +58,7 @@ export interface EvictedCounter {
  */
 export interface CounterDurability {
   /** Returns null when every touched bucket is already covered, else a promise that resolves once it is. */
-  cover(touched: readonly TouchedBucket[]): Promise<void> | null;
+  cover(touched: readonly DurabilityBucket[]): Promise<void> | null;
   /**
    * Drops the reservations of counters the limiter evicted (they would otherwise live until their
    * windows pass, up to a year for a caller-chosen window). Housekeeping: nothing waits for it.

@@ -1,7 +1,20 @@
 // Runs the deterministic simulator over many seeds:
 //   npm run test:sim -- --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
+import { parseArgs } from "node:util";
 import { runSimulation, type SimResult } from "./simulation.js";
+
+const usage = `usage: npm run test:sim -- [flags]
+
+Runs the deterministic Raft simulator over many seeds.
+
+flags:
+  --seeds N      how many seeds, from --from on (default 1000)
+  --from N       first seed (default 1)
+  --seed N       run this one seed only
+  --steps N      steps of the fault phase (default 300)
+  --verbose      print the trace and the stats of every seed
+  --help         this text`;
 
 interface CliOptions {
   seeds: number;
@@ -11,25 +24,36 @@ interface CliOptions {
   verbose: boolean;
 }
 
-function parseArgs(argv: readonly string[]): CliOptions {
-  const options: CliOptions = { seeds: 1000, from: 1, seed: null, steps: 300, verbose: false };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i];
-    const value = (): number => {
-      const raw = argv[++i];
-      const parsed = Number(raw);
-      if (raw === undefined || !Number.isInteger(parsed) || parsed < 0)
-        throw new Error(`${flag} needs a non-negative integer`);
-      return parsed;
-    };
-    if (flag === "--seeds") options.seeds = value();
-    else if (flag === "--from") options.from = value();
-    else if (flag === "--seed") options.seed = value();
-    else if (flag === "--steps") options.steps = value();
-    else if (flag === "--verbose") options.verbose = true;
-    else throw new Error(`unknown flag ${flag}`);
-  }
-  return options;
+/** The options, or "help"; throws with a message for the user on a bad flag. */
+function readOptions(argv: string[]): CliOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      seeds: { type: "string" },
+      from: { type: "string" },
+      seed: { type: "string" },
+      steps: { type: "string" },
+      verbose: { type: "boolean" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help === true) return "help";
+  const count = (name: string, raw: string | undefined, fallback: number): number => {
+    if (raw === undefined) return fallback;
+    const parsed = Number(raw);
+    if (raw === "" || !Number.isInteger(parsed) || parsed < 0)
+      throw new Error(`--${name} needs a non-negative integer`);
+    return parsed;
+  };
+  return {
+    seeds: count("seeds", values.seeds, 1000),
+    from: count("from", values.from, 1),
+    seed: values.seed === undefined ? null : count("seed", values.seed, 0),
+    steps: count("steps", values.steps, 300),
+    verbose: values.verbose === true,
+  };
 }
 
 function replayCommand(result: SimResult, steps: number): string {
@@ -37,7 +61,19 @@ function replayCommand(result: SimResult, steps: number): string {
 }
 
 function main(): number {
-  const options = parseArgs(process.argv.slice(2));
+  let options: CliOptions | "help";
+  try {
+    options = readOptions(process.argv.slice(2));
+  } catch (error) {
+    // One line and exit 2 on a bad flag, like every command-line tool of the repository.
+    const message = error instanceof Error ? error.message : String(error);
+    console.error(`test:sim: ${message.split("\n")[0]} (see --help)`);
+    return 2;
+  }
+  if (options === "help") {
+    console.log(usage);
+    return 0;
+  }
   const seeds =
     options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
   const startedMs = performance.now();

@@ -13,7 +13,7 @@ import {
   type KeyState,
   type LimitCheck,
   type SlidingWindowLimiter,
-  type TouchedBucket,
+  type BucketCount,
   type VerifyResult,
 } from "@keyraft/core";
 import type { Logger } from "pino";
@@ -200,7 +200,7 @@ export class ClusterRateLimits {
   }
 
   /** The successor coverage of an admission this node just judged for `subject` (null: none needed). */
-  coverSubject(subject: string, touched: readonly TouchedBucket[]): Promise<void> | null {
+  coverSubject(subject: string, touched: readonly BucketCount[]): Promise<void> | null {
     if (touched.length === 0 || this.voters.length <= 1) return null;
     const ranked = this.rank(subject);
     if (ranked[0] === this.nodeId) return this.owner.cover(ranked[1]!, touched);
@@ -212,7 +212,7 @@ export class ClusterRateLimits {
   }
 
   /** The verification's limits' coverage: `limitOwnerId` is the key's identity id or key id (KeyDerived.limitOwnerId). */
-  coverVerification(limitOwnerId: string, touched: readonly TouchedBucket[]): Promise<void> | null {
+  coverVerification(limitOwnerId: string, touched: readonly BucketCount[]): Promise<void> | null {
     if (touched.length === 0) return null;
     return this.coverSubject(verifySubject(limitOwnerId), touched);
   }

@@ -1,6 +1,6 @@
 // Judging one ratelimits.limit check on this node: the limiter, then the coverage of what it
 // admitted (the disk reservation, and in a cluster the successor's) before the answer.
-import type { LimitCheck, SlidingWindowLimiter, TouchedBucket } from "@keyraft/core";
+import type { LimitCheck, SlidingWindowLimiter, BucketCount } from "@keyraft/core";
 import type { CounterDurability } from "../../store/types.js";
 
 export interface LimitAnswer {
@@ -22,7 +22,7 @@ export function judgeLimitHere(
   durability: CounterDurability,
   check: LimitCheck,
   nowMs: number,
-  successorCover: (touched: readonly TouchedBucket[]) => Promise<void> | null,
+  successorCover: (touched: readonly BucketCount[]) => Promise<void> | null,
 ): LimitAnswer | Promise<LimitAnswer> {
   const judged = limiter.limit([check], nowMs);
   if (judged.evicted.length > 0) durability.forget?.(judged.evicted);

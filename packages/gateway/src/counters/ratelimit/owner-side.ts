@@ -6,7 +6,7 @@
 // restored into the limiter first, so no admission is ever judged on counts older than it.
 // Asks go ahead of need (half a chunk early), batched per successor, so most admissions wait for
 // nothing.
-import { nextReservation, OwnerReservations, type SlidingWindowLimiter, type TouchedBucket } from "@keyraft/core";
+import { nextReservation, OwnerReservations, type SlidingWindowLimiter, type BucketCount } from "@keyraft/core";
 import type { Logger } from "pino";
 import { limitUnavailable, withTimeout } from "./errors.js";
 import type { PeerLiveness } from "./liveness.js";
@@ -126,7 +126,7 @@ export class OwnerSide {
    * every touched bucket is covered, else a promise that resolves once the successor acknowledged
    * it, and rejects (503) if the generation is lost or the successor does not answer in time.
    */
-  cover(successor: string, touched: readonly TouchedBucket[]): Promise<void> | null {
+  cover(successor: string, touched: readonly BucketCount[]): Promise<void> | null {
     const link = this.link(successor);
     const reservations = link.reservations;
     // Judged while no generation is held (lost between ready() and the decision): its counts may

@@ -14,7 +14,7 @@ import {
   SuccessorReservations,
   type ReservationBucket,
   type SlidingWindowLimiter,
-  type TouchedBucket,
+  type BucketCount,
 } from "@keyraft/core";
 import type { Logger } from "pino";
 import type { CounterDurability } from "../../store/types.js";
@@ -67,7 +67,7 @@ export class SuccessorSide {
     const state = this.state(owner);
     if (state === null || boot !== this.options.boot) return { t: "reserve", acks: asks.map(() => null) };
     const acks: (WireAsk | null)[] = [];
-    const durable: TouchedBucket[] = [];
+    const durable: BucketCount[] = [];
     for (const ask of asks) {
       const parsed = parseReservationKey(ask.key);
       const ack = parsed === null ? null : state.reservations.accept(ask);

@@ -11,7 +11,9 @@ const seeds = Number(process.env["SIM_RATELIMIT_SEEDS"] ?? 2000);
 const steps = 400;
 
 const report = (seed: number, failure: string | undefined): string =>
-  `seed ${seed}: ${failure ?? ""}\nreplay: npm run test:sim-counters -- --ratelimit --seed ${seed} --steps ${steps} --verbose (then add it to testdata/sim-counters-ratelimit-seeds.txt)`;
+  `seed ${seed}: ${failure ?? ""}\n` +
+  `replay: npm run test:sim-counters -- --ratelimit --seed ${seed} --steps ${steps} --verbose ` +
+  "(then add it to packages/core/testdata/sim-counters-ratelimit-seeds.txt)";
 
 describe("rate-limit ownership simulation", () => {
   it("regression seeds pass", () => {

@@ -12,17 +12,13 @@ import {
   applyCreditSet,
   createCreditLedger,
   creditLedgerViolation,
-  creditLeasePolicyDefaults,
-  LeaseExpiryTracker,
-  LeaseHolder,
-  type CreditLeaseCommand,
-  type CreditLeaseOutcome,
-  type CreditLedgerRecord,
-  type HolderJournalRecord,
-  type HolderOutput,
-  type LeaseHolderOptions,
-} from "@keyraft/core";
-import { Xoshiro128 } from "../core/prng.js";
+} from "../leases/ledger.js";
+import { creditLeasePolicyDefaults } from "../leases/policy.js";
+import { LeaseExpiryTracker } from "../leases/expiry.js";
+import { LeaseHolder, type HolderOutput, type LeaseHolderOptions } from "../leases/holder.js";
+import type { CreditLeaseCommand, CreditLeaseOutcome, CreditLedgerRecord } from "../leases/types.js";
+import type { HolderJournalRecord } from "../leases/journal.js";
+import { SimRandom } from "./prng.js";
 
 export interface CounterSimOptions {
   seed: number;
@@ -96,7 +92,7 @@ function check(cond: boolean, message: string): asserts cond {
 }
 
 export function runCounterSimulation(options: CounterSimOptions): CounterSimResult {
-  const random = new Xoshiro128(options.seed);
+  const random = new SimRandom(options.seed);
   const nodeCount = 3 + random.intBelow(3);
   const keyCount = 1 + random.intBelow(3);
   const driftMax = random.nextFloat() * 0.1;

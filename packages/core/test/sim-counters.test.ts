@@ -15,7 +15,11 @@ const seeds = Number(process.env["SIM_COUNTER_SEEDS"] ?? 2000);
 const steps = Number(process.env["SIM_COUNTER_STEPS"] ?? 300);
 
 function failureReport(seed: number, failure: string | undefined): string {
-  return `seed ${seed}: ${failure ?? ""}\nreplay: npm run test:sim-counters -- --seed ${seed} --steps ${steps} --verbose (then add it to testdata/sim-counters-seeds.txt)`;
+  return (
+    `seed ${seed}: ${failure ?? ""}\n` +
+    `replay: npm run test:sim-counters -- --seed ${seed} --steps ${steps} --verbose ` +
+    "(then add it to packages/core/testdata/sim-counters-seeds.txt)"
+  );
 }
 
 describe("credit-lease simulation", () => {

@@ -9,14 +9,14 @@
 // after healing every key is served again.
 import {
   OwnerReservations,
-  rankNodes,
-  SlidingWindowLimiter,
   SuccessorReservations,
   type HandBack,
   type ReservationAsk,
   type ReservationBucket,
-} from "@keyraft/core";
-import { Xoshiro128 } from "../core/prng.js";
+} from "../placement/reservations.js";
+import { rankNodes } from "../placement/rendezvous.js";
+import { SlidingWindowLimiter } from "../ratelimit/sliding-window.js";
+import { SimRandom } from "./prng.js";
 
 export interface RateLimitSimOptions {
   seed: number;
@@ -94,7 +94,7 @@ interface NodeState {
 class Failure extends Error {}
 
 export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitSimResult {
-  const random = new Xoshiro128(options.seed);
+  const random = new SimRandom(options.seed);
   const nodeCount = 3 + random.intBelow(3);
   const ids = Array.from({ length: nodeCount }, (_, i) => `n${i + 1}`);
   const keys: KeySpec[] = Array.from({ length: 1 + random.intBelow(3) }, (_, i) => {

@@ -1,3 +1,4 @@
+// The one way our process tests, the bench and the fault harness pick a port for a child process.
 import { createServer } from "node:net";
 
 /** A TCP port that was free a moment ago on 127.0.0.1 (the OS picks it; a tiny race remains). */
