@@ -2,6 +2,7 @@
 // limits cannot fill the node's table for other tenants, and cannot reset a configured limit.
 import { limiterCountersPerOwnerMax, SlidingWindowLimiter } from "@keyraft/core";
 import { afterEach, describe, expect, it } from "vitest";
+import { AsyncLimits, asyncDurationsMax } from "../src/counters/ratelimit/async-limits.js";
 import { harness, type Harness } from "./app-harness.js";
 
 let h: Harness;
@@ -46,5 +47,20 @@ describe("counters a caller creates through verifyKey", () => {
       await verify({ ratelimits: [{ name: "default", limit: 1_000_000, duration: 1000 }] });
       expect((await verify()).code).toBe("RATE_LIMITED");
     }
+  });
+});
+
+describe("async limits (ratelimits.limit with async: true)", () => {
+  it("a caller choosing more window lengths than asyncDurationsMax is never refused, nor does it refuse others", () => {
+    const limits = new AsyncLimits(new SlidingWindowLimiter());
+    expect(limits.admit("theirs", 2, 60_000, 1, 0).success).toBe(true);
+    for (let i = 0; i < asyncDurationsMax + 10; i++) {
+      expect(limits.admit(`mine-${i}`, 5, 1_000 + i, 1, 1).success).toBe(true);
+      // Another caller's limit, in use meanwhile, keeps its count.
+      if (i % 100 === 0) expect(limits.admit("theirs", 2, 60_000, 0, 1).remaining).toBe(1);
+    }
+    expect(limits.admit("theirs", 2, 60_000, 1, 2).success).toBe(true);
+    expect(limits.admit("theirs", 2, 60_000, 1, 3).success).toBe(false);
+    expect(limits.report(3).length).toBeLessThanOrEqual(asyncDurationsMax);
   });
 });

@@ -4,10 +4,14 @@
 // cluster admits at most limit + (nodes - 1) * min(limit, a), a = what one node admits for the
 // identifier in R ms. Counts are in memory only: a restarted node forgets its own (one more
 // window of overshoot at most, its own admissions of that window).
-import { AsyncLimitEstimator, type SlidingWindowLimiter } from "@keyraft/core";
+import { assert, AsyncLimitEstimator, type SlidingWindowLimiter } from "@keyraft/core";
 import type { AsyncCounts } from "./wire.js";
 
-/** Distinct window lengths with an estimator; past it a new length is refused (fail closed). */
+/**
+ * Distinct window lengths with an estimator. Past it the least recently used length's estimator
+ * is forgotten (its identifiers start again from the peers' next counts): a caller choosing many
+ * windows costs itself accuracy, never other callers their limits.
+ */
 export const asyncDurationsMax = 1024;
 
 export interface AsyncOutcome {
@@ -23,13 +27,14 @@ export class AsyncLimits {
 
   constructor(private readonly limiter: Pick<SlidingWindowLimiter, "bucketWidthMs">) {}
 
-  private estimator(durationMs: number): AsyncLimitEstimator | null {
+  private estimator(durationMs: number): AsyncLimitEstimator {
     let estimator = this.estimators.get(durationMs);
     if (estimator === undefined) {
-      if (this.estimators.size >= asyncDurationsMax) return null;
+      if (this.estimators.size >= asyncDurationsMax) this.estimators.delete(this.estimators.keys().next().value!);
       estimator = new AsyncLimitEstimator(durationMs, this.limiter.bucketWidthMs(durationMs));
-      this.estimators.set(durationMs, estimator);
-    }
+    } else this.estimators.delete(durationMs); // re-inserted: the most recently used
+    this.estimators.set(durationMs, estimator);
+    assert(this.estimators.size <= asyncDurationsMax, "async limits: estimators within asyncDurationsMax");
     return estimator;
   }
 
@@ -38,7 +43,6 @@ export class AsyncLimits {
     // When the oldest bucket counted now leaves the window: the earliest the estimate can fall.
     const reset = Math.floor((nowMs - durationMs + 1) / widthMs) * widthMs + widthMs + durationMs;
     const estimator = this.estimator(durationMs);
-    if (estimator === null) return { success: false, limit, remaining: 0, reset };
     const judged = estimator.admit(key, limit, cost, nowMs);
     if (judged.success && cost > 0) this.admitted += cost;
     return { success: judged.success, limit, remaining: judged.remaining, reset };
@@ -55,7 +59,7 @@ export class AsyncLimits {
   }
 
   merge(peer: string, reports: readonly AsyncCounts[]): void {
-    for (const report of reports) this.estimator(report.durationMs)?.merge(peer, report.counts);
+    for (const report of reports) this.estimator(report.durationMs).merge(peer, report.counts);
   }
 
   prune(nowMs: number): void {
