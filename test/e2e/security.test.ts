@@ -7,7 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { makeCa, makeLeaf, writePems } from "../../packages/raft/test/fixtures/certs.js";
-import { freePort, killAll, spawnNode, startNode, type NodeProcess } from "./node-process.js";
+import { freePort } from "@keyraft/raft/testing";
+import { killAll, spawnNode, startNode, type NodeProcess } from "./node-process.js";
 
 const rootKey = "security_root_0123456789abcdef";
 const dirs: string[] = [];
