@@ -3,21 +3,14 @@
 import type { BenchOptions } from "../args.js";
 import type { RequestSpec } from "../load/plan.js";
 import { phaseResult, runLoadOnce, type LoadRun, type PhaseResult } from "../load/run-load.js";
-import type { ScenarioContext } from "./types.js";
+import type { PhaseDefinition, ScenarioContext } from "./types.js";
+
+export type { PhaseDefinition } from "./types.js";
 
 /** Fixed so that two runs with the same flags draw the same sequence of keys. */
 export const runSeed = 0x6b657972;
 /** Warm-up of every round after the first (connections are new, the JIT is already warm). */
 const laterRoundWarmupSMax = 1;
-
-export interface PhaseDefinition {
-  /** Unique within a run: results are keyed by it. */
-  label: string;
-  targets: readonly string[];
-  requests: readonly RequestSpec[];
-  /** CPU seconds used so far by the processes under test; null when not local. */
-  cpuSeconds: () => number | null;
-}
 
 export interface SpecInput {
   name: string;

@@ -3,7 +3,16 @@
 // baselines' (in interleaved rounds), finish turns the results into figures, close tears down.
 import type { BenchOptions } from "../args.js";
 import type { PhaseResult } from "../load/run-load.js";
-import type { PhaseDefinition } from "./phase.js";
+import type { RequestSpec } from "../load/plan.js";
+
+export interface PhaseDefinition {
+  /** Unique within a run: results are keyed by it. */
+  label: string;
+  targets: readonly string[];
+  requests: readonly RequestSpec[];
+  /** CPU seconds used so far by the processes under test; null when not local. */
+  cpuSeconds: () => number | null;
+}
 
 export interface ScenarioContext {
   options: BenchOptions;

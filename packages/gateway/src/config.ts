@@ -136,7 +136,8 @@ function parseRootKey(raw: string | undefined, errors: string[]): string | null 
   // Never echo the value: it is a secret, and the message may end up in a log.
   if (raw.length < rootKeyLengthMin || raw.length > rootKeyLengthMax || !rootKeyPattern.test(raw)) {
     errors.push(
-      `KEYRAFT_ROOT_KEY is invalid (${raw.length} characters): expected ${rootKeyLengthMin} to ${rootKeyLengthMax} printable ASCII characters without spaces, or leave it unset to generate one`,
+      `KEYRAFT_ROOT_KEY is invalid (${raw.length} characters): expected ${rootKeyLengthMin} to ${rootKeyLengthMax} ` +
+        "printable ASCII characters without spaces, or leave it unset to generate one",
     );
     return null;
   }

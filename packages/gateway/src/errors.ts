@@ -1,7 +1,7 @@
 // The v1 error model: codes, their HTTP statuses (upstream's codeToStatus, UNAUTHORIZED is 403),
 // the error body {error:{code,docs,message,requestId}} and the error every route throws.
 
-/** Every code a v1 error body can carry, with its status (semantics §1.3). */
+/** Every code a v1 error body can carry, with its status. */
 export const errorStatusByCode = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 403,

@@ -8,7 +8,14 @@
 import { readFileSync } from "node:fs";
 import { createServer as createHttpServer, type RequestListener, type Server, type ServerOptions } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
-import type { IntegerVariable } from "./config.js";
+
+/** An integer variable (as config.ts reads them; declared here so the two files import one way). */
+interface IntegerVariable {
+  name: string;
+  defaultValue: number;
+  min: number;
+  max: number;
+}
 
 export const httpIntegerVariables = {
   requestTimeoutMs: { name: "KEYRAFT_HTTP_REQUEST_TIMEOUT_MS", defaultValue: 30_000, min: 100, max: 600_000 },

@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
 import { analyticsPeerTimeoutMsDefault, ClusterVerificationPeers } from "./analytics/cluster-peers.js";
-import { bootstrapRootKey, buildApp } from "./app.js";
+import { bootstrapRootKey, buildApp, type AppDeps } from "./app.js";
 import { serverFactory } from "./http-server.js";
 import { restrictTree, usePrivateUmask } from "./store/private-files.js";
 import { parseConfig, type Config } from "./config.js";
@@ -23,8 +23,6 @@ import { generateRootKeyOnce, type RootKeyLink } from "./cluster/root-key.js";
 import { generatedRootKeyBytes } from "./state/bootstrap.js";
 import { RandomPool } from "./state/random-pool.js";
 import { hashKey } from "./auth/hash.js";
-import { registerClusterRoutes } from "./cluster/routes.js";
-import { createContext } from "./context.js";
 import { ObservedKeyMachine } from "./counters/credits/credit-events.js";
 import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
@@ -90,10 +88,61 @@ async function main(): Promise<void> {
 /**
  * Opens the Raft node (a one-member cluster without KEYRAFT_PEERS: the same code path), waits
  * until it is confirmed fresh by a leader backed by a quorum (for a joining node: until it has
- * been added and has caught up), ensures the root key, then listens.
+ * been added and has caught up), ensures the root key, then listens. Each starter below returns
+ * what it made and how to close it; the shutdown closes them in the order written in `close`.
  */
 async function startNode(config: Config, logger: Logger, onFatal: (error: unknown) => void): Promise<Node> {
   const nowMs = () => Date.now();
+  const store = await startStore(config, logger);
+  let cluster: StartedCluster | null = null;
+  try {
+    cluster = await startCluster(config, logger, store.raftDir, nowMs, onFatal);
+    const counters = await startCounters(config, logger, store.db, nowMs, onFatal);
+    const rateLimits = startRateLimits(config, logger, cluster, counters, nowMs);
+    await waitUntilFresh(cluster.node, logger);
+    logger.info(
+      { appliedIndex: cluster.node.commandLog.appliedIndex(), leader: cluster.node.status().leader },
+      "caught up with the cluster",
+    );
+    const credits = await startCredits(config, logger, store.db, cluster, nowMs, onFatal);
+    const rootKey = await startRootKey(config, logger, cluster, nowMs);
+    const analytics = await startAnalytics(logger, store.nodeDir, cluster.node, nowMs);
+    const http = await startHttp(config, logger, {
+      logger,
+      analytics: analytics.recorder,
+      verificationPeers: analytics.peers,
+      state: cluster.machine.state,
+      commandLog: cluster.node.commandLog,
+      limiter: counters.limiter,
+      counterDurability: counters.durability,
+      rateLimits: rateLimits.rateLimits,
+      creditLeases: credits.spender,
+      nowMs,
+      bodyLimitBytes: config.bodyLimitBytes,
+      cluster: { cluster: cluster.node, stalePolicy: config.cluster.stalePolicy },
+    });
+    const node = cluster;
+    return {
+      async close() {
+        await http.close(); // stop accepting; in-flight requests finish
+        rootKey.stop();
+        await analytics.close();
+        rateLimits.close();
+        await credits.close(); // settles open leases with their exact spends (bounded wait), then the journal
+        await node.close(); // every acknowledged write is already committed and durable
+        await counters.close();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    if (cluster !== null) await cluster.close().catch(() => undefined);
+    await closeQuietly(store.db);
+    throw error;
+  }
+}
+
+/** The data directory: a legacy single-node store migrated, then the node's LevelDB opened. */
+async function startStore(config: Config, logger: Logger) {
   const layout = dataDirLayout(config.dataDir);
   const narrowed = await restrictTree(config.dataDir);
   if (narrowed > 0)
@@ -107,160 +156,202 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     logger,
   });
   const db = await openStoreDb(layout.nodeDir);
-  let cluster: ClusterNode | null = null;
+  return { db, nodeDir: layout.nodeDir, raftDir: layout.raftDir, close: () => db.close() };
+}
+
+type StartedStore = Awaited<ReturnType<typeof startStore>>;
+
+/** The Raft node over the key state machine, started (it may not be fresh yet). */
+async function startCluster(
+  config: Config,
+  logger: Logger,
+  raftDir: string,
+  nowMs: () => number,
+  onFatal: (error: unknown) => void,
+) {
+  const { nodeId, peers, join } = config.cluster;
+  // Observed: the credit leases (counters/credits) hear the lease outcomes and resets it applies.
+  const machine = new ObservedKeyMachine(keyStateMachine());
+  const node = await ClusterNode.open({
+    config: config.cluster,
+    raftDir,
+    machine,
+    snapshotEntries: config.snapshotEveryEntries,
+    pendingMax: config.writeQueueEntriesMax,
+    logger,
+    nowMs,
+    onFatal,
+  });
+  const started = { node, machine, close: () => node.close() };
   try {
-    // Observed: the credit leases (counters/credits) hear the lease outcomes and resets it applies.
-    const machine = new ObservedKeyMachine(keyStateMachine());
-    cluster = await ClusterNode.open({
-      config: config.cluster,
-      raftDir: layout.raftDir,
-      machine,
-      snapshotEntries: config.snapshotEveryEntries,
-      pendingMax: config.writeQueueEntriesMax,
-      logger,
-      nowMs,
-      onFatal,
-    });
-    await cluster.start();
-    logger.info(
-      {
-        nodeId,
-        raftPort: cluster.raftPort,
-        members: peers.map((peer) => peer.id),
-        join,
-        appliedIndex: cluster.commandLog.appliedIndex(),
-      },
-      "cluster node started",
-    );
-    const limiter = new SlidingWindowLimiter();
-    const counters = await LevelCounterDurability.open(db, {
-      nowMs,
-      onFatal,
-      bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs),
-    });
-    const restoredBuckets = counters.restore(limiter, nowMs());
-    logger.info({ dataDir: config.dataDir, restoredBuckets }, "rate-limit reservations restored");
-    // Rate limits across the cluster (counters/ratelimit): owners judge, successors reserve, async limits reconcile.
-    const rateLimits = new ClusterRateLimits({
-      transport: cluster.counterTransport(),
-      state: machine.state,
-      limiter,
-      durability: counters,
-      config: config.rateLimits,
-      nowMs,
-      logger: logger.child({ component: "ratelimits" }),
-    });
-    rateLimits.start();
-
-    await waitUntilFresh(cluster, logger);
-    logger.info(
-      { appliedIndex: cluster.commandLog.appliedIndex(), leader: cluster.status().leader },
-      "caught up with the cluster",
-    );
-    // Credit leases (counters/credits): verifications with credits spend from this node's leases.
-    const raftNode = cluster;
-    const creditLeases = await startCreditLeases({
-      nodeId,
-      db,
-      machine,
-      config: config.credits,
-      propose: (command) => raftNode.commandLog.append(command),
-      isLeader: () => raftNode.isLeader(),
-      voters: () => raftNode.raft.status().conf.voters,
-      transport: raftNode.creditTransport(),
-      nowMs,
-      logger: logger.child({ component: "credits" }),
-      onFatal,
-    });
-    // The root key: KEYRAFT_ROOT_KEY is ensured by every node (the same key, idempotent by hash);
-    // without it, exactly one key is generated for the cluster (cluster/root-key.ts). The leader
-    // at start waits for it before listening; the others watch in the background and generate
-    // one only if they come to lead while there is none.
-    const commandLog = cluster.commandLog;
-    let rootKeyLoopStopped = false;
-    if (config.rootKey !== null) {
-      const root = await withRetries(
-        () => bootstrapRootKey({ state: machine.state, commandLog, rootKey: config.rootKey, nowMs, randomBytes }),
-        logger,
-      );
-      if (root.ignored !== null) {
-        // Bootstrapped once; since then the API governs it (state/bootstrap.ts).
-        logger.warn(
-          { rootKeyId: root.keyId === "" ? undefined : root.keyId, reason: root.ignored },
-          "KEYRAFT_ROOT_KEY was revoked or deleted through the API and stays so; remove it from the environment",
-        );
-      } else logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
-    } else {
-      const generation = generateRootKey(cluster, machine.state, commandLog, {
-        nowMs,
-        logger,
-        stopped: () => rootKeyLoopStopped,
-      });
-      if (cluster.isLeader()) await generation;
-      else void generation;
-    }
-
-    const analytics = new VerificationRecorder(nowMs);
-    const restoredSeries = await loadAnalytics(analytics, layout.nodeDir).catch((error: unknown) => {
-      // Analytics are not replicated state: a damaged file costs history, never the start.
-      logger.warn({ err: error }, "saved analytics unreadable; starting with none");
-      return 0;
-    });
-    logger.info({ restoredSeries }, "verification analytics restored");
-    // Analytics queries merge every member's series (each node keeps only its own verifications).
-    const verificationPeers = new ClusterVerificationPeers(
-      cluster.analyticsPeers((filter) => analytics.select(filter)),
-      { timeoutMs: analyticsPeerTimeoutMsDefault, logger: logger.child({ component: "analytics" }) },
-    );
-
-    const secretRandom = new RandomPool(randomBytes);
-    const deps = {
-      logger,
-      analytics,
-      verificationPeers,
-      state: machine.state,
-      commandLog: cluster.commandLog,
-      limiter,
-      counterDurability: counters,
-      rateLimits,
-      creditLeases: creditLeases.spender,
-      nowMs,
-      randomBytes: (length: number) => secretRandom.take(length),
-      bodyLimitBytes: config.bodyLimitBytes,
-      serverFactory: serverFactory(config.http),
-    };
-    const app = buildApp(deps);
-    registerClusterRoutes(app, { cluster, ctx: createContext(deps), stalePolicy: config.cluster.stalePolicy });
-    const address = await app.listen({ host: config.host, port: config.port });
-    logger.info({ address, nodeId, tls: config.http.tls !== null }, "keyraft listening");
-    const node = cluster;
-    return {
-      async close() {
-        // fastify closes the idle keep-alive connections once, when close starts; a connection
-        // busy then goes idle after its response and would hold the server open until the
-        // keep-alive timeout. Reap those as they appear.
-        const reaper = setInterval(() => app.server.closeIdleConnections(), idleReapIntervalMs);
-        try {
-          await app.close(); // stop accepting; in-flight requests finish
-        } finally {
-          clearInterval(reaper);
-        }
-        rootKeyLoopStopped = true;
-        await saveAnalytics(analytics, layout.nodeDir).catch((error: unknown) =>
-          logger.error({ err: error }, "could not save verification analytics"),
-        );
-        rateLimits.stop();
-        await creditLeases.close(); // settles open leases with their exact spends (bounded wait), then the journal
-        await node.close(); // every acknowledged write is already committed and durable
-        await counters.close();
-        await db.close();
-      },
-    };
+    await node.start();
   } catch (error) {
-    if (cluster !== null) await cluster.close().catch(() => undefined);
-    await closeQuietly(db);
+    await node.close().catch(() => undefined);
     throw error;
   }
+  logger.info(
+    {
+      nodeId,
+      raftPort: node.raftPort,
+      members: peers.map((peer) => peer.id),
+      join,
+      appliedIndex: node.commandLog.appliedIndex(),
+    },
+    "cluster node started",
+  );
+  return started;
+}
+
+type StartedCluster = Awaited<ReturnType<typeof startCluster>>;
+
+/** The rate limiter and the durable reservations of its counts, restored from the last run. */
+async function startCounters(
+  config: Config,
+  logger: Logger,
+  db: StartedStore["db"],
+  nowMs: () => number,
+  onFatal: (error: unknown) => void,
+) {
+  const limiter = new SlidingWindowLimiter();
+  const durability = await LevelCounterDurability.open(db, {
+    nowMs,
+    onFatal,
+    bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs),
+  });
+  const restoredBuckets = durability.restore(limiter, nowMs());
+  logger.info({ dataDir: config.dataDir, restoredBuckets }, "rate-limit reservations restored");
+  return { limiter, durability, close: () => durability.close() };
+}
+
+/** Rate limits across the cluster (counters/ratelimit): owners judge, successors reserve, async limits reconcile. */
+function startRateLimits(
+  config: Config,
+  logger: Logger,
+  cluster: StartedCluster,
+  counters: Awaited<ReturnType<typeof startCounters>>,
+  nowMs: () => number,
+) {
+  const rateLimits = new ClusterRateLimits({
+    transport: cluster.node.counterTransport(),
+    state: cluster.machine.state,
+    limiter: counters.limiter,
+    durability: counters.durability,
+    config: config.rateLimits,
+    nowMs,
+    logger: logger.child({ component: "ratelimits" }),
+  });
+  rateLimits.start();
+  return { rateLimits, close: () => rateLimits.stop() };
+}
+
+/** Credit leases (counters/credits): verifications with credits spend from this node's leases. */
+function startCredits(
+  config: Config,
+  logger: Logger,
+  db: StartedStore["db"],
+  cluster: StartedCluster,
+  nowMs: () => number,
+  onFatal: (error: unknown) => void,
+) {
+  const { node, machine } = cluster;
+  return startCreditLeases({
+    nodeId: config.cluster.nodeId,
+    db,
+    machine,
+    config: config.credits,
+    propose: (command) => node.commandLog.append(command),
+    isLeader: () => node.isLeader(),
+    voters: () => node.raft.status().conf.voters,
+    transport: node.creditTransport(),
+    nowMs,
+    logger: logger.child({ component: "credits" }),
+    onFatal,
+  });
+}
+
+/**
+ * The root key: KEYRAFT_ROOT_KEY is ensured by every node (the same key, idempotent by hash);
+ * without it, exactly one key is generated for the cluster (cluster/root-key.ts). The leader at
+ * start waits for it before listening; the others watch in the background and generate one only
+ * if they come to lead while there is none. `stop` ends that watch.
+ */
+async function startRootKey(config: Config, logger: Logger, cluster: StartedCluster, nowMs: () => number) {
+  const { node, machine } = cluster;
+  const commandLog = node.commandLog;
+  let stopped = false;
+  if (config.rootKey !== null) {
+    const rootKey = config.rootKey;
+    const root = await withRetries(
+      () => bootstrapRootKey({ state: machine.state, commandLog, rootKey, nowMs, randomBytes }),
+      logger,
+    );
+    if (root.ignored !== null) {
+      // Bootstrapped once; since then the API governs it (state/bootstrap.ts).
+      logger.warn(
+        { rootKeyId: root.keyId === "" ? undefined : root.keyId, reason: root.ignored },
+        "KEYRAFT_ROOT_KEY was revoked or deleted through the API and stays so; remove it from the environment",
+      );
+    } else logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
+  } else {
+    const generation = generateRootKey(node, machine.state, commandLog, { nowMs, logger, stopped: () => stopped });
+    if (node.isLeader()) await generation;
+    else void generation;
+  }
+  return {
+    stop() {
+      stopped = true;
+    },
+  };
+}
+
+/** This node's verification analytics (restored from its last run, saved on close) and the cluster's view of them. */
+async function startAnalytics(logger: Logger, nodeDir: string, node: ClusterNode, nowMs: () => number) {
+  const recorder = new VerificationRecorder(nowMs);
+  const restoredSeries = await loadAnalytics(recorder, nodeDir).catch((error: unknown) => {
+    // Analytics are not replicated state: a damaged file costs history, never the start.
+    logger.warn({ err: error }, "saved analytics unreadable; starting with none");
+    return 0;
+  });
+  logger.info({ restoredSeries }, "verification analytics restored");
+  // Analytics queries merge every member's series (each node keeps only its own verifications).
+  const peers = new ClusterVerificationPeers(
+    node.analyticsPeers((filter) => recorder.select(filter)),
+    { timeoutMs: analyticsPeerTimeoutMsDefault, logger: logger.child({ component: "analytics" }) },
+  );
+  return {
+    recorder,
+    peers,
+    close: () =>
+      saveAnalytics(recorder, nodeDir).catch((error: unknown) =>
+        logger.error({ err: error }, "could not save verification analytics"),
+      ),
+  };
+}
+
+/** The HTTP API (app.ts), listening; its close lets in-flight requests finish. */
+async function startHttp(config: Config, logger: Logger, deps: Omit<AppDeps, "randomBytes">) {
+  const secretRandom = new RandomPool(randomBytes);
+  const app = buildApp({
+    ...deps,
+    randomBytes: (length: number) => secretRandom.take(length),
+    serverFactory: serverFactory(config.http),
+  });
+  const address = await app.listen({ host: config.host, port: config.port });
+  logger.info({ address, nodeId: config.cluster.nodeId, tls: config.http.tls !== null }, "keyraft listening");
+  return {
+    app,
+    async close() {
+      // fastify closes the idle keep-alive connections once, when close starts; a connection
+      // busy then goes idle after its response and would hold the server open until the
+      // keep-alive timeout. Reap those as they appear.
+      const reaper = setInterval(() => app.server.closeIdleConnections(), idleReapIntervalMs);
+      try {
+        await app.close(); // stop accepting; in-flight requests finish
+      } finally {
+        clearInterval(reaper);
+      }
+    },
+  };
 }
 
 /** Runs the generation loop (cluster/root-key.ts) and prints a generated key once. Never rejects. */

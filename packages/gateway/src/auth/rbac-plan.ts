@@ -1,5 +1,5 @@
 // The checks of setPermissions/setRoles (and updateKey's roles/permissions) in upstream's order
-// (semantics §2.8, §2.9), evaluated against the current state before the command is appended.
+// (docs/api.md), evaluated against the current state before the command is appended.
 // The command re-validates existence at apply time; the whole replacement is one atomic command.
 
 import { ROOT_PERMISSION, type KeyRecord, type KeyState, type Ref } from "@keyraft/core";

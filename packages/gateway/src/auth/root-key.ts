@@ -1,4 +1,4 @@
-// Root-key authentication (semantics §1.5): the bearer token is verified like any key (so a root
+// Root-key authentication (docs/api.md "Root keys"): the bearer token is verified like any key (so a root
 // key consumes its own limits and credits), then it must belong to the root api.
 
 import {
@@ -12,9 +12,12 @@ import {
   type RateLimitJudge,
 } from "@keyraft/core";
 import type { FastifyRequest } from "fastify";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
 import { hashKey } from "./hash.js";
+
+/** What root-key authentication reads and writes (a root key spends its own limits and credits). */
+export type RootKeyDeps = Pick<GatewayServices, "state" | "limiter" | "nowMs" | "counterDurability" | "commandLog">;
 
 export interface RootAuth {
   keyId: string;
@@ -24,7 +27,7 @@ export interface RootAuth {
 }
 
 /** A judge that reports what the limiter would answer and changes nothing. */
-function peekOnly(limiter: GatewayContext["deps"]["limiter"]): RateLimitJudge {
+function peekOnly(limiter: RootKeyDeps["limiter"]): RateLimitJudge {
   return {
     limit(checks: readonly LimitCheck[], nowMs: number): LimitResult {
       const outcomes = limiter.peek(checks, nowMs);
@@ -44,13 +47,12 @@ function bearerToken(request: FastifyRequest): string {
  * Throws the v1 error of the first failing check.
  */
 export async function authenticate(
-  ctx: GatewayContext,
+  deps: RootKeyDeps,
   request: FastifyRequest,
   query?: PermissionQuery,
 ): Promise<RootAuth> {
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
-  const { deps } = ctx;
   const nowMs = deps.nowMs();
   const hash = hashKey(token);
   // A key of another api is answered "root key required" after the same checks, but judged
@@ -96,7 +98,7 @@ export async function authenticate(
   return { keyId: key.id, slugs: derived.slugs, permissions: derived.permissions };
 }
 
-/** `{ or: [...] }` of the literal permissions a route accepts (no globbing, §5.1). */
+/** `{ or: [...] }` of the literal permissions a route accepts (no globbing: `api.*.read_key` is a name, not a pattern). */
 export function anyOf(...permissions: string[]): PermissionQuery {
   return { or: permissions };
 }

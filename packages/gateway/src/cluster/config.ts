@@ -196,13 +196,15 @@ function parseSecret(
   if (raw === undefined) {
     if (memberCount > 1)
       errors.push(
-        `${name} is required when KEYRAFT_PEERS lists more than one node: ${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters, the same on every node (e.g. openssl rand -hex 32)`,
+        `${name} is required when KEYRAFT_PEERS lists more than one node: ` +
+          `${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters, the same on every node (e.g. openssl rand -hex 32)`,
       );
     return null;
   }
   if (raw.length < clusterSecretLengthMin || raw.length > clusterSecretLengthMax || /\s/.test(raw)) {
     errors.push(
-      `${name} is invalid (${raw.length} characters): expected ${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters without whitespace (e.g. openssl rand -hex 32)`,
+      `${name} is invalid (${raw.length} characters): expected ${clusterSecretLengthMin} to ` +
+        `${clusterSecretLengthMax} characters without whitespace (e.g. openssl rand -hex 32)`,
     );
     return null;
   }
@@ -230,7 +232,8 @@ function parseListenHost(raw: string | undefined, fallback: string, errors: stri
   const host = raw.trim();
   if (host.length === 0 || host.length > 253 || !/^[A-Za-z0-9.:%_-]+$/.test(host)) {
     errors.push(
-      `KEYRAFT_RAFT_LISTEN_HOST=${JSON.stringify(raw)} is invalid: expected an IP address or host name such as 0.0.0.0 (default: this node's host in KEYRAFT_PEERS)`,
+      `KEYRAFT_RAFT_LISTEN_HOST=${JSON.stringify(raw)} is invalid: expected an IP address or host name such as 0.0.0.0 ` +
+        "(default: this node's host in KEYRAFT_PEERS)",
     );
     return fallback;
   }

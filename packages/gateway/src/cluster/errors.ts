@@ -7,7 +7,8 @@ export const retryAfterSeconds = "1";
 /** Nothing was proposed: no leader was reachable before the deadline. Safe to retry. */
 export function noLeaderError(timeoutMs: number): V1Error {
   return unavailable(
-    `no cluster leader could take the write within ${timeoutMs} ms (an election may be in progress or a majority of nodes is unreachable); nothing was changed, retry later`,
+    `no cluster leader could take the write within ${timeoutMs} ms ` +
+      "(an election may be in progress or a majority of nodes is unreachable); nothing was changed, retry later",
   );
 }
 

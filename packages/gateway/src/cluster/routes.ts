@@ -1,4 +1,4 @@
-// The cluster's HTTP surface, added to the app from outside (buildApp stays cluster-agnostic):
+// The cluster's HTTP surface, registered by buildApp (app.ts) when it serves a Raft node:
 //   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers (no auth)
 //   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching (no auth)
 //   GET  /v1/cluster.applyTimes  when entries were applied here (benchmarks)   root key holding `*`
@@ -6,10 +6,11 @@
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
 // (503, v1 error body) or, with KEYRAFT_STALE_POLICY=serve, answers and marks them stale.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
+import fp from "fastify-plugin";
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
 import { V1Error, errorBody } from "../errors.js";
 import { applyTimesEntriesMax } from "./apply-times.js";
 import type { ClusterNode } from "./cluster-node.js";
@@ -17,22 +18,22 @@ import { isNodeId, parseHostPort, peerUrl, type StalePolicy } from "./config.js"
 import { retryAfterSeconds } from "./errors.js";
 import type { RpcResult } from "./rpc.js";
 
+/** Checked by the handler (its own message), so any value passes the schema. */
+const applyTimesQuery = Type.Object({ from: Type.Optional(Type.Unknown()), to: Type.Optional(Type.Unknown()) });
+
 export const staleHeader = "Keyraft-Stale";
 export const roleHeader = "Keyraft-Role";
 export const clusterStatusPath = "/v1/cluster.status";
 export const applyTimesPath = "/v1/cluster.applyTimes";
 const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify"]);
 
-export interface ClusterRoutesOptions {
+export interface StalenessGuardOptions {
   cluster: ClusterNode;
-  /** A context over the same deps as the app (root-key authentication). */
-  ctx: GatewayContext;
   stalePolicy: StalePolicy;
 }
 
-export function registerClusterRoutes(app: FastifyInstance, options: ClusterRoutesOptions): void {
-  const { cluster, ctx, stalePolicy } = options;
-
+/** Cross-cutting (fastify-plugin): the role and staleness headers on liveness, the guard on verifications. */
+const stalenessGuard: FastifyPluginCallback<StalenessGuardOptions> = (app, { cluster, stalePolicy }, done) => {
   app.addHook("onRequest", (request, reply, done) => {
     // The matched route's path (no allocation; undefined for a 404).
     const path = request.routeOptions.url ?? "";
@@ -46,29 +47,38 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
     const stalenessMs = cluster.staleness.stalenessMs();
     reply.header(staleHeader, String(stalenessMs));
     if (stalePolicy === "serve") return done();
-    reply.code(503).header(requestIdHeader, request.id).header("Retry-After", retryAfterSeconds);
+    reply.code(503).header("Retry-After", retryAfterSeconds);
     void reply.send(
       errorBody(
         "INTERNAL_SERVER_ERROR",
-        `this node's replica may be stale: no leader backed by a quorum confirmed it for ${stalenessMs} ms (bound ${cluster.staleness.maxStalenessMs} ms); retry on another node`,
+        `this node's replica may be stale: no leader backed by a quorum confirmed it for ${stalenessMs} ms ` +
+          `(bound ${cluster.staleness.maxStalenessMs} ms); retry on another node`,
         request.id,
       ),
     );
   });
+  done();
+};
 
-  app.get(clusterStatusPath, async (request, reply) =>
-    reply.header(requestIdHeader, request.id).send(await cluster.statusWithProgress()),
-  );
+export const stalenessGuardPlugin = fp(stalenessGuard, { name: "keyraft-staleness-guard" });
 
-  app.get("/v1/cluster.metrics", (request, reply) => reply.header(requestIdHeader, request.id).send(cluster.metrics()));
+export interface ClusterRoutesOptions extends RootKeyDeps {
+  cluster: ClusterNode;
+}
+
+export const clusterRoutes: FastifyPluginCallbackTypebox<ClusterRoutesOptions> = (app, deps, done) => {
+  const { cluster } = deps;
+  app.get(clusterStatusPath, async (request, reply) => reply.send(await cluster.statusWithProgress()));
+
+  app.get("/v1/cluster.metrics", (request, reply) => reply.send(cluster.metrics()));
 
   // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
   // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.
-  app.get(applyTimesPath, async (request, reply) => {
-    await authenticate(ctx, request, anyOf("*"));
-    const query = request.query as Record<string, string | undefined>;
-    const from = Number(query["from"]);
-    const to = Number(query["to"]);
+  app.get(applyTimesPath, { schema: { querystring: applyTimesQuery } }, async (request, reply) => {
+    await authenticate(deps, request, anyOf("*"));
+    const { query } = request;
+    const from = Number(query.from);
+    const to = Number(query.to);
     if (
       !Number.isSafeInteger(from) ||
       !Number.isSafeInteger(to) ||
@@ -83,18 +93,18 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
       const atMs = cluster.applyTimes.get(index);
       if (atMs !== null) times.push([index, atMs]);
     }
-    return reply.header(requestIdHeader, request.id).send({ nodeId: cluster.nodeId, times });
+    return reply.send({ nodeId: cluster.nodeId, times });
   });
 
   app.post("/v1/cluster.addNode", async (request, reply) => {
-    await authenticate(ctx, request, anyOf("*"));
+    await authenticate(deps, request, anyOf("*"));
     const body = objectBody(request);
     const nodeId = stringField(body, "nodeId");
     const address = parseHostPort(stringField(body, "address"));
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     if (address === null) throw new V1Error("BAD_REQUEST", "address: expected host:raftPort");
     const result = await cluster.addNode(nodeId, peerUrl(address));
-    return answer(request, reply, result, {
+    return answer(reply, result, {
       nodeId,
       address: peerUrl(address),
       note: "added as a learner; it becomes a voter once it has caught up (see /v1/cluster.status)",
@@ -102,21 +112,16 @@ export function registerClusterRoutes(app: FastifyInstance, options: ClusterRout
   });
 
   app.post("/v1/cluster.removeNode", async (request, reply) => {
-    await authenticate(ctx, request, anyOf("*"));
+    await authenticate(deps, request, anyOf("*"));
     const nodeId = stringField(objectBody(request), "nodeId");
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     const result = await cluster.removeNode(nodeId);
-    return answer(request, reply, result, { nodeId });
+    return answer(reply, result, { nodeId });
   });
-}
+  done();
+};
 
-function answer(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  result: RpcResult,
-  fields: Record<string, string>,
-): FastifyReply {
-  reply.header(requestIdHeader, request.id);
+function answer(reply: FastifyReply, result: RpcResult, fields: Record<string, string>): FastifyReply {
   if (result.ok) return reply.send({ ...fields, index: result.index });
   if (result.retry || result.overloaded === true) {
     throw new V1Error("INTERNAL_SERVER_ERROR", `no leader took the change: ${result.message}`, {
@@ -127,15 +132,16 @@ function answer(
   throw new V1Error("PRECONDITION_FAILED", result.message);
 }
 
-function objectBody(request: FastifyRequest): Record<string, unknown> {
+/** The body of the membership routes, checked here (not by a schema) to keep their own messages. */
+function objectBody(request: FastifyRequest): object {
   const body = request.body;
   if (typeof body !== "object" || body === null || Array.isArray(body))
     throw new V1Error("BAD_REQUEST", "expected a JSON object body");
-  return body as Record<string, unknown>;
+  return body;
 }
 
-function stringField(body: Record<string, unknown>, name: string): string {
-  const value = body[name];
+function stringField(body: object, name: string): string {
+  const value: unknown = Reflect.get(body, name);
   if (typeof value !== "string") throw new V1Error("BAD_REQUEST", `${name}: Required`);
   return value;
 }

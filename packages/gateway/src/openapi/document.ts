@@ -2,7 +2,7 @@
 // so it cannot drift from what the routes validate and answer.
 
 import type { FastifyDynamicSwaggerOptions } from "@fastify/swagger";
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginCallback } from "fastify";
 
 export const openApiOptions: FastifyDynamicSwaggerOptions = {
   openapi: {
@@ -19,6 +19,12 @@ export const openApiOptions: FastifyDynamicSwaggerOptions = {
   },
 };
 
-export function registerOpenApiRoute(routes: FastifyInstance, root: FastifyInstance): void {
-  routes.get("/openapi.json", { schema: { hide: true } }, async (_request, reply) => reply.send(root.swagger()));
+export interface OpenApiRouteOptions {
+  /** The document of the whole app (the root instance's `swagger()`). */
+  document(): unknown;
 }
+
+export const openApiRoute: FastifyPluginCallback<OpenApiRouteOptions> = (app, { document }, done) => {
+  app.get("/openapi.json", { schema: { hide: true } }, async (_request, reply) => reply.send(document()));
+  done();
+};

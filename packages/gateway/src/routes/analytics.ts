@@ -9,16 +9,21 @@ import {
   type AnalyticsGroupBy,
   type AnalyticsOrderBy,
   type KeyRecord,
-  type PermissionQuery,
   type VerificationFilter,
   type VerificationQuery,
   type VerificationSeries,
 } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate, holdsAny, requirePermission, requireRootAdmin } from "../auth/root-key.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import {
+  anyOf,
+  authenticate,
+  holdsAny,
+  requirePermission,
+  requireRootAdmin,
+  type RootKeyDeps,
+} from "../auth/root-key.js";
 import { maySeeApiKeys } from "../auth/root-scope.js";
-import type { GatewayContext } from "../context.js";
+import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   analyticsGroupByValues,
@@ -61,12 +66,13 @@ function parseGroupBy(value: string | undefined): AnalyticsGroupBy[] {
   return values as AnalyticsGroupBy[];
 }
 
-export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type AnalyticsRoutesDeps = Pick<GatewayServices, "analytics" | "verificationPeers"> & RootKeyDeps;
 
+export const analyticsRoutes: FastifyPluginCallbackTypebox<AnalyticsRoutesDeps> = (app, deps, done) => {
   /** This node's series for `filter`, merged with the peers' when wired. */
   const collect = async (filter: VerificationFilter): Promise<VerificationSeries[]> => {
-    const local = ctx.analytics.select(filter);
+    const local = deps.analytics.select(filter);
     if (deps.verificationPeers === undefined) return local;
     return mergeVerificationSeries(local, await deps.verificationPeers.fetch(filter));
   };
@@ -75,11 +81,11 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
     "/v1/keys.getVerifications",
     { schema: { querystring: keyVerificationsQuery, response: keyVerificationsResponse } },
     async (request, reply) => {
-      const query = request.query as { keyId?: string; ownerId?: string; start?: number | null; end?: number | null };
+      const query = request.query;
       if (query.keyId === undefined && query.ownerId === undefined)
         throw badRequest("keyId or ownerId must be provided");
       // Authentication before any work: an unauthenticated caller never makes this node scan keys.
-      const auth = await authenticate(ctx, request);
+      const auth = await authenticate(deps, request);
       const mayRead = (apiId: string) =>
         holdsAny(auth, ROOT_PERMISSION, "api.*.read_key", `api.${apiId}.read_key`) && maySeeApiKeys(auth, apiId);
       let keys: KeyRecord[];
@@ -92,10 +98,11 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       } else {
         // Only the keys this caller may read: "none found" and "found elsewhere" answer alike, so
         // the answer tells nothing about ownerIds of apis the caller cannot read.
-        const identityId = deps.state.identityIdByExternalId.get(query.ownerId!);
+        const ownerId = query.ownerId;
+        const identityId = ownerId === undefined ? undefined : deps.state.identityIdByExternalId.get(ownerId);
         keys = [...deps.state.keys.values()].filter(
           (key) =>
-            (key.ownerId === query.ownerId || (identityId !== undefined && key.identityId === identityId)) &&
+            (key.ownerId === ownerId || (identityId !== undefined && key.identityId === identityId)) &&
             mayRead(key.apiId),
         );
         if (keys.length === 0) throw notFound("No keys were found to match your query");
@@ -122,7 +129,7 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       const verifications = [...byDay.values()]
         .filter((day) => day.success + day.rateLimited + day.usageExceeded > 0)
         .sort((a, b) => a.time - b.time);
-      return reply.header(requestIdHeader, request.id).send({ verifications });
+      return reply.send({ verifications });
     },
   );
 
@@ -130,21 +137,10 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
     "/v1/analytics.getVerifications",
     { schema: { querystring: analyticsVerificationsQuery, response: analyticsVerificationsResponse } },
     async (request, reply) => {
-      const query = request.query as {
-        apiId: string;
-        externalId?: string;
-        keyId?: string;
-        tag?: string;
-        start?: number | null;
-        end?: number | null;
-        groupBy?: string;
-        limit?: number;
-        orderBy?: AnalyticsOrderBy;
-        order: "asc" | "desc";
-      };
+      const query = request.query;
       const groupBy = parseGroupBy(query.groupBy);
       await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.read_analytics", `api.${query.apiId}.read_analytics`),
       );
@@ -152,7 +148,7 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
         identityId = deps.state.identityIdByExternalId.get(query.externalId);
-        if (identityId === undefined) return reply.header(requestIdHeader, request.id).send([]);
+        if (identityId === undefined) return reply.send([]);
       }
       const endMs = query.end ?? deps.nowMs();
       const startMs = query.start ?? endMs - analyticsWindowMsDefault;
@@ -183,7 +179,8 @@ export function registerAnalyticsRoutes(app: FastifyInstance, ctx: GatewayContex
           };
         },
       );
-      return reply.header(requestIdHeader, request.id).send(rows);
+      return reply.send(rows);
     },
   );
-}
+  done();
+};

@@ -1,10 +1,9 @@
 // apis.createApi and apis.getApi (auth before lookup, as upstream).
 
 import { keyDerived, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate, requireRootAdmin } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { notFound, recoverableUnsupported } from "../errors.js";
 import {
   createApiBody,
@@ -19,8 +18,11 @@ import {
   listKeysQuery,
   listKeysResponse,
 } from "../schemas/apis.js";
+import type { Static } from "@sinclair/typebox";
+import type { keyObject } from "../schemas/keys.js";
 import { keyView } from "./keys-read.js";
 import { emptyResponse } from "../schemas/keys.js";
+import { pageLimitDefault } from "../schemas/common.js";
 import { workspaceId } from "./guards.js";
 
 /** Keys of the api matching the owner filter, ordered by id (the api's index, then a sort). */
@@ -41,7 +43,7 @@ function apiKeys(
 }
 
 /** The listKeys `Key`: as getKey, but permissions are every slug, direct and via roles (upstream). */
-function listedKey(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
+function listedKey(state: KeyState, key: KeyRecord, nowMs: number): Static<typeof keyObject> {
   return { ...keyView(state, key, nowMs), permissions: [...keyDerived(state, key).permissions] };
 }
 
@@ -54,22 +56,23 @@ const readKeysQuery = (apiId: string) => ({
   ],
 });
 
-export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/apis.createApi",
     { schema: { body: createApiBody, response: createApiResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
-      const outcome = await ctx.submit({
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
+      const outcome = await deps.submit({
         type: "createApi",
-        apiId: ctx.ids.next("api"),
+        apiId: deps.ids.next("api"),
         name: body.name,
         nowMs: deps.nowMs(),
       });
-      return reply.header(requestIdHeader, request.id).send({ apiId: outcome.id, name: body.name });
+      return reply.send({ apiId: createdId(outcome), name: body.name });
     },
   );
 
@@ -77,11 +80,11 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     "/v1/apis.getApi",
     { schema: { querystring: getApiQuery, response: getApiResponse } },
     async (request, reply) => {
-      const query = request.query as { apiId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
+      const query = request.query;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.read_api", `api.${query.apiId}.read_api`));
       const api = deps.state.apis.get(query.apiId);
       if (api === undefined) throw notFound(`api ${query.apiId} not found`);
-      return reply.header(requestIdHeader, request.id).send({ id: api.id, workspaceId, name: api.name });
+      return reply.send({ id: api.id, workspaceId, name: api.name });
     },
   );
 
@@ -90,10 +93,10 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     "/v1/apis.deleteApi",
     { schema: { body: deleteApiBody, response: emptyResponse } },
     async (request, reply) => {
-      const body = request.body as { apiId: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
-      await ctx.submit({ type: "deleteApi", apiId: body.apiId });
-      return reply.header(requestIdHeader, request.id).send({});
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
+      await deps.submit({ type: "deleteApi", apiId: body.apiId });
+      return reply.send({});
     },
   );
 
@@ -101,22 +104,15 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     "/v1/apis.listKeys",
     { schema: { querystring: listKeysQuery, response: listKeysResponse } },
     async (request, reply) => {
-      const query = request.query as {
-        apiId: string;
-        limit: number;
-        cursor?: string;
-        ownerId?: string;
-        externalId?: string;
-        decrypt?: boolean | null;
-      };
-      const auth = await authenticate(ctx, request, readKeysQuery(query.apiId));
+      const query = request.query;
+      const auth = await authenticate(deps, request, readKeysQuery(query.apiId));
       if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
       requireRootAdmin(auth, query.apiId);
       if (query.decrypt === true) throw recoverableUnsupported();
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
         identityId = deps.state.identityIdByExternalId.get(query.externalId);
-        if (identityId === undefined) return reply.header(requestIdHeader, request.id).send({ keys: [], total: 0 });
+        if (identityId === undefined) return reply.send({ keys: [], total: 0 });
       }
       const all = apiKeys(deps.state, query.apiId, {
         identityId,
@@ -125,7 +121,7 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
       const after = query.cursor;
       const page = (after === undefined ? all : all.filter((key) => key.id > after)).slice(0, query.limit);
       const nowMs = deps.nowMs();
-      return reply.header(requestIdHeader, request.id).send({
+      return reply.send({
         keys: page.map((key) => listedKey(deps.state, key, nowMs)),
         total: all.length,
         cursor: page.at(-1)?.id,
@@ -145,15 +141,17 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
       },
     },
     async (request, reply) => {
-      const { apiId } = request.params as { apiId: string };
-      const query = request.query as { limit: number; offset: number; ownerId?: string };
-      const auth = await authenticate(ctx, request, readKeysQuery(apiId));
+      const { apiId } = request.params;
+      const query = request.query;
+      const auth = await authenticate(deps, request, readKeysQuery(apiId));
       if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
       requireRootAdmin(auth, apiId);
       const all = apiKeys(deps.state, apiId, { ownerId: query.ownerId });
       const nowMs = deps.nowMs();
-      const keys = all.slice(query.offset, query.offset + query.limit).map((key) => listedKey(deps.state, key, nowMs));
-      return reply.header(requestIdHeader, request.id).send({ keys, total: all.length });
+      // The schema's defaults fill both (validation runs with useDefaults).
+      const { offset = 0, limit = pageLimitDefault } = query;
+      const keys = all.slice(offset, offset + limit).map((key) => listedKey(deps.state, key, nowMs));
+      return reply.send({ keys, total: all.length });
     },
   );
 
@@ -161,15 +159,16 @@ export function registerApiRoutes(app: FastifyInstance, ctx: GatewayContext): vo
     "/v1/apis.deleteKeys",
     { schema: { body: deleteKeysBody, response: deleteKeysResponse } },
     async (request, reply) => {
-      const body = request.body as { apiId: string; permanent?: boolean };
+      const body = request.body;
       const auth = await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`),
       );
       requireRootAdmin(auth, body.apiId);
-      const outcome = await ctx.submit({ type: "deleteKeys", apiId: body.apiId });
-      return reply.header(requestIdHeader, request.id).send({ deletedKeys: outcome.count ?? 0 });
+      const outcome = await deps.submit({ type: "deleteKeys", apiId: body.apiId });
+      return reply.send({ deletedKeys: outcome.count ?? 0 });
     },
   );
-}
+  done();
+};

@@ -1,12 +1,11 @@
-// identities.createIdentity/getIdentity/listIdentities/updateIdentity/deleteIdentity (semantics
-// §2.19). An identity's rate limits are shared by all its keys: verification keys their counters
+// identities.createIdentity/getIdentity/listIdentities/updateIdentity/deleteIdentity (docs/api.md).
+// An identity's rate limits are shared by all its keys: verification keys their counters
 // by the identity id. `*` is accepted everywhere (decision 6; upstream forgot it on some).
 
-import { ROOT_PERMISSION, type IdentityRecord, type JsonObject, type KeyCommand, type KeyState } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import { ROOT_PERMISSION, type IdentityRecord, type KeyCommand, type KeyState } from "@keyraft/core";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { V1Error, badRequest, notFound } from "../errors.js";
 import {
   createIdentityBody,
@@ -19,13 +18,11 @@ import {
   listIdentitiesResponse,
   updateIdentityBody,
 } from "../schemas/identities.js";
+import type { Static } from "@sinclair/typebox";
 import { checkMeta } from "./guards.js";
 
-interface RatelimitBody {
-  name: string;
-  limit: number;
-  duration: number;
-}
+/** An identity's rate limit as the create and update bodies carry it. */
+type RatelimitBody = NonNullable<Static<typeof createIdentityBody>["ratelimits"]>[number];
 
 const missingId = "Provide either identityId or externalId";
 
@@ -59,26 +56,27 @@ function limitInputs(ratelimits: readonly RatelimitBody[] | undefined) {
   return (ratelimits ?? []).map((limit) => ({ name: limit.name, limit: limit.limit, durationMs: limit.duration }));
 }
 
-export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type IdentityRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/identities.createIdentity",
     { schema: { body: createIdentityBody, response: createIdentityResponse } },
     async (request, reply) => {
-      const body = request.body as { externalId: string; meta?: JsonObject; ratelimits?: RatelimitBody[] };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
       checkMeta(body.meta);
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: "createIdentity",
-        identityId: ctx.ids.next("id"),
+        identityId: deps.ids.next("id"),
         externalId: body.externalId,
         environment: "default",
         meta: body.meta ?? null,
         ratelimits: limitInputs(body.ratelimits),
         nowMs: deps.nowMs(),
       });
-      return reply.header(requestIdHeader, request.id).send({ identityId: outcome.id });
+      return reply.send({ identityId: createdId(outcome) });
     },
   );
 
@@ -86,17 +84,17 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/identities.getIdentity",
     { schema: { querystring: getIdentityQuery, response: identityResponse } },
     async (request, reply) => {
-      const query = request.query as { identityId?: string; externalId?: string };
+      const query = request.query;
       if (query.identityId === undefined && query.externalId === undefined) throw badRequest(missingId);
       const scoped = query.identityId ?? deps.state.identityIdByExternalId.get(query.externalId ?? "") ?? "";
       await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "identity.*.read_identity", `identity.${scoped}.read_identity`),
       );
       const identity = findIdentity(deps.state, query);
       if (identity === undefined) throw notFound(`identity ${query.identityId ?? query.externalId ?? ""} not found`);
-      return reply.header(requestIdHeader, request.id).send(identityView(identity));
+      return reply.send(identityView(identity));
     },
   );
 
@@ -104,9 +102,9 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/identities.listIdentities",
     { schema: { querystring: listIdentitiesQuery, response: listIdentitiesResponse } },
     async (request, reply) => {
-      const query = request.query as { environment: string; limit: number; cursor?: string };
+      const query = request.query;
       await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "identity.*.read_identity", `identity.${query.environment}.read_identity`),
       );
@@ -114,7 +112,7 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
       all.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
       const after = query.cursor;
       const page = (after === undefined ? all : all.filter((identity) => identity.id > after)).slice(0, query.limit);
-      return reply.header(requestIdHeader, request.id).send({
+      return reply.send({
         identities: page.map((identity) => ({
           id: identity.id,
           externalId: identity.externalId,
@@ -130,14 +128,8 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/identities.updateIdentity",
     { schema: { body: updateIdentityBody, response: identityResponse } },
     async (request, reply) => {
-      const body = request.body as {
-        identityId?: string;
-        externalId?: string;
-        environment: string;
-        meta?: JsonObject;
-        ratelimits?: RatelimitBody[];
-      };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "identity.*.update_identity"));
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "identity.*.update_identity"));
       if (body.identityId === undefined && body.externalId === undefined) throw badRequest(missingId);
       const names = new Set<string>();
       for (const limit of body.ratelimits ?? []) {
@@ -154,10 +146,10 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
       };
       if (body.meta !== undefined) command.meta = body.meta;
       if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
-      await ctx.submit(command);
+      await deps.submit(command);
       const updated = deps.state.identities.get(identity.id);
       if (updated === undefined) throw notFound(`identity ${identity.id} not found`);
-      return reply.header(requestIdHeader, request.id).send(identityView(updated));
+      return reply.send(identityView(updated));
     },
   );
 
@@ -165,14 +157,15 @@ export function registerIdentityRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/identities.deleteIdentity",
     { schema: { body: deleteIdentityBody, response: identityEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { identityId: string };
+      const body = request.body;
       await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "identity.*.delete_identity", `identity.${body.identityId}.delete_identity`),
       );
-      await ctx.submit({ type: "deleteIdentity", identityId: body.identityId });
-      return reply.header(requestIdHeader, request.id).send({});
+      await deps.submit({ type: "deleteIdentity", identityId: body.identityId });
+      return reply.send({});
     },
   );
-}
+  done();
+};

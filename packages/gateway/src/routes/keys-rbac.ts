@@ -1,14 +1,20 @@
-// keys.addPermissions, keys.removePermissions, keys.addRoles, keys.removeRoles (semantics
-// §2.10). Each is one atomic command. keyraft honours every entry of a removal (upstream only the
+// keys.addPermissions, keys.removePermissions, keys.addRoles, keys.removeRoles. Each is one
+// atomic command. keyraft honours every entry of a removal (upstream only the
 // first) and asks `rbac.*.create_role` to create roles in addRoles (upstream asked
 // create_permission).
 
 import { ROOT_PERMISSION, type KeyState, type Ref } from "@keyraft/core";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { requestIdHeader } from "../app.js";
-import type { RefItem } from "../auth/rbac-plan.js";
-import { anyOf, authenticate, holdsAny, requirePermission, requireRootAdmin } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import {
+  anyOf,
+  authenticate,
+  holdsAny,
+  requirePermission,
+  requireRootAdmin,
+  type RootKeyDeps,
+} from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   addPermissionsBody,
@@ -18,6 +24,7 @@ import {
   removePermissionsBody,
   removeRolesBody,
 } from "../schemas/rbac.js";
+import type { RefsBody } from "../schemas/keys.js";
 
 type Kind = "permission" | "role";
 
@@ -29,14 +36,15 @@ function exists(state: KeyState, kind: Kind, id: string): boolean {
   return kind === "permission" ? state.permissions.has(id) : state.roles.has(id);
 }
 
-export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type KeyRbacRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const keyRbacRoutes: FastifyPluginCallbackTypebox<KeyRbacRoutesDeps> = (app, deps, done) => {
   const addRoute = (kind: Kind) => {
     const field = kind === "permission" ? "permissions" : "roles";
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const body = request.body as { keyId: string } & Record<string, RefItem[]>;
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, `rbac.*.add_${kind}_to_key`));
+    return async (request: FastifyRequest<{ Body: RefsBody }>, reply: FastifyReply) => {
+      const body = request.body;
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, `rbac.*.add_${kind}_to_key`));
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requireRootAdmin(auth, key.apiId);
@@ -53,28 +61,28 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
           creates ||= missing;
           refs.push({
             name: item.name,
-            newId: ctx.ids.next(kind === "permission" ? "perm" : "role"),
+            newId: deps.ids.next(kind === "permission" ? "perm" : "role"),
             create: item.create === true,
           });
         } else throw badRequest(`${field}.${index}: provide an id or a name`);
       }
       if (creates) requirePermission(auth, anyOf(ROOT_PERMISSION, `rbac.*.create_${kind}`), "UNAUTHORIZED");
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: kind === "permission" ? "addPermissions" : "addRoles",
         keyId: key.id,
         refs,
         allowCreate: holdsAny(auth, ROOT_PERMISSION, `rbac.*.create_${kind}`),
         nowMs: deps.nowMs(),
       });
-      return reply.header(requestIdHeader, request.id).send(outcome.items ?? []);
+      return reply.send(outcome.items ?? []);
     };
   };
 
   const removeRoute = (kind: Kind) => {
     const field = kind === "permission" ? "permissions" : "roles";
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const body = request.body as { keyId: string } & Record<string, RefItem[]>;
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, `rbac.*.remove_${kind}_from_key`));
+    return async (request: FastifyRequest<{ Body: RefsBody }>, reply: FastifyReply) => {
+      const body = request.body;
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, `rbac.*.remove_${kind}_from_key`));
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requireRootAdmin(auth, key.apiId);
@@ -85,8 +93,8 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
           throw badRequest(`${field}.${index}: provide an id or a ${kind === "permission" ? "slug" : "name"}`);
         return { name };
       });
-      await ctx.submit({ type: kind === "permission" ? "removePermissions" : "removeRoles", keyId: key.id, refs });
-      return reply.header(requestIdHeader, request.id).send({});
+      await deps.submit({ type: kind === "permission" ? "removePermissions" : "removeRoles", keyId: key.id, refs });
+      return reply.send({});
     };
   };
 
@@ -106,4 +114,5 @@ export function registerKeyRbacRoutes(app: FastifyInstance, ctx: GatewayContext)
     { schema: { body: removeRolesBody, response: rbacEmptyResponse } },
     removeRoute("role"),
   );
-}
+  done();
+};

@@ -2,17 +2,16 @@
 // upstream).
 
 import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { hashKey } from "../auth/hash.js";
-import { anyOf, authenticate, holdsAny, requireRootAdmin } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import { anyOf, authenticate, holdsAny, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
-import { getKeyQuery, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import { getKeyQuery, keyObject, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
+import type { Static } from "@sinclair/typebox";
 import { workspaceId } from "./guards.js";
 
 /** The v1 `Key` object (getKey): permissions are the DIRECT permission names, as upstream. */
-export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<string, unknown> {
+export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Static<typeof keyObject> {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   const limit = key.ratelimits.find((ratelimit) => ratelimit.name === "default");
   const remaining = keyCreditsAt(key, nowMs);
@@ -57,18 +56,19 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Record<
   };
 }
 
-export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type KeyReadRoutesDeps = RootKeyDeps;
 
+export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (app, deps, done) => {
   app.get(
     "/v1/keys.getKey",
     { schema: { querystring: getKeyQuery, response: keyResponse } },
     async (request, reply) => {
-      const query = request.query as { keyId: string; decrypt?: boolean };
+      const query = request.query;
       const key = deps.state.keys.get(query.keyId);
       if (key === undefined) throw notFound(`key ${query.keyId} not found`);
       const auth = await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
       );
@@ -80,24 +80,24 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
         }
         throw recoverableUnsupported();
       }
-      return reply.header(requestIdHeader, request.id).send(keyView(deps.state, key, deps.nowMs()));
+      return reply.send(keyView(deps.state, key, deps.nowMs()));
     },
   );
 
   app.post("/v1/keys.whoami", { schema: { body: whoamiBody, response: whoamiResponse } }, async (request, reply) => {
-    const body = request.body as { key: string };
+    const body = request.body;
     const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
     const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
     if (key === undefined) throw notFound("Key not found");
     const auth = await authenticate(
-      ctx,
+      deps,
       request,
       anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
     );
     requireRootAdmin(auth, key.apiId);
     const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
     const remaining = keyCreditsAt(key, deps.nowMs());
-    return reply.header(requestIdHeader, request.id).send({
+    return reply.send({
       id: key.id,
       name: key.name ?? undefined,
       remaining: remaining ?? undefined,
@@ -108,4 +108,5 @@ export function registerKeyReadRoutes(app: FastifyInstance, ctx: GatewayContext)
       environment: key.environment ?? undefined,
     });
   });
-}
+  done();
+};

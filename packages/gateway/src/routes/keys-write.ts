@@ -1,13 +1,13 @@
 // keys.createKey, keys.updateKey, keys.deleteKey, keys.setPermissions, keys.setRoles.
 
-import { keyStart, newKeySecret, ROOT_PERMISSION, type JsonObject, type KeyCommand } from "@keyraft/core";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { requestIdHeader } from "../app.js";
+import { keyStart, newKeySecret, ROOT_PERMISSION, type KeyCommand } from "@keyraft/core";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
-import { planCreation, planReplacement, type RefItem } from "../auth/rbac-plan.js";
+import { planCreation, planReplacement } from "../auth/rbac-plan.js";
 import { identityLink } from "../auth/identity-link.js";
-import { anyOf, authenticate, requirePermission, requireRootAdmin } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import { anyOf, authenticate, requirePermission, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { badRequest, notFound, recoverableUnsupported } from "../errors.js";
 import {
   createKeyBody,
@@ -21,47 +21,13 @@ import {
   updateRemainingBody,
   updateRemainingResponse,
 } from "../schemas/keys.js";
+import type { RefsBody } from "../schemas/keys.js";
+import type { Static } from "@sinclair/typebox";
+import type { BodyRequest } from "../http/typed-request.js";
 import { checkMeta } from "./guards.js";
 
-interface RefillBody {
-  interval: "daily" | "monthly";
-  amount: number;
-  refillDay?: number;
-}
-
-interface CreateKeyBody {
-  apiId: string;
-  prefix?: string;
-  name?: string;
-  byteLength?: number;
-  ownerId?: string;
-  externalId?: string;
-  meta?: JsonObject;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  remaining?: number;
-  refill?: RefillBody;
-  ratelimit?: { limit: number; duration?: number; refillInterval?: number };
-  enabled?: boolean;
-  recoverable?: boolean;
-  environment?: string;
-}
-
-interface UpdateKeyBody {
-  keyId: string;
-  name?: string | null;
-  ownerId?: string | null;
-  externalId?: string | null;
-  meta?: JsonObject | null;
-  expires?: number | null;
-  ratelimit?: { limit: number; duration?: number; refillInterval?: number } | null;
-  remaining?: number | null;
-  refill?: RefillBody | null;
-  enabled?: boolean;
-  roles?: RefItem[];
-  permissions?: RefItem[];
-}
+/** A key's refill as the create and update bodies carry it. */
+type RefillBody = NonNullable<Static<typeof createKeyBody>["refill"]>;
 
 const defaultKeyBytes = 16;
 
@@ -76,17 +42,14 @@ function limitInput(ratelimit: { limit: number; duration?: number; refillInterva
   return { limit: ratelimit.limit, durationMs };
 }
 
-function sendWithId(request: FastifyRequest, reply: FastifyReply, body: unknown): FastifyReply {
-  return reply.header(requestIdHeader, request.id).send(body);
-}
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type KeyWriteRoutesDeps = Pick<GatewayServices, "ids" | "randomBytes" | "submit"> & RootKeyDeps;
 
-export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
-
-  const createKey = async (request: FastifyRequest, reply: FastifyReply) => {
-    const body = request.body as CreateKeyBody;
+export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = (app, deps, done) => {
+  const createKey = async (request: BodyRequest<typeof createKeyBody>, reply: FastifyReply) => {
+    const body = request.body;
     const auth = await authenticate(
-      ctx,
+      deps,
       request,
       anyOf(ROOT_PERMISSION, "api.*.create_key", `api.${body.apiId}.create_key`),
     );
@@ -100,19 +63,19 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     }
     checkMeta(body.meta);
     requireRootAdmin(auth, body.apiId);
-    const permissions = planCreation(deps.state, auth, ctx.ids, "permission", body.permissions ?? []);
-    const roles = planCreation(deps.state, auth, ctx.ids, "role", body.roles ?? []);
+    const permissions = planCreation(deps.state, auth, deps.ids, "permission", body.permissions ?? []);
+    const roles = planCreation(deps.state, auth, deps.ids, "role", body.roles ?? []);
     const secret = newKeySecret(body.prefix, deps.randomBytes(body.byteLength ?? defaultKeyBytes));
     const externalId = body.externalId ?? body.ownerId;
-    const outcome = await ctx.submit({
+    const outcome = await deps.submit({
       type: "createKey",
-      keyId: ctx.ids.next("key"),
+      keyId: deps.ids.next("key"),
       apiId: body.apiId,
       hash: hashKey(secret),
       start: keyStart(secret, body.prefix),
       name: body.name ?? null,
       ownerId: externalId ?? null,
-      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, ctx.ids.next("id")),
+      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, deps.ids.next("id")),
       meta: body.meta ?? null,
       expiresAtMs: body.expires ?? null,
       remaining: body.remaining ?? null,
@@ -126,7 +89,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       allowCreateRoles: roles.allowCreate,
       nowMs: deps.nowMs(),
     });
-    return sendWithId(request, reply, { keyId: outcome.id, key: secret });
+    return reply.send({ keyId: outcome.id, key: secret });
   };
   app.post("/v1/keys.createKey", { schema: { body: createKeyBody, response: createKeyResponse } }, createKey);
   // Legacy REST alias (upstream's deprecated route).
@@ -136,8 +99,8 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/keys.updateKey",
     { schema: { body: updateKeyBody, response: emptyResponse } },
     async (request, reply) => {
-      const body = request.body as UpdateKeyBody;
-      const auth = await authenticate(ctx, request);
+      const body = request.body;
+      const auth = await authenticate(deps, request);
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requirePermission(auth, anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`));
@@ -155,13 +118,13 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
         nowMs: deps.nowMs(),
       };
       if (body.roles !== undefined) {
-        command.roles = planReplacement(deps.state, auth, ctx.ids, key, "role", "roles", body.roles);
+        command.roles = planReplacement(deps.state, auth, deps.ids, key, "role", "roles", body.roles);
       }
       if (body.permissions !== undefined) {
         command.permissions = planReplacement(
           deps.state,
           auth,
-          ctx.ids,
+          deps.ids,
           key,
           "permission",
           "permissions",
@@ -171,7 +134,7 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       if (body.name !== undefined) command.name = body.name;
       const externalId = body.externalId !== undefined ? body.externalId : body.ownerId;
       if (externalId !== undefined) {
-        command.identity = externalId === null ? null : identityLink(deps.state, auth, externalId, ctx.ids.next("id"));
+        command.identity = externalId === null ? null : identityLink(deps.state, auth, externalId, deps.ids.next("id"));
       }
       if (body.meta !== undefined) command.meta = body.meta;
       if (body.expires !== undefined) command.expiresAtMs = body.expires;
@@ -179,8 +142,8 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
       if (body.remaining !== undefined) command.remaining = body.remaining;
       if (body.refill !== undefined) command.refill = body.refill === null ? null : refillInput(body.refill);
       if (body.enabled !== undefined) command.enabled = body.enabled;
-      await ctx.submit(command);
-      return sendWithId(request, reply, {});
+      await deps.submit(command);
+      return reply.send({});
     },
   );
 
@@ -188,17 +151,17 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/keys.deleteKey",
     { schema: { body: deleteKeyBody, response: emptyResponse } },
     async (request, reply) => {
-      const body = request.body as { keyId: string; permanent?: boolean };
+      const body = request.body;
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       const auth = await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${key.apiId}.delete_key`),
       );
       requireRootAdmin(auth, key.apiId);
-      await ctx.submit({ type: "deleteKey", keyId: key.id });
-      return sendWithId(request, reply, {});
+      await deps.submit({ type: "deleteKey", keyId: key.id });
+      return reply.send({});
     },
   );
 
@@ -206,43 +169,43 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/keys.updateRemaining",
     { schema: { body: updateRemainingBody, response: updateRemainingResponse } },
     async (request, reply) => {
-      const body = request.body as { keyId: string; op: "increment" | "decrement" | "set"; value: number | null };
+      const body = request.body;
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       const auth = await authenticate(
-        ctx,
+        deps,
         request,
         anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`),
       );
       requireRootAdmin(auth, key.apiId);
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: "updateRemaining",
         keyId: key.id,
         op: body.op,
         value: body.value,
         nowMs: deps.nowMs(),
       });
-      return sendWithId(request, reply, { remaining: outcome.remaining ?? null });
+      return reply.send({ remaining: outcome.remaining ?? null });
     },
   );
 
   const replaceRoute = (kind: "permission" | "role") => {
     const field = kind === "permission" ? "permissions" : "roles";
-    return async (request: FastifyRequest, reply: FastifyReply) => {
-      const body = request.body as { keyId: string } & Record<string, RefItem[]>;
-      const auth = await authenticate(ctx, request);
+    return async (request: FastifyRequest<{ Body: RefsBody }>, reply: FastifyReply) => {
+      const body = request.body;
+      const auth = await authenticate(deps, request);
       const key = deps.state.keys.get(body.keyId);
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requireRootAdmin(auth, key.apiId);
-      const plan = planReplacement(deps.state, auth, ctx.ids, key, kind, field, body[field] ?? []);
-      const outcome = await ctx.submit({
+      const plan = planReplacement(deps.state, auth, deps.ids, key, kind, field, body[field] ?? []);
+      const outcome = await deps.submit({
         type: kind === "permission" ? "setPermissions" : "setRoles",
         keyId: key.id,
         refs: plan.refs,
         allowCreate: plan.allowCreate,
         nowMs: deps.nowMs(),
       });
-      return sendWithId(request, reply, outcome.items ?? []);
+      return reply.send(outcome.items ?? []);
     };
   };
   app.post(
@@ -251,4 +214,5 @@ export function registerKeyWriteRoutes(app: FastifyInstance, ctx: GatewayContext
     replaceRoute("permission"),
   );
   app.post("/v1/keys.setRoles", { schema: { body: setRolesBody, response: namedItemsResponse } }, replaceRoute("role"));
-}
+  done();
+};

@@ -1,14 +1,14 @@
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { livenessResponse } from "../schemas/apis.js";
 
-export function registerLivenessRoute(app: FastifyInstance, _ctx: GatewayContext): void {
+// GET /v1/liveness: a constant answer (cluster/routes.ts adds the role and staleness headers).
+
+/** Needs no service. */
+export const livenessRoute: FastifyPluginCallbackTypebox = (app, _options, done) => {
   const body = {
     status: "we're so back",
     services: { metrics: "none", logger: "pino", ratelimit: "SlidingWindowLimiter", usagelimit: "CreditLedger" },
   };
-  app.get("/v1/liveness", { schema: { response: livenessResponse } }, (request, reply) =>
-    reply.header(requestIdHeader, request.id).send(body),
-  );
-}
+  app.get("/v1/liveness", { schema: { response: livenessResponse } }, () => body);
+  done();
+};

@@ -3,37 +3,22 @@
 // migrations.enqueueKeys: keyraft imports at once as well and answers 202 `{}` (upstream queued
 // the keys and imported them later; importing synchronously is a valid way to honour that).
 
-import { keyStart, ROOT_PERMISSION, type ImportedKey, type JsonObject } from "@keyraft/core";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import { requestIdHeader } from "../app.js";
+import { keyStart, ROOT_PERMISSION, type ImportedKey } from "@keyraft/core";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
 import { planCreation } from "../auth/rbac-plan.js";
 import { identityLink } from "../auth/identity-link.js";
-import { anyOf, authenticate, requireRootAdmin, type RootAuth } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import { anyOf, authenticate, requireRootAdmin, type RootAuth, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import { createKeysBody, createKeysResponse, enqueueKeysBody, enqueueKeysResponse } from "../schemas/migrations.js";
+import type { migratedKey } from "../schemas/migrations.js";
+import type { Static } from "@sinclair/typebox";
 import { checkMeta } from "./guards.js";
 
-export interface MigratedKey {
-  apiId: string;
-  prefix?: string;
-  name?: string;
-  plaintext?: string;
-  hash?: { value: string; variant: "sha256_base64" };
-  start?: string;
-  ownerId?: string;
-  externalId?: string;
-  meta?: JsonObject;
-  roles?: string[];
-  permissions?: string[];
-  expires?: number;
-  remaining?: number;
-  refill?: { interval: "daily" | "monthly"; amount: number; refillDay?: number };
-  ratelimit?: { limit: number; duration?: number; refillInterval?: number };
-  enabled?: boolean;
-  environment?: string;
-}
+/** One key of an import, as migrations.createKeys carries it (enqueueKeys adds the apiId). */
+export type MigratedKey = Static<typeof migratedKey>;
 
 /** A SHA-256 digest in standard base64 with padding: 44 characters. */
 const sha256Base64Pattern = /^[A-Za-z0-9+/]{43}=$/;
@@ -68,10 +53,9 @@ function validateKey(key: MigratedKey, index: number): void {
 }
 
 /** Checks and plans the import of `keys`; returns the command's keys and creation rights. */
-async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: readonly MigratedKey[]) {
-  const { deps } = ctx;
+async function planImport(deps: MigrationRoutesDeps, request: FastifyRequest, keys: readonly MigratedKey[]) {
   const apiIds = [...new Set(keys.map((key) => key.apiId))];
-  const auth: RootAuth = await authenticate(ctx, request, {
+  const auth: RootAuth = await authenticate(deps, request, {
     and: apiIds.map((apiId) => anyOf(ROOT_PERMISSION, "api.*.create_key", `api.${apiId}.create_key`)),
   });
   for (const apiId of apiIds) {
@@ -79,23 +63,23 @@ async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: re
     requireRootAdmin(auth, apiId);
   }
   keys.forEach(validateKey);
-  const permissions = planCreation(deps.state, auth, ctx.ids, "permission", [
+  const permissions = planCreation(deps.state, auth, deps.ids, "permission", [
     ...new Set(keys.flatMap((key) => key.permissions ?? [])),
   ]);
-  const roles = planCreation(deps.state, auth, ctx.ids, "role", [...new Set(keys.flatMap((key) => key.roles ?? []))]);
+  const roles = planCreation(deps.state, auth, deps.ids, "role", [...new Set(keys.flatMap((key) => key.roles ?? []))]);
   const permissionRef = new Map(permissions.refs.map((ref) => [ref.name, ref]));
   const roleRef = new Map(roles.refs.map((ref) => [ref.name, ref]));
   const imported: ImportedKey[] = keys.map((key, index) => {
     const { hash, start } = secretHash(key, index);
     const externalId = key.externalId ?? key.ownerId;
     return {
-      keyId: ctx.ids.next("key"),
+      keyId: deps.ids.next("key"),
       apiId: key.apiId,
       hash,
       start,
       name: key.name ?? null,
       ownerId: externalId ?? null,
-      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, ctx.ids.next("id")),
+      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, deps.ids.next("id")),
       meta: key.meta ?? null,
       expiresAtMs: key.expires ?? null,
       remaining: key.remaining ?? null,
@@ -116,11 +100,13 @@ async function planImport(ctx: GatewayContext, request: FastifyRequest, keys: re
   return { imported, allowCreatePermissions: permissions.allowCreate, allowCreateRoles: roles.allowCreate };
 }
 
-export function registerMigrationRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type MigrationRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
+
+export const migrationRoutes: FastifyPluginCallbackTypebox<MigrationRoutesDeps> = (app, deps, done) => {
   const importKeys = async (request: FastifyRequest, keys: readonly MigratedKey[]): Promise<string[]> => {
-    const plan = await planImport(ctx, request, keys);
-    const outcome = await ctx.submit({
+    const plan = await planImport(deps, request, keys);
+    const outcome = await deps.submit({
       type: "importKeys",
       keys: plan.imported,
       allowCreatePermissions: plan.allowCreatePermissions,
@@ -134,8 +120,8 @@ export function registerMigrationRoutes(app: FastifyInstance, ctx: GatewayContex
     "/v1/migrations.createKeys",
     { schema: { body: createKeysBody, response: createKeysResponse } },
     async (request, reply) => {
-      const keyIds = await importKeys(request, request.body as MigratedKey[]);
-      return reply.header(requestIdHeader, request.id).send({ keyIds });
+      const keyIds = await importKeys(request, request.body);
+      return reply.send({ keyIds });
     },
   );
 
@@ -143,12 +129,13 @@ export function registerMigrationRoutes(app: FastifyInstance, ctx: GatewayContex
     "/v1/migrations.enqueueKeys",
     { schema: { body: enqueueKeysBody, response: enqueueKeysResponse } },
     async (request, reply) => {
-      const body = request.body as { migrationId: string; apiId: string; keys: Array<Omit<MigratedKey, "apiId">> };
+      const body = request.body;
       await importKeys(
         request,
         body.keys.map((key) => ({ ...key, apiId: body.apiId })),
       );
-      return reply.code(202).header(requestIdHeader, request.id).send({});
+      return reply.code(202).send({});
     },
   );
-}
+  done();
+};

@@ -2,10 +2,9 @@
 // them (decision 6; upstream's getOverride forgot it).
 
 import { ROOT_PERMISSION, type KeyState, type OverrideRecord } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   deleteOverrideBody,
@@ -51,25 +50,21 @@ function overrideView(override: OverrideRecord) {
   };
 }
 
-export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type OverrideRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const overrideRoutes: FastifyPluginCallbackTypebox<OverrideRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/ratelimits.setOverride",
     { schema: { body: setOverrideBody, response: setOverrideResponse } },
     async (request, reply) => {
-      const body = request.body as NamespaceRef & {
-        identifier: string;
-        limit: number;
-        duration: number;
-        async?: boolean;
-      };
+      const body = request.body;
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
       const namespaceId = findNamespace(deps.state, body);
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: "setOverride",
-        overrideId: ctx.ids.next("rlor"),
+        overrideId: deps.ids.next("rlor"),
         namespaceId,
         identifier: body.identifier,
         limit: body.limit,
@@ -77,7 +72,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
         async: body.async ?? false,
         nowMs: deps.nowMs(),
       });
-      return reply.header(requestIdHeader, request.id).send({ overrideId: outcome.id });
+      return reply.send({ overrideId: createdId(outcome) });
     },
   );
 
@@ -85,14 +80,14 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/ratelimits.getOverride",
     { schema: { querystring: getOverrideQuery, response: getOverrideResponse } },
     async (request, reply) => {
-      const query = request.query as NamespaceRef & { identifier: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      const query = request.query;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       if (!hasNamespace(query)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, query, "Namespace not found");
       const id = deps.state.overrideIdsByNamespace.get(namespaceId)?.get(query.identifier);
       const override = id === undefined ? undefined : deps.state.overrides.get(id);
       if (override === undefined) throw notFound("Override not found");
-      return reply.header(requestIdHeader, request.id).send({ ...overrideView(override), async: override.async });
+      return reply.send({ ...overrideView(override), async: override.async });
     },
   );
 
@@ -100,9 +95,9 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/ratelimits.listOverrides",
     { schema: { querystring: listOverridesQuery, response: listOverridesResponse } },
     async (request, reply) => {
-      const query = request.query as NamespaceRef & { limit: number; cursor?: string };
+      const query = request.query;
       if (!hasNamespace(query)) throw badRequest(missingNamespace);
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.read_override"));
       const namespaceId = findNamespace(deps.state, query);
       const ids = [...(deps.state.overrideIdsByNamespace.get(namespaceId)?.values() ?? [])].sort();
       const after = query.cursor;
@@ -111,7 +106,7 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
         const override = deps.state.overrides.get(id);
         return override === undefined ? [] : [overrideView(override)];
       });
-      return reply.header(requestIdHeader, request.id).send({ overrides, total: ids.length, cursor: page.at(-1) });
+      return reply.send({ overrides, total: ids.length, cursor: page.at(-1) });
     },
   );
 
@@ -119,12 +114,13 @@ export function registerOverrideRoutes(app: FastifyInstance, ctx: GatewayContext
     "/v1/ratelimits.deleteOverride",
     { schema: { body: deleteOverrideBody, response: deleteOverrideResponse } },
     async (request, reply) => {
-      const body = request.body as NamespaceRef & { identifier: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, body);
-      await ctx.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
-      return reply.header(requestIdHeader, request.id).send({});
+      await deps.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
+      return reply.send({});
     },
   );
-}
+  done();
+};

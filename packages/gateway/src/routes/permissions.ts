@@ -1,12 +1,11 @@
 // permissions.createPermission/getPermission/listPermissions/deletePermission and
-// permissions.createRole/getRole/listRoles/deleteRole (semantics §2.20). Lists are ordered by id.
+// permissions.createRole/getRole/listRoles/deleteRole (docs/api.md). Lists are ordered by id.
 
 import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
-import type { FastifyInstance, FastifyReply } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate } from "../auth/root-key.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
 import { isRootAdmin, requireRootScopeAdmin, rootScope } from "../auth/root-scope.js";
-import type { GatewayContext } from "../context.js";
+import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
   createPermissionBody,
@@ -51,25 +50,25 @@ function description(value: string | undefined): string | null {
 
 const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
-export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
-  const send = <T>(reply: FastifyReply, id: string, body: T) => reply.header(requestIdHeader, id).send(body);
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type PermissionRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
 
+export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps> = (app, deps, done) => {
   app.post(
     "/v1/permissions.createPermission",
     { schema: { body: createPermissionBody, response: createPermissionResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string; slug?: string; description?: string };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
-      const outcome = await ctx.submit({
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
+      const outcome = await deps.submit({
         type: "createPermission",
-        permissionId: ctx.ids.next("perm"),
+        permissionId: deps.ids.next("perm"),
         name: body.name,
         slug: body.slug ?? body.name,
         description: description(body.description),
         nowMs: deps.nowMs(),
       });
-      return send(reply, request.id, { permissionId: outcome.id });
+      return reply.send({ permissionId: createdId(outcome) });
     },
   );
 
@@ -77,13 +76,13 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.getPermission",
     { schema: { querystring: getPermissionQuery, response: getPermissionResponse } },
     async (request, reply) => {
-      const query = request.query as { permissionId: string };
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const query = request.query;
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
       const permission = deps.state.permissions.get(query.permissionId);
       // What root keys use is not a tenant's to see (auth/root-scope.ts).
       const hidden = !isRootAdmin(auth) && rootScope(deps.state).permissionIds.has(query.permissionId);
       if (permission === undefined || hidden) throw notFound(`permission ${query.permissionId} not found`);
-      return send(reply, request.id, permissionView(permission));
+      return reply.send(permissionView(permission));
     },
   );
 
@@ -91,10 +90,10 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.listPermissions",
     { schema: { response: listPermissionsResponse } },
     async (request, reply) => {
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
       const hidden = isRootAdmin(auth) ? new Set<string>() : rootScope(deps.state).permissionIds;
       const visible = [...deps.state.permissions.values()].filter((permission) => !hidden.has(permission.id));
-      return send(reply, request.id, visible.sort(byId).map(permissionView));
+      return reply.send(visible.sort(byId).map(permissionView));
     },
   );
 
@@ -102,12 +101,12 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.deletePermission",
     { schema: { body: deletePermissionBody, response: rbacEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { permissionId: string };
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      const body = request.body;
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
       if (rootScope(deps.state).permissionIds.has(body.permissionId))
         requireRootScopeAdmin(auth, `permission ${body.permissionId}`);
-      await ctx.submit({ type: "deletePermission", permissionId: body.permissionId });
-      return send(reply, request.id, {});
+      await deps.submit({ type: "deletePermission", permissionId: body.permissionId });
+      return reply.send({});
     },
   );
 
@@ -115,22 +114,22 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.createRole",
     { schema: { body: createRoleBody, response: createRoleResponse } },
     async (request, reply) => {
-      const body = request.body as { name: string; description?: string; permissions?: string[] };
-      await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
+      const body = request.body;
+      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
       const permissionIds = (body.permissions ?? []).map((ref) => {
         const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });
-      const outcome = await ctx.submit({
+      const outcome = await deps.submit({
         type: "createRole",
-        roleId: ctx.ids.next("role"),
+        roleId: deps.ids.next("role"),
         name: body.name,
         description: description(body.description),
         permissionIds,
         nowMs: deps.nowMs(),
       });
-      return send(reply, request.id, { roleId: outcome.id });
+      return reply.send({ roleId: createdId(outcome) });
     },
   );
 
@@ -138,35 +137,32 @@ export function registerPermissionRoutes(app: FastifyInstance, ctx: GatewayConte
     "/v1/permissions.getRole",
     { schema: { querystring: getRoleQuery, response: getRoleResponse } },
     async (request, reply) => {
-      const query = request.query as { roleId: string };
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+      const query = request.query;
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
       const role = deps.state.roles.get(query.roleId);
       const hidden = !isRootAdmin(auth) && rootScope(deps.state).roleIds.has(query.roleId);
       if (role === undefined || hidden) throw notFound(`role ${query.roleId} not found`);
-      return send(reply, request.id, roleView(deps.state, role));
+      return reply.send(roleView(deps.state, role));
     },
   );
 
   app.get("/v1/permissions.listRoles", { schema: { response: listRolesResponse } }, async (request, reply) => {
-    const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
     const hidden = isRootAdmin(auth) ? new Set<string>() : rootScope(deps.state).roleIds;
     const visible = [...deps.state.roles.values()].filter((role) => !hidden.has(role.id));
-    return send(
-      reply,
-      request.id,
-      visible.sort(byId).map((role) => roleView(deps.state, role)),
-    );
+    return reply.send(visible.sort(byId).map((role) => roleView(deps.state, role)));
   });
 
   app.post(
     "/v1/permissions.deleteRole",
     { schema: { body: deleteRoleBody, response: rbacEmptyResponse } },
     async (request, reply) => {
-      const body = request.body as { roleId: string };
-      const auth = await authenticate(ctx, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      const body = request.body;
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
       if (rootScope(deps.state).roleIds.has(body.roleId)) requireRootScopeAdmin(auth, `role ${body.roleId}`);
-      await ctx.submit({ type: "deleteRole", roleId: body.roleId });
-      return send(reply, request.id, {});
+      await deps.submit({ type: "deleteRole", roleId: body.roleId });
+      return reply.send({});
     },
   );
-}
+  done();
+};

@@ -2,42 +2,36 @@
 // (decision 4: exact identifier first, then the most specific wildcard, then the lowest id).
 
 import { limiterCountersPerNamespaceMax, resolveOverride, ROOT_PERMISSION, type LimitCheck } from "@keyraft/core";
-import type { FastifyInstance } from "fastify";
-import { requestIdHeader } from "../app.js";
-import { anyOf, authenticate, holdsAny, requirePermission } from "../auth/root-key.js";
-import type { GatewayContext } from "../context.js";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { anyOf, authenticate, holdsAny, requirePermission, type RootKeyDeps } from "../auth/root-key.js";
+import type { GatewayServices } from "../services.js";
 import { judgeLimitHere } from "../counters/ratelimit/judge-here.js";
 import { limitSubject } from "../counters/ratelimit/subject.js";
 import { notFound } from "../errors.js";
-import { limitBody, limitResponse } from "../schemas/ratelimits.js";
-
-interface LimitBody {
-  namespace: string;
-  identifier: string;
-  limit: number;
-  duration: number;
-  cost?: number;
-  async?: boolean;
-}
+import { limitBody, limitResponse, namespaceDefault } from "../schemas/ratelimits.js";
 
 /** Limiter key: namespace, identifier and the effective window, so a changed limit starts afresh. */
 export function namespaceLimitKey(namespaceId: string, identifier: string, limit: number, durationMs: number): string {
   return `r:${namespaceId}:${limit}:${durationMs}:${identifier}`;
 }
 
-export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext): void {
-  const { deps } = ctx;
+/** The services these routes use (registered by app.ts with GatewayServices). */
+export type RatelimitRouteDeps = Pick<GatewayServices, "ids" | "rateLimits" | "submit"> & RootKeyDeps;
+
+export const ratelimitRoute: FastifyPluginCallbackTypebox<RatelimitRouteDeps> = (app, deps, done) => {
   app.post("/v1/ratelimits.limit", { schema: { body: limitBody, response: limitResponse } }, async (request, reply) => {
-    const body = request.body as LimitBody;
-    const auth = await authenticate(ctx, request);
-    let namespaceId = deps.state.namespaceIdByName.get(body.namespace);
+    const body = request.body;
+    // The schema's default fills it (validation runs with useDefaults).
+    const namespace = body.namespace ?? namespaceDefault;
+    const auth = await authenticate(deps, request);
+    let namespaceId = deps.state.namespaceIdByName.get(namespace);
     if (namespaceId === undefined) {
       if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace"))
-        throw notFound(`namespace ${body.namespace} not found`);
-      const created = await ctx.submit({
+        throw notFound(`namespace ${namespace} not found`);
+      const created = await deps.submit({
         type: "createNamespace",
-        namespaceId: ctx.ids.next("rlns"),
-        name: body.namespace,
+        namespaceId: deps.ids.next("rlns"),
+        name: namespace,
         nowMs: deps.nowMs(),
       });
       namespaceId = created.id ?? "";
@@ -59,6 +53,7 @@ export function registerRatelimitRoute(app: FastifyInstance, ctx: GatewayContext
     const isAsync = override?.async ?? body.async ?? false;
     const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??
       judgeLimitHere(deps.limiter, deps.counterDurability, check, deps.nowMs(), () => null));
-    return reply.header(requestIdHeader, request.id).send(answer);
+    return reply.send(answer);
   });
-}
+  done();
+};

@@ -2,38 +2,29 @@
 // tag, groupBy) arrive comma-separated, as the official client sends arrays.
 
 import { analyticsRowsMax } from "@keyraft/core";
-import { int, nullable, responses, text, timestampMsMax } from "./common.js";
+import { Type } from "@sinclair/typebox";
+import { int, nullable, responses, stringEnum, text, timestampMsMax, optional } from "./common.js";
 
-export const keyVerificationsQuery = {
-  type: "object",
-  properties: {
-    keyId: text(1),
-    ownerId: text(1),
-    start: nullable(int(0, timestampMsMax)),
-    end: nullable(int(0, timestampMsMax)),
-    granularity: { type: "string", enum: ["day"], default: "day" },
-  },
-} as const;
-
-export const keyVerificationsResponse = responses({
-  type: "object",
-  properties: {
-    verifications: {
-      type: "array",
-      items: {
-        type: "object",
-        properties: {
-          time: { type: "integer" },
-          success: { type: "integer" },
-          rateLimited: { type: "integer" },
-          usageExceeded: { type: "integer" },
-        },
-        required: ["time", "success", "rateLimited", "usageExceeded"],
-      },
-    },
-  },
-  required: ["verifications"],
+export const keyVerificationsQuery = Type.Object({
+  keyId: Type.Optional(text(1)),
+  ownerId: Type.Optional(text(1)),
+  start: Type.Optional(nullable(int(0, timestampMsMax))),
+  end: Type.Optional(nullable(int(0, timestampMsMax))),
+  granularity: Type.Optional(stringEnum(["day"], { default: "day" })),
 });
+
+export const keyVerificationsResponse = responses(
+  Type.Object({
+    verifications: Type.Array(
+      Type.Object({
+        time: Type.Integer(),
+        success: Type.Integer(),
+        rateLimited: Type.Integer(),
+        usageExceeded: Type.Integer(),
+      }),
+    ),
+  }),
+);
 
 export const analyticsOrderByValues = [
   "time",
@@ -50,50 +41,40 @@ export const analyticsOrderByValues = [
 ] as const;
 export const analyticsGroupByValues = ["key", "identity", "tags", "tag", "month", "day", "hour"] as const;
 
-export const analyticsVerificationsQuery = {
-  type: "object",
-  properties: {
-    apiId: text(1),
-    externalId: text(1),
-    keyId: text(1, 100_000),
-    tag: text(1, 10_000),
-    start: nullable(int(0, timestampMsMax)),
-    end: nullable(int(0, timestampMsMax)),
-    groupBy: text(1, 200),
-    limit: int(1, analyticsRowsMax),
-    orderBy: { type: "string", enum: analyticsOrderByValues },
-    order: { type: "string", enum: ["asc", "desc"], default: "asc" },
-  },
-  required: ["apiId"],
-} as const;
-
-const count = { type: "integer" } as const;
-
-export const analyticsVerificationsResponse = responses({
-  type: "array",
-  items: {
-    type: "object",
-    properties: {
-      time: count,
-      valid: count,
-      notFound: count,
-      forbidden: count,
-      usageExceeded: count,
-      rateLimited: count,
-      unauthorized: count,
-      disabled: count,
-      insufficientPermissions: count,
-      expired: count,
-      total: count,
-      tag: { type: "string" },
-      tags: { type: "array", items: { type: "string" } },
-      keyId: { type: "string" },
-      identity: {
-        type: "object",
-        properties: { id: { type: "string" }, externalId: { type: "string" } },
-        required: ["id", "externalId"],
-      },
-    },
-    required: ["total"],
-  },
+export const analyticsVerificationsQuery = Type.Object({
+  apiId: text(1),
+  externalId: Type.Optional(text(1)),
+  keyId: Type.Optional(text(1, 100_000)),
+  tag: Type.Optional(text(1, 10_000)),
+  start: Type.Optional(nullable(int(0, timestampMsMax))),
+  end: Type.Optional(nullable(int(0, timestampMsMax))),
+  groupBy: Type.Optional(text(1, 200)),
+  limit: Type.Optional(int(1, analyticsRowsMax)),
+  orderBy: Type.Optional(stringEnum(analyticsOrderByValues)),
+  order: Type.Optional(stringEnum(["asc", "desc"], { default: "asc" })),
 });
+
+const count = Type.Integer();
+const optionalCount = optional(count);
+
+export const analyticsVerificationsResponse = responses(
+  Type.Array(
+    Type.Object({
+      time: optionalCount,
+      valid: optionalCount,
+      notFound: optionalCount,
+      forbidden: optionalCount,
+      usageExceeded: optionalCount,
+      rateLimited: optionalCount,
+      unauthorized: optionalCount,
+      disabled: optionalCount,
+      insufficientPermissions: optionalCount,
+      expired: optionalCount,
+      total: count,
+      tag: optional(Type.String()),
+      tags: optional(Type.Array(Type.String())),
+      keyId: optional(Type.String()),
+      identity: optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
+    }),
+  ),
+);

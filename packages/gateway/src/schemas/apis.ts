@@ -1,81 +1,53 @@
-import { int, responses, text } from "./common.js";
+import { Type } from "@sinclair/typebox";
+import { int, nullable, pageLimitDefault, responses, text, optional } from "./common.js";
 import { keyObject } from "./keys.js";
 
-export const createApiBody = { type: "object", properties: { name: text(3) }, required: ["name"] } as const;
+export const createApiBody = Type.Object({ name: text(3) });
 
-export const createApiResponse = responses({
-  type: "object",
-  properties: { apiId: { type: "string" }, name: { type: "string" } },
-  required: ["apiId"],
+export const createApiResponse = responses(Type.Object({ apiId: Type.String(), name: optional(Type.String()) }));
+
+export const getApiQuery = Type.Object({ apiId: text(1) });
+
+export const getApiResponse = responses(
+  Type.Object({ id: Type.String(), workspaceId: Type.String(), name: optional(Type.String()) }),
+);
+
+export const livenessResponse = responses(
+  Type.Object({
+    status: Type.String(),
+    services: Type.Object({
+      metrics: Type.String(),
+      logger: Type.String(),
+      ratelimit: Type.String(),
+      usagelimit: Type.String(),
+    }),
+  }),
+);
+
+export const deleteApiBody = Type.Object({ apiId: text(1) });
+
+export const listKeysQuery = Type.Object({
+  apiId: text(1),
+  limit: Type.Optional(int(1, 100, { default: pageLimitDefault })),
+  cursor: Type.Optional(text()),
+  ownerId: Type.Optional(text(1)),
+  externalId: Type.Optional(text(1)),
+  decrypt: Type.Optional(nullable(Type.Boolean())),
+  revalidateKeysCache: Type.Optional(nullable(Type.Boolean())),
 });
 
-export const getApiQuery = { type: "object", properties: { apiId: text(1) }, required: ["apiId"] } as const;
+export const legacyListKeysParams = Type.Object({ apiId: text(1) });
 
-export const getApiResponse = responses({
-  type: "object",
-  properties: { id: { type: "string" }, workspaceId: { type: "string" }, name: { type: "string" } },
-  required: ["id", "workspaceId"],
+export const legacyListKeysQuery = Type.Object({
+  limit: Type.Optional(int(1, 100, { default: pageLimitDefault })),
+  offset: Type.Optional(int(0, 10_000_000, { default: 0 })),
+  ownerId: Type.Optional(text(1)),
 });
 
-export const livenessResponse = responses({
-  type: "object",
-  properties: {
-    status: { type: "string" },
-    services: {
-      type: "object",
-      properties: {
-        metrics: { type: "string" },
-        logger: { type: "string" },
-        ratelimit: { type: "string" },
-        usagelimit: { type: "string" },
-      },
-      required: ["metrics", "logger", "ratelimit", "usagelimit"],
-    },
-  },
-  required: ["status", "services"],
-});
+export const listKeysResponse = responses(
+  Type.Object({ keys: Type.Array(keyObject), cursor: optional(Type.String()), total: Type.Integer() }),
+);
 
-export const deleteApiBody = { type: "object", properties: { apiId: text(1) }, required: ["apiId"] } as const;
+export const deleteKeysBody = Type.Object({ apiId: text(1), permanent: Type.Optional(Type.Boolean()) });
 
-export const listKeysQuery = {
-  type: "object",
-  properties: {
-    apiId: text(1),
-    limit: { ...int(1, 100), default: 100 },
-    cursor: text(),
-    ownerId: text(1),
-    externalId: text(1),
-    decrypt: { type: ["boolean", "null"] },
-    revalidateKeysCache: { type: ["boolean", "null"] },
-  },
-  required: ["apiId"],
-} as const;
-
-export const legacyListKeysParams = { type: "object", properties: { apiId: text(1) }, required: ["apiId"] } as const;
-
-export const legacyListKeysQuery = {
-  type: "object",
-  properties: {
-    limit: { ...int(1, 100), default: 100 },
-    offset: { ...int(0, 10_000_000), default: 0 },
-    ownerId: text(1),
-  },
-} as const;
-
-export const listKeysResponse = responses({
-  type: "object",
-  properties: { keys: { type: "array", items: keyObject }, cursor: { type: "string" }, total: { type: "integer" } },
-  required: ["keys", "total"],
-});
-
-export const deleteKeysBody = {
-  type: "object",
-  properties: { apiId: text(1), permanent: { type: "boolean" } },
-  required: ["apiId"],
-} as const;
-
-export const deleteKeysResponse = responses({
-  type: "object",
-  properties: { deletedKeys: { type: "integer" } },
-  required: ["deletedKeys"],
-});
+export const deleteKeysResponse = responses(Type.Object({ deletedKeys: Type.Integer() }));

@@ -2,279 +2,217 @@
 // issue in this order).
 
 import { connectionsPerRecordMax } from "@keyraft/core";
+import { Type, type Static } from "@sinclair/typebox";
 import {
   countMax,
   durationMsMax,
+  emptyObject,
   int,
   meta,
   namedItems,
   nullable,
   responses,
+  stringEnum,
   text,
   timestampMsMax,
-  emptyObject,
+  optional,
 } from "./common.js";
 
 const cost = int(0);
-const refill = {
-  type: "object",
-  properties: {
-    interval: { type: "string", enum: ["daily", "monthly"] },
-    amount: int(1),
-    refillDay: int(1, 31),
-  },
-  required: ["interval", "amount"],
-} as const;
-
-export const verifyKeyBody = {
-  type: "object",
-  properties: {
-    apiId: text(),
-    key: text(1),
-    tags: { type: "array", maxItems: 10, items: text(1, 128) },
-    authorization: { type: "object", properties: { permissions: {} } },
-    remaining: { type: "object", properties: { cost } },
-    ratelimit: { type: "object", properties: { cost } },
-    ratelimits: {
-      type: "array",
-      maxItems: 32,
-      items: {
-        type: "object",
-        properties: { name: text(1), cost, limit: int(0), duration: int(1, durationMsMax) },
-        required: ["name"],
-      },
-    },
-  },
-  required: ["key"],
-} as const;
-
-export const verifyKeyResponse = responses({
-  type: "object",
-  properties: {
-    keyId: { type: "string" },
-    valid: { type: "boolean" },
-    name: { type: "string" },
-    ownerId: { type: "string" },
-    meta,
-    expires: { type: "integer" },
-    ratelimit: {
-      type: "object",
-      properties: { limit: { type: "integer" }, remaining: { type: "integer" }, reset: { type: "integer" } },
-      required: ["limit", "remaining", "reset"],
-    },
-    remaining: { type: "integer" },
-    code: { type: "string" },
-    enabled: { type: "boolean" },
-    permissions: { type: "array", items: { type: "string" } },
-    roles: { type: "array", items: { type: "string" } },
-    environment: { type: "string" },
-    identity: {
-      type: "object",
-      properties: { id: { type: "string" }, externalId: { type: "string" }, meta },
-      required: ["id", "externalId", "meta"],
-    },
-    requestId: { type: "string" },
-  },
-  required: ["valid", "code", "requestId"],
+const refill = Type.Object({
+  interval: stringEnum(["daily", "monthly"]),
+  amount: int(1),
+  refillDay: Type.Optional(int(1, 31)),
 });
 
-const keyRatelimitCreate = {
-  type: "object",
-  properties: {
-    async: { type: "boolean" },
-    type: { type: "string", enum: ["fast", "consistent"] },
-    limit: int(1),
-    duration: int(1000, durationMsMax),
-    refillRate: int(1),
-    refillInterval: int(1, durationMsMax),
-  },
-  required: ["limit"],
-} as const;
-
-export const createKeyBody = {
-  type: "object",
-  properties: {
-    apiId: text(),
-    prefix: text(0, 16),
-    name: text(),
-    byteLength: int(16, 255),
-    ownerId: text(),
-    externalId: text(),
-    meta,
-    roles: { type: "array", maxItems: connectionsPerRecordMax, items: text(1, 512) },
-    permissions: { type: "array", maxItems: connectionsPerRecordMax, items: text(1, 512) },
-    expires: int(0, timestampMsMax),
-    remaining: int(-countMax),
-    refill,
-    ratelimit: keyRatelimitCreate,
-    enabled: { type: "boolean" },
-    recoverable: { type: "boolean" },
-    environment: text(0, 256),
-  },
-  required: ["apiId"],
-} as const;
-
-export const createKeyResponse = responses({
-  type: "object",
-  properties: { keyId: { type: "string" }, key: { type: "string" } },
-  required: ["keyId", "key"],
-});
-
-export const refItems = (withSlug: boolean, minItems: number) =>
-  ({
-    type: "array",
-    minItems,
-    maxItems: connectionsPerRecordMax,
-    items: {
-      type: "object",
-      properties: {
-        id: text(3),
+export const verifyKeyBody = Type.Object({
+  apiId: Type.Optional(text()),
+  key: text(1),
+  tags: Type.Optional(Type.Array(text(1, 128), { maxItems: 10 })),
+  authorization: Type.Optional(Type.Object({ permissions: Type.Optional(Type.Unknown()) })),
+  remaining: Type.Optional(Type.Object({ cost: Type.Optional(cost) })),
+  ratelimit: Type.Optional(Type.Object({ cost: Type.Optional(cost) })),
+  ratelimits: Type.Optional(
+    Type.Array(
+      Type.Object({
         name: text(1),
-        ...(withSlug ? { slug: text(1) } : {}),
-        create: { type: "boolean" },
-      },
-    },
-  }) as const;
+        cost: Type.Optional(cost),
+        limit: Type.Optional(int(0)),
+        duration: Type.Optional(int(1, durationMsMax)),
+      }),
+      { maxItems: 32 },
+    ),
+  ),
+});
 
-export const updateKeyBody = {
-  type: "object",
-  properties: {
-    keyId: text(),
-    name: nullable(text()),
-    ownerId: nullable(text()),
-    externalId: nullable(text()),
-    meta: { type: ["object", "null"], additionalProperties: true },
-    expires: nullable(int(0, timestampMsMax)),
-    ratelimit: {
-      type: ["object", "null"],
-      properties: {
-        type: { type: "string", enum: ["fast", "consistent"] },
-        async: { type: "boolean" },
+const optionalString = optional(Type.String());
+const optionalInteger = optional(Type.Integer());
+
+/** A list of names the verification result holds read-only (VerifyResult in @keyraft/core). */
+const stringList = Type.Unsafe<readonly string[]>(Type.Array(Type.String()));
+
+export const verifyKeyResponse = responses(
+  Type.Object({
+    keyId: optionalString,
+    valid: Type.Boolean(),
+    name: optionalString,
+    ownerId: optionalString,
+    meta: optional(meta),
+    expires: optionalInteger,
+    ratelimit: optional(Type.Object({ limit: Type.Integer(), remaining: Type.Integer(), reset: Type.Integer() })),
+    remaining: optionalInteger,
+    code: Type.String(),
+    enabled: optional(Type.Boolean()),
+    permissions: optional(stringList),
+    roles: optional(stringList),
+    environment: optionalString,
+    identity: optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta })),
+    requestId: Type.String(),
+  }),
+);
+
+const keyRatelimitCreate = Type.Object({
+  async: Type.Optional(Type.Boolean()),
+  type: Type.Optional(stringEnum(["fast", "consistent"])),
+  limit: int(1),
+  duration: Type.Optional(int(1000, durationMsMax)),
+  refillRate: Type.Optional(int(1)),
+  refillInterval: Type.Optional(int(1, durationMsMax)),
+});
+
+export const createKeyBody = Type.Object({
+  apiId: text(),
+  prefix: Type.Optional(text(0, 16)),
+  name: Type.Optional(text()),
+  byteLength: Type.Optional(int(16, 255)),
+  ownerId: Type.Optional(text()),
+  externalId: Type.Optional(text()),
+  meta: Type.Optional(meta),
+  roles: Type.Optional(Type.Array(text(1, 512), { maxItems: connectionsPerRecordMax })),
+  permissions: Type.Optional(Type.Array(text(1, 512), { maxItems: connectionsPerRecordMax })),
+  expires: Type.Optional(int(0, timestampMsMax)),
+  remaining: Type.Optional(int(-countMax)),
+  refill: Type.Optional(refill),
+  ratelimit: Type.Optional(keyRatelimitCreate),
+  enabled: Type.Optional(Type.Boolean()),
+  recoverable: Type.Optional(Type.Boolean()),
+  environment: Type.Optional(text(0, 256)),
+});
+
+export const createKeyResponse = responses(Type.Object({ keyId: Type.String(), key: Type.String() }));
+
+/** Items naming a role or permission by id or name (and slug), optionally creating it. */
+export const refItems = (withSlug: boolean, minItems: number) =>
+  Type.Array(
+    Type.Object({
+      id: Type.Optional(text(3)),
+      name: Type.Optional(text(1)),
+      ...(withSlug ? { slug: Type.Optional(text(1)) } : {}),
+      create: Type.Optional(Type.Boolean()),
+    }),
+    { minItems, maxItems: connectionsPerRecordMax },
+  );
+
+export const updateKeyBody = Type.Object({
+  keyId: text(),
+  name: Type.Optional(nullable(text())),
+  ownerId: Type.Optional(nullable(text())),
+  externalId: Type.Optional(nullable(text())),
+  meta: Type.Optional(nullable(meta)),
+  expires: Type.Optional(nullable(int(0, timestampMsMax))),
+  ratelimit: Type.Optional(
+    nullable(
+      Type.Object({
+        type: Type.Optional(stringEnum(["fast", "consistent"])),
+        async: Type.Optional(Type.Boolean()),
         limit: int(1),
-        refillRate: int(1),
-        refillInterval: int(1, durationMsMax),
-        duration: int(1, durationMsMax),
-      },
-      required: ["limit"],
-    },
-    remaining: nullable(int(0)),
-    refill: { ...refill, type: ["object", "null"] },
-    enabled: { type: "boolean" },
-    roles: refItems(false, 0),
-    permissions: refItems(false, 0),
-  },
-  required: ["keyId"],
-} as const;
+        refillRate: Type.Optional(int(1)),
+        refillInterval: Type.Optional(int(1, durationMsMax)),
+        duration: Type.Optional(int(1, durationMsMax)),
+      }),
+    ),
+  ),
+  remaining: Type.Optional(nullable(int(0))),
+  refill: Type.Optional(nullable(refill)),
+  enabled: Type.Optional(Type.Boolean()),
+  roles: Type.Optional(refItems(false, 0)),
+  permissions: Type.Optional(refItems(false, 0)),
+});
 
-export const setPermissionsBody = {
-  type: "object",
-  properties: { keyId: text(1), permissions: refItems(true, 1) },
-  required: ["keyId", "permissions"],
-} as const;
+/** The body of the routes that add, remove or set a key's permissions or roles (the field named by the kind). */
+export interface RefsBody {
+  keyId: string;
+  permissions?: Static<ReturnType<typeof refItems>>;
+  roles?: Static<ReturnType<typeof refItems>>;
+}
 
-export const setRolesBody = {
-  type: "object",
-  properties: { keyId: text(1), roles: refItems(false, 1) },
-  required: ["keyId", "roles"],
-} as const;
+export const setPermissionsBody = Type.Object({ keyId: text(1), permissions: refItems(true, 1) });
+
+export const setRolesBody = Type.Object({ keyId: text(1), roles: refItems(false, 1) });
 
 export const namedItemsResponse = responses(namedItems);
 export const emptyResponse = responses(emptyObject);
 
-export const whoamiBody = { type: "object", properties: { key: text(1) }, required: ["key"] } as const;
+export const whoamiBody = Type.Object({ key: text(1) });
 
-export const whoamiResponse = responses({
-  type: "object",
-  properties: {
-    id: { type: "string" },
-    name: { type: "string" },
-    remaining: { type: "integer" },
-    identity: {
-      type: "object",
-      properties: { id: { type: "string" }, externalId: { type: "string" } },
-      required: ["id", "externalId"],
-    },
-    meta,
-    createdAt: { type: "integer" },
-    enabled: { type: "boolean" },
-    environment: { type: "string" },
-  },
-  required: ["id", "createdAt", "enabled"],
+export const whoamiResponse = responses(
+  Type.Object({
+    id: Type.String(),
+    name: optionalString,
+    remaining: optionalInteger,
+    identity: optional(Type.Object({ id: Type.String(), externalId: Type.String() })),
+    meta: optional(meta),
+    createdAt: Type.Integer(),
+    enabled: Type.Boolean(),
+    environment: optionalString,
+  }),
+);
+
+export const deleteKeyBody = Type.Object({ keyId: text(1), permanent: Type.Optional(Type.Boolean()) });
+
+export const getKeyQuery = Type.Object({ keyId: text(1), decrypt: Type.Optional(Type.Boolean()) });
+
+export const keyObject = Type.Object({
+  id: Type.String(),
+  start: Type.String(),
+  workspaceId: Type.String(),
+  apiId: optionalString,
+  name: optionalString,
+  ownerId: optionalString,
+  meta: optional(meta),
+  createdAt: Type.Integer(),
+  updatedAt: optionalInteger,
+  expires: optionalInteger,
+  remaining: optionalInteger,
+  refill: optional(
+    Type.Object({
+      interval: Type.String(),
+      amount: Type.Integer(),
+      refillDay: optional(nullable(Type.Integer())),
+      lastRefillAt: optionalInteger,
+    }),
+  ),
+  ratelimit: optional(
+    Type.Object({
+      async: Type.Boolean(),
+      limit: Type.Integer(),
+      duration: Type.Integer(),
+      refillRate: optionalInteger,
+      refillInterval: optionalInteger,
+    }),
+  ),
+  roles: optional(Type.Array(Type.String())),
+  permissions: optional(Type.Array(Type.String())),
+  enabled: optional(Type.Boolean()),
+  identity: optional(Type.Object({ id: Type.String(), externalId: Type.String(), meta: optional(meta) })),
 });
-
-export const deleteKeyBody = {
-  type: "object",
-  properties: { keyId: text(1), permanent: { type: "boolean" } },
-  required: ["keyId"],
-} as const;
-
-export const getKeyQuery = {
-  type: "object",
-  properties: { keyId: text(1), decrypt: { type: "boolean" } },
-  required: ["keyId"],
-} as const;
-
-export const keyObject = {
-  type: "object",
-  properties: {
-    id: { type: "string" },
-    start: { type: "string" },
-    workspaceId: { type: "string" },
-    apiId: { type: "string" },
-    name: { type: "string" },
-    ownerId: { type: "string" },
-    meta,
-    createdAt: { type: "integer" },
-    updatedAt: { type: "integer" },
-    expires: { type: "integer" },
-    remaining: { type: "integer" },
-    refill: {
-      type: "object",
-      properties: {
-        interval: { type: "string" },
-        amount: { type: "integer" },
-        refillDay: { type: ["integer", "null"] },
-        lastRefillAt: { type: "integer" },
-      },
-      required: ["interval", "amount"],
-    },
-    ratelimit: {
-      type: "object",
-      properties: {
-        async: { type: "boolean" },
-        limit: { type: "integer" },
-        duration: { type: "integer" },
-        refillRate: { type: "integer" },
-        refillInterval: { type: "integer" },
-      },
-      required: ["async", "limit", "duration"],
-    },
-    roles: { type: "array", items: { type: "string" } },
-    permissions: { type: "array", items: { type: "string" } },
-    enabled: { type: "boolean" },
-    identity: {
-      type: "object",
-      properties: { id: { type: "string" }, externalId: { type: "string" }, meta },
-      required: ["id", "externalId"],
-    },
-  },
-  required: ["id", "start", "workspaceId", "createdAt"],
-} as const;
 
 export const keyResponse = responses(keyObject);
 
-export const updateRemainingBody = {
-  type: "object",
-  properties: {
-    keyId: text(1),
-    op: { type: "string", enum: ["increment", "decrement", "set"] },
-    value: nullable(int(0)),
-  },
-  required: ["keyId", "op", "value"],
-} as const;
-
-export const updateRemainingResponse = responses({
-  type: "object",
-  properties: { remaining: { type: ["integer", "null"] } },
-  required: ["remaining"],
+export const updateRemainingBody = Type.Object({
+  keyId: text(1),
+  op: stringEnum(["increment", "decrement", "set"]),
+  value: nullable(int(0)),
 });
+
+export const updateRemainingResponse = responses(Type.Object({ remaining: nullable(Type.Integer()) }));

@@ -1,72 +1,59 @@
 // Schemas of migrations.createKeys and migrations.enqueueKeys.
 
 import { connectionsPerRecordMax, importKeysMax } from "@keyraft/core";
-import { countMax, durationMsMax, emptyObject, int, meta, responses, text, timestampMsMax } from "./common.js";
+import { Type } from "@sinclair/typebox";
+import {
+  countMax,
+  durationMsMax,
+  emptyObject,
+  int,
+  meta,
+  responses,
+  stringEnum,
+  text,
+  timestampMsMax,
+} from "./common.js";
 
 const migratedKeyFields = {
-  prefix: text(0, 16),
-  name: text(),
-  plaintext: text(1),
-  hash: {
-    type: "object",
-    properties: { value: text(1, 128), variant: { type: "string", enum: ["sha256_base64"] } },
-    required: ["value", "variant"],
-  },
-  start: text(0, 64),
-  ownerId: text(),
-  externalId: text(),
-  meta,
-  roles: { type: "array", maxItems: connectionsPerRecordMax, items: text(1, 512) },
-  permissions: { type: "array", maxItems: connectionsPerRecordMax, items: text(1, 512) },
-  expires: int(0, timestampMsMax),
-  remaining: int(-countMax),
-  refill: {
-    type: "object",
-    properties: { interval: { type: "string", enum: ["daily", "monthly"] }, amount: int(1), refillDay: int(1, 31) },
-    required: ["interval", "amount"],
-  },
-  ratelimit: {
-    type: "object",
-    properties: {
-      async: { type: "boolean" },
-      type: { type: "string", enum: ["fast", "consistent"] },
+  prefix: Type.Optional(text(0, 16)),
+  name: Type.Optional(text()),
+  plaintext: Type.Optional(text(1)),
+  hash: Type.Optional(Type.Object({ value: text(1, 128), variant: stringEnum(["sha256_base64"]) })),
+  start: Type.Optional(text(0, 64)),
+  ownerId: Type.Optional(text()),
+  externalId: Type.Optional(text()),
+  meta: Type.Optional(meta),
+  roles: Type.Optional(Type.Array(text(1, 512), { maxItems: connectionsPerRecordMax })),
+  permissions: Type.Optional(Type.Array(text(1, 512), { maxItems: connectionsPerRecordMax })),
+  expires: Type.Optional(int(0, timestampMsMax)),
+  remaining: Type.Optional(int(-countMax)),
+  refill: Type.Optional(
+    Type.Object({ interval: stringEnum(["daily", "monthly"]), amount: int(1), refillDay: Type.Optional(int(1, 31)) }),
+  ),
+  ratelimit: Type.Optional(
+    Type.Object({
+      async: Type.Optional(Type.Boolean()),
+      type: Type.Optional(stringEnum(["fast", "consistent"])),
       limit: int(1),
-      duration: int(1000, durationMsMax),
-      refillRate: int(1),
-      refillInterval: int(1, durationMsMax),
-    },
-    required: ["limit"],
-  },
-  enabled: { type: "boolean" },
-  environment: text(0, 256),
-} as const;
+      duration: Type.Optional(int(1000, durationMsMax)),
+      refillRate: Type.Optional(int(1)),
+      refillInterval: Type.Optional(int(1, durationMsMax)),
+    }),
+  ),
+  enabled: Type.Optional(Type.Boolean()),
+  environment: Type.Optional(text(0, 256)),
+};
 
-export const createKeysBody = {
-  type: "array",
-  minItems: 1,
-  maxItems: importKeysMax,
-  items: { type: "object", properties: { apiId: text(1), ...migratedKeyFields }, required: ["apiId"] },
-} as const;
+export const migratedKey = Type.Object({ apiId: text(1), ...migratedKeyFields });
 
-export const createKeysResponse = responses({
-  type: "object",
-  properties: { keyIds: { type: "array", items: { type: "string" } } },
-  required: ["keyIds"],
+export const createKeysBody = Type.Array(migratedKey, { minItems: 1, maxItems: importKeysMax });
+
+export const createKeysResponse = responses(Type.Object({ keyIds: Type.Array(Type.String()) }));
+
+export const enqueueKeysBody = Type.Object({
+  migrationId: text(1),
+  apiId: text(1),
+  keys: Type.Array(Type.Object(migratedKeyFields), { minItems: 1, maxItems: importKeysMax }),
 });
-
-export const enqueueKeysBody = {
-  type: "object",
-  properties: {
-    migrationId: text(1),
-    apiId: text(1),
-    keys: {
-      type: "array",
-      minItems: 1,
-      maxItems: importKeysMax,
-      items: { type: "object", properties: migratedKeyFields },
-    },
-  },
-  required: ["migrationId", "apiId", "keys"],
-} as const;
 
 export const enqueueKeysResponse = { 202: emptyObject, ...responses(emptyObject) };

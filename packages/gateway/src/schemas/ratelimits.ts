@@ -1,98 +1,72 @@
-import { durationMsMax, emptyObject, int, meta, responses, text } from "./common.js";
+import { Type } from "@sinclair/typebox";
+import {
+  durationMsMax,
+  emptyObject,
+  int,
+  meta,
+  nullable,
+  pageLimitDefault,
+  responses,
+  text,
+  optional,
+} from "./common.js";
 
-export const limitBody = {
-  type: "object",
-  properties: {
-    namespace: { ...text(1), default: "default" },
-    identifier: text(),
-    limit: int(1),
-    duration: int(1000, durationMsMax),
-    cost: int(0),
-    async: { type: "boolean" },
-    meta,
-    resources: {
-      type: "array",
+/** The namespace of ratelimits.limit when the request names none (the schema's `default`). */
+export const namespaceDefault = "default";
+
+export const limitBody = Type.Object({
+  namespace: Type.Optional(text(1, undefined, { default: namespaceDefault })),
+  identifier: text(),
+  limit: int(1),
+  duration: int(1000, durationMsMax),
+  cost: Type.Optional(int(0)),
+  async: Type.Optional(Type.Boolean()),
+  meta: Type.Optional(meta),
+  resources: Type.Optional(
+    Type.Array(Type.Object({ type: text(), id: text(), name: Type.Optional(text()), meta: Type.Optional(meta) }), {
       maxItems: 100,
-      items: {
-        type: "object",
-        properties: { type: text(), id: text(), name: text(), meta },
-        required: ["type", "id"],
-      },
-    },
-  },
-  required: ["identifier", "limit", "duration"],
-} as const;
-
-export const limitResponse = responses({
-  type: "object",
-  properties: {
-    success: { type: "boolean" },
-    limit: { type: "integer" },
-    remaining: { type: "integer" },
-    reset: { type: "integer" },
-  },
-  required: ["success", "limit", "remaining", "reset"],
+    }),
+  ),
 });
 
-const namespaceFields = { namespaceId: text(), namespaceName: text() } as const;
+export const limitResponse = responses(
+  Type.Object({ success: Type.Boolean(), limit: Type.Integer(), remaining: Type.Integer(), reset: Type.Integer() }),
+);
 
-export const setOverrideBody = {
-  type: "object",
-  properties: {
-    ...namespaceFields,
-    identifier: text(3),
-    limit: int(1),
-    duration: int(1000, durationMsMax),
-    async: { type: "boolean" },
-  },
-  required: ["identifier", "limit", "duration"],
-} as const;
+const namespaceFields = { namespaceId: Type.Optional(text()), namespaceName: Type.Optional(text()) };
 
-export const setOverrideResponse = responses({
-  type: "object",
-  properties: { overrideId: { type: "string" } },
-  required: ["overrideId"],
+export const setOverrideBody = Type.Object({
+  ...namespaceFields,
+  identifier: text(3),
+  limit: int(1),
+  duration: int(1000, durationMsMax),
+  async: Type.Optional(Type.Boolean()),
 });
 
-export const getOverrideQuery = {
-  type: "object",
-  properties: { ...namespaceFields, identifier: text() },
-  required: ["identifier"],
-} as const;
+export const setOverrideResponse = responses(Type.Object({ overrideId: Type.String() }));
 
-const override = {
-  type: "object",
-  properties: {
-    id: { type: "string" },
-    identifier: { type: "string" },
-    limit: { type: "integer" },
-    duration: { type: "integer" },
-    async: { type: ["boolean", "null"] },
-  },
-  required: ["id", "identifier", "limit", "duration"],
-} as const;
+export const getOverrideQuery = Type.Object({ ...namespaceFields, identifier: text() });
+
+const override = Type.Object({
+  id: Type.String(),
+  identifier: Type.String(),
+  limit: Type.Integer(),
+  duration: Type.Integer(),
+  async: optional(nullable(Type.Boolean())),
+});
 
 export const getOverrideResponse = responses(override);
 
-export const listOverridesQuery = {
-  type: "object",
-  properties: { ...namespaceFields, limit: { ...int(1, 100), default: 100 }, cursor: text() },
-} as const;
-
-export const listOverridesResponse = responses({
-  type: "object",
-  properties: {
-    overrides: { type: "array", items: override },
-    cursor: { type: "string" },
-    total: { type: "integer" },
-  },
-  required: ["overrides", "total"],
+export const listOverridesQuery = Type.Object({
+  ...namespaceFields,
+  limit: Type.Optional(int(1, 100, { default: pageLimitDefault })),
+  cursor: Type.Optional(text()),
 });
 
-export const deleteOverrideBody = {
-  type: "object",
-  properties: { ...namespaceFields, identifier: text() },
-  required: ["identifier"],
-} as const;
+export const listOverridesResponse = responses(
+  Type.Object({ overrides: Type.Array(override), cursor: optional(Type.String()), total: Type.Integer() }),
+);
+
+export const deleteOverrideBody = Type.Object({ ...namespaceFields, identifier: text() });
 
 export const deleteOverrideResponse = responses(emptyObject);

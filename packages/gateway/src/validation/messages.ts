@@ -1,5 +1,5 @@
 // Ajv errors in zod v3 wording (upstream validated with zod 3.23): `<path>: <message>` for the
-// first issue only (semantics §1.4), e.g. `keyId: String must contain at least 1 character(s)`.
+// first issue only (as upstream answers a 400), e.g. `keyId: String must contain at least 1 character(s)`.
 
 import type { ErrorObject } from "ajv";
 

@@ -1,0 +1,174 @@
+// The verification of a key, in one place: decide (@keyraft/core decideVerification) → cover the
+// rate-limit counts it admitted (on disk, and in a cluster at the limit owner's successor,
+// counters/ratelimit) → spend the credits (this node's lease, counters/credits, else a log entry)
+// → record analytics → the answer. Every caller only translates its request and the answer:
+//   - POST /v1/keys.verifyKey and /v1/keys/verify (routes/verify-key.ts);
+//   - a verification another node forwarded here (counters/ratelimit/cluster-limits.ts calls
+//     `verifyHere` through the LocalVerifier that app.ts installs);
+//   - the verify route of any other API version, with its request translated to VerifyFields.
+//
+//   verification.verify(hash, requestId, fields): VerifyOutcome | Promise<VerifyOutcome>
+//     hash       hashKey(plaintext) (auth/hash.ts): the key itself never reaches the decision
+//     requestId  the request's id; it is the result's `requestId`
+//     fields     the v1 verifyKey body without `key` (VerifyFields, counters/ratelimit/wire.ts);
+//                extra fields (such as `key`) are ignored and never forwarded
+//   The outcome: `result`, the v1 verification body (VerifyResult in @keyraft/core), and
+//   `triggeredRatelimit`, the name of the rate limit that refused it (the v1 route's
+//   Unkey-Ratelimit-Triggered header), if any. A plain value when nothing had to be waited for
+//   (no credit spent, no count to cover): the hot path has no await and allocates nothing here
+//   (the outcome is the decision itself). Throws (or rejects with) a V1Error: BAD_REQUEST for an
+//   invalid permission query or rate-limit request, 503 while a cluster cannot judge the key's
+//   rate limits, and the store's errors.
+//
+//   `verify` judges where the cluster serves the key's limits (maybe another node); `verifyHere`
+//   always judges on this node (what a forwarded verification asks for).
+
+import {
+  decideVerification,
+  type CommandOutcome,
+  type KeyCommand,
+  type KeyState,
+  type SlidingWindowLimiter,
+  type VerifyDecision,
+  type VerifyResult,
+} from "@keyraft/core";
+import type { VerificationRecorder } from "../analytics/recorder.js";
+import type { CreditSpender } from "../counters/credits/lease-spender.js";
+import type { ClusterRateLimits, VerifiedAnswer } from "../counters/ratelimit/cluster-limits.js";
+import { bothCovered } from "../counters/ratelimit/judge-here.js";
+import type { VerifyFields } from "../counters/ratelimit/wire.js";
+import { badRequest } from "../errors.js";
+import type { CommandLog, CounterDurability } from "../store/types.js";
+
+export type { VerifyFields } from "../counters/ratelimit/wire.js";
+
+/** The answer of a verification (a VerifyDecision is one, so the local path allocates nothing). */
+export interface VerifyOutcome {
+  result: VerifyResult;
+  triggeredRatelimit?: string | undefined;
+}
+
+export interface VerificationDeps {
+  state: KeyState;
+  limiter: SlidingWindowLimiter;
+  commandLog: CommandLog<KeyCommand, CommandOutcome>;
+  counterDurability: CounterDurability;
+  analytics: VerificationRecorder;
+  nowMs(): number;
+  /** Credit leases of this node; absent = every credit spend is a log entry. */
+  creditLeases?: CreditSpender | undefined;
+  /** Rate limits across the cluster; absent = judged here only. */
+  rateLimits?: ClusterRateLimits | undefined;
+}
+
+export class Verification {
+  constructor(private readonly deps: VerificationDeps) {}
+
+  /** Verifies where the cluster judges the key's rate limits: here, or at the node serving them. */
+  verify(hash: string, requestId: string, fields: VerifyFields): VerifyOutcome | Promise<VerifyOutcome> {
+    const elsewhere = this.deps.rateLimits?.verifyElsewhere(hash, fields, requestId) ?? null;
+    if (elsewhere === null) return this.verifyHere(hash, requestId, fields);
+    return elsewhere.then(outcomeOfAnswer);
+  }
+
+  /** Verifies on this node, now. */
+  verifyHere(hash: string, requestId: string, fields: VerifyFields): VerifyOutcome | Promise<VerifyOutcome> {
+    const { deps } = this;
+    const nowMs = deps.nowMs();
+    const decision = decideVerification(
+      deps.state,
+      deps.limiter,
+      {
+        requestId,
+        hash,
+        apiId: fields.apiId,
+        permissions: fields.authorization?.permissions,
+        creditCost: fields.remaining?.cost ?? 1,
+        defaultLimitCost: fields.ratelimit?.cost,
+        ratelimits: fields.ratelimits,
+      },
+      nowMs,
+    );
+    if (decision.kind === "badRequest") throw badRequest(decision.message);
+    if (decision.evicted.length > 0) this.deps.counterDurability.forget?.(decision.evicted);
+    const cover = decision.touched.length === 0 ? null : this.coverTouched(decision);
+    if (decision.creditSpend === undefined && cover === null) {
+      this.record(decision, nowMs, fields.tags);
+      return decision;
+    }
+    return this.finish(decision, cover, nowMs, fields.tags);
+  }
+
+  /** The answer to a verification another node forwarded here (the wire's shape). */
+  verifyForwarded(hash: string, requestId: string, fields: VerifyFields): Promise<VerifiedAnswer> {
+    const outcome = this.verifyHere(hash, requestId, fields);
+    return outcome instanceof Promise ? outcome.then(answerOfOutcome) : Promise.resolve(answerOfOutcome(outcome));
+  }
+
+  /** The rate-limit counts a decision admitted: on disk, and in a cluster at the owner's successor (counters/ratelimit). */
+  private coverTouched(decision: VerifyDecision): Promise<void> | null {
+    const disk = this.deps.counterDurability.cover(decision.touched);
+    const owner = decision.derived?.limitOwnerId;
+    return bothCovered(
+      disk,
+      owner === undefined ? null : (this.deps.rateLimits?.coverVerification(owner, decision.touched) ?? null),
+    );
+  }
+
+  /** Waits for the counter coverage, then the credit spend (its outcome is authoritative). */
+  private async finish(
+    decision: VerifyDecision,
+    cover: Promise<void> | null,
+    nowMs: number,
+    tags: readonly string[] | undefined,
+  ): Promise<VerifyDecision> {
+    const { deps } = this;
+    const { result } = decision;
+    // Coverage first: a verification whose rate-limit count cannot be covered (a 503 in a cluster
+    // takeover, counters/ratelimit) must not have spent a credit.
+    if (cover !== null) await cover;
+    if (decision.creditSpend !== undefined) {
+      // From this node's credit lease when it has one (counters/credits), else decided on the log.
+      const spend = decision.creditSpend;
+      const leased = deps.creditLeases === undefined ? null : await deps.creditLeases.spend(spend.keyId, spend.cost);
+      if (leased !== null && leased.t === "admitted") {
+        if (leased.remaining !== null) result.remaining = leased.remaining;
+      } else if (leased !== null) {
+        // The owner of the key's last credits found too few (docs/counters.md): nothing was spent.
+        result.valid = false;
+        result.code = "USAGE_EXCEEDED";
+        result.remaining = leased.remaining;
+      } else {
+        const outcome = await deps.commandLog.append(spend);
+        // Under replication a concurrent spend may have been ordered first: then this one was
+        // refused at apply time and nothing was deducted.
+        if (!outcome.ok) {
+          result.valid = false;
+          result.code = "USAGE_EXCEEDED";
+          // What a spend on the log could still draw from: the credits in no node's lease.
+          const ledger = deps.state.creditLedgers.get(spend.keyId);
+          if (ledger !== undefined) result.remaining = ledger.unleased;
+        } else if (typeof outcome.remaining === "number") {
+          result.remaining = outcome.remaining;
+        }
+      }
+    }
+    this.record(decision, nowMs, tags);
+    return decision;
+  }
+
+  /** Buffers the outcome for analytics (O(1), no await); verifications of unknown keys are not attributable. */
+  private record(decision: VerifyDecision, nowMs: number, tags: readonly string[] | undefined): void {
+    const key = decision.key;
+    if (key === undefined) return;
+    this.deps.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
+  }
+}
+
+function outcomeOfAnswer(answer: VerifiedAnswer): VerifyOutcome {
+  return { result: answer.result, triggeredRatelimit: answer.triggered ?? undefined };
+}
+
+function answerOfOutcome(outcome: VerifyOutcome): VerifiedAnswer {
+  return { result: outcome.result, triggered: outcome.triggeredRatelimit ?? null };
+}
