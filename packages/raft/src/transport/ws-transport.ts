@@ -42,7 +42,11 @@ export interface WsTransportLimits {
   handshakesPendingPerAddressMax: number;
   /** Dialed connections: time to complete the handshake. Default 5000. */
   handshakeTimeoutMs: number;
-  /** Accepted connections: time to complete the handshake, else dropped. Default 1000. */
+  /**
+   * Accepted connections: time to complete the handshake (TLS, upgrade request, HMAC), else
+   * dropped. Default 2000: idle connections do not hold a slot for long (and the oldest is dropped
+   * for a newcomer anyway), while a loaded peer still has time for its round trips.
+   */
   acceptHandshakeTimeoutMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
@@ -60,7 +64,7 @@ export const defaultTransportLimits: WsTransportLimits = {
   handshakesPendingMax: 64,
   handshakesPendingPerAddressMax: 4,
   handshakeTimeoutMs: 5000,
-  acceptHandshakeTimeoutMs: 1000,
+  acceptHandshakeTimeoutMs: 2000,
   backoffBaseMs: 50,
   backoffMaxMs: 2000,
   pingIntervalMs: 5000,
