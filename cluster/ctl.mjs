@@ -7,12 +7,12 @@
 //
 // Options: --url http://host:port (a member's HTTP address; default http://127.0.0.1:8081, or
 // KEYRAFT_URL), --timeout seconds (add: how long to wait for the catch-up; default 120).
-// add/remove need a root key holding `*`, from KEYRAFT_ROOT_KEY.
+// Every command needs a root key from KEYRAFT_ROOT_KEY (holding `*`; status also takes one holding cluster.*.read).
 
 import { parseArgs } from "node:util";
 
 const usage = `usage: npm run cluster:ctl -- status | add <nodeId> <host:raftPort> | remove <nodeId>  [--url http://127.0.0.1:8081] [--timeout 120]
-add/remove read the root key from KEYRAFT_ROOT_KEY`;
+every command reads the root key from KEYRAFT_ROOT_KEY`;
 
 let parsed;
 try {
@@ -66,7 +66,10 @@ function rootKey() {
 }
 
 async function getStatus(url) {
-  const response = await fetch(`${url}/v1/cluster.status`, { signal: AbortSignal.timeout(3000) });
+  const response = await fetch(`${url}/v1/cluster.status`, {
+    headers: { authorization: `Bearer ${rootKey()}` },
+    signal: AbortSignal.timeout(3000),
+  });
   if (response.status !== 200) throw new Error(`${url}: status ${response.status}`);
   return response.json();
 }

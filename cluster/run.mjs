@@ -48,6 +48,8 @@ const httpBase = Number(process.env.KEYRAFT_CLUSTER_HTTP_BASE ?? 8081);
 const raftBase = Number(process.env.KEYRAFT_CLUSTER_RAFT_BASE ?? 7001);
 const ids = ["n1", "n2", "n3"];
 const statusEveryMs = 1000;
+/** The root key the status line reads GET /v1/cluster.status with: KEYRAFT_ROOT_KEY, or the one a node generated and printed. */
+let statusRootKey = process.env.KEYRAFT_ROOT_KEY || null;
 const stopTimeoutMs = 15_000;
 
 if (!existsSync(mainJs)) {
@@ -105,7 +107,10 @@ function startNode(id, httpPort) {
     pending = lines.pop() ?? "";
     for (const line of lines) {
       // The generated root key is printed by the node once, outside its logs: pass it on once.
-      if (line.startsWith("root key (shown once")) process.stdout.write(`\n${id}: ${line}\n\n`);
+      if (line.startsWith("root key (shown once")) {
+        process.stdout.write(`\n${id}: ${line}\n\n`);
+        statusRootKey = line.slice(line.lastIndexOf(" ") + 1);
+      }
     }
   });
   child.stderr.on("data", (chunk) => {
@@ -124,9 +129,12 @@ function startNode(id, httpPort) {
 async function nodeStatus(node) {
   if (node.exited !== null) return `${node.id} exited(${node.exited})`;
   try {
+    if (statusRootKey === null) return `${node.id} (status needs KEYRAFT_ROOT_KEY)`;
     const response = await fetch(`http://127.0.0.1:${node.httpPort}/v1/cluster.status`, {
+      headers: { authorization: `Bearer ${statusRootKey}` },
       signal: AbortSignal.timeout(800),
     });
+    if (response.status === 401 || response.status === 403) return `${node.id} (status: the root key was refused)`;
     if (response.status !== 200) return `${node.id} starting`;
     const status = await response.json();
     const stale = status.stale ? ` STALE ${status.stalenessMs}ms` : "";

@@ -58,9 +58,14 @@ function parseOrText(text: string): unknown {
   }
 }
 
-/** GET a JSON answer (set-up and status checks); a transport error or a non-JSON answer throws. */
-export async function getJson(baseUrl: string, path: string): Promise<JsonResponse> {
-  const response = await request(`${baseUrl}${path}`, { method: "GET", headersTimeout: 5_000, bodyTimeout: 5_000 });
+/** GET a JSON answer (set-up and status checks), with a root key when given; a transport error or a non-JSON answer throws. */
+export async function getJson(baseUrl: string, path: string, rootKey?: string): Promise<JsonResponse> {
+  const response = await request(`${baseUrl}${path}`, {
+    method: "GET",
+    headersTimeout: 5_000,
+    bodyTimeout: 5_000,
+    ...(rootKey === undefined ? {} : { headers: { authorization: `Bearer ${rootKey}` } }),
+  });
   const text = await response.body.text();
   return { status: response.statusCode, body: JSON.parse(text) as unknown };
 }

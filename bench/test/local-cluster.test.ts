@@ -64,7 +64,7 @@ describe.skipIf(!built)("--cluster N", () => {
       const statuses = await Promise.all(
         deployment.targets.map(
           async (target) =>
-            (await getJson(target, "/v1/cluster.status")).body as {
+            (await getJson(target, "/v1/cluster.status", deployment.rootKey)).body as {
               role: string;
               nodeId: string;
               leader: string;

@@ -92,10 +92,10 @@ describe("verification analytics across the cluster", () => {
     const created = await request(a, "POST", "/v1/keys.createKey", { apiId });
     expect(created.status, JSON.stringify(created.body)).toBe(200);
     const { key, keyId } = created.body as { key: string; keyId: string };
-    const appliedOnA = (await status(a)).appliedIndex;
+    const appliedOnA = (await status(a, rootKey)).appliedIndex;
     for (const member of members)
       await eventually(
-        async () => (await status(member)).appliedIndex >= appliedOnA,
+        async () => (await status(member, rootKey)).appliedIndex >= appliedOnA,
         10_000,
         `${member.id} applied the key`,
       );

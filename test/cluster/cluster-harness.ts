@@ -132,8 +132,11 @@ export interface ClusterStatusBody {
   peers: { id: string; lag: number | null; voter: boolean }[];
 }
 
-export async function status(member: ClusterMember): Promise<ClusterStatusBody> {
-  const response = await fetch(`${member.baseUrl}/v1/cluster.status`);
+/** GET /v1/cluster.status of `member`, read with `key` (the harness's root key unless given). */
+export async function status(member: ClusterMember, key: string = rootKey): Promise<ClusterStatusBody> {
+  const response = await fetch(`${member.baseUrl}/v1/cluster.status`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
   if (response.status !== 200) throw new Error(`${member.id} status ${response.status}`);
   return (await response.json()) as ClusterStatusBody;
 }

@@ -484,10 +484,11 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
       await eventually(async () => /\| n2 (leader|follower) term/.test(out), 30_000, "a status line with n2 serving");
       const rootKeys = out.match(/root key \(shown once, store it now\): (\S+)/g) ?? [];
       expect(rootKeys).toHaveLength(1); // one root key, printed once
+      const generatedRootKey = rootKeys[0]?.split(" ").at(-1) ?? "";
       const ctl = spawnSync(
         process.execPath,
         [join(repoRoot, "cluster/ctl.mjs"), "status", "--url", `http://127.0.0.1:${httpBase + 1}`],
-        { encoding: "utf8" },
+        { encoding: "utf8", env: { ...process.env, KEYRAFT_ROOT_KEY: generatedRootKey } },
       );
       expect(ctl.status, ctl.stderr).toBe(0);
       expect(ctl.stdout).toMatch(/^n2: (leader|follower), term \d+, leader n\d/);

@@ -11,10 +11,10 @@ interface ApplyProgress {
   appliedIndex: number;
 }
 
-/** A node's Raft progress from `GET /v1/cluster.status`; null when the target does not serve it. */
-export async function applyProgress(target: string): Promise<ApplyProgress | null> {
+/** A node's Raft progress from `GET /v1/cluster.status` (read with a root key); null when the target does not serve it. */
+export async function applyProgress(target: string, rootKey: string): Promise<ApplyProgress | null> {
   try {
-    const answer = await getJson(target, "/v1/cluster.status");
+    const answer = await getJson(target, "/v1/cluster.status", rootKey);
     const body = answer.body as Partial<Record<keyof ApplyProgress, unknown>> | null;
     if (answer.status !== 200 || body === null || typeof body !== "object") return null;
     const { commitIndex, appliedIndex } = body;
@@ -41,13 +41,15 @@ export function convergenceGoal(progress: readonly (ApplyProgress | null)[]): nu
  */
 export async function waitConverged(
   targets: readonly string[],
+  rootKey: string,
   timeoutMs = limits.convergeTimeoutMs,
 ): Promise<number | null> {
-  const goal = convergenceGoal(await Promise.all(targets.map(applyProgress)));
+  const progressOf = (target: string) => applyProgress(target, rootKey);
+  const goal = convergenceGoal(await Promise.all(targets.map(progressOf)));
   if (goal === null) return null;
   const deadlineMs = Date.now() + timeoutMs;
   for (;;) {
-    const progress = await Promise.all(targets.map(applyProgress));
+    const progress = await Promise.all(targets.map(progressOf));
     const behind = targets.filter((_, i) => (progress[i]?.appliedIndex ?? -1) < goal);
     if (behind.length === 0) return goal;
     if (Date.now() > deadlineMs) {

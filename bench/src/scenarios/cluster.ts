@@ -414,9 +414,12 @@ export async function postToMember(
 }
 
 async function get(member: Member, path: string): Promise<any> {
-  // Diagnostics need a root key (cluster.applyTimes); the others ignore it.
-  const headers = { authorization: `Bearer ${rootKey}` };
-  const response = await member.pool.request({ method: "GET", path, headers, headersTimeout: 5000 });
+  const response = await member.pool.request({
+    method: "GET",
+    path,
+    headers: { authorization: `Bearer ${rootKey}` },
+    headersTimeout: 5000,
+  });
   return response.body.json();
 }
 

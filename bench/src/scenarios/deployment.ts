@@ -65,7 +65,7 @@ export async function openDeployment(options: BenchOptions, log: (line: string) 
       rootKey: options.rootKey,
       local: false,
       cpuSeconds: () => null,
-      settle: settleTargets(options.targets),
+      settle: settleTargets(options.targets, options.rootKey),
       stop: async () => {},
     };
   }
@@ -112,16 +112,16 @@ async function openLocalCluster(size: number, log: (line: string) => void): Prom
     rootKey: cluster.rootKey,
     local: true,
     cpuSeconds: () => processesCpuSeconds(pids),
-    settle: settleTargets(targets),
+    settle: settleTargets(targets, cluster.rootKey),
     stop,
   };
 }
 
 /** With several targets, waits until each applied what the cluster committed (skipped, with a line, for nodes that do not say). */
-function settleTargets(targets: readonly string[]): (log: (line: string) => void) => Promise<void> {
+function settleTargets(targets: readonly string[], rootKey: string): (log: (line: string) => void) => Promise<void> {
   return async (log) => {
     if (targets.length < 2) return;
-    const index = await waitConverged(targets);
+    const index = await waitConverged(targets, rootKey);
     if (index === null) log("targets do not all serve GET /v1/cluster.status: not waiting for the seed to replicate");
     else log(`seed visible on all ${targets.length} nodes (each applied index ${index})`);
   };

@@ -385,7 +385,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     while (Date.now() < convergeDeadline && !report.converged) {
       await sleep(500);
       const statuses = await Promise.all(
-        cluster.ids.map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, null, requestTimeoutMs)),
+        cluster.ids.map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, rootKey, requestTimeoutMs)),
       );
       if (!statuses.every((s) => s.status === 200)) continue;
       const applied = statuses.map((s) => Number(field(s.body, "appliedIndex")));

@@ -23,6 +23,11 @@ export type {
 export type { IdentityLink, ImportedKey, KeyCommand, Ref, CreditBatchItem } from "./keystate/commands.js";
 export type { CommandOutcome } from "./keystate/outcome.js";
 export { applyCommand, keyStateMachine } from "./keystate/machine.js";
+// The audit log (derived from applied commands; read by GET /v1/audit.listLogs).
+export { queryAudit } from "./audit/log.js";
+export { auditPageEntriesMax } from "./audit/limits.js";
+export type { AuditEventAction } from "./audit/describe.js";
+export type { AuditContext, AuditEntry } from "./audit/types.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
 export { restoreKeyState, snapshotKeyState } from "./keystate/snapshot.js";

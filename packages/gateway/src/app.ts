@@ -10,6 +10,10 @@ import type { Logger } from "pino";
 import { clusterRoutes, stalenessGuardPlugin } from "./cluster/routes.js";
 import type { AppDeps } from "./deps.js";
 import { lifecyclePlugin } from "./http/lifecycle.js";
+import { auditRoutes } from "./audit/routes.js";
+import { dashboardRoutes } from "./dashboard/plugin.js";
+import { dashboardReadRoutes } from "./dashboard/read-routes.js";
+import { metricsRoute, requestMetrics } from "./metrics/plugin.js";
 import { requestLoggerFactory } from "./logger.js";
 import { openApiOptions, openApiRoute } from "./openapi/document.js";
 import { analyticsRoutes } from "./routes/analytics.js";
@@ -68,6 +72,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // The OpenAPI document is generated from the route schemas (registered after the plugin so
   // its onRoute hook sees every route).
   void app.register(swagger, openApiOptions);
+  void app.register(requestMetrics, { metrics: services.metrics });
+  if (deps.metricsEndpoint !== undefined)
+    void app.register(metricsRoute, { metrics: services.metrics, token: deps.metricsEndpoint.token });
   if (deps.cluster !== undefined) {
     void app.register(clusterRoutes, { ...services, cluster: deps.cluster.cluster });
   }
@@ -83,6 +90,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   void app.register(identityRoutes, services);
   void app.register(analyticsRoutes, services);
   void app.register(migrationRoutes, services);
+  void app.register(auditRoutes, services);
+  void app.register(dashboardReadRoutes, services);
+  void app.register(dashboardRoutes);
   void app.register(openApiRoute, { document: () => app.swagger() });
   return app;
 }

@@ -6,6 +6,8 @@ import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
 import { parseRateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
 import { parseHttpServerConfig, type HttpServerConfig } from "./http-server.js";
+import { parseMetricsConfig, type MetricsConfig } from "./metrics/config.js";
+import { parseAuditConfig, type AuditConfig } from "./audit/config.js";
 
 export const logLevels = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof logLevels)[number];
@@ -41,6 +43,10 @@ export interface Config {
   rateLimits: RateLimitClusterConfig;
   /** The API's HTTP server: timeouts, connection cap, TLS (http-server.ts). */
   http: HttpServerConfig;
+  /** GET /metrics: its port and token (metrics/config.ts). */
+  metrics: MetricsConfig;
+  /** The audit log's retention (audit/config.ts). */
+  audit: AuditConfig;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
@@ -88,6 +94,8 @@ export function parseConfig(
     credits: parseCreditLeaseConfig(env, errors),
     rateLimits: parseRateLimitClusterConfig(env, errors),
     http: parseHttpServerConfig(env, errors, integer),
+    metrics: parseMetricsConfig(env, errors, integer),
+    audit: parseAuditConfig(integer),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
 }

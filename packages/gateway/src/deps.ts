@@ -10,6 +10,7 @@ import type { ClusterNode } from "./cluster/cluster-node.js";
 import type { StalePolicy } from "./cluster/config.js";
 import type { CreditSpender } from "./counters/credits/lease-spender.js";
 import type { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
+import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import type { CommandLog, CounterDurability } from "./store/types.js";
 
 export interface AppDeps {
@@ -35,4 +36,10 @@ export interface AppDeps {
   rateLimits?: ClusterRateLimits;
   /** The Raft node this gateway serves (cluster/routes.ts adds its routes and staleness guard); absent in tests of the API alone. */
   cluster?: { cluster: ClusterNode; stalePolicy: StalePolicy };
+  /** Metrics of this node; buildApp creates one when absent. */
+  metrics?: GatewayMetrics;
+  /** Given: the app serves GET /metrics (KEYRAFT_METRICS_PORT unset), behind `token` when not null. */
+  metricsEndpoint?: { token: string | null };
+  /** KEYRAFT_AUDIT_RETENTION_DAYS (default 90), carried in every admin write (audit/). */
+  auditRetentionDays?: number;
 }

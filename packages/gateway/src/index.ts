@@ -12,3 +12,7 @@ export type { CommandLog, CounterDurability, ReplicatedStateMachine, DurabilityB
 export { VerificationRecorder, pendingVerificationsMax, analyticsFlushIntervalMs } from "./analytics/recorder.js";
 export { saveAnalytics, loadAnalytics, analyticsFileName } from "./analytics/persist.js";
 export type { VerificationPeers } from "./analytics/peers.js";
+export { GatewayMetrics, metricsApisMax, metricsRoutesMax } from "./metrics/gateway-metrics.js";
+export type { ClusterMetricsSource, MetricsSources } from "./metrics/gateway-metrics.js";
+export { RaftTimings } from "./metrics/raft-timings.js";
+export { metricsPath } from "./metrics/plugin.js";

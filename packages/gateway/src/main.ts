@@ -28,6 +28,8 @@ import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
 import { V1Error } from "./errors.js";
 import { openStoreDb, type StoreDb } from "./store/level-db.js";
+import { GatewayMetrics, type MetricsSources } from "./metrics/gateway-metrics.js";
+import { startMetricsServer } from "./metrics/server.js";
 
 export const exitCodeFatal = 1;
 export const exitCodeConfig = 2;
@@ -107,7 +109,15 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     const credits = await startCredits(config, logger, store.db, cluster, nowMs, onFatal);
     const rootKey = await startRootKey(config, logger, cluster, nowMs);
     const analytics = await startAnalytics(logger, store.nodeDir, cluster.node, nowMs);
+    const metrics = await startMetrics(config, logger, {
+      cluster: cluster.node,
+      creditLeases: () => credits.status(),
+      rateLimitPlacements: () => rateLimits.rateLimits.placements,
+    });
     const http = await startHttp(config, logger, {
+      metrics: metrics.metrics,
+      ...(metrics.endpoint === null ? {} : { metricsEndpoint: metrics.endpoint }),
+      auditRetentionDays: config.audit.retentionDays,
       logger,
       analytics: analytics.recorder,
       verificationPeers: analytics.peers,
@@ -125,6 +135,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     return {
       async close() {
         await http.close(); // stop accepting; in-flight requests finish
+        await metrics.close();
         rootKey.stop();
         await analytics.close();
         rateLimits.close();
@@ -282,7 +293,15 @@ async function startRootKey(config: Config, logger: Logger, cluster: StartedClus
   if (config.rootKey !== null) {
     const rootKey = config.rootKey;
     const root = await withRetries(
-      () => bootstrapRootKey({ state: machine.state, commandLog, rootKey, nowMs, randomBytes }),
+      () =>
+        bootstrapRootKey({
+          state: machine.state,
+          commandLog,
+          rootKey,
+          nowMs,
+          randomBytes,
+          auditRetentionDays: config.audit.retentionDays,
+        }),
       logger,
     );
     if (root.ignored !== null) {
@@ -293,7 +312,12 @@ async function startRootKey(config: Config, logger: Logger, cluster: StartedClus
       );
     } else logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
   } else {
-    const generation = generateRootKey(node, machine.state, commandLog, { nowMs, logger, stopped: () => stopped });
+    const generation = generateRootKey(node, machine.state, commandLog, {
+      nowMs,
+      logger,
+      stopped: () => stopped,
+      auditRetentionDays: config.audit.retentionDays,
+    });
     if (node.isLeader()) await generation;
     else void generation;
   }
@@ -328,6 +352,21 @@ async function startAnalytics(logger: Logger, nodeDir: string, node: ClusterNode
   };
 }
 
+/**
+ * The node's metrics (metrics/): read from its parts when Prometheus scrapes. GET /metrics is
+ * served by the API (`endpoint`) unless KEYRAFT_METRICS_PORT names another port, where a server
+ * of its own answers.
+ */
+async function startMetrics(config: Config, logger: Logger, sources: MetricsSources) {
+  const metrics = new GatewayMetrics();
+  metrics.attach(sources);
+  const { port, token } = config.metrics;
+  if (port === null || port === config.port) return { metrics, endpoint: { token }, close: async () => {} };
+  const server = await startMetricsServer({ metrics, token, host: config.host, port, logger });
+  logger.info({ port: (server.server.address() as { port: number }).port }, "metrics listening");
+  return { metrics, endpoint: null, close: () => server.close() };
+}
+
 /** The HTTP API (app.ts), listening; its close lets in-flight requests finish. */
 async function startHttp(config: Config, logger: Logger, deps: Omit<AppDeps, "randomBytes">) {
   const secretRandom = new RandomPool(randomBytes);
@@ -359,7 +398,7 @@ async function generateRootKey(
   cluster: ClusterNode,
   state: KeyState,
   commandLog: ClusterNode["commandLog"],
-  options: { nowMs(): number; logger: Logger; stopped(): boolean },
+  options: { nowMs(): number; logger: Logger; stopped(): boolean; auditRetentionDays: number },
 ): Promise<void> {
   const secret = newKeySecret("unkey", randomBytes(generatedRootKeyBytes));
   const link: RootKeyLink = {
@@ -370,7 +409,14 @@ async function generateRootKey(
       return null;
     },
     propose: async (plaintext) => {
-      await bootstrapRootKey({ state, commandLog, rootKey: plaintext, nowMs: options.nowMs, randomBytes });
+      await bootstrapRootKey({
+        state,
+        commandLog,
+        rootKey: plaintext,
+        nowMs: options.nowMs,
+        randomBytes,
+        auditRetentionDays: options.auditRetentionDays,
+      });
     },
     hash: hashKey,
   };

@@ -2,7 +2,11 @@
 // AppDeps. A route plugin never takes all of them: it declares the few it needs as its options
 // type (`Pick<GatewayServices, ...>`), and the composition root passes this object.
 
-import type { CommandOutcome, KeyCommand } from "@keyraft/core";
+import type { AuditContext, CommandOutcome, KeyCommand } from "@keyraft/core";
+import type { FastifyRequest } from "fastify";
+import { actorOf } from "./audit/actor.js";
+import { auditRetentionMs } from "./audit/config.js";
+import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
 import type { AppDeps } from "./deps.js";
 import { V1Error } from "./errors.js";
@@ -22,12 +26,20 @@ export interface GatewayServices {
   ids: IdSource;
   analytics: VerificationRecorder;
   verification: Verification;
-  /** Appends a command and waits for its durability; a refused command becomes its v1 error. */
-  submit(command: KeyCommand): Promise<Extract<CommandOutcome, { ok: true }>>;
+  metrics: GatewayMetrics;
+  /** KEYRAFT_AUDIT_RETENTION_DAYS, or undefined: the default (audit/config.ts). */
+  auditRetentionDays: number | undefined;
+  /**
+   * Appends a command with the audit context of `request` (its root key, id and time: every
+   * replica derives the same audit entry) and waits for its durability; a refused command
+   * becomes its v1 error.
+   */
+  submit(request: FastifyRequest, command: KeyCommand): Promise<Extract<CommandOutcome, { ok: true }>>;
 }
 
 export function createServices(deps: AppDeps): GatewayServices {
   const analytics = deps.analytics ?? new VerificationRecorder(deps.nowMs);
+  const metrics = deps.metrics ?? new GatewayMetrics({ defaultMetrics: false });
   const { commandLog } = deps;
   return {
     state: deps.state,
@@ -41,9 +53,17 @@ export function createServices(deps: AppDeps): GatewayServices {
     rateLimits: deps.rateLimits,
     ids: new IdSource(deps.randomBytes, deps.nowMs),
     analytics,
-    verification: new Verification({ ...deps, analytics }),
-    async submit(command) {
-      const outcome = await commandLog.append(command);
+    verification: new Verification({ ...deps, analytics, metrics }),
+    metrics,
+    auditRetentionDays: deps.auditRetentionDays,
+    async submit(request, command) {
+      const audit: AuditContext = {
+        actorKeyId: actorOf(request),
+        requestId: request.id,
+        atMs: deps.nowMs(),
+        retentionMs: auditRetentionMs(deps.auditRetentionDays),
+      };
+      const outcome = await commandLog.append({ ...command, audit });
       if (!outcome.ok) throw new V1Error(outcome.code, outcome.message);
       return outcome;
     },

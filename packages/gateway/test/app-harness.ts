@@ -5,7 +5,13 @@ import { randomBytes } from "node:crypto";
 import { keyStateMachine, SlidingWindowLimiter, type CommandOutcome, type KeyCommand } from "@keyraft/core";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
-import { bootstrapRootKey, buildApp, MemoryCommandLog, volatileCounterDurability } from "@keyraft/gateway";
+import {
+  bootstrapRootKey,
+  buildApp,
+  MemoryCommandLog,
+  volatileCounterDurability,
+  type AppDeps,
+} from "@keyraft/gateway";
 
 export const rootKey = "test_root_key_0123456789";
 
@@ -23,9 +29,7 @@ export interface Harness {
   rootKeyWith(permissions: string[]): Promise<string>;
 }
 
-export async function harness(
-  options: { bodyLimitBytes?: number; limiter?: SlidingWindowLimiter } = {},
-): Promise<Harness> {
+export async function harness(options: { bodyLimitBytes?: number; deps?: Partial<AppDeps> } = {}): Promise<Harness> {
   const machine = keyStateMachine();
   const log = new MemoryCommandLog<KeyCommand, CommandOutcome>(machine);
   const clock = { nowMs: Date.UTC(2026, 0, 10, 12) };
@@ -35,11 +39,12 @@ export async function harness(
     logger: pino({ level: "silent" }),
     state: machine.state,
     commandLog: log,
-    limiter: options.limiter ?? new SlidingWindowLimiter(),
+    limiter: new SlidingWindowLimiter(),
     counterDurability: volatileCounterDurability,
     nowMs,
     randomBytes,
     bodyLimitBytes: options.bodyLimitBytes ?? 1_048_576,
+    ...options.deps,
   });
   await app.ready();
   const headers = (token: string | null | undefined) =>

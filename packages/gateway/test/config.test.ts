@@ -47,6 +47,8 @@ describe("parseConfig", () => {
           connectionsMax: 10_000,
           tls: null,
         },
+        metrics: { port: null, token: null },
+        audit: { retentionDays: 90 },
       },
     });
   });
@@ -124,6 +126,9 @@ describe("parseConfig", () => {
         KEYRAFT_RATELIMIT_SUSPECT_MS: "300",
         KEYRAFT_RATELIMIT_TIMEOUT_MS: "400",
         KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "5",
+        KEYRAFT_METRICS_PORT: "9464",
+        KEYRAFT_METRICS_TOKEN: "scrape_0123456789abcdef",
+        KEYRAFT_AUDIT_RETENTION_DAYS: "30",
         UNRELATED: "ignored",
       },
       cwd,
@@ -144,8 +149,28 @@ describe("parseConfig", () => {
         credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000, leaseCreditsMax: 16000 },
         rateLimits: { reconcileMs: 20, suspectAfterMs: 300, timeoutMs: 400, forwardDelayMs: 5 },
         http: expect.objectContaining({ tls: null }),
+        metrics: { port: 9464, token: "scrape_0123456789abcdef" },
+        audit: { retentionDays: 30 },
       },
     });
+  });
+
+  it("checks the metrics port and token and the audit retention, never echoing a rejected token", () => {
+    const result = parseConfig(
+      { KEYRAFT_METRICS_PORT: "65536", KEYRAFT_METRICS_TOKEN: "short secret", KEYRAFT_AUDIT_RETENTION_DAYS: "0" },
+      cwd,
+    );
+    expect(result.ok).toBe(false);
+    const errors = result.ok ? [] : result.errors;
+    expect(errors.map((error) => error.split(/[= ]/)[0])).toEqual([
+      "KEYRAFT_METRICS_PORT",
+      "KEYRAFT_METRICS_TOKEN",
+      "KEYRAFT_AUDIT_RETENTION_DAYS",
+    ]);
+    expect(errors.join("\n")).not.toContain("short secret");
+    const edge = parseConfig({ KEYRAFT_AUDIT_RETENTION_DAYS: "3650", KEYRAFT_METRICS_PORT: "0" }, cwd);
+    expect(edge.ok && edge.config.audit.retentionDays).toBe(3650);
+    expect(edge.ok && edge.config.metrics.port).toBe(0);
   });
 
   it("reports invalid rate-limit knobs as configuration errors, each by name", () => {

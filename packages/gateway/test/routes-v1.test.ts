@@ -452,7 +452,8 @@ describe("GET /openapi.json", () => {
     app.addHook("onRoute", (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
       for (const method of methods)
-        if (method !== "HEAD" && route.url !== "/openapi.json")
+        // Hidden routes (the dashboard's page and files) are not API endpoints.
+        if (method !== "HEAD" && route.url !== "/openapi.json" && route.schema?.hide !== true)
           registered.push(`${method.toLowerCase()} ${route.url.replace(/:(\w+)/g, "{$1}")}`);
     });
     try {

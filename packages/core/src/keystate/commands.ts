@@ -2,6 +2,7 @@
 // (the shell owns the clock and randomness), so applying it is deterministic on every replica.
 
 import type { ExpireCreditLeaseCommand, GrantCreditLeaseCommand, SettleCreditLeaseCommand } from "../leases/types.js";
+import type { AuditContext } from "../audit/types.js";
 import type { JsonObject } from "./types.js";
 
 /** A reference to a role or permission: by id, or by name/slug (created when allowed). */
@@ -281,7 +282,23 @@ export interface CreditBatchCommand {
   commands: CreditBatchItem[];
 }
 
-export type KeyCommand =
+/**
+ * An admin write outside the key state (a cluster membership change) recorded in the audit log:
+ * it changes nothing else. `action` is one of auditEventActions (audit/describe.ts).
+ */
+export interface AuditEventCommand {
+  type: "auditEvent";
+  action: string;
+  targetIds: string[];
+  changes: Record<string, string | number | boolean | null>;
+}
+
+/** Any command may carry who asked for it: an admin write with one leaves an audit entry (audit/log.ts). */
+export interface CommandAudit {
+  audit?: AuditContext;
+}
+
+export type KeyCommand = (
   | CreateApiCommand
   | DeleteApiCommand
   | CreateKeyCommand
@@ -312,6 +329,9 @@ export type KeyCommand =
   | SettleCreditLeaseCommand
   | ExpireCreditLeaseCommand
   | RefillCreditsCommand
-  | CreditBatchCommand;
+  | CreditBatchCommand
+  | AuditEventCommand
+) &
+  CommandAudit;
 
 export type KeyCommandType = KeyCommand["type"];

@@ -2,6 +2,9 @@
 // the same state and command give the same outcome and the same next state on every replica.
 
 import { assert } from "../assert.js";
+import { recordAudit } from "../audit/log.js";
+import { auditEventActions, type AuditEventAction } from "../audit/describe.js";
+import { commandError, okEmpty } from "./outcome.js";
 import {
   applyCreateKey,
   applyDeleteKey,
@@ -38,6 +41,8 @@ import { ROOT_API_ID, type KeyState } from "./types.js";
 
 export function applyCommand(state: KeyState, command: KeyCommand): CommandOutcome {
   const outcome = dispatch(state, command);
+  // A refused command changed nothing, so it leaves no audit entry either.
+  if (outcome.ok && command.audit !== undefined) recordAudit(state.audit, command, outcome);
   assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "applyCommand: the root api always exists");
   return outcome;
 }
@@ -100,6 +105,11 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applyCreditBatch(state, command);
     case "refillCredits":
       return applyRefillCredits(state, command);
+    case "auditEvent":
+      // Only its audit entry (applyCommand); an unknown action is a programmer error, refused alike everywhere.
+      return auditEventActions.includes(command.action as AuditEventAction)
+        ? okEmpty
+        : commandError("BAD_REQUEST", `auditEvent: unknown action ${command.action}`);
     default: {
       const unreachable: never = command;
       throw new Error(`applyCommand: unknown command ${JSON.stringify(unreachable)}`);

@@ -2,6 +2,7 @@
 // snapshots) and back. Indexes and caches are rebuilt on restore, never stored.
 
 import { assert } from "../assert.js";
+import type { AuditEntry } from "../audit/types.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import { indexWildcardOverride } from "./overrides-index.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
@@ -18,7 +19,9 @@ import {
   type RoleRecord,
 } from "./types.js";
 
-export const snapshotVersion = 1;
+/** Version 2 adds the audit log; version 1 snapshots (no audit log) still load, with an empty one. */
+export const snapshotVersion = 2;
+const snapshotVersionsRead: readonly unknown[] = [1, 2];
 
 export interface KeyStateSnapshot {
   version: number;
@@ -33,6 +36,9 @@ export interface KeyStateSnapshot {
   credits?: CreditLedgerRecord[];
   /** KeyState.retiredRootKeyHashes, oldest first (absent in older snapshots: none). */
   retiredRootKeyHashes?: string[];
+  /** The audit log, oldest first, and the seq of its next entry (absent before version 2). */
+  auditEntries?: AuditEntry[];
+  auditNextSeq?: number;
 }
 
 function copyLedger(ledger: CreditLedgerRecord): CreditLedgerRecord {
@@ -74,6 +80,9 @@ export function captureKeyState(state: KeyState): KeyStateSnapshot {
     overrides: sortedById(state.overrides.values()),
     credits: [...state.creditLedgers.values()].sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
     retiredRootKeyHashes: [...state.retiredRootKeyHashes],
+    // A copy of the array (later commands push and drop entries); the entries themselves never change.
+    auditEntries: state.audit.entries.slice(),
+    auditNextSeq: state.audit.nextSeq,
   };
 }
 
@@ -109,14 +118,20 @@ export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
     overrides: capture.overrides.map((override) => ({ ...override })),
     credits: (capture.credits ?? []).map(copyLedger),
     retiredRootKeyHashes: [...(capture.retiredRootKeyHashes ?? [])],
+    auditEntries: (capture.auditEntries ?? []).map(copyAuditEntry),
+    auditNextSeq: capture.auditNextSeq ?? 1,
   };
+}
+
+function copyAuditEntry(entry: AuditEntry): AuditEntry {
+  return { ...entry, targetIds: [...entry.targetIds], changes: cloneJson(entry.changes) };
 }
 
 function isSnapshot(data: unknown): data is KeyStateSnapshot {
   if (typeof data !== "object" || data === null) return false;
   const snapshot = data as Record<string, unknown>;
   return (
-    snapshot["version"] === snapshotVersion &&
+    snapshotVersionsRead.includes(snapshot["version"]) &&
     ["apis", "keys", "identities", "permissions", "roles", "namespaces", "overrides"].every((name) =>
       Array.isArray(snapshot[name]),
     )
@@ -159,6 +174,14 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
     state.overrideIdsByNamespace.set(override.namespaceId, index);
     indexWildcardOverride(state, state.overrides.get(override.id)!);
   }
+  const auditEntries = data.auditEntries ?? [];
+  state.audit = { entries: auditEntries.map(copyAuditEntry), nextSeq: data.auditNextSeq ?? 1 };
+  assert(
+    auditEntries.every(
+      (entry, i) => entry.seq < state.audit.nextSeq && (i === 0 || auditEntries[i - 1]!.seq < entry.seq),
+    ),
+    "restoreKeyState: audit entries in seq order, below nextSeq",
+  );
   assert(state.keyIdByHash.size === state.keys.size, "restoreKeyState: key hashes are unique");
   assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "restoreKeyState: the root api exists");
 }

@@ -1,3 +1,4 @@
+import { createAuditLog } from "../audit/log.js";
 import { createCreditLedger } from "../leases/ledger.js";
 import { ROOT_API_ID, type KeyRecord, type KeyState } from "./types.js";
 
@@ -22,6 +23,7 @@ export function createKeyState(): KeyState {
     derived: new Map(),
     creditLedgers: new Map(),
     retiredRootKeyHashes: new Set(),
+    audit: createAuditLog(),
   };
   state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
   return state;
@@ -47,6 +49,7 @@ export function clearKeyState(state: KeyState): void {
   state.derived.clear();
   state.creditLedgers.clear();
   state.retiredRootKeyHashes.clear();
+  state.audit = createAuditLog();
 }
 
 /** Sorted copy without duplicates: connection lists are kept in this canonical form. */

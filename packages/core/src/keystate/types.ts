@@ -1,3 +1,4 @@
+import type { AuditLogState } from "../audit/types.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import type { WildcardOverrideIndex } from "../overrides/wildcard-index.js";
 import type { LimitCheck } from "../ratelimit/sliding-window.js";
@@ -168,4 +169,6 @@ export interface KeyState {
    * KEYRAFT_ROOT_KEY among them is not created again at a start (gateway state/bootstrap.ts).
    */
   retiredRootKeyHashes: Set<string>;
+  /** Who changed what (audit/): derived from the applied commands, so every replica has the same one. */
+  audit: AuditLogState;
 }

@@ -14,6 +14,7 @@ import {
 import type { FastifyRequest } from "fastify";
 import type { GatewayServices } from "../services.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
+import { rememberActor } from "../audit/actor.js";
 import { hashKey } from "./hash.js";
 
 /** What root-key authentication reads and writes (a root key spends its own limits and credits). */
@@ -95,6 +96,7 @@ export async function authenticate(
     if (!spent.ok) throw new V1Error("USAGE_EXCEEDED", "unauthorized");
   }
   if (key.apiId !== ROOT_API_ID) throw unauthorized("root key required");
+  rememberActor(request, key.id);
   return { keyId: key.id, slugs: derived.slugs, permissions: derived.permissions };
 }
 

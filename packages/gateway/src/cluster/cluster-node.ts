@@ -5,7 +5,8 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
-import { LevelStorage, RaftNode, type NodeId, type NodeStatus } from "@keyraft/raft";
+import { LevelStorage, RaftNode, type NodeId, type NodeMetrics, type NodeStatus } from "@keyraft/raft";
+import { RaftTimings } from "../metrics/raft-timings.js";
 import type { Logger } from "pino";
 import type { ReplicatedStateMachine } from "../store/types.js";
 import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
@@ -84,6 +85,8 @@ export class ClusterNode {
   readonly commandLog: ClusterCommandLog;
   readonly staleness: StalenessMonitor;
   readonly applyTimes = new ApplyTimes();
+  /** Append, fsync and snapshot durations, measured around the storage (GET /metrics). */
+  readonly raftTimings = new RaftTimings();
   private readonly rpc: ClusterRpc;
   /** The leader's proposals: this node's writes and the forwarded ones of one loop turn in one entry. */
   private readonly proposer: TurnBatcher<{ index: number }>;
@@ -115,7 +118,9 @@ export class ClusterNode {
       onOwnApplied: (seq, outcome) => commandLog?.onOwnApplied(seq, outcome),
       onPeer: (id, url) => this.onPeerAddress(id, url),
       onApplied: (index) => this.applyTimes.record(index, performance.timeOrigin + performance.now()),
+      onSnapshotStarted: () => this.raftTimings.snapshotStarted(),
     });
+    this.raftTimings.observeStorage(storage);
     const self = config.peers.find((peer) => peer.id === config.nodeId);
     this.raft = new RaftNode({
       id: config.nodeId,
@@ -274,6 +279,11 @@ export class ClusterNode {
     });
     this.progressAsk = ask;
     return ask;
+  }
+
+  /** The Raft driver's counters (GET /metrics reads them at scrape time). */
+  raftCounters(): NodeMetrics {
+    return this.raft.metrics();
   }
 
   /** Counters for diagnostics and benchmarks (GET /v1/cluster.metrics). */

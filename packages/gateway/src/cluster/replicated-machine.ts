@@ -16,6 +16,8 @@ export interface ReplicatedMachineHooks {
   onPeer(id: string, url: string | null): void;
   /** Any entry was applied (for metrics: applied index, propagation). */
   onApplied?(index: number): void;
+  /** A snapshot began to be captured and encoded (for metrics: its duration). */
+  onSnapshotStarted?(): void;
 }
 
 export class ReplicatedKeyMachine implements StateMachine {
@@ -66,6 +68,7 @@ export class ReplicatedKeyMachine implements StateMachine {
    * at 170,000 keys).
    */
   takeSnapshot(): Promise<Uint8Array> {
+    this.hooks.onSnapshotStarted?.();
     const snapshot = { keys: this.machine.capture(), peers: Object.fromEntries(this.peers) };
     return encodeSnapshotSliced(snapshot, nextTurn);
   }

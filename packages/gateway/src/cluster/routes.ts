@@ -1,11 +1,12 @@
 // The cluster's HTTP surface, registered by buildApp (app.ts) when it serves a Raft node:
-//   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers (no auth)
-//   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching (no auth)
-//   GET  /v1/cluster.applyTimes  when entries were applied here (benchmarks)   root key holding `*`
+//   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers   root key holding `*` or `cluster.*.read`
+//   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching      root key holding `*` or `cluster.*.read`
+//   GET  /v1/cluster.applyTimes  when entries were applied here (benchmarks)                     root key holding `*`
 //   POST /v1/cluster.addNode     { nodeId, address: "host:raftPort" } root key holding `*`
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
 // (503, v1 error body) or, with KEYRAFT_STALE_POLICY=serve, answers and marks them stale.
+import type { AuditEventAction } from "@keyraft/core";
 import type { FastifyPluginCallback, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import { Type } from "@sinclair/typebox";
@@ -17,6 +18,7 @@ import type { ClusterNode } from "./cluster-node.js";
 import { isNodeId, parseHostPort, peerUrl, type StalePolicy } from "./config.js";
 import { retryAfterSeconds } from "./errors.js";
 import type { RpcResult } from "./rpc.js";
+import type { GatewayServices } from "../services.js";
 
 /** Checked by the handler (its own message), so any value passes the schema. */
 const applyTimesQuery = Type.Object({ from: Type.Optional(Type.Unknown()), to: Type.Optional(Type.Unknown()) });
@@ -26,6 +28,9 @@ export const roleHeader = "Keyraft-Role";
 export const clusterStatusPath = "/v1/cluster.status";
 export const applyTimesPath = "/v1/cluster.applyTimes";
 const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify"]);
+/** Reading the cluster's status and counters: any root key holding `*` or `cluster.*.read`. */
+export const clusterReadPermission = "cluster.*.read";
+const clusterReadQuery = anyOf("*", clusterReadPermission);
 
 export interface StalenessGuardOptions {
   cluster: ClusterNode;
@@ -62,15 +67,21 @@ const stalenessGuard: FastifyPluginCallback<StalenessGuardOptions> = (app, { clu
 
 export const stalenessGuardPlugin = fp(stalenessGuard, { name: "keyraft-staleness-guard" });
 
-export interface ClusterRoutesOptions extends RootKeyDeps {
+export interface ClusterRoutesOptions extends RootKeyDeps, Pick<GatewayServices, "submit"> {
   cluster: ClusterNode;
 }
 
 export const clusterRoutes: FastifyPluginCallbackTypebox<ClusterRoutesOptions> = (app, deps, done) => {
   const { cluster } = deps;
-  app.get(clusterStatusPath, async (request, reply) => reply.send(await cluster.statusWithProgress()));
+  app.get(clusterStatusPath, async (request, reply) => {
+    await authenticate(deps, request, clusterReadQuery);
+    return reply.send(await cluster.statusWithProgress());
+  });
 
-  app.get("/v1/cluster.metrics", (request, reply) => reply.send(cluster.metrics()));
+  app.get("/v1/cluster.metrics", async (request, reply) => {
+    await authenticate(deps, request, clusterReadQuery);
+    return reply.send(cluster.metrics());
+  });
 
   // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
   // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.
@@ -104,6 +115,7 @@ export const clusterRoutes: FastifyPluginCallbackTypebox<ClusterRoutesOptions> =
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     if (address === null) throw new V1Error("BAD_REQUEST", "address: expected host:raftPort");
     const result = await cluster.addNode(nodeId, peerUrl(address));
+    if (result.ok) await audited(deps, request, "cluster.addNode", nodeId, { address: peerUrl(address) });
     return answer(reply, result, {
       nodeId,
       address: peerUrl(address),
@@ -116,10 +128,30 @@ export const clusterRoutes: FastifyPluginCallbackTypebox<ClusterRoutesOptions> =
     const nodeId = stringField(objectBody(request), "nodeId");
     if (!isNodeId(nodeId)) throw new V1Error("BAD_REQUEST", 'nodeId: expected 1 to 64 letters, digits, "_" or "-"');
     const result = await cluster.removeNode(nodeId);
+    if (result.ok) await audited(deps, request, "cluster.removeNode", nodeId, {});
     return answer(reply, result, { nodeId });
   });
   done();
 };
+
+/**
+ * The audit entry of a membership change that took effect. Recorded after it (the change is not
+ * a key-state command); a failure to record it is logged, never turned into a failed answer for a
+ * change that happened.
+ */
+async function audited(
+  deps: Pick<GatewayServices, "submit">,
+  request: FastifyRequest,
+  action: AuditEventAction,
+  nodeId: string,
+  changes: Record<string, string>,
+): Promise<void> {
+  try {
+    await deps.submit(request, { type: "auditEvent", action, targetIds: [nodeId], changes });
+  } catch (error) {
+    request.log.error({ err: error, action, nodeId }, "could not record the audit entry of a membership change");
+  }
+}
 
 function answer(reply: FastifyReply, result: RpcResult, fields: Record<string, string>): FastifyReply {
   if (result.ok) return reply.send({ ...fields, index: result.index });

@@ -66,7 +66,7 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
     async (request, reply) => {
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.create_api"));
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "createApi",
         apiId: deps.ids.next("api"),
         name: body.name,
@@ -95,7 +95,7 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
     async (request, reply) => {
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_api", `api.${body.apiId}.delete_api`));
-      await deps.submit({ type: "deleteApi", apiId: body.apiId });
+      await deps.submit(request, { type: "deleteApi", apiId: body.apiId });
       return reply.send({});
     },
   );
@@ -166,7 +166,7 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
         anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`),
       );
       requireRootAdmin(auth, body.apiId);
-      const outcome = await deps.submit({ type: "deleteKeys", apiId: body.apiId });
+      const outcome = await deps.submit(request, { type: "deleteKeys", apiId: body.apiId });
       return reply.send({ deletedKeys: outcome.count ?? 0 });
     },
   );

@@ -67,7 +67,7 @@ export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = 
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "identity.*.create_identity"));
       checkMeta(body.meta);
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "createIdentity",
         identityId: deps.ids.next("id"),
         externalId: body.externalId,
@@ -146,7 +146,7 @@ export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = 
       };
       if (body.meta !== undefined) command.meta = body.meta;
       if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
-      await deps.submit(command);
+      await deps.submit(request, command);
       const updated = deps.state.identities.get(identity.id);
       if (updated === undefined) throw notFound(`identity ${identity.id} not found`);
       return reply.send(identityView(updated));
@@ -163,7 +163,7 @@ export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = 
         request,
         anyOf(ROOT_PERMISSION, "identity.*.delete_identity", `identity.${body.identityId}.delete_identity`),
       );
-      await deps.submit({ type: "deleteIdentity", identityId: body.identityId });
+      await deps.submit(request, { type: "deleteIdentity", identityId: body.identityId });
       return reply.send({});
     },
   );

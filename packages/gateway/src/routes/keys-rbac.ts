@@ -67,7 +67,7 @@ export const keyRbacRoutes: FastifyPluginCallbackTypebox<KeyRbacRoutesDeps> = (a
         } else throw badRequest(`${field}.${index}: provide an id or a name`);
       }
       if (creates) requirePermission(auth, anyOf(ROOT_PERMISSION, `rbac.*.create_${kind}`), "UNAUTHORIZED");
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: kind === "permission" ? "addPermissions" : "addRoles",
         keyId: key.id,
         refs,
@@ -93,7 +93,11 @@ export const keyRbacRoutes: FastifyPluginCallbackTypebox<KeyRbacRoutesDeps> = (a
           throw badRequest(`${field}.${index}: provide an id or a ${kind === "permission" ? "slug" : "name"}`);
         return { name };
       });
-      await deps.submit({ type: kind === "permission" ? "removePermissions" : "removeRoles", keyId: key.id, refs });
+      await deps.submit(request, {
+        type: kind === "permission" ? "removePermissions" : "removeRoles",
+        keyId: key.id,
+        refs,
+      });
       return reply.send({});
     };
   };

@@ -67,7 +67,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
     const roles = planCreation(deps.state, auth, deps.ids, "role", body.roles ?? []);
     const secret = newKeySecret(body.prefix, deps.randomBytes(body.byteLength ?? defaultKeyBytes));
     const externalId = body.externalId ?? body.ownerId;
-    const outcome = await deps.submit({
+    const outcome = await deps.submit(request, {
       type: "createKey",
       keyId: deps.ids.next("key"),
       apiId: body.apiId,
@@ -142,7 +142,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
       if (body.remaining !== undefined) command.remaining = body.remaining;
       if (body.refill !== undefined) command.refill = body.refill === null ? null : refillInput(body.refill);
       if (body.enabled !== undefined) command.enabled = body.enabled;
-      await deps.submit(command);
+      await deps.submit(request, command);
       return reply.send({});
     },
   );
@@ -160,7 +160,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
         anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${key.apiId}.delete_key`),
       );
       requireRootAdmin(auth, key.apiId);
-      await deps.submit({ type: "deleteKey", keyId: key.id });
+      await deps.submit(request, { type: "deleteKey", keyId: key.id });
       return reply.send({});
     },
   );
@@ -178,7 +178,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
         anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`),
       );
       requireRootAdmin(auth, key.apiId);
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "updateRemaining",
         keyId: key.id,
         op: body.op,
@@ -198,7 +198,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requireRootAdmin(auth, key.apiId);
       const plan = planReplacement(deps.state, auth, deps.ids, key, kind, field, body[field] ?? []);
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: kind === "permission" ? "setPermissions" : "setRoles",
         keyId: key.id,
         refs: plan.refs,

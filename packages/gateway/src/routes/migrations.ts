@@ -106,7 +106,7 @@ export type MigrationRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & Root
 export const migrationRoutes: FastifyPluginCallbackTypebox<MigrationRoutesDeps> = (app, deps, done) => {
   const importKeys = async (request: FastifyRequest, keys: readonly MigratedKey[]): Promise<string[]> => {
     const plan = await planImport(deps, request, keys);
-    const outcome = await deps.submit({
+    const outcome = await deps.submit(request, {
       type: "importKeys",
       keys: plan.imported,
       allowCreatePermissions: plan.allowCreatePermissions,

@@ -62,7 +62,7 @@ export const overrideRoutes: FastifyPluginCallbackTypebox<OverrideRoutesDeps> = 
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.set_override"));
       const namespaceId = findNamespace(deps.state, body);
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "setOverride",
         overrideId: deps.ids.next("rlor"),
         namespaceId,
@@ -118,7 +118,7 @@ export const overrideRoutes: FastifyPluginCallbackTypebox<OverrideRoutesDeps> = 
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "ratelimit.*.delete_override"));
       if (!hasNamespace(body)) throw badRequest(missingNamespace);
       const namespaceId = findNamespace(deps.state, body);
-      await deps.submit({ type: "deleteOverride", namespaceId, identifier: body.identifier });
+      await deps.submit(request, { type: "deleteOverride", namespaceId, identifier: body.identifier });
       return reply.send({});
     },
   );

@@ -60,7 +60,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     async (request, reply) => {
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_permission"));
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "createPermission",
         permissionId: deps.ids.next("perm"),
         name: body.name,
@@ -105,7 +105,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
       const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
       if (rootScope(deps.state).permissionIds.has(body.permissionId))
         requireRootScopeAdmin(auth, `permission ${body.permissionId}`);
-      await deps.submit({ type: "deletePermission", permissionId: body.permissionId });
+      await deps.submit(request, { type: "deletePermission", permissionId: body.permissionId });
       return reply.send({});
     },
   );
@@ -121,7 +121,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });
-      const outcome = await deps.submit({
+      const outcome = await deps.submit(request, {
         type: "createRole",
         roleId: deps.ids.next("role"),
         name: body.name,
@@ -160,7 +160,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
       const body = request.body;
       const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
       if (rootScope(deps.state).roleIds.has(body.roleId)) requireRootScopeAdmin(auth, `role ${body.roleId}`);
-      await deps.submit({ type: "deleteRole", roleId: body.roleId });
+      await deps.submit(request, { type: "deleteRole", roleId: body.roleId });
       return reply.send({});
     },
   );

@@ -16,7 +16,7 @@ export function namespaceLimitKey(namespaceId: string, identifier: string, limit
 }
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
-export type RatelimitRouteDeps = Pick<GatewayServices, "ids" | "rateLimits" | "submit"> & RootKeyDeps;
+export type RatelimitRouteDeps = Pick<GatewayServices, "ids" | "rateLimits" | "submit" | "metrics"> & RootKeyDeps;
 
 export const ratelimitRoute: FastifyPluginCallbackTypebox<RatelimitRouteDeps> = (app, deps, done) => {
   app.post("/v1/ratelimits.limit", { schema: { body: limitBody, response: limitResponse } }, async (request, reply) => {
@@ -28,7 +28,7 @@ export const ratelimitRoute: FastifyPluginCallbackTypebox<RatelimitRouteDeps> = 
     if (namespaceId === undefined) {
       if (!holdsAny(auth, ROOT_PERMISSION, "ratelimit.*.create_namespace"))
         throw notFound(`namespace ${namespace} not found`);
-      const created = await deps.submit({
+      const created = await deps.submit(request, {
         type: "createNamespace",
         namespaceId: deps.ids.next("rlns"),
         name: namespace,
@@ -53,6 +53,7 @@ export const ratelimitRoute: FastifyPluginCallbackTypebox<RatelimitRouteDeps> = 
     const isAsync = override?.async ?? body.async ?? false;
     const answer = await (deps.rateLimits?.limit(limitSubject(namespaceId, body.identifier), check, isAsync) ??
       judgeLimitHere(deps.limiter, deps.counterDurability, check, deps.nowMs(), () => null));
+    deps.metrics.rateLimitAnswered(answer.success);
     return reply.send(answer);
   });
   done();

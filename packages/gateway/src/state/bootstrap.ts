@@ -18,6 +18,7 @@ import {
   type KeyCommand,
   type KeyState,
 } from "@keyraft/core";
+import { auditRetentionMs } from "../audit/config.js";
 import { hashKey } from "../auth/hash.js";
 import type { CommandLog } from "../store/types.js";
 import { IdSource } from "./ids.js";
@@ -29,6 +30,8 @@ export interface BootstrapRootKeyOptions {
   randomBytes(length: number): Uint8Array;
   /** KEYRAFT_ROOT_KEY, or null. */
   rootKey: string | null;
+  /** KEYRAFT_AUDIT_RETENTION_DAYS (default 90): the creation is an audit entry by no root key (actor null). */
+  auditRetentionDays?: number;
 }
 
 export interface BootstrapRootKeyResult {
@@ -85,6 +88,12 @@ export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promis
     start: keyStart(secret, undefined),
     permissionId: ids.next("perm"),
     nowMs: options.nowMs(),
+    audit: {
+      actorKeyId: null,
+      requestId: ids.next("req"),
+      atMs: options.nowMs(),
+      retentionMs: auditRetentionMs(options.auditRetentionDays),
+    },
   });
   if (!outcome.ok) throw new Error(`bootstrapRootKey: ${outcome.code}: ${outcome.message}`);
   return { keyId: outcome.id ?? "", changed: true, generatedKey, ignored: null };

@@ -54,6 +54,8 @@ export interface VerificationDeps {
   commandLog: CommandLog<KeyCommand, CommandOutcome>;
   counterDurability: CounterDurability;
   analytics: VerificationRecorder;
+  /** Counts each decided verification by api and code (GET /metrics); absent = not counted. */
+  metrics?: { verified(apiId: string, code: VerifyResult["code"]): void } | undefined;
   nowMs(): number;
   /** Credit leases of this node; absent = every credit spend is a log entry. */
   creditLeases?: CreditSpender | undefined;
@@ -157,9 +159,10 @@ export class Verification {
     return decision;
   }
 
-  /** Buffers the outcome for analytics (O(1), no await); verifications of unknown keys are not attributable. */
+  /** Counts the outcome (metrics) and buffers it for analytics (O(1), no await); verifications of unknown keys are not attributable to a key. */
   private record(decision: VerifyDecision, nowMs: number, tags: readonly string[] | undefined): void {
     const key = decision.key;
+    this.deps.metrics?.verified(key?.apiId ?? "unknown", decision.result.code);
     if (key === undefined) return;
     this.deps.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
   }

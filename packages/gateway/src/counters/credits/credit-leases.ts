@@ -142,6 +142,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
       ...outbox.stats(),
       expiryWatched: expiry.watched(),
       leasesOnDisk: journal.leasesOnDisk(),
+      journalWrites: journal.recordsWritten,
     }),
     async close() {
       await spender.drain(drainTimeoutMs);

@@ -49,6 +49,8 @@ export class LeaseJournalStore {
   /** seq -> journal keys of its records (deleted together once the lease is settled). */
   private readonly keysBySeq = new Map<number, string[]>();
   private closed = false;
+  /** Records enqueued for writing since the start (GET /metrics). */
+  recordsWritten = 0;
 
   private constructor(
     private readonly level: StoreSublevel,
@@ -132,6 +134,7 @@ export class LeaseJournalStore {
     if (this.writer.pendingItems() >= leaseJournalDefaults.queueEntriesMax) {
       return Promise.reject(overloadedError(what, leaseJournalDefaults.queueEntriesMax));
     }
+    this.recordsWritten += records.length;
     return this.writer.enqueue(this.recordOps(records), 64 * records.length);
   }
 

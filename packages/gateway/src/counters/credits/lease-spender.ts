@@ -61,7 +61,17 @@ export class LeaseSpender implements CreditSpender {
   private timer: NodeJS.Timeout | null = null;
   private pollSoon = false;
   private lastPollMonoMs = Number.NEGATIVE_INFINITY;
-  private stats = { leased: 0, waitedThenLeased: 0, fallback: 0, forwarded: 0, spendWrites: 0 };
+  private stats = {
+    leased: 0,
+    waitedThenLeased: 0,
+    fallback: 0,
+    forwarded: 0,
+    spendWrites: 0,
+    // Lease outcomes of this node applied from the log (GET /metrics): renewals are grants too; expiries are forfeits.
+    granted: 0,
+    forfeited: 0,
+    settled: 0,
+  };
   private readonly reservations = new SpendReservations();
   /** keyId -> the lease number asked for and not answered yet (bounded like the holder's keys). */
   private readonly asked = new Map<string, number>();
@@ -262,6 +272,9 @@ export class LeaseSpender implements CreditSpender {
   onLease(outcome: CreditLeaseOutcome): void {
     const { holder } = this.options;
     if (outcome.nodeId !== holder.nodeId) return;
+    if (outcome.type === "granted") this.stats.granted++;
+    else if (outcome.type === "expired") this.stats.forfeited++;
+    else if (outcome.type === "settled") this.stats.settled++;
     if (outcome.type === "refused" && this.asked.get(outcome.keyId) === outcome.seq) this.asked.delete(outcome.keyId);
     this.emit(holder.onOutcome(outcome, this.options.monoNowMs()));
     if (outcome.type === "granted" || outcome.type === "refused") this.wake(outcome.keyId);

@@ -82,6 +82,8 @@ export class ClusterRateLimits {
   private beatTimer: NodeJS.Timeout | null = null;
   private readonly beatsInFlight = new Set<string>();
   private lastPruneMs = 0;
+  /** Checks sent to the node serving their subject, and checks no node could serve (a 503); read by GET /metrics. */
+  readonly placements = { forwarded: 0, unavailable: 0 };
   /**
    * The voters as of the last beat (every R ms): the verify path reads a field instead of
    * building the Raft status per request. A membership change is seen within R.
@@ -188,11 +190,21 @@ export class ClusterRateLimits {
     }
     const ownerUp = this.liveness.isUp(owner, nowMs);
     if (successor === this.nodeId && !ownerUp) {
-      if (!this.successor.takeOver(owner)) return { kind: "unavailable", message: "too many owners tracked" };
+      if (!this.successor.takeOver(owner)) {
+        this.placements.unavailable++;
+        return { kind: "unavailable", message: "too many owners tracked" };
+      }
       return hereAlone;
     }
-    if (ownerUp) return { kind: "forward", target: owner };
-    if (this.liveness.isUp(successor, nowMs)) return { kind: "forward", target: successor };
+    if (ownerUp) {
+      this.placements.forwarded++;
+      return { kind: "forward", target: owner };
+    }
+    if (this.liveness.isUp(successor, nowMs)) {
+      this.placements.forwarded++;
+      return { kind: "forward", target: successor };
+    }
+    this.placements.unavailable++;
     return {
       kind: "unavailable",
       message: `neither ${owner} (its owner) nor ${successor} (its successor) is reachable`,

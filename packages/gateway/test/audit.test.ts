@@ -1,0 +1,261 @@
+// GET /v1/audit.listLogs: an entry for every admin route, with the root key's id (never the key),
+// the request id and the changed fields; filters, pagination, retention and its permission.
+import { beforeAll, afterAll, describe, expect, it } from "vitest";
+import { errorOf, harness, rootKey, type Harness } from "./app-harness.js";
+
+interface Log {
+  id: string;
+  time: number;
+  actor: { type: string; id: string | null };
+  action: string;
+  targetIds: string[];
+  requestId: string;
+  changes: Record<string, unknown>;
+}
+
+/** POST routes that write nothing an audit log is about (verifications, reads, analytics). */
+const notAdminWrites = new Set(["/v1/keys.verifyKey", "/v1/keys/verify", "/v1/keys.whoami"]);
+
+let h: Harness;
+beforeAll(async () => {
+  h = await harness({ deps: { auditRetentionDays: 30 } });
+});
+afterAll(async () => {
+  await h.app.close();
+});
+
+async function logs(query = "", token?: string | null): Promise<{ logs: Log[]; cursor?: string }> {
+  const response = await h.get(`/v1/audit.listLogs${query}`, token);
+  if (response.statusCode !== 200) throw new Error(response.body);
+  return response.json();
+}
+
+async function newest(): Promise<Log> {
+  return (await logs("?limit=1")).logs[0]!;
+}
+
+describe("audit entries for every admin route", () => {
+  it("records each write with its actor, action, targets, request id and fields", async () => {
+    const rootKeyId = (await h.post("/v1/keys.whoami", { key: rootKey })).json().id as string;
+    const seen = new Set<string>();
+    const expectEntry = async (
+      path: string,
+      body: Record<string, unknown>,
+      action: string,
+      targets: (answer: any) => string[],
+      changes: Record<string, unknown> = {},
+    ): Promise<any> => {
+      const response = await h.post(path, body);
+      expect(response.statusCode, `${path}: ${response.body}`).toBeLessThan(300);
+      const answer = response.json();
+      const entry = await newest();
+      expect(entry.action, path).toBe(action);
+      expect(entry.actor).toEqual({ type: "key", id: rootKeyId });
+      expect(entry.requestId).toBe(response.headers["unkey-request-id"]);
+      expect(entry.time).toBe(h.clock.nowMs);
+      expect(entry.targetIds.slice(0, targets(answer).length)).toEqual(targets(answer));
+      expect(entry.changes).toMatchObject(changes);
+      expect(JSON.stringify(entry)).not.toContain(rootKey);
+      seen.add(path);
+      return answer;
+    };
+
+    const api = await expectEntry("/v1/apis.createApi", { name: "audited" }, "api.create", (a) => [a.apiId], {
+      name: "audited",
+    });
+    const apiId = api.apiId as string;
+    const key = await expectEntry(
+      "/v1/keys.createKey",
+      { apiId, name: "k1", meta: { plan: "pro" }, remaining: 5 },
+      "key.create",
+      (a) => [a.keyId, apiId],
+      { name: "k1", meta: "set", remaining: 5 },
+    );
+    const keyId = key.keyId as string;
+    expect(JSON.stringify(await newest())).not.toContain(key.key);
+    const legacy = await expectEntry("/v1/keys", { apiId }, "key.create", (a) => [a.keyId, apiId]);
+    await expectEntry("/v1/keys.updateKey", { keyId, enabled: false }, "key.update", () => [keyId], {
+      enabled: false,
+    });
+    await expectEntry(
+      "/v1/keys.updateRemaining",
+      { keyId, op: "set", value: 9 },
+      "key.updateRemaining",
+      () => [keyId],
+      {
+        op: "set",
+        value: 9,
+      },
+    );
+    const permission = await expectEntry(
+      "/v1/permissions.createPermission",
+      { name: "billing.read" },
+      "permission.create",
+      (a) => [a.permissionId],
+      { name: "billing.read", slug: "billing.read" },
+    );
+    const role = await expectEntry("/v1/permissions.createRole", { name: "admin" }, "role.create", (a) => [a.roleId], {
+      name: "admin",
+    });
+    await expectEntry(
+      "/v1/keys.addPermissions",
+      { keyId, permissions: [{ id: permission.permissionId }] },
+      "key.addPermissions",
+      () => [keyId],
+    );
+    await expectEntry(
+      "/v1/keys.setPermissions",
+      { keyId, permissions: [{ id: permission.permissionId }] },
+      "key.setPermissions",
+      () => [keyId],
+    );
+    await expectEntry(
+      "/v1/keys.removePermissions",
+      { keyId, permissions: [{ id: permission.permissionId }] },
+      "key.removePermissions",
+      () => [keyId],
+    );
+    await expectEntry("/v1/keys.addRoles", { keyId, roles: [{ id: role.roleId }] }, "key.addRoles", () => [keyId]);
+    await expectEntry("/v1/keys.setRoles", { keyId, roles: [{ id: role.roleId }] }, "key.setRoles", () => [keyId]);
+    await expectEntry("/v1/keys.removeRoles", { keyId, roles: [{ id: role.roleId }] }, "key.removeRoles", () => [
+      keyId,
+    ]);
+    await expectEntry("/v1/permissions.deleteRole", { roleId: role.roleId }, "role.delete", () => [role.roleId]);
+    await expectEntry(
+      "/v1/permissions.deletePermission",
+      { permissionId: permission.permissionId },
+      "permission.delete",
+      () => [permission.permissionId],
+    );
+    const identity = await expectEntry(
+      "/v1/identities.createIdentity",
+      { externalId: "user_1" },
+      "identity.create",
+      (a) => [a.identityId],
+      { externalId: "user_1" },
+    );
+    await expectEntry(
+      "/v1/identities.updateIdentity",
+      { identityId: identity.identityId, meta: { a: 1 } },
+      "identity.update",
+      () => [identity.identityId],
+      { meta: "set" },
+    );
+    await expectEntry("/v1/identities.deleteIdentity", { identityId: identity.identityId }, "identity.delete", () => [
+      identity.identityId,
+    ]);
+    await expectEntry(
+      "/v1/ratelimits.limit",
+      { namespace: "audited-ns", identifier: "u", limit: 5, duration: 1000 },
+      "ratelimitNamespace.create",
+      () => [],
+      { name: "audited-ns" },
+    );
+    const override = await expectEntry(
+      "/v1/ratelimits.setOverride",
+      { namespaceName: "audited-ns", identifier: "user*", limit: 9, duration: 1000 },
+      "ratelimitOverride.set",
+      (a) => [a.overrideId],
+      { identifier: "user*", limit: 9 },
+    );
+    expect(override.overrideId).toMatch(/./);
+    await expectEntry(
+      "/v1/ratelimits.deleteOverride",
+      { namespaceName: "audited-ns", identifier: "user*" },
+      "ratelimitOverride.delete",
+      () => [],
+      { identifier: "user*" },
+    );
+    await expectEntry(
+      "/v1/migrations.createKeys",
+      [{ apiId, hash: { value: "a".repeat(43) + "=", variant: "sha256_base64" } }],
+      "key.import",
+      (a) => [a.keyIds[0]],
+      { importedKeys: 1 },
+    );
+    await expectEntry(
+      "/v1/migrations.enqueueKeys",
+      { migrationId: "m1", apiId, keys: [{ hash: { value: "b".repeat(43) + "=", variant: "sha256_base64" } }] },
+      "key.import",
+      () => [],
+      { importedKeys: 1 },
+    );
+    await expectEntry("/v1/keys.deleteKey", { keyId: legacy.keyId }, "key.delete", () => [legacy.keyId]);
+    await expectEntry("/v1/apis.deleteKeys", { apiId }, "api.deleteKeys", () => [apiId]);
+    await expectEntry("/v1/apis.deleteApi", { apiId }, "api.delete", () => [apiId]);
+
+    // Every POST route of the app is either covered above or writes nothing.
+    const document = (await h.get("/openapi.json")).json() as { paths: Record<string, Record<string, unknown>> };
+    const posts = Object.entries(document.paths)
+      .filter(([, methods]) => "post" in methods)
+      .map(([path]) => path)
+      .filter((path) => !notAdminWrites.has(path) && !path.includes("analytics"));
+    expect(posts.filter((path) => !seen.has(path))).toEqual([]);
+  });
+
+  it("records the root key the node created at start as a system entry", async () => {
+    const first = (await logs("?action=rootKey.create")).logs;
+    expect(first).toHaveLength(1);
+    expect(first[0]?.actor).toEqual({ type: "system", id: null });
+  });
+
+  it("leaves no entry for a refused write", async () => {
+    const before = await newest();
+    expect((await h.post("/v1/apis.deleteApi", { apiId: "api_missing" })).statusCode).toBe(404);
+    expect(await newest()).toEqual(before);
+  });
+});
+
+describe("GET /v1/audit.listLogs", () => {
+  it("filters by actor, target, action and time, newest first, with cursor pages", async () => {
+    const limited = await h.rootKeyWith(["api.*.create_api"]);
+    const limitedId = (await h.post("/v1/keys.whoami", { key: limited })).json().id as string;
+    const startMs = h.clock.nowMs + 1000;
+    const apiIds: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      h.clock.nowMs += 1000;
+      apiIds.push((await h.post("/v1/apis.createApi", { name: `page-${i}` }, limited)).json().apiId);
+    }
+    const byActor = await logs(`?actorId=${limitedId}`);
+    expect(byActor.logs.map((log) => log.targetIds[0])).toEqual([...apiIds].reverse());
+    expect(byActor.cursor).toBeUndefined();
+    const page1 = await logs(`?actorId=${limitedId}&limit=2`);
+    const page2 = await logs(`?actorId=${limitedId}&limit=2&cursor=${page1.cursor}`);
+    const page3 = await logs(`?actorId=${limitedId}&limit=2&cursor=${page2.cursor}`);
+    expect([...page1.logs, ...page2.logs, ...page3.logs].map((log) => log.id)).toEqual(
+      byActor.logs.map((log) => log.id),
+    );
+    expect(page3.cursor).toBeUndefined();
+    expect((await logs(`?targetId=${apiIds[2]}`)).logs.map((log) => log.action)).toEqual(["api.create"]);
+    const window = await logs(`?actorId=${limitedId}&start=${startMs + 1000}&end=${startMs + 2000}`);
+    expect(window.logs.map((log) => log.targetIds[0])).toEqual([apiIds[2], apiIds[1]]);
+    expect((await logs("?action=api.delete")).logs.every((log) => log.action === "api.delete")).toBe(true);
+  });
+
+  it("hides entries older than KEYRAFT_AUDIT_RETENTION_DAYS", async () => {
+    const all = (await logs("?limit=100")).logs;
+    expect(all.length).toBeGreaterThan(0);
+    const savedMs = h.clock.nowMs;
+    h.clock.nowMs = all[0]!.time + 30 * 86_400_000 + 1;
+    try {
+      expect((await logs()).logs).toEqual([]);
+    } finally {
+      h.clock.nowMs = savedMs;
+    }
+  });
+
+  it("requires a root key holding * or audit.*.read, and checks its query", async () => {
+    expect(errorOf(await h.get("/v1/audit.listLogs", null)).code).toBe("UNAUTHORIZED");
+    const other = await h.rootKeyWith(["api.*.read_api"]);
+    const refused = await h.get("/v1/audit.listLogs", other);
+    expect(refused.statusCode).toBe(403);
+    expect(errorOf(refused).code).toBe("INSUFFICIENT_PERMISSIONS");
+    const reader = await h.rootKeyWith(["audit.*.read"]);
+    expect((await h.get("/v1/audit.listLogs?limit=1", reader)).statusCode).toBe(200);
+    for (const bad of ["?limit=0", "?limit=101", "?cursor=abc", "?start=-1", "?end=x"]) {
+      const response = await h.get(`/v1/audit.listLogs${bad}`);
+      expect(response.statusCode, bad).toBe(400);
+      expect(errorOf(response).code).toBe("BAD_REQUEST");
+    }
+  });
+});
