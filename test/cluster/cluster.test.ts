@@ -327,6 +327,20 @@ describe("bounded staleness", () => {
         const live = await fetch(`${s1.baseUrl}/v1/liveness`);
         expect(live.status).toBe(200);
         expect(Number(live.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
+        // v2 answers the same, in its own error body.
+        const refusedV2 = await call(s1, "/v2/keys.verifyKey", { key });
+        expect(refusedV2.status).toBe(503);
+        expect(refusedV2.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+        expect(refusedV2.headers.get("retry-after")).toBe("1");
+        expect(refusedV2.body.error).toMatchObject({
+          status: 503,
+          type: "https://unkey.com/docs/errors/unkey/application/service_unavailable",
+        });
+        expect(refusedV2.body.error.detail).toMatch(/stale/);
+        expect(Number(refusedV2.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
+        const liveV2 = await fetch(`${s1.baseUrl}/v2/liveness`);
+        expect(liveV2.status).toBe(200);
+        expect(Number(liveV2.headers.get("keyraft-stale"))).toBeGreaterThan(1000);
       },
       created.key as string,
     );

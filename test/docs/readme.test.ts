@@ -149,6 +149,26 @@ describe("README and docs/ name only what exists", () => {
     expect(named.filter((entry) => !scripts.includes(entry.split(": ")[1] ?? ""))).toEqual([]);
   });
 
+  it("every route of the README's v2 table is a route of the gateway", () => {
+    const start = readme.indexOf("| group | v2 routes | v1 routes | status |");
+    expect(start).toBeGreaterThan(0);
+    const rows = readme.slice(start).split("\n\n")[0]?.split("\n").slice(2) ?? [];
+    const paths = rows.flatMap((row) => {
+      const endpoints = row.split(" | ")[1] ?? "";
+      return [...endpoints.replace(/\([^)]*\)/g, "").matchAll(/`([^`]+)`/g)].map((match) => {
+        const name = match[1] ?? "";
+        const method = /^(?:GET|POST) (\S+)$/.exec(name);
+        return method !== null ? (method[1] ?? "") : `/v2/${name}`;
+      });
+    });
+    expect(paths.length).toBeGreaterThan(10);
+    const sources = filesUnder(join(root, "packages/gateway/src/v2"), (path) => path.endsWith(".ts"))
+      .map((path) => readFileSync(path, "utf8"))
+      .join("\n");
+    // v2 routes are declared under the plugin's "/v2" prefix.
+    expect(paths.filter((path) => !sources.includes(`"${path.replace(/^\/v2(?=\/)/, "")}"`))).toEqual([]);
+  });
+
   it("every endpoint of the README's API table is a route of the gateway", () => {
     const start = readme.indexOf("| group | endpoints | status |");
     expect(start).toBeGreaterThan(0);

@@ -327,8 +327,14 @@ describe("root key bootstrap", () => {
 
   it("refuses an invalid configuration with exit code 2 and a message naming the variable", async () => {
     const { spawnNode } = await import("./node-process.js");
-    const bad = spawnNode({ PORT: "not-a-port", KEYRAFT_DATA_DIR: dir, KEYRAFT_ROOT_KEY: "tinysecret" });
+    const bad = spawnNode({
+      PORT: "not-a-port",
+      KEYRAFT_DATA_DIR: dir,
+      KEYRAFT_ROOT_KEY: "tinysecret",
+      KEYRAFT_KEY_MIGRATIONS: '{"mig_legacy":"md5"}',
+    });
     expect(await bad.exited).toBe(2);
+    expect(bad.stderr()).toMatch(/KEYRAFT_KEY_MIGRATIONS entry "mig_legacy": "md5" is invalid/);
     expect(bad.stderr()).toMatch(/PORT="not-a-port" is invalid: expected an integer from 0 to 65535/);
     expect(bad.stderr()).toMatch(/KEYRAFT_ROOT_KEY is invalid/);
     expect(bad.stderr()).not.toContain("tinysecret");

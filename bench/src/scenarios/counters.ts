@@ -24,6 +24,17 @@ const accuracyAsyncIdentifiers = 20;
 const accuracyAsyncLimit = 1000;
 const accuracyWindowMs = 60_000;
 const accuracyConcurrencyPerNode = 16;
+/**
+ * Async bursts: each a fresh identifier with this limit per window, hit by `size` calls sent at
+ * even instants over `spreadMs`, round-robin over the nodes (open loop: no call waits for another).
+ */
+const burstAsyncLimit = 50;
+const burstShapes = [
+  { size: 200, spreadMs: 125 },
+  { size: 60, spreadMs: 0 },
+  { size: 400, spreadMs: 500 },
+  { size: 1000, spreadMs: 250 },
+] as const;
 
 type Member = BenchCluster["members"][number];
 
@@ -126,9 +137,12 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
           accuracyAsyncIdentifiers,
           accuracyHitsFactor * accuracyAsyncLimit,
         );
+        const bursts = await measureAsyncBursts(cluster);
+        const asyncBurstOvershoot = worstOvershoot(bursts, burstAsyncLimit);
         log(
           `counters: credits overspent ${creditsOverspent}; sync overshoot ${syncOvershoot} (verify), ` +
-            `${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}`,
+            `${limitCallOvershoot} (ratelimits.limit); async overshoot ${asyncOvershoot}; ` +
+            `async burst overshoot ${asyncBurstOvershoot} (admitted ${bursts.join(", ")})`,
         );
         const p99 = (result: PhaseResult) => result.latency.p99Ms;
         return {
@@ -140,6 +154,7 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
             creditsOverspent,
             syncOvershoot: Math.max(syncOvershoot, limitCallOvershoot),
             asyncOvershoot,
+            asyncBurstOvershoot,
           },
           throughputRps: plain.rps,
           throughputCpuCores: null,
@@ -152,6 +167,9 @@ async function prepareCounters(context: ScenarioContext): Promise<PreparedScenar
             `counters: accuracy: ${accuracyKeys} keys x ${accuracyCredits} credits and ` +
               `${accuracyKeys} keys x limit ${accuracySyncLimit}, each verified ${accuracyHitsFactor}x that from all nodes at once; ` +
               `async: ${accuracyAsyncIdentifiers} identifiers x limit ${accuracyAsyncLimit}, ${accuracyConcurrencyPerNode} clients per node`,
+            `counters: async bursts: limit ${burstAsyncLimit} per minute, ` +
+              `${burstShapes.map((b) => `${b.size} calls over ${b.spreadMs} ms`).join(", ")}, round-robin over the nodes; ` +
+              `admitted ${bursts.join(", ")}`,
             "counters: key limits have no async flag (v1 stores none): the async:true figures are ratelimits.limit with async:true",
             "counters: three node processes and the load generator share this machine's cores",
           ],
@@ -203,6 +221,39 @@ async function measureLimitCalls(
     ).then((answer) => answer.status === 200 && answer.body.success === true),
   );
   return worstOvershoot(admitted, limit);
+}
+
+/** The burst phase: the admitted count of each burst shape, each on a fresh identifier. */
+async function measureAsyncBursts(cluster: BenchCluster): Promise<number[]> {
+  const admitted: number[] = [];
+  const runId = Date.now().toString(36);
+  for (const [index, shape] of burstShapes.entries()) {
+    const identifier = `burst_${runId}_${index}`;
+    const startMs = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: shape.size }, async (_, i) => {
+        const waitMs = startMs + (shape.spreadMs * i) / shape.size - Date.now();
+        if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+        const member = cluster.members[i % cluster.members.length]!;
+        return postToMember(
+          member,
+          "/v1/ratelimits.limit",
+          {
+            namespace: "bench-async-burst",
+            identifier,
+            limit: burstAsyncLimit,
+            duration: accuracyWindowMs,
+            async: true,
+          },
+          true,
+        )
+          .then((answer) => answer.status === 200 && answer.body.success === true)
+          .catch(() => false);
+      }),
+    );
+    admitted.push(answers.filter(Boolean).length);
+  }
+  return admitted;
 }
 
 /**

@@ -1,5 +1,5 @@
 // Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation) over many seeds:
-//   npm run test:sim-counters -- [--ratelimit] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
+//   npm run test:sim-counters -- [--storage-goes-back | --ratelimit [--clock-offsets]] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
 // The simulations are pure (packages/core/src/sim-counters); this entry is the only part that
 // touches process and console, so it is its own TypeScript project with Node's types, outside the
@@ -23,6 +23,8 @@ flags:
   --steps N      steps of the fault phase (default 400)
   --verbose      print the trace of every step
   --ratelimit    run the rate-limit ownership simulation instead
+  --clock-offsets  with --ratelimit: per-node clock offsets below a bucket, and clock steps
+  --storage-goes-back  credit leases: journals wiped at some restarts (the node must refuse to start)
   --help         this text`;
 
 interface CliOptions {
@@ -32,6 +34,8 @@ interface CliOptions {
   steps: number;
   verbose: boolean;
   ratelimit: boolean;
+  clockOffsets: boolean;
+  storageGoesBack: boolean;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -47,6 +51,8 @@ function readOptions(argv: string[]): CliOptions | "help" {
       steps: { type: "string" },
       verbose: { type: "boolean" },
       ratelimit: { type: "boolean" },
+      "clock-offsets": { type: "boolean" },
+      "storage-goes-back": { type: "boolean" },
       help: { type: "boolean" },
     },
   });
@@ -65,6 +71,8 @@ function readOptions(argv: string[]): CliOptions | "help" {
     steps: count("steps", values.steps, 400),
     verbose: values.verbose === true,
     ratelimit: values.ratelimit === true,
+    clockOffsets: values["clock-offsets"] === true,
+    storageGoesBack: values["storage-goes-back"] === true,
   };
 }
 
@@ -84,16 +92,18 @@ function main(): number {
   }
   if (options.ratelimit) {
     return runSeeds<RateLimitSimStats>(options, {
-      run: (seed, trace) => runRateLimitSimulation(withTrace({ seed, steps: options.steps }, trace)),
+      run: (seed, trace) =>
+        runRateLimitSimulation(withTrace({ seed, steps: options.steps, clockOffsets: options.clockOffsets }, trace)),
       summed: ["requests", "admitted", "refusedUnavailable", "takeovers", "handBacks", "crashes", "partitions"],
-      replayFlags: "--ratelimit ",
+      replayFlags: options.clockOffsets ? "--ratelimit --clock-offsets " : "--ratelimit ",
       seedsFile: null,
       printStatsOfOneSeed: false,
       summaryPrefix: "rate limits: ",
     });
   }
   return runSeeds<CounterSimStats>(options, {
-    run: (seed, trace) => runCounterSimulation(withTrace({ seed, steps: options.steps }, trace)),
+    run: (seed, trace) =>
+      runCounterSimulation(withTrace({ seed, steps: options.steps, storageGoesBack: options.storageGoesBack }, trace)),
     summed: [
       "verifications",
       "admittedLocal",
@@ -106,8 +116,9 @@ function main(): number {
       "crashes",
       "partitions",
       "resets",
+      "refusedStarts",
     ],
-    replayFlags: "",
+    replayFlags: options.storageGoesBack ? "--storage-goes-back " : "",
     seedsFile: "packages/core/testdata/sim-counters-seeds.txt",
     printStatsOfOneSeed: true,
     summaryPrefix: "",

@@ -14,10 +14,10 @@ export const permissionQueryNodesMax = 1000;
 export const limiterEntriesMax = 1_000_000;
 
 /**
- * Most counters a caller may create for one limit owner (a key, or an identity its keys share)
- * through inline limits of verifyKey. Past it the owner's least recently used inline counter is
- * evicted: its counts are lost, which only ever favours that owner (its own counter), and the
- * table never fills for other tenants. At least limiterChecksPerCallMax (one call's checks).
+ * Most counters a caller may create for one key through inline limits of verifyKey. Past it the
+ * key's least recently used inline counter is evicted: its counts are lost, which only ever
+ * favours that key (its own counter), and the table never fills for other tenants. At least
+ * limiterChecksPerCallMax (one call's checks).
  */
 export const limiterCountersPerOwnerMax = 256;
 
@@ -48,3 +48,5 @@ export const keySecretBytesMax = 255;
 
 /** Random bytes in an id (after the 4-byte timestamp). */
 export const idRandomBytes = 8;
+/** Longest v2 permission query string ("a AND (b OR c)"), upstream's bound. */
+export const permissionQueryTextLengthMax = 1000;

@@ -225,6 +225,6 @@ describe("the audit log in snapshots", () => {
     const restored = restoreKeyState({ ...rest, version: 1 });
     expect(restored.apis.has("api_1")).toBe(true);
     expect(restored.audit).toEqual({ entries: [], nextSeq: 1 });
-    expect(() => restoreKeyState({ ...rest, version: 3 })).toThrow();
+    expect(() => restoreKeyState({ ...rest, version: 4 })).toThrow();
   });
 });

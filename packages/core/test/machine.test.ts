@@ -15,7 +15,8 @@ import { matchOverride } from "../src/overrides/match.js";
 const apiIds = ["api_a", "api_b", ROOT_API_ID];
 const keyIds = ["key_1", "key_2", "key_3", "key_4"];
 const hashes = ["h1", "h2", "h3", "h4", "h5"];
-const slugs = ["p1", "p2", "p3", "*"];
+// "P1" differs from "p1" only in case: slugs and role names match ignoring case.
+const slugs = ["p1", "p2", "p3", "*", "P1"];
 const roleNames = ["r1", "r2"];
 const permissionIds = ["perm_p1", "perm_p2", "perm_x"];
 const roleIds = ["role_r1", "role_r2", "role_x"];
@@ -207,6 +208,34 @@ const commandArb = fc.oneof(
   fc
     .record({ roleId: pick(roleIds), name: pick(roleNames), permissionIds: fc.subarray(permissionIds) })
     .map((c) => (nowMs: number) => ({ type: "createRole", ...c, description: null, nowMs })),
+  fc
+    .record({
+      roleId: pick(roleIds),
+      name: pick([...roleNames, "R1"]),
+      slugs: fc.array(pick(slugs), { maxLength: 3 }),
+      allowCreate: fc.boolean(),
+    })
+    .map((c) => (nowMs: number) => ({
+      type: "createRole",
+      roleId: c.roleId,
+      name: c.name,
+      description: null,
+      permissionIds: [],
+      permissions: {
+        refs: c.slugs.map((name) => ({ name, newId: `perm_${name}`, create: true })),
+        allowCreate: c.allowCreate,
+      },
+      nowMs,
+    })),
+  fc
+    .record({ roleId: pick(roleIds), slugs: fc.array(pick(slugs), { maxLength: 4 }), allowCreate: fc.boolean() })
+    .map((c) => (nowMs: number) => ({
+      type: "setRolePermissions",
+      roleId: c.roleId,
+      refs: c.slugs.map((name) => ({ name, newId: `perm_${name}`, create: true })),
+      allowCreate: c.allowCreate,
+      nowMs,
+    })),
   pick(roleIds).map((roleId) => () => ({ type: "deleteRole", roleId })),
   fc
     .record({

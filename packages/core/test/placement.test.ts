@@ -1,7 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "../src/ratelimit/sliding-window.js";
-import { AsyncLimitEstimator, asyncKeysMax, asyncOvershootBound } from "../src/placement/async-estimator.js";
+import {
+  AsyncLimitEstimator,
+  asyncKeysMax,
+  asyncOvershootBound,
+  asyncUnconfirmedShare,
+} from "../src/placement/async-estimator.js";
 import { nextReservation, OwnerReservations, SuccessorReservations } from "../src/placement/reservations.js";
 import { ownerOf, rankNodes } from "../src/placement/rendezvous.js";
 import type { ReservationAsk } from "../src/placement/reservations.js";
@@ -392,6 +397,157 @@ describe("async limits", () => {
     }
     expect(worst).toBeGreaterThanOrEqual(limit); // the load saturates the limit
     expect(worst / limit - 1).toBeLessThanOrEqual(0.1);
+  });
+});
+
+describe("async limits with unconfirmed shares", () => {
+  /**
+   * Nodes exchange their counts in rounds with random delays (a report reaches a peer, then the
+   * peer's acknowledgement comes back); traffic comes in bursts on random nodes at one instant.
+   * Returns the most admitted in one window and the bound.
+   */
+  function burstRun(
+    seed: number,
+    nodes: number,
+    limit: number,
+    withShares: boolean,
+  ): { admitted: number; bound: number } {
+    const durationMs = 60_000;
+    const estimators = Array.from({ length: nodes }, () => new AsyncLimitEstimator(durationMs, 6_000));
+    const rounds = new Array<number>(nodes).fill(1);
+    const confirmed = Array.from({ length: nodes }, () => new Array<number>(nodes).fill(0));
+    let x = seed >>> 0;
+    const rand = (n: number): number => {
+      x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+      return (x >>> 8) % n;
+    };
+    // Messages in flight: [deliverAtMs, run].
+    const inFlight: Array<[number, () => void]> = [];
+    let admitted = 0;
+    for (let t = 0; t < 3_000; t++) {
+      for (const message of inFlight.filter(([at]) => at <= t)) message[1]();
+      for (let i = inFlight.length - 1; i >= 0; i--) if (inFlight[i]![0] <= t) inFlight.splice(i, 1);
+      if (t % 50 === 0) {
+        // A beat of every node: its counts reach each peer after 1-40 ms, the reply as long again.
+        for (let a = 0; a < nodes; a++) {
+          const round = rounds[a]!;
+          rounds[a] = round + 1;
+          const counts = estimators[a]!.report(t);
+          for (let b = 0; b < nodes; b++) {
+            if (a === b) continue;
+            const there = t + 1 + rand(40);
+            inFlight.push([
+              there,
+              () => {
+                estimators[b]!.merge(`n${a}`, counts);
+                inFlight.push([
+                  there + 1 + rand(40),
+                  () => {
+                    confirmed[a]![b] = Math.max(confirmed[a]![b]!, round);
+                    let all = rounds[a]! - 1;
+                    for (let p = 0; p < nodes; p++) if (p !== a) all = Math.min(all, confirmed[a]![p]!);
+                    estimators[a]!.confirm(all);
+                  },
+                ]);
+              },
+            ]);
+          }
+        }
+      }
+      if (rand(100) < 3) {
+        // A burst: up to 4 x limit requests at once on random nodes.
+        const size = 1 + rand(4 * limit);
+        for (let k = 0; k < size; k++) {
+          const i = rand(nodes);
+          const share = withShares ? { round: rounds[i]!, shareMax: asyncUnconfirmedShare(limit, nodes) } : undefined;
+          if (estimators[i]!.admit("id", limit, 1, t, share).success) admitted++;
+        }
+      }
+    }
+    return { admitted, bound: limit + (nodes - 1) * asyncUnconfirmedShare(limit, nodes) };
+  }
+
+  it("bursts of any size on any nodes admit at most limit + (nodes - 1) x share in a window (at most 10% over, or nodes - 1)", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 2, max: 5 }),
+        fc.integer({ min: 1, max: 400 }),
+        fc.integer({ min: 0, max: 1_000_000 }),
+        (nodes, limit, seed) => {
+          const { admitted, bound } = burstRun(seed, nodes, limit, true);
+          expect(admitted, `seed ${seed}`).toBeLessThanOrEqual(bound);
+          expect(bound - limit).toBeLessThanOrEqual(Math.max(0.1 * limit, nodes - 1));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("mutation check: without the shares, bursts overshoot by more than 10%", () => {
+    const over = Array.from({ length: 50 }, (_, seed) => burstRun(seed, 3, 50, false)).some(
+      ({ admitted }) => admitted > 55,
+    );
+    expect(over).toBe(true);
+  });
+
+  it("a confirmed round frees the share; an unconfirmed one holds it", () => {
+    const estimator = new AsyncLimitEstimator(1000, 100);
+    const share = { round: 1, shareMax: 2 };
+    expect(estimator.admit("id", 100, 1, 0, share).success).toBe(true);
+    expect(estimator.admit("id", 100, 1, 0, share).success).toBe(true);
+    expect(estimator.admit("id", 100, 1, 0, share)).toEqual({ success: false, remaining: 98 });
+    estimator.confirm(0);
+    expect(estimator.unconfirmedOf("id")).toBe(2);
+    estimator.confirm(1);
+    expect(estimator.unconfirmedOf("id")).toBe(0);
+    expect(estimator.admit("id", 100, 1, 0, { round: 2, shareMax: 2 }).success).toBe(true);
+    expect(asyncUnconfirmedShare(50, 3)).toBe(2);
+    expect(asyncUnconfirmedShare(1000, 3)).toBe(50);
+    expect(asyncUnconfirmedShare(5, 3)).toBe(1);
+    expect(asyncUnconfirmedShare(5, 1)).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe("async reset", () => {
+  it("is when the next request of the same cost fits the counts this node knows, within duration + one bucket", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ atMs: fc.integer({ min: 0, max: 5_000 }), peer: fc.boolean() }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 5_000, max: 8_000 }),
+        (hits, limit, cost, nowMs) => {
+          const durationMs = 3_000;
+          const widthMs = 300;
+          const here = new AsyncLimitEstimator(durationMs, widthMs);
+          const peer = new AsyncLimitEstimator(durationMs, widthMs);
+          for (const hit of [...hits].sort((a, b) => a.atMs - b.atMs))
+            (hit.peer ? peer : here).admit("id", limit, 1, hit.atMs);
+          here.merge("p", peer.report(nowMs));
+          const resetMs = here.fitTimeMs("id", limit, cost, nowMs);
+          expect(resetMs).toBeGreaterThanOrEqual(nowMs);
+          expect(resetMs - nowMs).toBeLessThan(durationMs + widthMs);
+          if (cost > limit) return;
+          expect(here.estimate("id", resetMs) + cost).toBeLessThanOrEqual(limit);
+          if (resetMs > nowMs) expect(here.estimate("id", resetMs - 1) + cost).toBeGreaterThan(limit);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("async limits with clocks apart", () => {
+  it("a peer whose clock is ahead by a whole duration is still counted (its buckets start in this node's future)", () => {
+    const durationMs = 1000;
+    const ahead = new AsyncLimitEstimator(durationMs, 100);
+    const here = new AsyncLimitEstimator(durationMs, 100);
+    // The peer's clock reads 1500 ms more than this node's: it files 8 admissions at 6500.
+    for (let i = 0; i < 8; i++) expect(ahead.admit("id", 10, 1, 6_500).success).toBe(true);
+    here.merge("ahead", ahead.report(6_500));
+    expect(here.estimate("id", 5_000)).toBe(8);
+    expect(here.admit("id", 10, 3, 5_000).success).toBe(false);
+    expect(here.admit("id", 10, 2, 5_000).success).toBe(true);
   });
 });
 

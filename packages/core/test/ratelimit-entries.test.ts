@@ -230,12 +230,13 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
   it("restore moves the clock to the bucket's start, puts an off-grid bucket in the later bucket, ignores expired ones", () => {
     const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 5_000, count: 4 });
-    // Judged at the clock (5000) even when asked earlier: the bucket still counts.
+    // Judged at the clock (5000) even when asked earlier: the bucket still counts (and a read of
+    // cost 0 would be admitted at once: reset is the judging time).
     expect(limiter.peek([check("k", 0, 10, 1000)], 0)[0]).toEqual({
       success: true,
       limit: 10,
       remaining: 6,
-      resetAtMs: 6_099,
+      resetAtMs: 5_000,
     });
     limiter.restoreBucket({ key: "k", limit: 10, durationMs: 1000, bucketStartMs: 5_150, count: 1 });
     expect(limiter.snapshot(5_200).map((b) => [b.bucketStartMs, b.count])).toEqual([

@@ -95,11 +95,11 @@ class ReferenceLimiter {
     const counted = this.counted(check.key, check.durationMs, atMs);
     const expiries = counted.map((h) => this.expiryMs(h, check.durationMs));
     let resetAtMs: number;
-    if (fits) {
-      resetAtMs = expiries.length === 0 ? atMs : Math.min(...expiries);
+    if (used + check.cost <= check.limit) {
+      resetAtMs = atMs; // the next request of this cost fits now
     } else {
       // The count only drops when a bucket expires: the first such time at which the cost fits.
-      const pending = count - this.count(check.key, check.durationMs, atMs);
+      const pending = used - this.count(check.key, check.durationMs, atMs);
       const candidates = [...new Set(expiries)].sort((a, b) => a - b);
       const fitting = candidates.find(
         (t) => this.count(check.key, check.durationMs, t) + pending + check.cost <= check.limit,
@@ -367,21 +367,34 @@ describe("SlidingWindowLimiter: properties", () => {
     );
   });
 
-  it("reset when admitted is when remaining next grows: the oldest counted bucket leaves the window", () => {
+  it("reset is when the next request of the same cost would be admitted, admitted or not, within duration + one bucket", () => {
     fc.assert(
-      fc.property(scenario({ backwards: false, maxChecks: 1 }), fc.integer({ min: 0, max: 2 }), (s, keyIndex) => {
-        const limiter = run(s, () => {});
-        const nowMs = 5_000 + s.ops.reduce((sum, op) => sum + op.deltaMs, 0);
-        const probe = { ...s.keys[keyIndex]!, cost: 0 };
-        const [now] = limiter.peek([probe], nowMs);
-        if (now!.resetAtMs === nowMs) {
-          expect(now!.remaining).toBe(probe.limit); // nothing counted
-          return;
-        }
-        expect(limiter.peek([probe], now!.resetAtMs - 1)[0]!.remaining).toBe(now!.remaining);
-        expect(limiter.peek([probe], now!.resetAtMs)[0]!.remaining).toBeGreaterThan(now!.remaining);
-      }),
-      { numRuns: 300 },
+      fc.property(
+        scenario({ backwards: false, maxChecks: 1 }),
+        fc.integer({ min: 0, max: 2 }),
+        fc.integer({ min: 1, max: 4 }),
+        (s, keyIndex, cost) => {
+          const check = { ...s.keys[keyIndex]!, cost };
+          if (cost > check.limit) return;
+          const nowMs = 5_000 + s.ops.reduce((sum, op) => sum + op.deltaMs, 0);
+          const replay = () => {
+            const limiter = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
+            for (const op of replayable(s)) if (op.kind === "limit") limiter.limit(op.checks, op.nowMs);
+            limiter.limit([check], nowMs); // this call, admitted or not
+            return limiter;
+          };
+          // The answer of this call.
+          const limiter = new SlidingWindowLimiter({ bucketsPerWindow: s.bucketsPerWindow });
+          for (const op of replayable(s)) if (op.kind === "limit") limiter.limit(op.checks, op.nowMs);
+          const answer = limiter.limit([check], nowMs).outcomes[0]!;
+          const widthMs = limiter.bucketWidthMs(check.durationMs);
+          expect(answer.resetAtMs).toBeGreaterThanOrEqual(nowMs);
+          expect(answer.resetAtMs - nowMs).toBeLessThan(check.durationMs + widthMs);
+          expect(replay().limit([check], answer.resetAtMs).success).toBe(true);
+          if (answer.resetAtMs > nowMs) expect(replay().limit([check], answer.resetAtMs - 1).success).toBe(false);
+        },
+      ),
+      { numRuns: 400 },
     );
   });
 

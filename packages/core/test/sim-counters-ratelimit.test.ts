@@ -35,6 +35,25 @@ describe("rate-limit ownership simulation", () => {
     for (const [key, value] of Object.entries(totals)) expect(value, key).toBeGreaterThan(0);
   }, 120_000);
 
+  it(`${seeds} random seeds with per-node clock offsets below a bucket and clock steps: no window over its limit`, () => {
+    const failures: string[] = [];
+    let takeovers = 0;
+    for (let seed = 1; seed <= seeds && failures.length < 5; seed++) {
+      const result = runRateLimitSimulation({ seed, steps, clockOffsets: true });
+      if (!result.ok) failures.push(`${report(seed, result.failure)} (with clock offsets)`);
+      takeovers += result.stats.takeovers;
+    }
+    expect(failures, failures.join("\n")).toEqual([]);
+    expect(takeovers).toBeGreaterThan(0);
+  }, 120_000);
+
+  it("mutation check: with clock offsets, restoring moved counts where they were filed lets a window exceed its limit", () => {
+    let failed = 0;
+    for (let seed = 1; seed <= seeds && failed === 0; seed++)
+      if (!runRateLimitSimulation({ seed, steps, clockOffsets: true, unmovedRestores: true }).ok) failed++;
+    expect(failed).toBeGreaterThan(0);
+  }, 120_000);
+
   it("is deterministic", () => {
     const run = (seed: number): string[] => {
       const lines: string[] = [];

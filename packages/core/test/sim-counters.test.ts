@@ -52,6 +52,27 @@ describe("credit-lease simulation", () => {
     for (const [key, value] of Object.entries(totals)) expect(value, key).toBeGreaterThan(0);
   }, 120_000);
 
+  it(`${seeds} random seeds with storage that goes back (journals wiped at restarts): never overspent; a node behind the ledger refuses to start`, () => {
+    const failures: string[] = [];
+    let refusedStarts = 0;
+    for (let seed = 1; seed <= seeds && failures.length < 5; seed++) {
+      const result = runCounterSimulation({ seed, steps, storageGoesBack: true });
+      if (!result.ok) failures.push(`${failureReport(seed, result.failure)} (with storageGoesBack)`);
+      refusedStarts += result.stats.refusedStarts;
+    }
+    expect(failures, failures.join("\n")).toEqual([]);
+    expect(refusedStarts).toBeGreaterThan(0);
+  }, 120_000);
+
+  it("mutation check: starting on a wiped journal anyway overspends", () => {
+    let overspent = 0;
+    for (let seed = 1; seed <= seeds && overspent === 0; seed++) {
+      const result = runCounterSimulation({ seed, steps, storageGoesBack: true, acceptStaleJournal: true });
+      if (!result.ok && /overspent|admitted .* > /.test(result.failure ?? "")) overspent++;
+    }
+    expect(overspent).toBeGreaterThan(0);
+  }, 120_000);
+
   it("common case (no faults, plenty of credits): verifications are answered from local leases", () => {
     let local = 0;
     let waited = 0;

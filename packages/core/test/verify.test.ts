@@ -182,10 +182,12 @@ describe("verification order of checks (docs/api.md, keys.verifyKey)", () => {
     expect(verify(state, limiter, "k1", { ratelimits: [{ name: "nope" }] })).toEqual({
       kind: "badRequest",
       message: `ratelimit "nope" was requested but does not exist for key "k1" and there is no identity connected`,
+      unknownRatelimit: { name: "nope", keyId: "k1", identityId: null, externalId: null },
     });
     expect(verify(state, limiter, "k2", { ratelimits: [{ name: "nope" }] })).toEqual({
       kind: "badRequest",
       message: `ratelimit "nope" was requested but does not exist for key "k2" nor identity { id: id_1, externalId: user_1}`,
+      unknownRatelimit: { name: "nope", keyId: "k2", identityId: "id_1", externalId: "user_1" },
     });
   });
 

@@ -1,4 +1,4 @@
-// buildApp(deps): the Fastify instance serving the v1 API, and the one composition root of the
+// buildApp(deps): the Fastify instance serving the v1 API (and v2, v2/plugin.ts), and the one composition root of the
 // gateway: it builds the services (services.ts) and registers every plugin; nothing imports it
 // back. Every route plugin owns its routes and schemas and declares, as its options type, the
 // services it needs; the cross-cutting hooks (http/lifecycle.ts) apply to all of them. Every
@@ -29,6 +29,7 @@ import { permissionRoutes } from "./routes/permissions.js";
 import { ratelimitRoute } from "./routes/ratelimit.js";
 import { verifyKeyRoutes } from "./routes/verify-key.js";
 import { createServices } from "./services.js";
+import { v2Plugin } from "./v2/plugin.js";
 import { validatorCompiler } from "./validation/ajv.js";
 import { registerJsonParser } from "./validation/json-body.js";
 
@@ -93,6 +94,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   void app.register(auditRoutes, services);
   void app.register(dashboardReadRoutes, services);
   void app.register(dashboardRoutes);
+  // The v2 API (v2/plugin.ts): its own validation, authentication and error body under /v2.
+  void app.register(v2Plugin, { ...services, prefix: "/v2" });
   void app.register(openApiRoute, { document: () => app.swagger() });
   return app;
 }

@@ -6,6 +6,7 @@ import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
 import { parseRateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
 import { parseHttpServerConfig, type HttpServerConfig } from "./http-server.js";
+import { keyMigrationsVariable, parseKeyMigrations, type KeyMigrations } from "./key-migrations.js";
 import { parseMetricsConfig, type MetricsConfig } from "./metrics/config.js";
 import { parseAuditConfig, type AuditConfig } from "./audit/config.js";
 
@@ -43,6 +44,8 @@ export interface Config {
   rateLimits: RateLimitClusterConfig;
   /** The API's HTTP server: timeouts, connection cap, TLS (http-server.ts). */
   http: HttpServerConfig;
+  /** Key migrations declared for v2 keys.migrateKeys (key-migrations.ts); empty when unset. */
+  keyMigrations: KeyMigrations;
   /** GET /metrics: its port and token (metrics/config.ts). */
   metrics: MetricsConfig;
   /** The audit log's retention (audit/config.ts). */
@@ -94,6 +97,7 @@ export function parseConfig(
     credits: parseCreditLeaseConfig(env, errors),
     rateLimits: parseRateLimitClusterConfig(env, errors),
     http: parseHttpServerConfig(env, errors, integer),
+    keyMigrations: parseKeyMigrations(env[keyMigrationsVariable], errors),
     metrics: parseMetricsConfig(env, errors, integer),
     audit: parseAuditConfig(integer),
   };

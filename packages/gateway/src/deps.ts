@@ -10,6 +10,7 @@ import type { ClusterNode } from "./cluster/cluster-node.js";
 import type { StalePolicy } from "./cluster/config.js";
 import type { CreditSpender } from "./counters/credits/lease-spender.js";
 import type { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
+import type { KeyMigrations } from "./key-migrations.js";
 import type { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import type { CommandLog, CounterDurability } from "./store/types.js";
 
@@ -34,6 +35,8 @@ export interface AppDeps {
   creditLeases?: CreditSpender;
   /** Rate limits across the cluster (counters/ratelimit); absent = judged here only. */
   rateLimits?: ClusterRateLimits;
+  /** Key migrations declared by KEYRAFT_KEY_MIGRATIONS (v2 keys.migrateKeys); absent = none. */
+  keyMigrations?: KeyMigrations;
   /** The Raft node this gateway serves (cluster/routes.ts adds its routes and staleness guard); absent in tests of the API alone. */
   cluster?: { cluster: ClusterNode; stalePolicy: StalePolicy };
   /** Metrics of this node; buildApp creates one when absent. */

@@ -129,6 +129,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       creditLeases: credits.spender,
       nowMs,
       bodyLimitBytes: config.bodyLimitBytes,
+      keyMigrations: config.keyMigrations,
       cluster: { cluster: cluster.node, stalePolicy: config.cluster.stalePolicy },
     });
     const node = cluster;

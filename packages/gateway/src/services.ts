@@ -10,6 +10,7 @@ import { GatewayMetrics } from "./metrics/gateway-metrics.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
 import type { AppDeps } from "./deps.js";
 import { V1Error } from "./errors.js";
+import type { KeyMigrations } from "./key-migrations.js";
 import { IdSource } from "./state/ids.js";
 import { Verification } from "./verify/verification.js";
 
@@ -23,6 +24,8 @@ export interface GatewayServices {
   verificationPeers: AppDeps["verificationPeers"] | undefined;
   creditLeases: AppDeps["creditLeases"] | undefined;
   rateLimits: AppDeps["rateLimits"] | undefined;
+  /** Key migrations declared by KEYRAFT_KEY_MIGRATIONS (empty when none). */
+  keyMigrations: KeyMigrations;
   ids: IdSource;
   analytics: VerificationRecorder;
   verification: Verification;
@@ -51,6 +54,7 @@ export function createServices(deps: AppDeps): GatewayServices {
     verificationPeers: deps.verificationPeers,
     creditLeases: deps.creditLeases,
     rateLimits: deps.rateLimits,
+    keyMigrations: deps.keyMigrations ?? new Map(),
     ids: new IdSource(deps.randomBytes, deps.nowMs),
     analytics,
     verification: new Verification({ ...deps, analytics, metrics }),

@@ -14,11 +14,28 @@ interface Log {
 }
 
 /** POST routes that write nothing an audit log is about (verifications, reads, analytics). */
-const notAdminWrites = new Set(["/v1/keys.verifyKey", "/v1/keys/verify", "/v1/keys.whoami"]);
+const notAdminWrites = new Set([
+  "/v1/keys.verifyKey",
+  "/v1/keys/verify",
+  "/v1/keys.whoami",
+  "/v2/apis.getApi",
+  "/v2/apis.listKeys",
+  "/v2/keys.getKey",
+  "/v2/keys.whoami",
+  "/v2/keys.verifyKey",
+  "/v2/identities.getIdentity",
+  "/v2/identities.listIdentities",
+  "/v2/permissions.getPermission",
+  "/v2/permissions.listPermissions",
+  "/v2/permissions.getRole",
+  "/v2/permissions.listRoles",
+  "/v2/ratelimit.getOverride",
+  "/v2/ratelimit.listOverrides",
+]);
 
 let h: Harness;
 beforeAll(async () => {
-  h = await harness({ deps: { auditRetentionDays: 30 } });
+  h = await harness({ deps: { auditRetentionDays: 30, keyMigrations: new Map([["mig_legacy", "sha256"]]) } });
 });
 afterAll(async () => {
   await h.app.close();
@@ -40,7 +57,7 @@ describe("audit entries for every admin route", () => {
     const seen = new Set<string>();
     const expectEntry = async (
       path: string,
-      body: Record<string, unknown>,
+      body: Record<string, unknown> | unknown[],
       action: string,
       targets: (answer: any) => string[],
       changes: Record<string, unknown> = {},
@@ -183,6 +200,133 @@ describe("audit entries for every admin route", () => {
     await expectEntry("/v1/keys.deleteKey", { keyId: legacy.keyId }, "key.delete", () => [legacy.keyId]);
     await expectEntry("/v1/apis.deleteKeys", { apiId }, "api.deleteKeys", () => [apiId]);
     await expectEntry("/v1/apis.deleteApi", { apiId }, "api.delete", () => [apiId]);
+
+    // The v2 writes are audited alike (the answers are envelopes: `data` holds the ids).
+    const v2Api = await expectEntry("/v2/apis.createApi", { name: "audited-v2" }, "api.create", (a) => [a.data.apiId]);
+    const v2ApiId = v2Api.data.apiId as string;
+    const v2Key = await expectEntry(
+      "/v2/keys.createKey",
+      { apiId: v2ApiId, name: "v2", credits: { remaining: 5 } },
+      "key.create",
+      (a) => [a.data.keyId, v2ApiId],
+      { name: "v2", remaining: 5 },
+    );
+    const v2KeyId = v2Key.data.keyId as string;
+    await expectEntry("/v2/keys.updateKey", { keyId: v2KeyId, enabled: false }, "key.update", () => [v2KeyId], {
+      enabled: false,
+    });
+    await expectEntry(
+      "/v2/keys.updateCredits",
+      { keyId: v2KeyId, operation: "increment", value: 2 },
+      "key.updateRemaining",
+      () => [v2KeyId],
+      { op: "increment", value: 2 },
+    );
+    for (const [route, action] of [
+      ["addPermissions", "key.addPermissions"],
+      ["removePermissions", "key.removePermissions"],
+      ["setPermissions", "key.setPermissions"],
+    ] as const) {
+      await expectEntry(`/v2/keys.${route}`, { keyId: v2KeyId, permissions: ["p1"] }, action, () => [v2KeyId]);
+    }
+    expect((await h.post("/v1/permissions.createRole", { name: "v2-admin" })).statusCode).toBe(200);
+    for (const [route, action] of [
+      ["addRoles", "key.addRoles"],
+      ["removeRoles", "key.removeRoles"],
+      ["setRoles", "key.setRoles"],
+    ] as const) {
+      await expectEntry(`/v2/keys.${route}`, { keyId: v2KeyId, roles: ["v2-admin"] }, action, () => [v2KeyId]);
+    }
+    const rerolled = await expectEntry("/v2/keys.rerollKey", { keyId: v2KeyId, expiration: 0 }, "key.reroll", (a) => [
+      a.data.keyId,
+      v2KeyId,
+    ]);
+    await expectEntry(
+      "/v2/keys.migrateKeys",
+      { migrationId: "mig_legacy", apiId: v2ApiId, keys: [{ hash: "c".repeat(43) + "=" }] },
+      "key.import",
+      (a) => [a.data.migrated[0].keyId],
+      { importedKeys: 1 },
+    );
+    await expectEntry("/v2/keys.deleteKey", { keyId: rerolled.data.keyId }, "key.delete", (a) => [rerolled.data.keyId]);
+    await expectEntry("/v2/apis.deleteApi", { apiId: v2ApiId }, "api.delete", () => [v2ApiId]);
+
+    const v2Identity = await expectEntry(
+      "/v2/identities.createIdentity",
+      { externalId: "audited-v2-user" },
+      "identity.create",
+      (a) => [a.data.identityId],
+      { externalId: "audited-v2-user" },
+    );
+    const v2IdentityId = v2Identity.data.identityId as string;
+    await expectEntry(
+      "/v2/identities.updateIdentity",
+      { identity: v2IdentityId, meta: { tier: "gold" } },
+      "identity.update",
+      () => [v2IdentityId],
+    );
+    await expectEntry("/v2/identities.deleteIdentity", { identity: v2IdentityId }, "identity.delete", () => [
+      v2IdentityId,
+    ]);
+    const v2Permission = await expectEntry(
+      "/v2/permissions.createPermission",
+      { name: "audited v2", slug: "audited.v2" },
+      "permission.create",
+      (a) => [a.data.permissionId],
+      { slug: "audited.v2" },
+    );
+    const v2Role = await expectEntry(
+      "/v2/permissions.createRole",
+      { name: "audited-v2-role" },
+      "role.create",
+      (a) => [a.data.roleId],
+      { name: "audited-v2-role" },
+    );
+    const v2RoleId = v2Role.data.roleId as string;
+    await expectEntry(
+      "/v2/permissions.setRolePermissions",
+      { roleId: v2RoleId, permissions: ["audited.v2"] },
+      "role.setPermissions",
+      () => [v2RoleId],
+      { permissions: ["audited.v2"] },
+    );
+    await expectEntry("/v2/permissions.deleteRole", { role: v2RoleId }, "role.delete", () => [v2RoleId]);
+    await expectEntry(
+      "/v2/permissions.deletePermission",
+      { permission: v2Permission.data.permissionId },
+      "permission.delete",
+      () => [v2Permission.data.permissionId],
+    );
+    // ratelimit.limit and multiLimit write only when they create the namespace they name.
+    await expectEntry(
+      "/v2/ratelimit.limit",
+      { namespace: "audited-v2-ns", identifier: "u", limit: 5, duration: 1000 },
+      "ratelimitNamespace.create",
+      () => [],
+      { name: "audited-v2-ns" },
+    );
+    await expectEntry(
+      "/v2/ratelimit.multiLimit",
+      [{ namespace: "audited-v2-ns2", identifier: "u", limit: 5, duration: 1000 }],
+      "ratelimitNamespace.create",
+      () => [],
+      { name: "audited-v2-ns2" },
+    );
+    const v2Override = await expectEntry(
+      "/v2/ratelimit.setOverride",
+      { namespace: "audited-v2-ns", identifier: "vip*", limit: 50, duration: 1000 },
+      "ratelimitOverride.set",
+      (a) => [a.data.overrideId],
+      { identifier: "vip*", limit: 50 },
+    );
+    expect(v2Override.data.overrideId).toMatch(/./);
+    await expectEntry(
+      "/v2/ratelimit.deleteOverride",
+      { namespace: "audited-v2-ns", identifier: "vip*" },
+      "ratelimitOverride.delete",
+      () => [],
+      { identifier: "vip*" },
+    );
 
     // Every POST route of the app is either covered above or writes nothing.
     const document = (await h.get("/openapi.json")).json() as { paths: Record<string, Record<string, unknown>> };

@@ -47,6 +47,7 @@ describe("parseConfig", () => {
           connectionsMax: 10_000,
           tls: null,
         },
+        keyMigrations: new Map(),
         metrics: { port: null, token: null },
         audit: { retentionDays: 90 },
       },
@@ -126,6 +127,7 @@ describe("parseConfig", () => {
         KEYRAFT_RATELIMIT_SUSPECT_MS: "300",
         KEYRAFT_RATELIMIT_TIMEOUT_MS: "400",
         KEYRAFT_RATELIMIT_FORWARD_DELAY_MS: "5",
+        KEYRAFT_KEY_MIGRATIONS: '{"mig_legacy":"sha256","mig_seam":"github.com/seamapi/prefixed-api-key"}',
         KEYRAFT_METRICS_PORT: "9464",
         KEYRAFT_METRICS_TOKEN: "scrape_0123456789abcdef",
         KEYRAFT_AUDIT_RETENTION_DAYS: "30",
@@ -149,10 +151,22 @@ describe("parseConfig", () => {
         credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000, leaseCreditsMax: 16000 },
         rateLimits: { reconcileMs: 20, suspectAfterMs: 300, timeoutMs: 400, forwardDelayMs: 5 },
         http: expect.objectContaining({ tls: null }),
+        keyMigrations: new Map([
+          ["mig_legacy", "sha256"],
+          ["mig_seam", "github.com/seamapi/prefixed-api-key"],
+        ]),
         metrics: { port: 9464, token: "scrape_0123456789abcdef" },
         audit: { retentionDays: 30 },
       },
     });
+  });
+
+  it("reports an invalid KEYRAFT_KEY_MIGRATIONS by name", () => {
+    for (const raw of ["{", "[]", '"sha256"', '{"mig_legacy":"md5"}', '{"x":"sha256"}', '{"mig_legacy":1}']) {
+      const result = parseConfig({ KEYRAFT_KEY_MIGRATIONS: raw }, cwd);
+      expect(result.ok, raw).toBe(false);
+      if (!result.ok) expect(result.errors[0]).toMatch(/^KEYRAFT_KEY_MIGRATIONS/);
+    }
   });
 
   it("checks the metrics port and token and the audit retention, never echoing a rejected token", () => {

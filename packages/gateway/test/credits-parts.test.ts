@@ -5,6 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
+import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   applyCommand,
@@ -20,7 +21,9 @@ import {
 } from "@keyraft/core";
 import { parseCreditLeaseConfig, holderOptions } from "../src/counters/credits/config.js";
 import { ObservedKeyMachine } from "../src/counters/credits/credit-events.js";
-import type { ForwardedSpendReply } from "../src/counters/credits/forward.js";
+import { JournalBehindLedgerError, startCreditLeases } from "../src/counters/credits/credit-leases.js";
+import { ForwardedSpendUnknown, type ForwardedSpendReply } from "../src/counters/credits/forward.js";
+import { V1Error } from "../src/errors.js";
 import { LeaseJournalStore } from "../src/counters/credits/journal-store.js";
 import { LeaseExpiryDriver } from "../src/counters/credits/lease-expiry.js";
 import { LeaseSpender } from "../src/counters/credits/lease-spender.js";
@@ -409,6 +412,40 @@ describe("LeaseSpender forwarding a low key to its owner", () => {
   });
 });
 
+describe("LeaseSpender: a forwarded spend whose answer is lost", () => {
+  const keyId = Array.from({ length: 100 }, (_, i) => `k${i}`).find((id) => rankNodes(id, ["n1", "n2"])[0] === "n2")!;
+
+  it("is not spent again on the log (503 instead); one that certainly did not reach the owner is", async () => {
+    let reply: ForwardedSpendReply | Error = new ForwardedSpendUnknown("n2", "no answer before the deadline");
+    const logSpends: KeyCommand[] = [];
+    let machine: ObservedKeyMachine | null = null;
+    const w = await world({
+      voters: ["n1", "n2"],
+      propose: async (command) => {
+        if (command.type === "spendCredits") logSpends.push(command);
+        return machine!.apply(command);
+      },
+      forward: async () => {
+        if (reply instanceof Error) throw reply;
+        return reply;
+      },
+    });
+    machine = w.machine;
+    w.machine.apply(createKey(keyId, 20)); // low: n2 owns the last credits
+    const lost = await w.spender.spend(keyId, 2).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(lost).toBeInstanceOf(V1Error);
+    expect((lost as V1Error).statusCode).toBe(503);
+    expect(logSpends).toEqual([]);
+    // Certainly not sent (no connection): the asker spends on the log itself, once.
+    reply = { t: "undecided", message: "no open connection to n2" };
+    expect(await w.spender.spend(keyId, 2)).toBeNull();
+    await w.journal.close();
+  });
+});
+
 describe("LeaseExpiryDriver", () => {
   it("as leader, proposes expiry only after ttl * (1 + drift) + margin of its clock since the grant was applied", async () => {
     const state = createKeyState();
@@ -558,5 +595,42 @@ describe("ObservedKeyMachine", () => {
     machine.apply({ type: "refillCredits", keyIds: ["k2"], nowMs: Date.UTC(2026, 0, 2, 0, 0, 5) });
     machine.restore(machine.snapshot());
     expect(events).toEqual(["granted:1", "epoch:k1:1", "settled:1", "epoch:k2:1", "restore"]);
+  });
+});
+
+describe("startCreditLeases", () => {
+  const config = { leaseTtlMs: 2000, clockDriftMax: 0.01, leaseCredits: 10, leaseCreditsMax: 10 };
+  const start = async (db: StoreDb, machine: ObservedKeyMachine) =>
+    startCreditLeases({
+      nodeId: "n1",
+      db,
+      machine,
+      config,
+      propose: async (command) => machine.apply(command),
+      isLeader: () => true,
+      voters: () => ["n1"],
+      transport: { call: async () => ({ t: "undecided", message: "none" }), serve: () => undefined },
+      nowMs: () => startMs,
+      logger: pino({ level: "silent" }),
+      onFatal: fatal,
+    });
+
+  it("refuses to start on a journal older than the ledger's record of this node (a storage fault stops the node)", async () => {
+    const { db } = await tempDb();
+    const machine = new ObservedKeyMachine(keyStateMachine());
+    machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    machine.apply(createKey("k1", 1000));
+    // The replicated ledger holds lease 7 of n1, granted in an earlier life of this node.
+    machine.apply({ type: "grantCreditLease", keyId: "k1", nodeId: "n1", seq: 7, requested: 100, voters: ["n1"] });
+    await expect(start(db, machine)).rejects.toBeInstanceOf(JournalBehindLedgerError);
+  });
+
+  it("starts when its journal covers every lease number the ledger knows of it", async () => {
+    const { db } = await tempDb();
+    const machine = new ObservedKeyMachine(keyStateMachine());
+    machine.apply({ type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    machine.apply(createKey("k1", 1000));
+    const leases = await start(db, machine);
+    await leases.close();
   });
 });

@@ -17,7 +17,7 @@ import {
   verifySubject,
 } from "../src/counters/ratelimit/subject.js";
 import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
-import { mergePerKey } from "../src/counters/ratelimit/successor-side.js";
+import { mergePerKey, SuccessorSide } from "../src/counters/ratelimit/successor-side.js";
 import type { CounterDurability } from "../src/store/types.js";
 import { V1Error } from "../src/errors.js";
 
@@ -55,6 +55,8 @@ interface SimNode {
 class SimCluster {
   readonly nodes = new Map<string, SimNode>();
   readonly cut = new Set<string>();
+  /** The voters each node has applied (default: `ids`); a membership change sets them node by node. */
+  readonly votersOf = new Map<string, readonly string[]>();
   nowMs = 1_000_000;
 
   constructor(readonly ids: readonly string[]) {
@@ -82,7 +84,7 @@ class SimCluster {
     };
     const transport: CounterTransport = {
       nodeId: id,
-      voters: () => this.ids,
+      voters: () => this.votersOf.get(id) ?? this.ids,
       call: async (peer, request) => {
         node.calls++;
         const target = this.nodes.get(peer);
@@ -300,13 +302,27 @@ describe("cluster rate limits (async: true)", () => {
         if ((await cluster.node(id).limits.limit(subject, check(limit), true)).success) admitted++;
       return admitted;
     };
-    // Before any beat each node sees only its own counts.
-    expect(await admit("n1", 10)).toBe(10);
-    expect(await admit("n2", 10)).toBe(10);
+    // Before its counts are confirmed heard, a node admits only its unconfirmed share:
+    // max(1, floor(0.1 * 30 / 2)) = 1, refused at once past it (no network wait).
+    expect(await admit("n1", 10)).toBe(1);
+    expect(await admit("n2", 10)).toBe(1);
+    // Every beat the peers answer confirms the round: the share is free again.
+    let n1 = 1;
+    let n2 = 1;
+    for (let round = 0; round < 9; round++) {
+      await cluster.beats();
+      n1 += await admit("n1", 3);
+      n2 += await admit("n2", 3);
+    }
+    expect([n1, n2]).toEqual([10, 10]);
     await cluster.beats();
-    // n3 now sees 20 elsewhere: 10 left.
-    expect(await admit("n3", 15)).toBe(10);
-    await cluster.beats();
+    // n3 now sees 20 elsewhere: 10 left, one share per round.
+    let n3 = 0;
+    for (let round = 0; round < 15; round++) {
+      n3 += await admit("n3", 5);
+      await cluster.beats();
+    }
+    expect(n3).toBe(10);
     expect(await admit("n1", 5)).toBe(0);
     expect(cluster.node("n1").calls).toBeGreaterThan(0);
   });
@@ -367,4 +383,197 @@ describe("subjects, liveness, config", () => {
     );
     expect(tooClose).toEqual([expect.stringMatching(/twice/)]);
   });
+});
+
+describe("the successor's acknowledgements", () => {
+  const durationMs = 1000;
+  const nowMs = 1_700_000_000_000;
+  /** A subject whose ranking over `voters` is [owner, successor, ...]. */
+  const subjectRanked = (voters: string[], owner: string, successor: string): string => {
+    for (let i = 0; ; i++) {
+      const subject = limitSubject("ns", `id${i}`);
+      const ranked = rankNodes(subject, voters);
+      if (ranked[0] === owner && ranked[1] === successor) return subject;
+    }
+  };
+  const limiterKeyOf = (subject: string) => `${subject.replace(/^r:ns:/, "r:ns:10:1000:")}`;
+  const world = (voters: string[]) => {
+    const current = { voters };
+    const side = new SuccessorSide({
+      nodeId: "n2",
+      boot: "boot",
+      limiter: new SlidingWindowLimiter(),
+      durability: { cover: () => null },
+      voters: () => current.voters,
+      nowMs: () => nowMs,
+      logger,
+    });
+    return { side, current };
+  };
+  const ask = (subject: string, generation: number, bucketStartMs = nowMs - (nowMs % 100)) => ({
+    key: reservationKey(durationMs, limiterKeyOf(subject)),
+    limit: 10,
+    bucketStartMs,
+    count: 2,
+    generation,
+  });
+
+  it("acknowledge only an asker that ranks first for the subject, with this node second", async () => {
+    const voters = ["n1", "n2", "n3"];
+    const { side, current } = world(voters);
+    const subject = subjectRanked(voters, "n1", "n2");
+    expect(subjectOfLimiterKey(limiterKeyOf(subject))).toBe(subject);
+    const handBack = side.handBack("n1");
+    expect(handBack.t).toBe("handBack");
+    const generation = handBack.t === "handBack" ? handBack.generation : 0;
+    expect((await side.accept("n1", "boot", [ask(subject, generation)])).acks[0]).not.toBeNull();
+    // n3 asks for a subject n1 owns: refused.
+    side.handBack("n3");
+    expect((await side.accept("n3", "boot", [ask(subject, generation)])).acks[0]).toBeNull();
+    // n1 removed from the voters (it never applied its removal and keeps asking): refused.
+    current.voters = ["n2", "n3"];
+    const again = side.handBack("n1");
+    const next = again.t === "handBack" ? again.generation : 0;
+    expect((await side.accept("n1", "boot", [ask(subject, next)])).acks[0]).toBeNull();
+  });
+
+  it("refuse a reservation for a bucket more than one bucket width in this node's future", async () => {
+    const voters = ["n1", "n2", "n3"];
+    const { side } = world(voters);
+    const subject = subjectRanked(voters, "n1", "n2");
+    const handBack = side.handBack("n1");
+    const generation = handBack.t === "handBack" ? handBack.generation : 0;
+    const current = nowMs - (nowMs % 100);
+    expect((await side.accept("n1", "boot", [ask(subject, generation, current + 100)])).acks[0]).not.toBeNull();
+    expect((await side.accept("n1", "boot", [ask(subject, generation, current + 2000)])).acks[0]).toBeNull();
+  });
+});
+
+describe("membership changes (docs/counters.md: counts move with their subjects)", () => {
+  const limit = 20;
+  /** Admits `limit` on the subject through its owner (with beats, so reservations are acknowledged). */
+  async function fill(cluster: SimCluster, from: string): Promise<number> {
+    return (await hitUntilRefused(cluster, [from], limit)).admitted;
+  }
+
+  it("a voter removed: its subjects move to their successor with their counts, and the removed node (lagging) admits nothing more", async () => {
+    const ids = ["n1", "n2", "n3"];
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const [owner, successor, other] = rankNodes(subject, ids) as [string, string, string];
+    expect(await fill(cluster, owner)).toBe(limit);
+    // The owner is removed: the others apply the new set; the removed node never does.
+    const rest = ids.filter((id) => id !== owner);
+    for (const id of rest) cluster.votersOf.set(id, rest);
+    await cluster.beats();
+    expect(rankNodes(subject, rest)[0]).toBe(successor);
+    const after = await hitUntilRefused(cluster, [successor, other, owner], limit, 10);
+    expect(after.admitted).toBe(0);
+  });
+
+  it("a voter added: subjects that move to it keep their counts (the old owner, now second, hands them over)", async () => {
+    const ids = ["n1", "n2", "n3"];
+    // A new node id that becomes the owner of the subject.
+    const added = Array.from({ length: 200 }, (_, i) => `m${i}`).find(
+      (id) => rankNodes(subject, [...ids, id])[0] === id,
+    )!;
+    const cluster = new SimCluster(ids);
+    await cluster.beats();
+    const [owner] = rankNodes(subject, ids) as [string];
+    expect(await fill(cluster, owner)).toBe(limit);
+    const grown = [...ids, added];
+    cluster.votersOf.set(added, grown);
+    cluster.boot(added, new MemoryDurability());
+    // The old owner lags: the new node's hand-back is refused until it applied the change too.
+    const early = await hit(cluster, [added], 5, limit);
+    expect(early.admitted).toBe(0);
+    for (const id of ids) cluster.votersOf.set(id, grown);
+    await cluster.beats();
+    expect(rankNodes(subject, grown)[1]).toBe(owner);
+    const after = await hitUntilRefused(cluster, [...grown], limit, 10);
+    expect(after.admitted).toBe(0);
+  });
+});
+
+describe("membership changes under random schedules", () => {
+  it("voters added and removed one change at a time, applied node by node (lagging nodes keep the old set): never more than the limit in the window", async () => {
+    for (let seed = Number(process.env["MSEED"] ?? 1); seed <= Number(process.env["MSEED"] ?? 200); seed++) {
+      const log = (line: string) => {
+        if (process.env["MSEED"] !== undefined) console.log(line);
+      };
+      let x = seed * 2654435761;
+      const rand = (n: number): number => {
+        x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+        return (x >>> 8) % n;
+      };
+      const all = ["n1", "n2", "n3", "n4", "n5"];
+      const limit = 5 + rand(30);
+      let voters = ["n1", "n2", "n3"];
+      const cluster = new SimCluster(voters);
+      await cluster.beats();
+      let admitted = 0;
+      /** Nodes that have not applied the latest voter set yet. */
+      let lagging: string[] = [];
+      /** One change at a time: the next only once every node applied this one and beat (see docs/counters.md). */
+      let beatSinceChange = true;
+      for (let step = 0; step < 40; step++) {
+        const roll = rand(10);
+        if (roll < 5) {
+          const from = [...cluster.nodes.keys()].filter((id) => cluster.node(id).up);
+          const at = from[rand(from.length)]!;
+          log(
+            `  counts: ${[...cluster.nodes.keys()]
+              .map(
+                (id) =>
+                  `${id}=${cluster
+                    .node(id)
+                    .limiter.snapshot(cluster.nowMs)
+                    .reduce((n, b) => n + b.count, 0)}`,
+              )
+              .join(" ")}`,
+          );
+          const tally = await hit(cluster, [at], 1 + rand(4), limit);
+          admitted += tally.admitted;
+          log(`step ${step}: hit at ${at}: ${JSON.stringify(tally)} total ${admitted}`);
+        } else if (roll < 7) {
+          cluster.nowMs += 10;
+          await cluster.beats();
+          beatSinceChange = lagging.length === 0;
+          log(`step ${step}: beats`);
+        } else if (roll < 8 && lagging.length > 0) {
+          // A lagging node applies the current set.
+          const id = lagging.splice(rand(lagging.length), 1)[0]!;
+          cluster.votersOf.set(id, voters);
+          log(`step ${step}: ${id} applies ${voters.join(",")}`);
+        } else if (roll < 9 && lagging.length === 0 && beatSinceChange) {
+          beatSinceChange = false;
+          // A membership change: add a node, or remove one (never below 2); a few nodes lag.
+          const outside = all.filter((id) => !voters.includes(id));
+          const removed = voters[rand(voters.length)]!;
+          const next =
+            voters.length > 2 && (outside.length === 0 || rand(2) === 0)
+              ? voters.filter((id) => id !== removed)
+              : [...voters, outside[rand(outside.length)]!];
+          voters = next;
+          for (const id of next)
+            if (!cluster.nodes.has(id)) {
+              cluster.votersOf.set(id, next);
+              cluster.boot(id, new MemoryDurability());
+            }
+          const known = [...cluster.nodes.keys()];
+          lagging = known.filter(() => rand(3) === 0);
+          for (const id of known) if (!lagging.includes(id)) cluster.votersOf.set(id, next);
+          log(
+            `step ${step}: voters ${next.join(",")} (ranking ${rankNodes(subject, next).join(",")}); lagging ${lagging.join(",")}`,
+          );
+        }
+        expect(admitted, `seed ${seed}, step ${step}: limit ${limit}`).toBeLessThanOrEqual(limit);
+      }
+      // Everyone applies the last set: the limit is still the limit.
+      for (const id of cluster.nodes.keys()) cluster.votersOf.set(id, voters);
+      await cluster.beats();
+      admitted += (await hitUntilRefused(cluster, voters, limit, 15)).admitted;
+      expect(admitted, `seed ${seed}: limit ${limit}`).toBeLessThanOrEqual(limit);
+    }
+  }, 60_000);
 });

@@ -152,7 +152,7 @@ describe("keys", () => {
       permissions: [{ name: "c", create: true }, { id: "perm_missing" }],
     });
     expect(errorOf(missing)).toMatchObject({ code: "NOT_FOUND", message: "permission perm_missing not found" });
-    expect(h.machine.state.permissionIdBySlug.has("c")).toBe(false);
+    expect(h.machine.state.permissionIdBySlugFolded.has("c")).toBe(false);
     const set = await h.post("/v1/keys.setPermissions", {
       keyId,
       permissions: [{ slug: "b" }, { name: "c", create: true }],

@@ -61,6 +61,6 @@ describe("async limits (ratelimits.limit with async: true)", () => {
     }
     expect(limits.admit("theirs", 2, 60_000, 1, 2).success).toBe(true);
     expect(limits.admit("theirs", 2, 60_000, 1, 3).success).toBe(false);
-    expect(limits.report(3).length).toBeLessThanOrEqual(asyncDurationsMax);
+    expect(limits.report(3).reports.length).toBeLessThanOrEqual(asyncDurationsMax);
   });
 });

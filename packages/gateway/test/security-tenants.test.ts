@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import {
   keyStateMachine,
+  permissionIdOfSlug,
   restoreKeyState,
   ROOT_API_ID,
   snapshotKeyState,
@@ -70,7 +71,7 @@ describe("root keys' permissions and roles are apart from tenants'", () => {
   it("a tenant RBAC route cannot delete a permission or role that root keys use, nor see them", async () => {
     h = await harness();
     const admin = await h.rootKeyWith(["api.*.create_api"]);
-    const adminPermissionId = h.machine.state.permissionIdBySlug.get("api.*.create_api")!;
+    const adminPermissionId = permissionIdOfSlug(h.machine.state, "api.*.create_api")!;
     expect((await h.post("/v1/apis.createApi", { name: "api-x" }, admin)).statusCode).toBe(200);
     const rbac = await h.rootKeyWith(["rbac.*.delete_permission", "rbac.*.read_permission", "rbac.*.delete_role"]);
     const deleted = await h.post("/v1/permissions.deletePermission", { permissionId: adminPermissionId }, rbac);
@@ -83,7 +84,7 @@ describe("root keys' permissions and roles are apart from tenants'", () => {
     expect((await h.get(`/v1/permissions.getPermission?permissionId=${adminPermissionId}`, rbac)).statusCode).toBe(404);
     // A tenant's own permission is theirs to delete; `*` may delete anything.
     const { keyId } = await h.createKey({ permissions: ["tenant.read"] });
-    const tenantPermissionId = h.machine.state.permissionIdBySlug.get("tenant.read")!;
+    const tenantPermissionId = permissionIdOfSlug(h.machine.state, "tenant.read")!;
     expect(
       (await h.post("/v1/permissions.deletePermission", { permissionId: tenantPermissionId }, rbac)).statusCode,
     ).toBe(200);

@@ -44,7 +44,8 @@ export function tagSetKey(tags: readonly string[]): string {
 }
 
 export function matchesFilter(series: VerificationSeries, filter: VerificationFilter): boolean {
-  if (series.apiId !== filter.apiId) return false;
+  if (filter.apiId !== undefined && series.apiId !== filter.apiId) return false;
+  if (filter.apiIds !== undefined && !filter.apiIds.includes(series.apiId)) return false;
   // Hours overlapping [startMs, endMs] count: an hour is the finest resolution kept.
   if (series.hourMs + hourMs <= filter.startMs || series.hourMs > filter.endMs) return false;
   if (filter.keyIds !== undefined && filter.keyIds.length > 0 && !filter.keyIds.includes(series.keyId)) return false;
@@ -97,8 +98,10 @@ export class VerificationAggregator {
           keyId: event.keyId,
           apiId: event.apiId,
           identityId: event.identityId,
+          externalId: event.externalId ?? null,
           tags: canonicalTags(event.tags),
           counts: emptyCounts(),
+          spentCredits: 0,
         };
         if (byKey === undefined) {
           byKey = new Map();
@@ -120,6 +123,8 @@ export class VerificationAggregator {
       }
     }
     series.counts[outcomeField(event.outcome)]++;
+    if (event.spentCredits !== undefined && event.spentCredits > 0)
+      series.spentCredits = (series.spentCredits ?? 0) + event.spentCredits;
   }
 
   private *regularSeries(): Generator<VerificationSeries> {
@@ -131,7 +136,16 @@ export class VerificationAggregator {
     let series = this.overflow.get(id);
     if (series === undefined) {
       if (this.overflow.size >= this.overflowSeriesMax) return undefined;
-      series = { hourMs, keyId: overflowKeyId, apiId, identityId: null, tags: [], counts: emptyCounts() };
+      series = {
+        hourMs,
+        keyId: overflowKeyId,
+        apiId,
+        identityId: null,
+        externalId: null,
+        tags: [],
+        counts: emptyCounts(),
+        spentCredits: 0,
+      };
       this.overflow.set(id, series);
     }
     return series;
@@ -176,7 +190,7 @@ export class VerificationAggregator {
       if (item.keyId === overflowKeyId) {
         const spill = this.overflowSeries(item.hourMs, item.apiId);
         if (spill === undefined) this.droppedEvents += totalOf(item.counts);
-        else addCounts(spill.counts, item.counts);
+        else addSeriesMeasures(spill, item);
         continue;
       }
       // Recording an empty event creates (or finds) the series, then the counts are added.
@@ -187,6 +201,7 @@ export class VerificationAggregator {
         keyId: item.keyId,
         apiId: item.apiId,
         identityId: item.identityId,
+        externalId: item.externalId ?? null,
         outcome: "VALID",
         tags,
       });
@@ -199,9 +214,16 @@ export class VerificationAggregator {
         this.overflow.get(`${item.hourMs}\u0000${item.apiId}`);
       assert(target !== undefined, "VerificationAggregator.restore: the series was just recorded");
       target.counts.valid--;
-      addCounts(target.counts, item.counts);
+      addSeriesMeasures(target, item);
     }
   }
+}
+
+/** Adds the counts and spent credits of `from` into `into` (in place). */
+export function addSeriesMeasures(into: VerificationSeries, from: VerificationSeries): void {
+  addCounts(into.counts, from.counts);
+  const spent = (into.spentCredits ?? 0) + (from.spentCredits ?? 0);
+  if (spent > 0 || into.spentCredits !== undefined) into.spentCredits = spent;
 }
 
 export function copySeries(series: VerificationSeries): VerificationSeries {

@@ -1,7 +1,7 @@
 // Answers a verification query from raw series (one node's, or several nodes' merged):
 // filter, group by time bucket / key / identity / tag set / single tag, order and limit.
 
-import { canonicalTags, copySeries, matchesFilter } from "./aggregator.js";
+import { addSeriesMeasures, canonicalTags, copySeries, matchesFilter } from "./aggregator.js";
 import { addCounts, emptyCounts, totalOf } from "./counts.js";
 import { dayStartMs, hourStartMs, monthStartMs } from "./time.js";
 import type { AnalyticsGroupBy, VerificationQuery, VerificationRow, VerificationSeries } from "./types.js";
@@ -26,7 +26,7 @@ export function mergeVerificationSeries(
     const key = seriesKey(series);
     const existing = merged.get(key);
     if (existing === undefined) merged.set(key, { ...copySeries(series), tags: canonicalTags(series.tags) });
-    else addCounts(existing.counts, series.counts);
+    else addSeriesMeasures(existing, series);
   }
   return [...merged.values()].sort(compareSeries);
 }

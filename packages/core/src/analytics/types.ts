@@ -24,8 +24,12 @@ export interface VerificationEvent {
   keyId: string;
   apiId: string;
   identityId: string | null;
+  /** The identity's externalId at the time (v2 analytics `external_id`); absent = none. */
+  externalId?: string | null;
   outcome: VerifyCode;
   tags: readonly string[];
+  /** Credits this verification spent (0 unless VALID with a cost); absent = 0. */
+  spentCredits?: number;
 }
 
 /**
@@ -38,9 +42,13 @@ export interface VerificationSeries {
   keyId: string;
   apiId: string;
   identityId: string | null;
+  /** externalId of the identity when the series began (absent in series recorded before v2 analytics). */
+  externalId?: string | null;
   /** Sorted, without duplicates. */
   tags: string[];
   counts: OutcomeCounts;
+  /** Credits spent by the series' verifications (absent in series recorded before v2 analytics = 0). */
+  spentCredits?: number;
 }
 
 export type AnalyticsGroupBy = "key" | "identity" | "tags" | "tag" | "month" | "day" | "hour";
@@ -48,7 +56,10 @@ export type AnalyticsOrderBy = "time" | OutcomeField | "total";
 
 /** What to count: series of one api whose hour overlaps [startMs, endMs] (both inclusive), optionally narrowed. */
 export interface VerificationFilter {
-  apiId: string;
+  /** One api (v1 queries); absent = no narrowing by this field. */
+  apiId?: string | undefined;
+  /** Any of these apis (v2 analytics scope); absent = every api. */
+  apiIds?: readonly string[] | undefined;
   startMs: number;
   endMs: number;
   /** Any of these keys (absent = every key). */

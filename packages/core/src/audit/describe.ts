@@ -27,10 +27,13 @@ export const auditActions = [
   "key.setRoles",
   "key.addRoles",
   "key.removeRoles",
+  "key.reroll",
+  "key.completeMigration",
   "permission.create",
   "permission.delete",
   "role.create",
   "role.delete",
+  "role.setPermissions",
   "identity.create",
   "identity.update",
   "identity.delete",
@@ -91,6 +94,7 @@ export function describeCommand(command: KeyCommand, outcome: CommandOk): AuditD
           remaining: command.remaining ?? undefined,
           refill: command.refill ?? undefined,
           ratelimit: command.ratelimit ?? undefined,
+          ratelimits: command.ratelimits === undefined ? undefined : bounded(command.ratelimits),
           enabled: command.enabled,
           environment: command.environment ?? undefined,
           permissions: command.permissions.length === 0 ? undefined : bounded(command.permissions.map(refName)),
@@ -108,6 +112,7 @@ export function describeCommand(command: KeyCommand, outcome: CommandOk): AuditD
           meta: command.meta === undefined ? undefined : metaChange(command.meta),
           expiresAtMs: command.expiresAtMs,
           ratelimit: command.ratelimit,
+          ratelimits: command.ratelimits === undefined ? undefined : bounded(command.ratelimits),
           remaining: command.remaining,
           refill: command.refill,
           enabled: command.enabled,
@@ -117,11 +122,16 @@ export function describeCommand(command: KeyCommand, outcome: CommandOk): AuditD
       );
     case "deleteKey":
       return entry("key.delete", [command.keyId]);
+    case "rerollKey":
+      // The new key first: it is what the reroll made; the old one expires at oldExpiresAtMs.
+      return entry("key.reroll", [command.newKeyId, command.keyId], { oldExpiresAtMs: command.oldExpiresAtMs });
+    case "completeMigration":
+      return entry("key.completeMigration", [command.keyId], { migrationId: command.migrationId });
     case "importKeys":
       return entry(
         "key.import",
-        command.keys.map((key) => key.keyId),
-        { importedKeys: command.keys.length },
+        outcome.ids ?? command.keys.map((key) => key.keyId),
+        defined({ importedKeys: outcome.ids?.length ?? command.keys.length, skippedHashes: outcome.skipped?.length }),
       );
     case "updateRemaining":
       return entry("key.updateRemaining", [command.keyId], { op: command.op, value: command.value });
@@ -153,6 +163,10 @@ export function describeCommand(command: KeyCommand, outcome: CommandOk): AuditD
       );
     case "deleteRole":
       return entry("role.delete", [command.roleId]);
+    case "setRolePermissions":
+      return entry("role.setPermissions", [command.roleId], {
+        permissions: bounded(command.refs.map((ref) => ref.name)),
+      });
     case "createIdentity":
       return entry(
         "identity.create",

@@ -2,13 +2,15 @@
 // key, permission, role and identity it needs is checked against the state first, then inserted.
 
 import { assert } from "../assert.js";
-import { defaultLimit, insertIdentity, refillRule, resolveIdentity } from "./apply-keys.js";
-import type { DeleteKeysCommand, ImportKeysCommand, RefByName } from "./commands.js";
+import { insertIdentity, refillRule, resolveIdentity } from "./apply-keys.js";
+import type { DeleteKeysCommand, ImportedKey, ImportKeysCommand, RefByName } from "./commands.js";
+import { createdKeyLimits } from "./key-limits.js";
 import { creditsMax, identitiesMax, importKeysMax, keysMax } from "./limits.js";
+import { permissionIdOfSlug, roleIdOfName } from "./names.js";
 import { commandError, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
-import type { IdentityRecord, KeyRecord, KeyState } from "./types.js";
+import type { IdentityRecord, KeyRecord, KeyState, RatelimitConfig } from "./types.js";
 
 /** Every name once (first occurrence's newId wins), so one resolution covers the whole batch. */
 function uniqueByName(lists: readonly RefByName[][]): RefByName[] {
@@ -18,14 +20,30 @@ function uniqueByName(lists: readonly RefByName[][]): RefByName[] {
   return [...byName.values()];
 }
 
-function checkEntries(state: KeyState, command: ImportKeysCommand): CommandError | null {
+/**
+ * The entries to import: all of them, or with `skipExistingHashes` those whose hash is neither
+ * stored nor repeated earlier in the command (the others are returned as `skipped` hashes).
+ */
+function entriesToImport(state: KeyState, command: ImportKeysCommand): { keys: ImportedKey[]; skipped: string[] } {
+  if (command.skipExistingHashes !== true) return { keys: command.keys, skipped: [] };
+  const seen = new Set<string>();
+  const keys: ImportedKey[] = [];
+  const skipped: string[] = [];
+  for (const key of command.keys) {
+    if (state.keyIdByHash.has(key.hash) || seen.has(key.hash)) skipped.push(key.hash);
+    else keys.push(key);
+    seen.add(key.hash);
+  }
+  return { keys, skipped };
+}
+
+function checkEntries(state: KeyState, command: ImportKeysCommand, keys: readonly ImportedKey[]): CommandError | null {
   if (command.keys.length > importKeysMax)
     return commandError("BAD_REQUEST", `at most ${importKeysMax} keys may be imported at once`);
-  if (state.keys.size + command.keys.length > keysMax)
-    return commandError("PRECONDITION_FAILED", "the key limit is reached");
+  if (state.keys.size + keys.length > keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
   const hashes = new Set<string>();
   const ids = new Set<string>();
-  for (const [index, key] of command.keys.entries()) {
+  for (const [index, key] of keys.entries()) {
     if (state.keyIdByHash.has(key.hash) || hashes.has(key.hash)) {
       return commandError("CONFLICT", `${index}: a key with this hash already exists`);
     }
@@ -33,7 +51,7 @@ function checkEntries(state: KeyState, command: ImportKeysCommand): CommandError
       return commandError("CONFLICT", `key ${key.keyId} already exists`);
     hashes.add(key.hash);
     ids.add(key.keyId);
-    if (key.remaining !== null && key.remaining <= 0)
+    if (key.remaining !== null && key.remaining <= 0 && !(command.zeroRemainingAllowed === true && key.remaining === 0))
       return commandError("BAD_REQUEST", `${index}: remaining must be greater than 0.`);
     if (key.remaining !== null && !(Number.isSafeInteger(key.remaining) && key.remaining <= creditsMax)) {
       return commandError("BAD_REQUEST", `${index}: remaining must be an integer of at most ${creditsMax}`);
@@ -52,12 +70,19 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   for (const key of command.keys) {
     if (!state.apis.has(key.apiId)) return commandError("NOT_FOUND", `api ${key.apiId} not found`);
   }
-  const invalid = checkEntries(state, command);
+  const { keys, skipped } = entriesToImport(state, command);
+  const invalid = checkEntries(state, command, keys);
   if (invalid !== null) return invalid;
+  const limits: RatelimitConfig[][] = [];
+  for (const key of keys) {
+    const configs = createdKeyLimits(key.ratelimit, key.ratelimits);
+    if (isCommandError(configs)) return configs;
+    limits.push(configs);
+  }
   const permissions = resolveRefs(
     state,
     "permission",
-    uniqueByName(command.keys.map((key) => key.permissions)),
+    uniqueByName(keys.map((key) => key.permissions)),
     command.allowCreatePermissions,
     command.nowMs,
   );
@@ -65,14 +90,14 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   const roles = resolveRefs(
     state,
     "role",
-    uniqueByName(command.keys.map((key) => key.roles)),
+    uniqueByName(keys.map((key) => key.roles)),
     command.allowCreateRoles,
     command.nowMs,
   );
   if (isCommandError(roles)) return roles;
   const identityIds = new Map<string, string>();
   const newIdentities: IdentityRecord[] = [];
-  for (const key of command.keys) {
+  for (const key of keys) {
     if (key.identity === null || identityIds.has(key.identity.externalId)) continue;
     if (newIdentities.some((identity) => identity.id === key.identity?.newIdentityId)) {
       return commandError("CONFLICT", `identity ${key.identity.newIdentityId} already exists`);
@@ -89,11 +114,11 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
   insertResolved(state, roles);
   for (const identity of newIdentities) insertIdentity(state, identity);
   const idOf = (kind: "permission" | "role", name: string): string => {
-    const id = kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+    const id = kind === "permission" ? permissionIdOfSlug(state, name) : roleIdOfName(state, name);
     assert(id !== undefined, `importKeys: ${kind} ${name} was resolved`);
     return id;
   };
-  for (const entry of command.keys) {
+  for (const [index, entry] of keys.entries()) {
     const key: KeyRecord = {
       id: entry.keyId,
       apiId: entry.apiId,
@@ -110,15 +135,18 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
       environment: entry.environment,
       remaining: entry.remaining,
       refill: entry.refill === null ? null : refillRule(entry.refill, command.nowMs),
-      ratelimits: defaultLimit(entry.ratelimit),
+      ratelimits: limits[index]!,
       roleIds: sortedUnique(entry.roles.map((ref) => idOf("role", ref.name))),
       permissionIds: sortedUnique(entry.permissions.map((ref) => idOf("permission", ref.name))),
     };
+    if (entry.migrationId !== undefined) key.pendingMigrationId = entry.migrationId;
     indexKey(state, key);
     state.derived.delete(key.id);
   }
   assert(state.keyIdByHash.size === state.keys.size, "importKeys: one hash per key");
-  return { ok: true, ids: command.keys.map((key) => key.keyId) };
+  return skipped.length === 0
+    ? { ok: true, ids: keys.map((key) => key.keyId) }
+    : { ok: true, ids: keys.map((key) => key.keyId), skipped };
 }
 
 /** Deletes every key of the api; the root api's keys are protected. */

@@ -21,7 +21,9 @@ import type {
 } from "./commands.js";
 import { ledgerOf, putCredits, refilledCredits, withLedger, type CreditsChange } from "./credit-ledgers.js";
 import { creditsAt } from "./credits-view.js";
+import { byName, createdKeyLimits, limitConfigs } from "./key-limits.js";
 import { creditsMax, identitiesMax, keysMax, retiredRootKeysMax } from "./limits.js";
+import { indexPermissionSlug, permissionIdOfSlug } from "./names.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
 import { indexKey, sortedUnique, unindexKey } from "./state.js";
@@ -94,7 +96,11 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   if (state.keys.has(command.keyId)) return commandError("CONFLICT", `key ${command.keyId} already exists`);
   if (state.keyIdByHash.has(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
   if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
-  if (command.remaining !== null && command.remaining <= 0) {
+  if (
+    command.remaining !== null &&
+    command.remaining <= 0 &&
+    !(command.zeroRemainingAllowed === true && command.remaining === 0)
+  ) {
     return commandError("BAD_REQUEST", "remaining must be greater than 0.");
   }
   if (command.remaining !== null && !(Number.isSafeInteger(command.remaining) && command.remaining <= creditsMax)) {
@@ -118,6 +124,8 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   if (isCommandError(roles)) return roles;
   const identity = command.identity === null ? null : resolveIdentity(state, command.identity, command.nowMs);
   if (identity !== null && isCommandError(identity)) return identity;
+  const ratelimits = createdKeyLimits(command.ratelimit, command.ratelimits);
+  if (isCommandError(ratelimits)) return ratelimits;
 
   insertResolved(state, permissions);
   insertResolved(state, roles);
@@ -138,7 +146,7 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
     environment: command.environment,
     remaining: command.remaining,
     refill: command.refill === null ? null : refillRule(command.refill, command.nowMs),
-    ratelimits: defaultLimit(command.ratelimit),
+    ratelimits,
     roleIds: sortedUnique(roles.ids),
     permissionIds: sortedUnique(permissions.ids),
   };
@@ -184,6 +192,15 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
     if (resolved !== null && isCommandError(resolved)) return resolved;
     identity = resolved;
   }
+  let namedLimits: RatelimitConfig[] | undefined;
+  if (command.ratelimits !== undefined) {
+    if (command.ratelimit !== undefined) {
+      return commandError("BAD_REQUEST", "give either ratelimit or ratelimits, not both");
+    }
+    const configs = limitConfigs(command.ratelimits);
+    if (isCommandError(configs)) return configs;
+    namedLimits = configs;
+  }
   let roles: ResolvedRefs | undefined;
   if (command.roles !== undefined) {
     const resolved = resolveRefs(state, "role", command.roles.refs, command.roles.allowCreate, command.nowMs);
@@ -215,8 +232,9 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
   if (command.expiresAtMs !== undefined) next.expiresAtMs = command.expiresAtMs;
   if (command.ratelimit !== undefined) {
     const others = key.ratelimits.filter((limit) => limit.name !== "default");
-    next.ratelimits = [...others, ...defaultLimit(command.ratelimit)].sort((a, b) => (a.name < b.name ? -1 : 1));
+    next.ratelimits = [...others, ...defaultLimit(command.ratelimit)].sort(byName);
   }
+  if (namedLimits !== undefined) next.ratelimits = namedLimits;
   let ledger = refilled.ledger;
   if (command.remaining !== undefined && command.remaining !== null) {
     // A reset: a new epoch (leases of older epochs return nothing), or a first ledger.
@@ -334,9 +352,9 @@ export function applySpendCredits(state: KeyState, command: SpendCreditsCommand)
 /** Makes the key with `hash` a root key holding `*`: creates it, or repairs an existing one. */
 export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyCommand): CommandOutcome {
   const existingId = state.keyIdByHash.get(command.hash);
-  const permissionId = state.permissionIdBySlug.get(ROOT_PERMISSION) ?? command.permissionId;
+  const permissionId = permissionIdOfSlug(state, ROOT_PERMISSION) ?? command.permissionId;
   const createPermission = !state.permissions.has(permissionId);
-  if (createPermission && state.permissionIdBySlug.has(ROOT_PERMISSION)) {
+  if (createPermission && permissionIdOfSlug(state, ROOT_PERMISSION) !== undefined) {
     return commandError("CONFLICT", "the root permission is inconsistent");
   }
   let key: KeyRecord;
@@ -382,14 +400,17 @@ export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyComman
       description: null,
       createdAtMs: command.nowMs,
     });
-    state.permissionIdBySlug.set(ROOT_PERMISSION, permissionId);
+    indexPermissionSlug(state, ROOT_PERMISSION, permissionId);
   }
   indexKey(state, key);
   state.derived.delete(key.id);
   return { ok: true, id: key.id, created: existingId === undefined };
 }
 
-/** Credits shown for a key at `nowMs` (getKey, whoami, verification). */
-export function keyCreditsAt(key: KeyRecord, nowMs: number): number | null {
-  return creditsAt(key, nowMs).remaining;
+/**
+ * Credits shown for a key at `nowMs` (getKey, whoami, verification). `spentHere`: what the reading
+ * node spent from its own unsettled leases of the key (leases/shown.ts), 0 without leases.
+ */
+export function keyCreditsAt(key: KeyRecord, nowMs: number, spentHere = 0): number | null {
+  return creditsAt(key, nowMs, spentHere).remaining;
 }

@@ -51,7 +51,12 @@ function identityLimits(inputs: readonly RatelimitInput[]): RatelimitConfig[] | 
     if (byName.has(input.name)) {
       return commandError("CONFLICT", `Ratelimit with name "${input.name}" is already defined in the request`);
     }
-    byName.set(input.name, { name: input.name, limit: input.limit, durationMs: input.durationMs, autoApply: false });
+    byName.set(input.name, {
+      name: input.name,
+      limit: input.limit,
+      durationMs: input.durationMs,
+      autoApply: input.autoApply ?? false,
+    });
   }
   return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
 }

@@ -13,9 +13,18 @@ import type {
   RemovePermissionsCommand,
   RemoveRolesCommand,
   SetPermissionsCommand,
+  SetRolePermissionsCommand,
   SetRolesCommand,
 } from "./commands.js";
 import { connectionsPerRecordMax, permissionsMax, rolesMax } from "./limits.js";
+import {
+  indexPermissionSlug,
+  indexRoleName,
+  permissionIdOfSlug,
+  roleIdOfName,
+  unindexPermissionSlug,
+  unindexRoleName,
+} from "./names.js";
 import { commandError, okEmpty, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type RefKind } from "./refs.js";
 import { sortedUnique } from "./state.js";
@@ -68,8 +77,8 @@ export function applyDisconnect(
       "id" in ref
         ? ref.id
         : kind === "permission"
-          ? state.permissionIdBySlug.get(ref.name)
-          : state.roleIdByName.get(ref.name);
+          ? permissionIdOfSlug(state, ref.name)
+          : roleIdOfName(state, ref.name);
     if (id !== undefined) remove.add(id);
   }
   state.keys.set(
@@ -85,7 +94,7 @@ export function applyDisconnect(
 }
 
 export function applyCreatePermission(state: KeyState, command: CreatePermissionCommand): CommandOutcome {
-  if (state.permissionIdBySlug.has(command.slug)) {
+  if (permissionIdOfSlug(state, command.slug) !== undefined) {
     return commandError("CONFLICT", `Permission with name "${command.name}" already exists in this workspace`);
   }
   if (state.permissions.has(command.permissionId))
@@ -99,7 +108,7 @@ export function applyCreatePermission(state: KeyState, command: CreatePermission
     description: command.description,
     createdAtMs: command.nowMs,
   });
-  state.permissionIdBySlug.set(command.slug, command.permissionId);
+  indexPermissionSlug(state, command.slug, command.permissionId);
   return { ok: true, id: command.permissionId };
 }
 
@@ -120,32 +129,59 @@ export function applyDeletePermission(state: KeyState, command: DeletePermission
     }
   }
   state.permissions.delete(permission.id);
-  state.permissionIdBySlug.delete(permission.slug);
+  unindexPermissionSlug(state, permission.slug, permission.id);
   state.derived.clear();
   return okEmpty;
 }
 
 export function applyCreateRole(state: KeyState, command: CreateRoleCommand): CommandOutcome {
-  if (state.roleIdByName.has(command.name)) {
+  if (roleIdOfName(state, command.name) !== undefined) {
     return commandError("CONFLICT", `Role with name "${command.name}" already exists in this workspace`);
   }
   if (state.roles.has(command.roleId)) return commandError("CONFLICT", `role ${command.roleId} already exists`);
   if (state.roles.size >= rolesMax) return commandError("PRECONDITION_FAILED", "the role limit is reached");
-  if (command.permissionIds.length > connectionsPerRecordMax) {
-    return commandError("BAD_REQUEST", `at most ${connectionsPerRecordMax} permissions may be connected to a role`);
-  }
   for (const permissionId of command.permissionIds) {
     if (!state.permissions.has(permissionId)) return commandError("NOT_FOUND", `permission ${permissionId} not found`);
   }
+  const resolved =
+    command.permissions === undefined
+      ? null
+      : resolveRefs(state, "permission", command.permissions.refs, command.permissions.allowCreate, command.nowMs);
+  if (resolved !== null && isCommandError(resolved)) return resolved;
+  const permissionIds = sortedUnique([...command.permissionIds, ...(resolved?.ids ?? [])]);
+  if (permissionIds.length > connectionsPerRecordMax) {
+    return commandError("BAD_REQUEST", `at most ${connectionsPerRecordMax} permissions may be connected to a role`);
+  }
+  if (resolved !== null) insertResolved(state, resolved);
   state.roles.set(command.roleId, {
     id: command.roleId,
     name: command.name,
     description: command.description,
-    permissionIds: sortedUnique(command.permissionIds),
+    permissionIds,
     createdAtMs: command.nowMs,
   });
-  state.roleIdByName.set(command.name, command.roleId);
-  return { ok: true, id: command.roleId };
+  indexRoleName(state, command.name, command.roleId);
+  return { ok: true, id: command.roleId, items: resolved?.items ?? [] };
+}
+
+/**
+ * Replaces the permissions a role carries (v2 permissions.setRolePermissions): slugs matched
+ * ignoring case, missing ones created iff allowed; every key holding the role sees the new set.
+ * `items` answers the resulting set.
+ */
+export function applySetRolePermissions(state: KeyState, command: SetRolePermissionsCommand): CommandOutcome {
+  const role = state.roles.get(command.roleId);
+  if (role === undefined) return commandError("NOT_FOUND", `Role ${command.roleId} not found`);
+  const resolved = resolveRefs(state, "permission", command.refs, command.allowCreate, command.nowMs);
+  if (isCommandError(resolved)) return resolved;
+  insertResolved(state, resolved);
+  assert(
+    resolved.ids.every((id) => state.permissions.has(id)),
+    "setRolePermissions: every id exists",
+  );
+  state.roles.set(role.id, { ...role, permissionIds: sortedUnique(resolved.ids) });
+  state.derived.clear();
+  return { ok: true, id: role.id, items: resolved.items };
 }
 
 export function applyDeleteRole(state: KeyState, command: DeleteRoleCommand): CommandOutcome {
@@ -157,7 +193,7 @@ export function applyDeleteRole(state: KeyState, command: DeleteRoleCommand): Co
     }
   }
   state.roles.delete(role.id);
-  state.roleIdByName.delete(role.name);
+  unindexRoleName(state, role.name, role.id);
   state.derived.clear();
   return okEmpty;
 }

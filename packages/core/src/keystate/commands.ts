@@ -18,10 +18,13 @@ export interface RefByName {
 }
 export type Ref = RefById | RefByName;
 
+/** A named rate-limit definition of a key or an identity. */
 export interface RatelimitInput {
   name: string;
   limit: number;
   durationMs: number;
+  /** Applied to every verification without being named; absent = false (v1 identity limits). */
+  autoApply?: boolean;
 }
 
 export interface RefillInput {
@@ -66,6 +69,10 @@ export interface CreateKeyCommand {
   remaining: number | null;
   refill: RefillInput | null;
   ratelimit: { limit: number; durationMs: number } | null;
+  /** Named key-level limits (v2); with `ratelimit` too, a `default` here is refused as a duplicate. */
+  ratelimits?: RatelimitInput[];
+  /** A balance of 0 is accepted (v2); v1 refuses it. */
+  zeroRemainingAllowed?: boolean;
   enabled: boolean;
   environment: string | null;
   /** Permission slugs / role names; missing ones are created with `newId` iff `allowCreate*`. */
@@ -87,6 +94,8 @@ export interface UpdateKeyCommand {
   meta?: JsonObject | null;
   expiresAtMs?: number | null;
   ratelimit?: { limit: number; durationMs: number } | null;
+  /** Given = whole-set replacement of the key-level limits by name (v2); not with `ratelimit`. */
+  ratelimits?: RatelimitInput[];
   remaining?: number | null;
   refill?: RefillInput | null;
   enabled?: boolean;
@@ -116,16 +125,27 @@ export interface ImportedKey {
   remaining: number | null;
   refill: RefillInput | null;
   ratelimit: { limit: number; durationMs: number } | null;
+  /** Named key-level limits (v2 migrateKeys). */
+  ratelimits?: RatelimitInput[];
+  /** The migration whose verification completes this key (its `hash` is then the migration's own form). */
+  migrationId?: string;
   enabled: boolean;
   environment: string | null;
   /** Permission slugs / role names; missing ones are created (iff allowed) with `newId`. */
   permissions: RefByName[];
   roles: RefByName[];
 }
-/** migrations.createKeys: all keys or none (one atomic command). */
+/**
+ * migrations.createKeys: all keys or none (one atomic command). With `skipExistingHashes` (v2
+ * migrateKeys), a key whose hash is already stored or repeated in the command is skipped instead
+ * (reported in the outcome's `skipped`) and the others are imported.
+ */
 export interface ImportKeysCommand {
   type: "importKeys";
   keys: ImportedKey[];
+  skipExistingHashes?: boolean;
+  /** Balances of 0 are accepted (v2). */
+  zeroRemainingAllowed?: boolean;
   allowCreatePermissions: boolean;
   allowCreateRoles: boolean;
   nowMs: number;
@@ -195,6 +215,20 @@ export interface CreateRoleCommand {
   description: string | null;
   /** Ids of existing permissions the role carries. */
   permissionIds: string[];
+  /**
+   * Slugs the role carries as well (v2 createRole): matched ignoring case, missing ones created
+   * with their `newId` iff `allowCreate`. Absent in commands written before v2.
+   */
+  permissions?: { refs: RefByName[]; allowCreate: boolean };
+  nowMs: number;
+}
+/** v2 permissions.setRolePermissions: the role's whole permission set, by slug. */
+export interface SetRolePermissionsCommand {
+  type: "setRolePermissions";
+  roleId: string;
+  refs: RefByName[];
+  /** Whether slugs that do not exist may be created (with their `newId`). */
+  allowCreate: boolean;
   nowMs: number;
 }
 export interface DeleteRoleCommand {
@@ -242,6 +276,31 @@ export interface DeleteOverrideCommand {
   type: "deleteOverride";
   namespaceId: string;
   identifier: string;
+}
+/**
+ * keys.rerollKey: a new key `newKeyId` copying the old key's configuration (api, enabled, current
+ * balance, refill, name, identity, meta, expiry, key-level limits, roles, permissions), and the
+ * old key's expiry set to `oldExpiresAtMs` (its grace period's end).
+ */
+export interface RerollKeyCommand {
+  type: "rerollKey";
+  keyId: string;
+  newKeyId: string;
+  hash: string;
+  start: string;
+  oldExpiresAtMs: number;
+  nowMs: number;
+}
+/**
+ * Completes the migration of a key pending for `migrationId` (its first verification with the
+ * plaintext): its hash becomes the standard one, `start` is set and the pending mark cleared.
+ */
+export interface CompleteMigrationCommand {
+  type: "completeMigration";
+  keyId: string;
+  migrationId: string;
+  hash: string;
+  start: string;
 }
 /** Appended by the shell right after a VALID verification decision that costs credits. */
 export interface SpendCreditsCommand {
@@ -317,6 +376,7 @@ export type KeyCommand = (
   | DeletePermissionCommand
   | CreateRoleCommand
   | DeleteRoleCommand
+  | SetRolePermissionsCommand
   | CreateIdentityCommand
   | UpdateIdentityCommand
   | DeleteIdentityCommand
@@ -324,6 +384,8 @@ export type KeyCommand = (
   | SetOverrideCommand
   | DeleteOverrideCommand
   | SpendCreditsCommand
+  | RerollKeyCommand
+  | CompleteMigrationCommand
   | EnsureRootKeyCommand
   | GrantCreditLeaseKeyCommand
   | SettleCreditLeaseCommand

@@ -1,5 +1,6 @@
 import { assert } from "../assert.js";
-import type { KeyDerived, KeyRecord, KeyState, RatelimitConfig } from "./types.js";
+import { ratelimitId } from "./ratelimit-id.js";
+import type { ConfiguredLimit, KeyDerived, KeyRecord, KeyState } from "./types.js";
 
 /**
  * The cached authorization and limit view of a key, computed on first use after any change that
@@ -32,14 +33,28 @@ function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
       slugs.add(permission.slug);
     }
   }
-  const configuredLimits = new Map<string, RatelimitConfig>();
+  const configuredLimits = new Map<string, ConfiguredLimit>();
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   assert(key.identityId === null || identity !== undefined, "keyDerived: dangling identity reference");
   if (identity !== undefined) {
-    for (const limit of identity.ratelimits) configuredLimits.set(limit.name, limit);
+    for (const limit of identity.ratelimits) {
+      configuredLimits.set(limit.name, {
+        ...limit,
+        scope: "identity",
+        id: ratelimitId(identity.id, limit.name),
+        counterKey: verifyLimitKey(identity.id, limit.name),
+      });
+    }
   }
   // The key's definition wins over the identity's for the same name, as upstream does.
-  for (const limit of key.ratelimits) configuredLimits.set(limit.name, limit);
+  for (const limit of key.ratelimits) {
+    configuredLimits.set(limit.name, {
+      ...limit,
+      scope: "key",
+      id: ratelimitId(key.id, limit.name),
+      counterKey: keyLimitKey(key, limit.name),
+    });
+  }
   const autoLimits = [...configuredLimits.values()]
     .filter((limit) => limit.autoApply)
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -52,7 +67,7 @@ function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
     autoLimits,
     limitOwnerId,
     autoChecks: autoLimits.map((limit) => ({
-      key: verifyLimitKey(limitOwnerId, limit.name),
+      key: limit.counterKey,
       limit: limit.limit,
       durationMs: limit.durationMs,
       cost: 1,
@@ -67,4 +82,18 @@ function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
  */
 export function verifyLimitKey(ownerId: string, name: string): string {
   return `v:${ownerId}:${name}`;
+}
+
+/**
+ * Limiter key of a key-level (or ad-hoc) limit: counted per key, also when the key has an
+ * identity (keyraft counts key-level limits per key and identity-level limits per identity, in
+ * v1 and v2 alike). A key with an identity keeps the identity id as the key's first part, so its
+ * counters are placed with the identity's (one node judges a verification's limits together);
+ * the key id follows the name after a NUL, which keeps it apart from the identity's own counter
+ * of that name.
+ */
+export function keyLimitKey(key: { id: string; identityId: string | null }, name: string): string {
+  return key.identityId === null
+    ? verifyLimitKey(key.id, name)
+    : `${verifyLimitKey(key.identityId, name)}\u0000${key.id}`;
 }

@@ -2,6 +2,7 @@
 // (and usable as a debug assertion). Returns the first violation, or null.
 
 import { creditLedgersViolation } from "./credit-ledgers.js";
+import { foldName, permissionIdOfSlug, roleIdOfName } from "./names.js";
 import { ROOT_API_ID, ROOT_PERMISSION, type KeyState } from "./types.js";
 
 export function keyStateViolation(state: KeyState): string | null {
@@ -21,13 +22,17 @@ export function keyStateViolation(state: KeyState): string | null {
   }
   for (const role of state.roles.values()) {
     if (role.permissionIds.some((id) => !state.permissions.has(id))) return `role ${role.id} has a dangling permission`;
-    if (state.roleIdByName.get(role.name) !== role.id) return `role name index wrong for ${role.id}`;
+    const indexed = state.roles.get(roleIdOfName(state, role.name) ?? "");
+    if (indexed === undefined || foldName(indexed.name) !== foldName(role.name))
+      return `role name index wrong for ${role.id}`;
   }
-  if (state.roleIdByName.size !== state.roles.size) return "role name index size differs";
+  if (state.roleIdByNameFolded.size > state.roles.size) return "role name index size differs";
   for (const permission of state.permissions.values()) {
-    if (state.permissionIdBySlug.get(permission.slug) !== permission.id) return `slug index wrong for ${permission.id}`;
+    const indexed = state.permissions.get(permissionIdOfSlug(state, permission.slug) ?? "");
+    if (indexed === undefined || foldName(indexed.slug) !== foldName(permission.slug))
+      return `slug index wrong for ${permission.id}`;
   }
-  if (state.permissionIdBySlug.size !== state.permissions.size) return "slug index size differs";
+  if (state.permissionIdBySlugFolded.size > state.permissions.size) return "slug index size differs";
   for (const identity of state.identities.values()) {
     if (state.identityIdByExternalId.get(identity.externalId) !== identity.id)
       return `externalId index wrong for ${identity.id}`;
@@ -60,7 +65,7 @@ export function keyStateViolation(state: KeyState): string | null {
     if (index.size() !== wildcards.get(namespaceId)) return `wildcard index size differs for ${namespaceId}`;
   }
   if (state.overrideWildcards.size !== wildcards.size) return "wildcard index namespaces differ";
-  const rootPermission = state.permissionIdBySlug.get(ROOT_PERMISSION);
+  const rootPermission = permissionIdOfSlug(state, ROOT_PERMISSION);
   if (rootPermission !== undefined && !state.permissions.has(rootPermission)) return "root permission dangling";
   return creditLedgersViolation(state);
 }

@@ -10,8 +10,8 @@ export const namespacesMax = 100_000;
 export const overridesMax = 1_000_000;
 /** Roles or permissions directly connected to one key, or carried by one role. */
 export const connectionsPerRecordMax = 1_000;
-/** Named rate limits on one key or one identity. */
-export const ratelimitsPerRecordMax = 32;
+/** Named rate limits on one key or one identity (upstream v2's bound). */
+export const ratelimitsPerRecordMax = 50;
 /** JSON text of a `meta` object (upstream's 64k rule for identities, applied everywhere). */
 export const metaJsonLengthMax = 64_000;
 /** Largest credit balance a key may hold, so every ledger sum stays an exact (safe) integer. */

@@ -1,6 +1,7 @@
 // The one entry point that changes the key state: applyCommand(state, command). Deterministic:
 // the same state and command give the same outcome and the same next state on every replica.
 
+import { applyCompleteMigration, applyRerollKey } from "./apply-reroll.js";
 import { assert } from "../assert.js";
 import { recordAudit } from "../audit/log.js";
 import { auditEventActions, type AuditEventAction } from "../audit/describe.js";
@@ -32,6 +33,7 @@ import {
   applyDeletePermission,
   applyDeleteRole,
   applyDisconnect,
+  applySetRolePermissions,
 } from "./apply-rbac.js";
 import type { KeyCommand } from "./commands.js";
 import type { CommandOutcome } from "./outcome.js";
@@ -81,6 +83,8 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applyCreateRole(state, command);
     case "deleteRole":
       return applyDeleteRole(state, command);
+    case "setRolePermissions":
+      return applySetRolePermissions(state, command);
     case "createIdentity":
       return applyCreateIdentity(state, command);
     case "updateIdentity":
@@ -97,6 +101,10 @@ function dispatch(state: KeyState, command: KeyCommand): CommandOutcome {
       return applySpendCredits(state, command);
     case "ensureRootKey":
       return applyEnsureRootKey(state, command);
+    case "rerollKey":
+      return applyRerollKey(state, command);
+    case "completeMigration":
+      return applyCompleteMigration(state, command);
     case "grantCreditLease":
     case "settleCreditLease":
     case "expireCreditLease":

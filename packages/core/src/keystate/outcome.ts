@@ -29,6 +29,8 @@ export interface CommandOk {
   count?: number;
   /** importKeys: the ids of the imported keys, in request order. */
   ids?: string[];
+  /** importKeys with skipExistingHashes: the hashes not imported (already stored or repeated), in request order. */
+  skipped?: string[];
   /** ensureRootKey: whether a key was created. */
   created?: boolean;
   /** grantCreditLease/settleCreditLease/expireCreditLease: what the ledger did. */

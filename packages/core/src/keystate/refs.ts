@@ -4,6 +4,7 @@
 
 import type { Ref } from "./commands.js";
 import { connectionsPerRecordMax, permissionsMax, rolesMax } from "./limits.js";
+import { foldName, indexPermissionSlug, indexRoleName, permissionIdOfSlug, roleIdOfName } from "./names.js";
 import { commandError, type CommandError, type NamedRef } from "./outcome.js";
 import type { KeyState, PermissionRecord, RoleRecord } from "./types.js";
 
@@ -30,7 +31,7 @@ export function resolveRefs(
     return commandError("BAD_REQUEST", `at most ${connectionsPerRecordMax} ${kind}s may be connected to a key`);
   }
   const lookupName = (name: string): string | undefined =>
-    kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+    kind === "permission" ? permissionIdOfSlug(state, name) : roleIdOfName(state, name);
   const recordName = (id: string): string | undefined =>
     kind === "permission" ? state.permissions.get(id)?.name : state.roles.get(id)?.name;
 
@@ -47,16 +48,17 @@ export function resolveRefs(
   const existing: NamedRef[] = [];
   const created: NamedRef[] = [];
   const ids = new Set<string>();
-  const createdByName = new Map<string, string>();
+  /** Folded name -> [name as first requested, new id]: names differing only in case are one record. */
+  const createdByName = new Map<string, [string, string]>();
   for (const ref of refs) {
     if ("id" in ref) {
       if (!ids.has(ref.id)) existing.push({ id: ref.id, name: recordName(ref.id) ?? "" });
       ids.add(ref.id);
       continue;
     }
-    const id = lookupName(ref.name) ?? createdByName.get(ref.name);
+    const id = lookupName(ref.name) ?? createdByName.get(foldName(ref.name))?.[1];
     if (id !== undefined) {
-      if (!ids.has(id)) (createdByName.has(ref.name) ? created : existing).push({ id, name: ref.name });
+      if (!ids.has(id)) existing.push({ id, name: ref.name });
       ids.add(id);
       continue;
     }
@@ -66,7 +68,7 @@ export function resolveRefs(
     if (recordName(ref.newId) !== undefined || ids.has(ref.newId)) {
       return commandError("CONFLICT", `${kind} id ${ref.newId} already exists`);
     }
-    createdByName.set(ref.name, ref.newId);
+    createdByName.set(foldName(ref.name), [ref.name, ref.newId]);
     created.push({ id: ref.newId, name: ref.name });
     ids.add(ref.newId);
   }
@@ -76,7 +78,7 @@ export function resolveRefs(
   }
   const createPermissions: PermissionRecord[] = [];
   const createRoles: RoleRecord[] = [];
-  for (const [name, id] of createdByName) {
+  for (const [name, id] of createdByName.values()) {
     if (kind === "permission") {
       createPermissions.push({ id, name, slug: name, description: null, createdAtMs: nowMs });
     } else {
@@ -90,11 +92,11 @@ export function resolveRefs(
 export function insertResolved(state: KeyState, resolved: ResolvedRefs): void {
   for (const permission of resolved.createPermissions) {
     state.permissions.set(permission.id, permission);
-    state.permissionIdBySlug.set(permission.slug, permission.id);
+    indexPermissionSlug(state, permission.slug, permission.id);
   }
   for (const role of resolved.createRoles) {
     state.roles.set(role.id, role);
-    state.roleIdByName.set(role.name, role.id);
+    indexRoleName(state, role.name, role.id);
   }
 }
 

@@ -4,6 +4,7 @@
 import { assert } from "../assert.js";
 import type { AuditEntry } from "../audit/types.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
+import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
@@ -19,9 +20,15 @@ import {
   type RoleRecord,
 } from "./types.js";
 
-/** Version 2 adds the audit log; version 1 snapshots (no audit log) still load, with an empty one. */
-export const snapshotVersion = 2;
-const snapshotVersionsRead: readonly unknown[] = [1, 2];
+/**
+ * Version written. 2 added the audit log; 3 what the v2 API needs: keys pending a migration
+ * (`pendingMigrationId`), named key limits and auto-applied identity limits. Every earlier
+ * version is read (it is a later one without those: an empty audit log, no pending keys); a node
+ * of an older version refuses a newer snapshot rather than misreading it.
+ */
+export const snapshotVersion = 3;
+/** Versions restoreKeyStateInto accepts. */
+export const snapshotVersionsRead: readonly unknown[] = [1, 2, 3];
 
 export interface KeyStateSnapshot {
   version: number;
@@ -140,16 +147,16 @@ function isSnapshot(data: unknown): data is KeyStateSnapshot {
 
 /** Replaces the content of `state` with the snapshot (in place). Throws on malformed data. */
 export function restoreKeyStateInto(state: KeyState, data: unknown): void {
-  assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of this version");
+  assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of a version this node reads");
   clearKeyState(state);
   for (const api of data.apis) state.apis.set(api.id, { ...api });
   for (const permission of data.permissions) {
     state.permissions.set(permission.id, { ...permission });
-    state.permissionIdBySlug.set(permission.slug, permission.id);
+    indexPermissionSlug(state, permission.slug, permission.id);
   }
   for (const role of data.roles) {
     state.roles.set(role.id, { ...role, permissionIds: [...role.permissionIds] });
-    state.roleIdByName.set(role.name, role.id);
+    indexRoleName(state, role.name, role.id);
   }
   for (const identity of data.identities) {
     state.identities.set(identity.id, copyIdentity(identity));

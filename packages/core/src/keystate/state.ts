@@ -12,9 +12,9 @@ export function createKeyState(): KeyState {
     identities: new Map(),
     identityIdByExternalId: new Map(),
     permissions: new Map(),
-    permissionIdBySlug: new Map(),
+    permissionIdBySlugFolded: new Map(),
     roles: new Map(),
-    roleIdByName: new Map(),
+    roleIdByNameFolded: new Map(),
     namespaces: new Map(),
     namespaceIdByName: new Map(),
     overrides: new Map(),
@@ -38,9 +38,9 @@ export function clearKeyState(state: KeyState): void {
   state.identities.clear();
   state.identityIdByExternalId.clear();
   state.permissions.clear();
-  state.permissionIdBySlug.clear();
+  state.permissionIdBySlugFolded.clear();
   state.roles.clear();
-  state.roleIdByName.clear();
+  state.roleIdByNameFolded.clear();
   state.namespaces.clear();
   state.namespaceIdByName.clear();
   state.overrides.clear();

@@ -68,6 +68,11 @@ export interface KeyRecord {
   /** Sorted ids of directly connected roles and permissions. */
   roleIds: string[];
   permissionIds: string[];
+  /**
+   * The migration (KEYRAFT_KEY_MIGRATIONS) this key awaits its first verification for: its `hash`
+   * is then the migration's form of the secret and `start` is "". Absent = a standard key.
+   */
+  pendingMigrationId?: string;
 }
 
 export interface IdentityRecord {
@@ -75,7 +80,7 @@ export interface IdentityRecord {
   externalId: string;
   environment: string;
   meta: JsonObject | null;
-  /** Identity-level limits (autoApply false as upstream), sorted by name. */
+  /** Identity-level limits (autoApply false unless set through v2), sorted by name. */
   ratelimits: RatelimitConfig[];
   createdAtMs: number;
 }
@@ -113,6 +118,15 @@ export interface OverrideRecord {
   createdAtMs: number;
 }
 
+/** A limit as verification applies it: its definition, where it is defined and its counter. */
+export interface ConfiguredLimit extends RatelimitConfig {
+  scope: "key" | "identity";
+  /** `rl_...` (ratelimitId of the defining key or identity and the name). */
+  id: string;
+  /** Limiter key: identity-level limits count per identity, key-level ones per key. */
+  counterKey: string;
+}
+
 /**
  * What verification needs about a key's authorization and limits, computed once per key and
  * cached (not part of the state: rebuilt on demand, so it never appears in snapshots).
@@ -124,11 +138,15 @@ export interface KeyDerived {
   permissions: readonly string[];
   /** Role names, sorted. */
   roles: readonly string[];
-  /** Identity limits, then key limits overriding them by name (as upstream does). */
-  configuredLimits: ReadonlyMap<string, RatelimitConfig>;
+  /** Identity limits, then key limits overriding by name, each with its counter (as upstream does). */
+  configuredLimits: ReadonlyMap<string, ConfiguredLimit>;
   /** The configured limits with autoApply, in name order. */
-  autoLimits: readonly RatelimitConfig[];
-  /** Rate-limit counters are keyed by the identity id when the key has one, else by the key id. */
+  autoLimits: readonly ConfiguredLimit[];
+  /**
+   * Where the key's verifications are placed in a cluster: its identity id when it has one, else
+   * its own id. All counters of a verification (the key's and the identity's) carry it, so one
+   * node judges them together.
+   */
   limitOwnerId: string;
   /** `autoLimits` as limiter checks of cost 1 (the common request), built once. */
   autoChecks: readonly LimitCheck[];
@@ -144,9 +162,11 @@ export interface KeyState {
   identities: Map<string, IdentityRecord>;
   identityIdByExternalId: Map<string, string>;
   permissions: Map<string, PermissionRecord>;
-  permissionIdBySlug: Map<string, string>;
+  /** Folded slug (names.ts) -> permission id: slugs are unique ignoring case. */
+  permissionIdBySlugFolded: Map<string, string>;
   roles: Map<string, RoleRecord>;
-  roleIdByName: Map<string, string>;
+  /** Folded name (names.ts) -> role id: role names are unique ignoring case. */
+  roleIdByNameFolded: Map<string, string>;
   namespaces: Map<string, NamespaceRecord>;
   namespaceIdByName: Map<string, string>;
   overrides: Map<string, OverrideRecord>;

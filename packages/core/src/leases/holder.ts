@@ -180,6 +180,18 @@ export class LeaseHolder {
   }
 
   /**
+   * What this node spent from its lease `seq` of `keyId`: a held lease's spends, or a closed one's
+   * until its settle is answered (after a restart: the journaled spends it will settle with).
+   * 0 for a lease it does not know (abandoned before the grant, or already settled).
+   */
+  spentOf(keyId: string, seq: number): number {
+    const lease = this.keys.get(keyId)?.leases.find((l) => l.seq === seq);
+    if (lease !== undefined) return lease.spent;
+    const owed = this.owed.get(seq);
+    return owed !== undefined && owed.keyId === keyId ? owed.spent : 0;
+  }
+
+  /**
    * Spends `cost` from a live lease of `keyId` that fits it, earliest deadline first. The returned
    * journal must be durable before the verification is answered.
    */

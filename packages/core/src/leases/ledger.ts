@@ -243,3 +243,18 @@ export function applyCreditDirectSpend(
 export function ledgerRemaining(record: CreditLedgerRecord): number {
   return record.unleased + leasedCredits(record);
 }
+
+/**
+ * The highest lease number of `nodeId` the ledgers know (a floor, or an unsettled lease). A node
+ * whose journal's highest number is below it runs on a journal older than what it did (an old or
+ * wiped data directory under the same id): it must not start, since its numbering would collide
+ * with leases it may have spent from and a settle of one as unspent would return spent credits.
+ */
+export function ledgerSeqMax(ledgers: Iterable<CreditLedgerRecord>, nodeId: string): number {
+  let max = 0;
+  for (const record of ledgers) {
+    max = Math.max(max, seqFloor(record, nodeId));
+    for (const lease of record.leases) if (lease.nodeId === nodeId) max = Math.max(max, lease.seq);
+  }
+  return max;
+}

@@ -1,8 +1,16 @@
 // `async: true` limits: each node answers from its own counts plus the last counts it heard from
 // the other nodes, and exchanges its own counts every reconcile period R. Between two exchanges
 // each other node may admit what it believes is left, so in any window the cluster admits at most
-// limit + (nodes - 1) * min(limit, admittedPerNodePerR), where admittedPerNodePerR is what one
-// node admits for that identifier in R ms (docs/counters.md). Counts per bucket, as the limiter.
+// limit + (nodes - 1) * min(limit, u), where u is the most one node has admitted for that
+// identifier that not every other node has heard of yet (docs/counters.md, Theorem 5).
+//
+// u is capped by the node's *unconfirmed share*: admissions are tagged with the exchange round
+// they will travel in, and a round is confirmed once every live peer acknowledged merging it. A
+// node admits only while its unconfirmed admissions of the identifier plus the cost stay within
+// its share (`asyncUnconfirmedShare`: a tenth of the limit split over the other nodes), so a burst
+// admits at most that much per round trip on each node and the overshoot is bounded by the shares,
+// not by R or by the traffic's shape. Answers stay local: a request past the share is refused
+// now, never held for the network. Counts per bucket, as the limiter.
 import { assert } from "../assert.js";
 
 /** Buckets kept per node view; past it the oldest are dropped (they have left the window). */
@@ -22,11 +30,35 @@ export interface AsyncBucketCount {
   count: number;
 }
 
+/** Keys with unconfirmed admissions at once; past it a new key's admission is refused (fail closed). */
+export const asyncUnconfirmedKeysMax = 100_000;
+
+/** The overshoot allowed per limit, as a fraction of it (docs/counters.md). */
+export const asyncOvershootFraction = 0.1;
+
+/**
+ * The most one node may have admitted of a limit that not every other node has heard of: the
+ * overshoot budget (a tenth of the limit) split over the other nodes, at least 1 (so a limit
+ * below 10 * (nodes - 1) may overshoot by nodes - 1). Unlimited on a single node.
+ */
+export function asyncUnconfirmedShare(limit: number, nodes: number): number {
+  if (nodes <= 1) return Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.floor((asyncOvershootFraction * limit) / (nodes - 1)));
+}
+
+/** The exchange round an admission travels in, and the share it must stay within. */
+export interface AsyncUnconfirmed {
+  round: number;
+  shareMax: number;
+}
+
 export class AsyncLimitEstimator {
   /** key -> bucketStart -> count, own admissions. */
   private readonly own = new Map<string, Map<number, number>>();
   /** peer -> key -> bucketStart -> count, as last reported (counts only grow within a bucket). */
   private readonly peers = new Map<string, Map<string, Map<number, number>>>();
+  /** key -> round -> cost admitted here and not yet confirmed by every live peer. */
+  private readonly unconfirmed = new Map<string, Map<number, number>>();
 
   constructor(
     private readonly durationMs: number,
@@ -40,26 +72,85 @@ export class AsyncLimitEstimator {
     return Math.floor((nowMs - this.durationMs + 1) / this.bucketWidthMs) * this.bucketWidthMs;
   }
 
+  /**
+   * The counts of `buckets` at `nowMs`: every bucket that has not left the window, including
+   * buckets that start after `nowMs`, which a peer whose clock is ahead files its admissions in
+   * (skipping them would make that peer's admissions invisible here until this clock caught up).
+   */
   private sum(buckets: Map<number, number> | undefined, nowMs: number): number {
     if (buckets === undefined) return 0;
     const from = this.windowStart(nowMs);
     let sum = 0;
-    for (const [start, count] of buckets) if (start >= from && start <= nowMs) sum += count;
+    for (const [start, count] of buckets) if (start >= from) sum += count;
     return sum;
   }
 
-  /** The estimated cluster count of `key` at `nowMs`: own plus every peer's last report. */
+  /** The estimated cluster count of `key` at `nowMs`: own plus every peer's last report (future buckets included). */
   estimate(key: string, nowMs: number): number {
     let total = this.sum(this.own.get(key), nowMs);
     for (const view of this.peers.values()) total += this.sum(view.get(key), nowMs);
     return total;
   }
 
-  /** Admits `cost` if the estimate leaves room for it; counts it as this node's. */
-  admit(key: string, limit: number, cost: number, nowMs: number): { success: boolean; remaining: number } {
+  /**
+   * The earliest time >= nowMs at which `cost` fits the estimate of `key` as counted buckets (this
+   * node's and the peers' as heard) leave the window, if nothing else is admitted; when cost >
+   * limit, when the counted buckets have all left.
+   */
+  fitTimeMs(key: string, limit: number, cost: number, nowMs: number): number {
+    const from = this.windowStart(nowMs);
+    const byStart = new Map<number, number>();
+    const add = (buckets: Map<number, number> | undefined) => {
+      if (buckets === undefined) return;
+      for (const [start, count] of buckets) if (start >= from) byStart.set(start, (byStart.get(start) ?? 0) + count);
+    };
+    add(this.own.get(key));
+    for (const view of this.peers.values()) add(view.get(key));
+    let left = 0;
+    for (const count of byStart.values()) left += count;
+    if (left + cost <= limit) return nowMs;
+    let atMs = nowMs;
+    for (const start of [...byStart.keys()].sort((a, b) => a - b)) {
+      left -= byStart.get(start)!;
+      // A bucket is counted while start >= windowStart(t), i.e. until start + width + duration - 1.
+      atMs = start + this.bucketWidthMs + this.durationMs - 1;
+      if (left + cost <= limit) return atMs;
+    }
+    return atMs;
+  }
+
+  /** Admissions of `key` here that not every live peer has confirmed yet. */
+  unconfirmedOf(key: string): number {
+    const rounds = this.unconfirmed.get(key);
+    if (rounds === undefined) return 0;
+    let sum = 0;
+    for (const cost of rounds.values()) sum += cost;
+    return sum;
+  }
+
+  /**
+   * Admits `cost` if the estimate leaves room for it and (when `share` is given) this node's
+   * unconfirmed admissions of `key` stay within the share; counts it as this node's.
+   */
+  admit(
+    key: string,
+    limit: number,
+    cost: number,
+    nowMs: number,
+    share?: AsyncUnconfirmed,
+  ): { success: boolean; remaining: number } {
     assert(Number.isSafeInteger(cost) && cost >= 0, "async admit: cost >= 0");
     const estimate = this.estimate(key, nowMs);
     if (estimate + cost > limit) return { success: false, remaining: Math.max(0, limit - estimate) };
+    if (share !== undefined && cost > 0) {
+      const rounds = this.unconfirmed.get(key);
+      if (rounds === undefined && this.unconfirmed.size >= asyncUnconfirmedKeysMax)
+        return { success: false, remaining: Math.max(0, limit - estimate) };
+      if (this.unconfirmedOf(key) + cost > share.shareMax)
+        return { success: false, remaining: Math.max(0, limit - estimate) };
+      if (rounds === undefined) this.unconfirmed.set(key, new Map([[share.round, cost]]));
+      else rounds.set(share.round, (rounds.get(share.round) ?? 0) + cost);
+    }
     if (cost > 0) {
       let buckets = this.own.get(key);
       if (buckets === undefined) {
@@ -81,6 +172,14 @@ export class AsyncLimitEstimator {
     for (const [key, buckets] of this.own)
       for (const [start, count] of buckets) if (start >= from) out.push({ key, bucketStartMs: start, count });
     return out;
+  }
+
+  /** Every live peer merged the reports of rounds up to `round`: those admissions are confirmed. */
+  confirm(round: number): void {
+    for (const [key, rounds] of this.unconfirmed) {
+      for (const r of rounds.keys()) if (r <= round) rounds.delete(r);
+      if (rounds.size === 0) this.unconfirmed.delete(key);
+    }
   }
 
   /** A peer's report (idempotent: a bucket keeps the highest count heard, so reordered reports do not lower it). */
@@ -124,7 +223,11 @@ export class AsyncLimitEstimator {
   }
 }
 
-/** The stated overshoot bound of an async limit: the most a window admits beyond `limit`. */
+/**
+ * The stated overshoot bound of an async limit: the most a window admits beyond `limit`, given
+ * `admittedPerNodePerReconcile`, the most one node admits that the others have not heard of yet.
+ * With unconfirmed shares (`admit` with a share) that is at most `asyncUnconfirmedShare(limit, nodes)`.
+ */
 export function asyncOvershootBound(limit: number, nodes: number, admittedPerNodePerReconcile: number): number {
   return (nodes - 1) * Math.min(limit, admittedPerNodePerReconcile);
 }

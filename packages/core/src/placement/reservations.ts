@@ -125,7 +125,12 @@ export class SuccessorReservations {
    * before it serves, and a new generation: from now on only asks of that generation are
    * acknowledged (an owner that has not restored this hand-back gets none).
    */
-  handBack(served: readonly ReservationBucket[]): HandBack {
+  handBack(served: readonly ReservationBucket[], wasServing = false): HandBack {
+    // Serving, this side restored every reservation into its limiter at the takeover (one bucket
+    // later when moved between clocks, movedBuckets) and acknowledged nothing since: its limiter's
+    // buckets are then the whole count, and merging them per bucket with the reservations filed on
+    // the owner's clock could lose admissions that the two clocks put in one bucket.
+    if (wasServing && served.length > 0) this.reserved.clear();
     for (const bucket of served) {
       const id = bucketId(bucket.key, bucket.bucketStartMs);
       const current = this.reserved.get(id);
@@ -135,6 +140,15 @@ export class SuccessorReservations {
     this.fenced = false;
     this.generation++;
     return { generation: this.generation, buckets: [...this.reserved.values()] };
+  }
+
+  /**
+   * Whether an owner ever got a hand-back here (this process): before that this side never
+   * acknowledged it anything, so the counts of its subjects are elsewhere (an earlier successor,
+   * or the owner) and a takeover from here would serve them from nothing.
+   */
+  handedBack(): boolean {
+    return this.generation > 0;
   }
 
   isFenced(): boolean {

@@ -76,11 +76,11 @@ export interface LimitOutcome {
    */
   remaining: number;
   /**
-   * Unix ms. Not fitting: the earliest time at which this cost fits if nothing else is admitted
-   * (a request of this cost at resetAtMs succeeds, one at resetAtMs - 1 fails); when cost >
-   * limit it never fits, and this is when the counter is empty. Fitting: when the oldest
-   * counted bucket leaves the window (remaining next grows), or the judging time when nothing is
-   * counted.
+   * Unix ms: when the next request of this cost would be admitted, if nothing else is admitted
+   * (a request of this cost at resetAtMs succeeds, one at resetAtMs - 1 fails), counting this
+   * call's own admission. The judging time when it would be admitted at once (room left); at most
+   * durationMs + one bucket width later otherwise. When cost > limit it never fits, and this is
+   * when the counter is empty (docs/counters.md, "reset").
    */
   resetAtMs: number;
 }
@@ -269,6 +269,19 @@ export class SlidingWindowLimiter {
    * (as live); otherwise restore does not evict, and is bounded by what was persisted.
    */
   restoreBucket(b: BucketCount): void {
+    this.restoreInto(b, false);
+  }
+
+  /**
+   * Restores counts moved from another node's clock (movedBuckets): added to what the bucket
+   * holds (clamped to the limit), since a moved count may land in a bucket that holds other
+   * admissions, which keeping the higher of the two would lose. Otherwise as restoreBucket.
+   */
+  restoreMovedBucket(b: BucketCount): void {
+    this.restoreInto(b, true);
+  }
+
+  private restoreInto(b: BucketCount, adding: boolean): void {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
@@ -285,7 +298,8 @@ export class SlidingWindowLimiter {
     const slot = bucket % entry.counts.length;
     // A persisted reservation may exceed the limit; `limit` in one bucket already refuses every
     // cost > 0 while the bucket counts, so clamping admits nothing more and keeps cost-0 reads true.
-    entry.counts[slot] = Math.max(entry.counts[slot]!, Math.min(b.count, b.limit));
+    const held = entry.counts[slot]!;
+    entry.counts[slot] = adding ? Math.min(held + b.count, b.limit) : Math.max(held, Math.min(b.count, b.limit));
     // The start of the bucket used (later than b.bucketStartMs when off-grid): admissions must
     // never be judged before the head bucket of any entry.
     this.clockMs = Math.max(this.clockMs, bucket * entry.widthMs);
@@ -394,13 +408,13 @@ export class SlidingWindowLimiter {
     const entry =
       this.scratchEntries[index] ?? (consumed ? this.entries.get(counterId(check.key, check.durationMs)) : undefined);
     let resetAtMs: number;
-    if (fits) {
-      resetAtMs = entry === undefined ? judgedAtMs : this.oldestCountedExpiry(entry, judgedAtMs);
-    } else if (refusedForCapacity) {
+    if (refusedForCapacity) {
       // Fits by count but was refused for capacity: no counter to age out; retry a window later.
       resetAtMs = judgedAtMs + check.durationMs;
+    } else if (used + check.cost <= check.limit || entry === undefined) {
+      resetAtMs = judgedAtMs; // the next request of this cost fits now
     } else {
-      resetAtMs = entry === undefined ? judgedAtMs : this.fitTime(entry, judgedAtMs, count, check);
+      resetAtMs = this.fitTime(entry, judgedAtMs, used, check);
     }
     return { success: fits, limit: check.limit, remaining, resetAtMs };
   }
@@ -430,18 +444,6 @@ export class SlidingWindowLimiter {
   /** When `bucket` stops being counted: its last ms plus the window. */
   private expiryMs(entry: Entry, bucket: number): number {
     return (bucket + 1) * entry.widthMs + entry.durationMs - 1;
-  }
-
-  private oldestCountedExpiry(entry: Entry, atMs: number): number {
-    const counts = entry.counts;
-    const ringLength = counts.length;
-    const oldest = this.oldestHeldBucket(entry, atMs);
-    let slot = oldest % ringLength;
-    for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
-      if (counts[slot]! > 0) return this.expiryMs(entry, bucket);
-      slot = slot + 1 === ringLength ? 0 : slot + 1;
-    }
-    return atMs;
   }
 
   /** Earliest time >= atMs at which `check.cost` fits as buckets age out (or the empty time). */
@@ -590,4 +592,39 @@ export class SlidingWindowLimiter {
       if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.remove(entry);
     }
   }
+}
+
+/**
+ * Where a count judged on another node's clock (a takeover's reservations, a hand-back) is restored
+ * on this one: one bucket later than it was filed, and never after this node's current bucket. If
+ * the two clocks differ by less than a bucket width, the restored bucket is then never earlier
+ * than the bucket this node's clock would have filed the admission in, so the count leaves the
+ * window no earlier than it should (never more admitted); and a restore never moves this node's
+ * limiter clock forward (which would drop the current window of every other key).
+ */
+export function movedBucketStartMs(bucketStartMs: number, widthMs: number, nowMs: number): number {
+  assert(widthMs > 0, "movedBucketStartMs: a positive width");
+  const currentStartMs = Math.floor(nowMs / widthMs) * widthMs;
+  return Math.max(0, Math.min(bucketStartMs + widthMs, currentStartMs));
+}
+
+/**
+ * Buckets judged on another node's clock, moved for a restore here (movedBucketStartMs) and summed
+ * per key where several land in one bucket (the cap at this node's current bucket may join them;
+ * restoreBucket keeps the higher of two counts of one bucket, which would lose one of them).
+ */
+export function movedBuckets<T extends { key: string; bucketStartMs: number; count: number }>(
+  buckets: readonly T[],
+  widthMsOf: (bucket: T) => number,
+  nowMs: number,
+): T[] {
+  const merged = new Map<string, T>();
+  for (const bucket of buckets) {
+    const startMs = movedBucketStartMs(bucket.bucketStartMs, widthMsOf(bucket), nowMs);
+    const id = `${bucket.key}\u0000${startMs}`;
+    const held = merged.get(id);
+    if (held === undefined) merged.set(id, { ...bucket, bucketStartMs: startMs });
+    else held.count += bucket.count;
+  }
+  return [...merged.values()];
 }

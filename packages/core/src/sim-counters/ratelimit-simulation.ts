@@ -7,6 +7,14 @@
 // durable. The network drops, delays and partitions. Checked: no window of durationMs ever holds
 // more than `limit` answered admissions of a key (at the instants the limiters judged them), and
 // after healing every key is served again.
+//
+// With `clockOffsets`, every node's clock reads real time plus its own offset, drawn below the
+// smallest bucket width (the clocks the protocol assumes: any two apart by less than a bucket),
+// and now and then steps to a new offset in that range (forward or back). Counts moved between
+// nodes (a takeover, a hand-back) are restored one bucket later, never after the restorer's
+// current bucket (movedBuckets, added to what the bucket holds). Windows are then checked in real
+// time over durationMs less the most any clock moved forward, since a clock stepped forward by s
+// ages its buckets s early.
 import {
   OwnerReservations,
   SuccessorReservations,
@@ -15,13 +23,17 @@ import {
   type ReservationBucket,
 } from "../placement/reservations.js";
 import { rankNodes } from "../placement/rendezvous.js";
-import { SlidingWindowLimiter } from "../ratelimit/sliding-window.js";
+import { movedBuckets, SlidingWindowLimiter } from "../ratelimit/sliding-window.js";
 import { SimRandom } from "./prng.js";
 
 export interface RateLimitSimOptions {
   seed: number;
   steps: number;
   trace?: (line: string) => void;
+  /** Per-node clock offsets below one bucket width, with steps (default false: one clock). */
+  clockOffsets?: boolean;
+  /** Mutation check only: restore moved counts where they were filed, keeping the higher count (as before movedBuckets). */
+  unmovedRestores?: boolean;
 }
 
 export interface RateLimitSimStats {
@@ -164,6 +176,28 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   let network: Envelope[] = [];
   let step = 0;
   const nowMs = (): number => 1_700_000_000_000 + step * stepMs;
+  // Clock offsets come from their own generator, so the seeds without them replay as before.
+  const clockRandom = new SimRandom(options.seed ^ 0x5eed_c10c);
+  const widthMinMs = Math.min(...keys.map((k) => Math.ceil(k.durationMs / 10)));
+  const offsetMaxMs = options.clockOffsets === true ? widthMinMs - 1 : 0;
+  const offsets = new Map(ids.map((id) => [id, offsetMaxMs === 0 ? 0 : clockRandom.intBelow(offsetMaxMs + 1)]));
+  /**
+   * How far any node's clock has moved forward from an earlier reading of its offset (the sum of
+   * its steps between two instants, at most its highest offset less its lowest so far): its
+   * buckets aged that much early, which the window check allows for.
+   */
+  let stepForwardMaxMs = 0;
+  const offsetLowMs = new Map(offsets);
+  const nodeNowMs = (n: NodeState): number => nowMs() + (offsets.get(n.id) ?? 0);
+  const clockSteps = (): void => {
+    if (offsetMaxMs === 0 || !clockRandom.chance(0.01)) return;
+    const id = ids[clockRandom.intBelow(ids.length)]!;
+    const next = clockRandom.intBelow(offsetMaxMs + 1);
+    offsetLowMs.set(id, Math.min(offsetLowMs.get(id) ?? next, next));
+    stepForwardMaxMs = Math.max(stepForwardMaxMs, next - (offsetLowMs.get(id) ?? next));
+    offsets.set(id, next);
+    trace?.(`step ${step}: clock of ${id} steps to offset ${next} ms`);
+  };
   const admittedAt = new Map<string, number[]>(keys.map((k) => [k.key, []]));
   const spec = (key: string): KeySpec => keys.find((k) => k.key === key) as KeySpec;
   const check = (s: KeySpec) => ({ key: s.key, limit: s.limit, durationMs: s.durationMs, cost: 1 });
@@ -172,14 +206,28 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     if (random.chance(dropRate)) return;
     network.push({ from, to, message, deliverAt: step + 1 + random.intBelow(delayMax) });
   };
-  const admit = (key: string, atMs: number): void => {
+  const admit = (key: string, atMs: number, by = ""): void => {
     admittedAt.get(key)?.push(atMs);
     stats.admitted++;
+    trace?.(`step ${step}: ${by} admits ${key} (decided at real ${atMs - 1_700_000_000_000} ms)`);
   };
 
+  /** Counts judged on another node's clock, restored here (one bucket later, capped at now). */
   const restore = (n: NodeState, s: KeySpec, buckets: readonly ReservationBucket[]): void => {
-    for (const b of buckets)
-      n.limiter.restoreBucket({
+    const widthMs = n.limiter.bucketWidthMs(s.durationMs);
+    if (options.unmovedRestores === true) {
+      for (const b of buckets)
+        n.limiter.restoreBucket({
+          key: b.key,
+          limit: s.limit,
+          durationMs: s.durationMs,
+          bucketStartMs: b.bucketStartMs,
+          count: b.count,
+        });
+      return;
+    }
+    for (const b of movedBuckets(buckets, () => widthMs, nodeNowMs(n)))
+      n.limiter.restoreMovedBucket({
         key: b.key,
         limit: s.limit,
         durationMs: s.durationMs,
@@ -218,7 +266,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
         }
         side.waiting = side.waiting.filter((w) => {
           if (!reservations.covered(m.key, w.bucketStartMs, w.count)) return true;
-          admit(m.key, w.decidedAtMs);
+          admit(m.key, w.decidedAtMs, to.id);
           return false;
         });
         return;
@@ -226,8 +274,16 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       case "handBackRequest": {
         const side = to.succeeding.get(m.key);
         if (side === undefined) return;
+        const wasServing = side.serving;
         side.serving = false; // stop serving before handing back
-        const handBack = side.reservations.handBack([...side.served.values()]);
+        // Serving, its limiter holds every count (the restored reservations and its admissions).
+        const served = wasServing
+          ? to.limiter
+              .snapshot(nodeNowMs(to))
+              .filter((b) => b.key === m.key)
+              .map((b) => ({ key: b.key, limit: b.limit, bucketStartMs: b.bucketStartMs, count: b.count }))
+          : [...side.served.values()];
+        const handBack = side.reservations.handBack(served, wasServing);
         side.served.clear();
         stats.handBacks++;
         trace?.(`step ${step}: ${to.id} hands ${m.key} back (generation ${handBack.generation})`);
@@ -254,10 +310,10 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     const side = n.owned.get(s.key);
     if (side?.reservations !== null && side?.reservations !== undefined) {
       const reservations = side.reservations;
-      const result = n.limiter.limit([check(s)], nowMs());
+      const result = n.limiter.limit([check(s)], nodeNowMs(n));
       const touched = result.touched[0];
       if (!result.success || touched === undefined) return;
-      if (reservations.covered(s.key, touched.bucketStartMs, touched.count)) admit(s.key, nowMs());
+      if (reservations.covered(s.key, touched.bucketStartMs, touched.count)) admit(s.key, nowMs(), n.id);
       else {
         side.waiting.push({
           bucketStartMs: touched.bucketStartMs,
@@ -277,7 +333,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     }
     const succ = n.succeeding.get(s.key);
     if (succ?.serving === true) {
-      const result = n.limiter.limit([check(s)], nowMs());
+      const result = n.limiter.limit([check(s)], nodeNowMs(n));
       const touched = result.touched[0];
       if (!result.success || touched === undefined) return;
       succ.served.set(touched.bucketStartMs, {
@@ -286,7 +342,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
         bucketStartMs: touched.bucketStartMs,
         count: touched.count,
       }); // durable before the answer
-      admit(s.key, nowMs());
+      admit(s.key, nowMs(), n.id);
     }
   };
 
@@ -362,8 +418,10 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   const checkWindows = (): void => {
     for (const s of keys) {
       const times = [...(admittedAt.get(s.key) ?? [])].sort((a, b) => a - b);
+      // Real time; a clock stepped forward ages its buckets that much early.
+      const windowMs = s.durationMs - stepForwardMaxMs;
       for (let i = 0, j = 0; i < times.length; i++) {
-        while ((times[j] ?? 0) <= (times[i] ?? 0) - s.durationMs) j++;
+        while ((times[j] ?? 0) <= (times[i] ?? 0) - windowMs) j++;
         if (i - j + 1 > s.limit)
           throw new Failure(`${s.key}: ${i - j + 1} admissions within ${s.durationMs} ms, limit ${s.limit}`);
       }
@@ -373,6 +431,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   try {
     for (; step < options.steps; step++) {
       faults();
+      clockSteps();
       deliver();
       timers();
       for (let i = 0; i < requestsPerStep; i++) clientRequest();

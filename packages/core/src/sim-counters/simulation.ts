@@ -4,7 +4,9 @@
 // duplicates and partitions, crashes that lose the unsynced journal tail, and clocks that drift
 // within the bound. After every step the checkers below run; after the fault phase everything
 // heals and every lease must settle, returning every unspent credit.
+import { replayHolderJournal } from "../leases/journal.js";
 import {
+  ledgerSeqMax,
   applyCreditAdjust,
   applyCreditDirectSpend,
   applyCreditLeaseCommand,
@@ -30,6 +32,14 @@ export interface CounterSimOptions {
    * credits, a short network delay: the common case, where verifications should be local.
    */
   profile?: "faults" | "steady";
+  /**
+   * Storage that goes back: now and then a node restarts on a wiped journal (an empty data
+   * directory under the same node id). It must refuse to start when the ledger knows lease numbers
+   * of it (ledgerSeqMax), and then stays down: its leases are forfeited, never overspent.
+   */
+  storageGoesBack?: boolean;
+  /** Mutation check only: start on a journal behind the ledger anyway. */
+  acceptStaleJournal?: boolean;
 }
 
 export interface CounterSimStats {
@@ -48,6 +58,8 @@ export interface CounterSimStats {
   crashes: number;
   partitions: number;
   resets: number;
+  /** Restarts refused because the journal was behind the ledger (storageGoesBack). */
+  refusedStarts: number;
   healSteps: number;
 }
 
@@ -173,8 +185,13 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     crashes: 0,
     partitions: 0,
     resets: 0,
+    refusedStarts: 0,
     healSteps: 0,
   };
+  // Storage faults come from their own generator, so the seeds without them replay as before.
+  const storageRandom = new SimRandom(options.seed ^ 0x51d_ba5e);
+  /** Nodes that refused to start on a journal behind the ledger: down for good. */
+  const refused = new Set<string>();
   const trace = options.trace;
   const trueMs = (): number => step * stepMs;
   const mono = (node: SimNodeState): number => Math.floor(node.offsetMs + trueMs() * node.rate);
@@ -451,6 +468,23 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
   };
 
   const restart = (n: SimNodeState): void => {
+    if (refused.has(n.id)) return;
+    // Wiped only while the nodes down for good stay a minority (the ledger needs a majority; an
+    // operator would restore the directory or start the node under a new id).
+    const minorityLeft = refused.size + 1 <= Math.floor((ids.length - 1) / 2);
+    if (options.storageGoesBack === true && minorityLeft && storageRandom.chance(0.3)) {
+      n.journal = []; // the data directory was wiped (or replaced by an empty one)
+      trace?.(`step ${step}: ${n.id} restarts on a wiped journal`);
+    }
+    if (
+      options.acceptStaleJournal !== true &&
+      ledgerSeqMax(ledgers.values(), n.id) > replayHolderJournal(n.journal).seqMax
+    ) {
+      refused.add(n.id);
+      stats.refusedStarts++;
+      trace?.(`step ${step}: ${n.id} refuses to start: its journal is behind the ledger`);
+      return;
+    }
     const restored = LeaseHolder.restore(n.id, n.journal, holderOptions);
     n.holder = restored.holder;
     n.up = true;
@@ -489,8 +523,10 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
       pollAll();
       for (const n of nodes.values()) flush(n);
       checkAccounting();
-      const settled = [...ledgers.values()].every((r) => r.leases.length === 0);
-      const owed = [...nodes.values()].every((n) => n.holder.owedSettles() === 0 && n.holder.heldLeases() === 0);
+      const settled = [...ledgers.values()].every((r) => r.leases.every((l) => refused.has(l.nodeId)));
+      const owed = [...nodes.values()].every(
+        (n) => refused.has(n.id) || (n.holder.owedSettles() === 0 && n.holder.heldLeases() === 0),
+      );
       if (settled && owed && network.length === 0) break;
     }
     stats.healSteps = step - healStart;
@@ -508,9 +544,13 @@ export function runCounterSimulation(options: CounterSimOptions): CounterSimResu
     }
     for (const record of ledgers.values()) {
       const admitted = admittedByEpoch.get(`${record.keyId}/${record.epoch}`) ?? 0;
+      // A node that refused to start forfeits its leases (underspend only, at most their grants).
+      let forfeited = 0;
+      for (const l of record.leases) if (l.epoch === record.epoch && refused.has(l.nodeId)) forfeited += l.granted;
       check(
-        record.unleased === record.epochBalance - admitted,
-        `credits lost on ${record.keyId}: unleased ${record.unleased} != balance ${record.epochBalance} - admitted ${admitted}`,
+        record.unleased <= record.epochBalance - admitted &&
+          record.unleased >= record.epochBalance - admitted - forfeited,
+        `credits lost on ${record.keyId}: unleased ${record.unleased}, balance ${record.epochBalance} - admitted ${admitted}, forfeited at most ${forfeited}`,
       );
     }
     return { seed: options.seed, ok: true, stats };

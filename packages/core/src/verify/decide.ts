@@ -4,12 +4,13 @@
 
 import { spendCredits } from "../credits/ledger.js";
 import { creditsAt } from "../keystate/credits-view.js";
-import { keyDerived, verifyLimitKey } from "../keystate/derived.js";
-import type { KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
+import { keyDerived, keyLimitKey } from "../keystate/derived.js";
+import type { ConfiguredLimit, KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
 import { limiterCountersPerOwnerMax } from "../limits.js";
 import type { EvictedCounter, LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
 import type {
+  AppliedLimit,
   RateLimitJudge,
   VerifyBadRequest,
   VerifyCode,
@@ -20,6 +21,7 @@ import type {
 
 const noTouched: readonly BucketCount[] = Object.freeze([]);
 const noEvicted: readonly EvictedCounter[] = Object.freeze([]);
+const noLimits: readonly AppliedLimit[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 function notFound(requestId: string): VerifyDecision {
@@ -46,6 +48,7 @@ function notFound(requestId: string): VerifyDecision {
     derived: undefined,
     touched: noTouched,
     evicted: noEvicted,
+    limits: noLimits,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
     permissionMessage: undefined,
@@ -96,82 +99,117 @@ function decided(
     derived,
     touched,
     evicted: noEvicted,
+    limits: noLimits,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
     permissionMessage: undefined,
   };
 }
 
+/** How a checked limit is reported (a ConfiguredLimit is one). */
+interface LimitDescription {
+  name: string;
+  /** `rl_...`; "" for an ad-hoc limit of the request. */
+  id: string;
+  autoApply: boolean;
+}
+
+/** A limit resolved for this call: what to check and how to report it. */
+interface ResolvedLimit extends LimitDescription {
+  check: LimitCheck;
+}
+
+function configuredCheck(limit: ConfiguredLimit, cost: number): ResolvedLimit {
+  return {
+    check: { key: limit.counterKey, limit: limit.limit, durationMs: limit.durationMs, cost },
+    name: limit.name,
+    id: limit.id,
+    autoApply: limit.autoApply,
+  };
+}
+
 /**
  * The limits that apply, as upstream resolves them: the auto-applied configured ones, then each requested
- * name (inline when it gives limit and duration, else the configured one), later entries
- * replacing earlier ones of the same name. Returns the names in parallel, or a 400 message.
+ * name (inline when it gives limit and duration, counted per key; else the configured one),
+ * later entries replacing earlier ones of the same name. Returns them, or the 400 of a name the
+ * key and its identity do not define.
  */
 function resolveLimits(
   state: KeyState,
   key: KeyRecord,
   derived: KeyDerived,
   request: VerifyRequest,
-): { checks: readonly LimitCheck[]; names: string[] } | string {
+): readonly ResolvedLimit[] | VerifyBadRequest {
   const requested = request.ratelimits;
   const defaultCost = request.defaultLimitCost;
-  if ((requested === undefined || requested.length === 0) && (defaultCost === undefined || defaultCost === 1)) {
-    return { checks: derived.autoChecks, names: derived.autoLimits.map((limit) => limit.name) };
-  }
-  const checks: LimitCheck[] = [];
-  const names: string[] = [];
+  const resolved: ResolvedLimit[] = [];
   for (const limit of derived.autoLimits) {
     const cost = limit.name === "default" && defaultCost !== undefined ? defaultCost : 1;
-    checks.push({
-      key: verifyLimitKey(derived.limitOwnerId, limit.name),
-      limit: limit.limit,
-      durationMs: limit.durationMs,
-      cost,
-    });
-    names.push(limit.name);
+    resolved.push(configuredCheck(limit, cost));
   }
   for (const entry of requested ?? []) {
     const cost = entry.cost ?? 1;
-    let check: LimitCheck;
+    let next: ResolvedLimit;
     if (entry.limit !== undefined && entry.duration !== undefined) {
-      check = {
-        key: verifyLimitKey(derived.limitOwnerId, entry.name),
-        limit: entry.limit,
-        durationMs: entry.duration,
-        cost,
+      next = {
+        check: inlineCheck(key, derived, entry.name, entry.limit, entry.duration, cost),
+        name: entry.name,
+        id: "",
+        autoApply: false,
       };
-      // A counter the caller names itself is bounded per owner (least recently used evicted),
-      // unless it is a configured one (same name and window), which is never evicted while live.
-      if (derived.configuredLimits.get(entry.name)?.durationMs !== entry.duration) {
-        check.group = `v:${derived.limitOwnerId}`;
-        check.groupEntriesMax = limiterCountersPerOwnerMax;
-      }
     } else {
       const configured = derived.configuredLimits.get(entry.name);
-      if (configured === undefined) return unknownLimitMessage(state, key, entry.name);
-      check = {
-        key: verifyLimitKey(derived.limitOwnerId, entry.name),
-        limit: configured.limit,
-        durationMs: configured.durationMs,
-        cost,
-      };
+      if (configured === undefined) return unknownLimit(state, key, entry.name);
+      next = configuredCheck(configured, cost);
     }
-    const at = names.indexOf(entry.name);
-    if (at >= 0) checks[at] = check;
-    else {
-      checks.push(check);
-      names.push(entry.name);
-    }
+    const at = resolved.findIndex((limit) => limit.name === entry.name);
+    if (at >= 0) resolved[at] = next;
+    else resolved.push(next);
   }
-  return { checks, names };
+  return resolved;
 }
 
-function unknownLimitMessage(state: KeyState, key: KeyRecord, name: string): string {
-  const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
-  if (identity === undefined) {
-    return `ratelimit "${name}" was requested but does not exist for key "${key.id}" and there is no identity connected`;
+/**
+ * An inline limit's check. A counter the caller names itself is bounded per key (least recently
+ * used evicted), unless it is the configured counter (same key and window), never evicted while live.
+ */
+function inlineCheck(
+  key: KeyRecord,
+  derived: KeyDerived,
+  name: string,
+  limit: number,
+  durationMs: number,
+  cost: number,
+): LimitCheck {
+  const check: LimitCheck = { key: keyLimitKey(key, name), limit, durationMs, cost };
+  const configured = derived.configuredLimits.get(name);
+  if (configured === undefined || configured.counterKey !== check.key || configured.durationMs !== durationMs) {
+    check.group = `v:${key.id}`;
+    check.groupEntriesMax = limiterCountersPerOwnerMax;
   }
-  return `ratelimit "${name}" was requested but does not exist for key "${key.id}" nor identity { id: ${identity.id}, externalId: ${identity.externalId}}`;
+  return check;
+}
+
+function unknownLimit(state: KeyState, key: KeyRecord, name: string): VerifyBadRequest {
+  const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
+  const unknownRatelimit = {
+    name,
+    keyId: key.id,
+    identityId: identity?.id ?? null,
+    externalId: identity?.externalId ?? null,
+  };
+  if (identity === undefined) {
+    return {
+      kind: "badRequest",
+      message: `ratelimit "${name}" was requested but does not exist for key "${key.id}" and there is no identity connected`,
+      unknownRatelimit,
+    };
+  }
+  return {
+    kind: "badRequest",
+    message: `ratelimit "${name}" was requested but does not exist for key "${key.id}" nor identity { id: ${identity.id}, externalId: ${identity.externalId}}`,
+    unknownRatelimit,
+  };
 }
 
 /**
@@ -182,12 +220,12 @@ function unknownLimitMessage(state: KeyState, key: KeyRecord, name: string): str
  */
 function ratelimitField(
   judged: LimitResult,
-  names: readonly string[],
+  described: readonly LimitDescription[],
 ): { limit: number; remaining: number; reset: number } {
   let reported = 0;
   if (!judged.success) reported = judged.outcomes.findIndex((outcome) => !outcome.success);
   const outcome = judged.outcomes[reported]!;
-  const defaultAt = names.indexOf("default");
+  const defaultAt = described.findIndex((limit) => limit.name === "default");
   const limit = defaultAt >= 0 ? judged.outcomes[defaultAt]!.limit : outcome.limit;
   return { limit, remaining: outcome.remaining, reset: outcome.resetAtMs };
 }
@@ -227,25 +265,42 @@ export function decideVerification(
       return decision;
     }
   }
-  const limits = resolveLimits(state, key, derived, request);
-  if (typeof limits === "string") return { kind: "badRequest", message: limits };
-  let touched = noTouched;
-  let evicted = noEvicted;
-  let ratelimit: VerifyResult["ratelimit"];
-  if (limits.checks.length > 0) {
-    const judged = limiter.limit(limits.checks, nowMs);
-    if (judged.evicted.length > 0) evicted = judged.evicted;
-    ratelimit = ratelimitField(judged, limits.names);
-    if (!judged.success) {
-      const result = keyResult(state, key, derived, "RATE_LIMITED", request.requestId);
-      result.ratelimit = ratelimit;
-      const decision = decided(result, key, derived);
-      decision.triggeredRatelimit = limits.names[judged.outcomes.findIndex((outcome) => !outcome.success)];
-      return decision;
-    }
-    touched = judged.touched;
+  const noRequestedLimits =
+    (request.ratelimits === undefined || request.ratelimits.length === 0) &&
+    (request.defaultLimitCost === undefined || request.defaultLimitCost === 1);
+  if (noRequestedLimits && derived.autoLimits.length === 0) {
+    return decideCredits(state, key, derived, request, nowMs, undefined, noTouched, noLimits);
   }
-  const decision = decideCredits(state, key, derived, request, nowMs, ratelimit, touched);
+  // The common request names no limit: the key's auto-applied ones, checks built once (KeyDerived).
+  let checks: readonly LimitCheck[] = derived.autoChecks;
+  let described: readonly LimitDescription[] = derived.autoLimits;
+  if (!noRequestedLimits) {
+    const limits = resolveLimits(state, key, derived, request);
+    if (!Array.isArray(limits)) return limits as VerifyBadRequest;
+    const resolved = limits as readonly ResolvedLimit[];
+    checks = resolved.map((limit) => limit.check);
+    described = resolved;
+  }
+  const judged = limiter.limit(checks, nowMs);
+  const evicted = judged.evicted.length > 0 ? judged.evicted : noEvicted;
+  const ratelimit = ratelimitField(judged, described);
+  const applied: AppliedLimit[] = described.map((limit, index) => ({
+    name: limit.name,
+    id: limit.id,
+    limit: checks[index]!.limit,
+    durationMs: checks[index]!.durationMs,
+    autoApply: limit.autoApply,
+    outcome: judged.outcomes[index]!,
+  }));
+  if (!judged.success) {
+    const result = keyResult(state, key, derived, "RATE_LIMITED", request.requestId);
+    result.ratelimit = ratelimit;
+    const decision = decided(result, key, derived);
+    decision.limits = applied;
+    decision.triggeredRatelimit = described[judged.outcomes.findIndex((outcome) => !outcome.success)]?.name;
+    return decision;
+  }
+  const decision = decideCredits(state, key, derived, request, nowMs, ratelimit, judged.touched, applied);
   decision.evicted = evicted;
   return decision;
 }
@@ -259,18 +314,23 @@ function decideCredits(
   nowMs: number,
   ratelimit: VerifyResult["ratelimit"],
   touched: readonly BucketCount[],
+  limits: readonly AppliedLimit[],
 ): VerifyDecision {
-  const balance = key.remaining === null ? null : creditsAt(key, nowMs).remaining;
+  const balance =
+    key.remaining === null ? null : creditsAt(key, nowMs, request.creditsSpentHere?.(key.id) ?? 0).remaining;
   if (balance === null) {
     const result = keyResult(state, key, derived, "VALID", request.requestId);
     result.ratelimit = ratelimit;
-    return decided(result, key, derived, touched);
+    const decision = decided(result, key, derived, touched);
+    decision.limits = limits;
+    return decision;
   }
   const spend = spendCredits(balance, request.creditCost);
   const result = keyResult(state, key, derived, spend.admitted ? "VALID" : "USAGE_EXCEEDED", request.requestId);
   result.ratelimit = ratelimit;
   result.remaining = spend.remaining;
   const decision = decided(result, key, derived, touched);
+  decision.limits = limits;
   if (spend.admitted && request.creditCost > 0) {
     decision.creditSpend = { type: "spendCredits", keyId: key.id, cost: request.creditCost, nowMs };
   }

@@ -1,6 +1,12 @@
 import type { SpendCreditsCommand } from "../keystate/commands.js";
 import type { KeyDerived, KeyRecord } from "../keystate/types.js";
-import type { EvictedCounter, LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
+import type {
+  EvictedCounter,
+  LimitCheck,
+  LimitOutcome,
+  LimitResult,
+  BucketCount,
+} from "../ratelimit/sliding-window.js";
 import type { PermissionQuery } from "../rbac/query.js";
 
 /** The v1 verification codes (`UNAUTHORIZED` is in the enum but never produced). */
@@ -37,6 +43,11 @@ export interface VerifyRequest {
   /** Deprecated `ratelimit.cost`: cost of the auto-applied `default` limit (historic semantics). */
   defaultLimitCost?: number | undefined;
   ratelimits?: readonly RatelimitRequest[] | undefined;
+  /**
+   * What the deciding node spent from its own unsettled credit leases of a key (leases/shown.ts):
+   * the balance judged and shown is the replica's `remaining` less this. Absent: 0.
+   */
+  creditsSpentHere?: ((keyId: string) => number) | undefined;
 }
 
 /** The v1 verification result body (section 2.7 plus `requestId`); absent fields are undefined. */
@@ -58,6 +69,17 @@ export interface VerifyResult {
   requestId: string;
 }
 
+/** A limit a verification checked, with its outcome (v2 answers every one). */
+export interface AppliedLimit {
+  name: string;
+  /** `rl_...` of the configured definition; "" for an ad-hoc limit of the request. */
+  id: string;
+  limit: number;
+  durationMs: number;
+  autoApply: boolean;
+  outcome: LimitOutcome;
+}
+
 /** What the decision needs of the rate limiter: the atomic judgement of several limits. */
 export interface RateLimitJudge {
   limit(checks: readonly LimitCheck[], nowMs: number): LimitResult;
@@ -73,6 +95,8 @@ export interface VerifyDecision {
   touched: readonly BucketCount[];
   /** Counters the limiter evicted for a bound: the shell may forget their reservations. */
   evicted: readonly EvictedCounter[];
+  /** Every limit checked, in check order (empty when none applied or the decision stopped before limits). */
+  limits: readonly AppliedLimit[];
   /** Name of the limit that rejected (`Unkey-Ratelimit-Triggered` header). */
   triggeredRatelimit: string | undefined;
   /** The credit spend to append to the command log (VALID with cost > 0 on a key with credits). */
@@ -84,4 +108,6 @@ export interface VerifyDecision {
 export interface VerifyBadRequest {
   kind: "badRequest";
   message: string;
+  /** Set when the request named a limit the key and its identity do not define (v2 answers 412). */
+  unknownRatelimit?: { name: string; keyId: string; identityId: string | null; externalId: string | null };
 }

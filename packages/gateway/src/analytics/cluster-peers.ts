@@ -98,7 +98,8 @@ function isFilter(value: unknown): value is VerificationFilter {
   if (typeof value !== "object" || value === null) return false;
   const filter = value as Record<string, unknown>;
   return (
-    typeof filter["apiId"] === "string" &&
+    (filter["apiId"] === undefined || typeof filter["apiId"] === "string") &&
+    (filter["apiIds"] === undefined || isStringArray(filter["apiIds"])) &&
     Number.isFinite(filter["startMs"]) &&
     Number.isFinite(filter["endMs"]) &&
     (filter["keyIds"] === undefined || isStringArray(filter["keyIds"])) &&
@@ -116,6 +117,9 @@ function isSeries(value: unknown): value is VerificationSeries {
     typeof series["keyId"] === "string" &&
     typeof series["apiId"] === "string" &&
     (series["identityId"] === null || typeof series["identityId"] === "string") &&
+    (series["externalId"] === undefined || series["externalId"] === null || typeof series["externalId"] === "string") &&
+    (series["spentCredits"] === undefined ||
+      (Number.isSafeInteger(series["spentCredits"]) && (series["spentCredits"] as number) >= 0)) &&
     isStringArray(series["tags"]) &&
     typeof counts === "object" &&
     counts !== null &&

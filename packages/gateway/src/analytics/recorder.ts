@@ -25,6 +25,8 @@ export class VerificationRecorder {
   private readonly keyIds: string[] = new Array<string>(pendingVerificationsMax);
   private readonly apiIds: string[] = new Array<string>(pendingVerificationsMax);
   private readonly identityIds: Array<string | null> = new Array<string | null>(pendingVerificationsMax);
+  private readonly externalIds: Array<string | null> = new Array<string | null>(pendingVerificationsMax);
+  private readonly spentCredits = new Float64Array(pendingVerificationsMax);
   private readonly outcomes: VerifyCode[] = new Array<VerifyCode>(pendingVerificationsMax);
   private readonly tags: Array<readonly string[]> = new Array<readonly string[]>(pendingVerificationsMax);
   private pending = 0;
@@ -38,7 +40,7 @@ export class VerificationRecorder {
     this.aggregator = new VerificationAggregator(options);
   }
 
-  /** O(1): buffers one verification of a known key. */
+  /** O(1): buffers one verification of a known key (`externalId` of its identity, credits it spent). */
   record(
     timeMs: number,
     keyId: string,
@@ -46,6 +48,8 @@ export class VerificationRecorder {
     identityId: string | null,
     outcome: VerifyCode,
     tags: readonly string[] | undefined,
+    externalId: string | null = null,
+    spentCredits = 0,
   ): void {
     if (this.pending === pendingVerificationsMax) this.flush();
     const slot = this.pending++;
@@ -53,6 +57,8 @@ export class VerificationRecorder {
     this.keyIds[slot] = keyId;
     this.apiIds[slot] = apiId;
     this.identityIds[slot] = identityId;
+    this.externalIds[slot] = externalId;
+    this.spentCredits[slot] = spentCredits;
     this.outcomes[slot] = outcome;
     this.tags[slot] = tags ?? noTags;
   }
@@ -65,8 +71,10 @@ export class VerificationRecorder {
         keyId: this.keyIds[slot]!,
         apiId: this.apiIds[slot]!,
         identityId: this.identityIds[slot] ?? null,
+        externalId: this.externalIds[slot] ?? null,
         outcome: this.outcomes[slot]!,
         tags: this.tags[slot] ?? noTags,
+        spentCredits: this.spentCredits[slot]!,
       });
       this.tags[slot] = noTags; // release the request's array
     }

@@ -2,7 +2,14 @@
 // (docs/api.md), evaluated against the current state before the command is appended.
 // The command re-validates existence at apply time; the whole replacement is one atomic command.
 
-import { ROOT_PERMISSION, type KeyRecord, type KeyState, type Ref } from "@keyraft/core";
+import {
+  permissionIdOfSlug,
+  roleIdOfName,
+  ROOT_PERMISSION,
+  type KeyRecord,
+  type KeyState,
+  type Ref,
+} from "@keyraft/core";
 import { badRequest, notFound } from "../errors.js";
 import type { IdSource } from "../state/ids.js";
 import { anyOf, holdsAny, requirePermission, type RootAuth } from "./root-key.js";
@@ -22,7 +29,7 @@ export interface ConnectionPlan {
 }
 
 function lookupName(state: KeyState, kind: ConnectionKind, name: string): string | undefined {
-  return kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+  return kind === "permission" ? permissionIdOfSlug(state, name) : roleIdOfName(state, name);
 }
 
 function exists(state: KeyState, kind: ConnectionKind, id: string): boolean {

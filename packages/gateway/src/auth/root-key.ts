@@ -1,40 +1,22 @@
-// Root-key authentication (docs/api.md "Root keys"): the bearer token is verified like any key (so a root
-// key consumes its own limits and credits), then it must belong to the root api.
+// Root-key authentication (docs/api.md "Root keys"): the bearer token must be a live key of the
+// root api. Authenticating reads the key state only: a root key spends none of its own credits or
+// rate limits (one rule for v1 and v2, docs/api-v2.md).
 
-import {
-  decideVerification,
-  evaluatePermissionQuery,
-  ROOT_API_ID,
-  ROOT_PERMISSION,
-  type LimitCheck,
-  type LimitResult,
-  type PermissionQuery,
-  type RateLimitJudge,
-} from "@keyraft/core";
+import { evaluatePermissionQuery, keyDerived, ROOT_API_ID, ROOT_PERMISSION, type PermissionQuery } from "@keyraft/core";
 import type { FastifyRequest } from "fastify";
 import type { GatewayServices } from "../services.js";
 import { V1Error, insufficientPermissions, unauthorized } from "../errors.js";
 import { rememberActor } from "../audit/actor.js";
 import { hashKey } from "./hash.js";
 
-/** What root-key authentication reads and writes (a root key spends its own limits and credits). */
-export type RootKeyDeps = Pick<GatewayServices, "state" | "limiter" | "nowMs" | "counterDurability" | "commandLog">;
+/** What root-key authentication reads. */
+export type RootKeyDeps = Pick<GatewayServices, "state" | "nowMs">;
 
 export interface RootAuth {
   keyId: string;
   /** Permission slugs the root key holds (direct and via roles). */
   slugs: ReadonlySet<string>;
   permissions: readonly string[];
-}
-
-/** A judge that reports what the limiter would answer and changes nothing. */
-function peekOnly(limiter: RootKeyDeps["limiter"]): RateLimitJudge {
-  return {
-    limit(checks: readonly LimitCheck[], nowMs: number): LimitResult {
-      const outcomes = limiter.peek(checks, nowMs);
-      return { success: outcomes.every((o) => o.success), outcomes, touched: [], judgedAtMs: nowMs, evicted: [] };
-    },
-  };
 }
 
 function bearerToken(request: FastifyRequest): string {
@@ -45,7 +27,8 @@ function bearerToken(request: FastifyRequest): string {
 
 /**
  * Authenticates the caller; with `query`, also checks it (before the root-api test, as upstream).
- * Throws the v1 error of the first failing check.
+ * Throws the v1 error of the first failing check, in verification's order: unknown, disabled,
+ * expired, permissions, then not a root key.
  */
 export async function authenticate(
   deps: RootKeyDeps,
@@ -54,46 +37,18 @@ export async function authenticate(
 ): Promise<RootAuth> {
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
-  const nowMs = deps.nowMs();
-  const hash = hashKey(token);
-  // A key of another api is answered "root key required" after the same checks, but judged
-  // without spending: its limits are only read and no credit is taken (a tenant's key used by
-  // mistake, or by someone probing, costs its owner nothing).
-  const keyId = deps.state.keyIdByHash.get(hash);
-  const isRootKey = keyId !== undefined && deps.state.keys.get(keyId)?.apiId === ROOT_API_ID;
-  const decision = decideVerification(
-    deps.state,
-    isRootKey ? deps.limiter : peekOnly(deps.limiter),
-    { requestId: request.id, hash, creditCost: isRootKey ? 1 : 0, parsedPermissions: query },
-    nowMs,
-  );
-  if (decision.kind === "badRequest") throw new V1Error("BAD_REQUEST", decision.message);
-  const { result, key, derived } = decision;
-  if (key === undefined || derived === undefined) throw unauthorized("key not found");
-  switch (result.code) {
-    case "VALID":
-      break;
-    case "DISABLED":
-      throw new V1Error("DISABLED", "the key is disabled");
-    case "EXPIRED":
-      throw new V1Error("EXPIRED", `the key has expired on ${new Date(key.expiresAtMs ?? 0).toISOString()}`);
-    case "INSUFFICIENT_PERMISSIONS":
-      throw insufficientPermissions(decision.permissionMessage ?? "insufficient permissions");
-    case "RATE_LIMITED":
-    case "USAGE_EXCEEDED":
-    case "FORBIDDEN":
-    case "UNAUTHORIZED":
-    case "NOT_FOUND":
-      throw new V1Error(result.code === "NOT_FOUND" ? "UNAUTHORIZED" : result.code, "unauthorized");
-    default: {
-      const unreachable: never = result.code;
-      throw new Error(`authenticate: unknown code ${String(unreachable)}`);
-    }
+  const { state } = deps;
+  const keyId = state.keyIdByHash.get(hashKey(token));
+  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  if (key === undefined || !state.apis.has(key.apiId)) throw unauthorized("key not found");
+  if (!key.enabled) throw new V1Error("DISABLED", "the key is disabled");
+  if (key.expiresAtMs !== null && key.expiresAtMs < deps.nowMs()) {
+    throw new V1Error("EXPIRED", `the key has expired on ${new Date(key.expiresAtMs).toISOString()}`);
   }
-  if (decision.touched.length > 0) await deps.counterDurability.cover(decision.touched);
-  if (decision.creditSpend !== undefined) {
-    const spent = await deps.commandLog.append(decision.creditSpend);
-    if (!spent.ok) throw new V1Error("USAGE_EXCEEDED", "unauthorized");
+  const derived = keyDerived(state, key);
+  if (query !== undefined) {
+    const evaluation = evaluatePermissionQuery(query, (p) => derived.slugs.has(p), derived.permissions);
+    if (!evaluation.valid) throw insufficientPermissions(evaluation.message);
   }
   if (key.apiId !== ROOT_API_ID) throw unauthorized("root key required");
   rememberActor(request, key.id);

@@ -10,6 +10,7 @@ import { RaftTimings } from "../metrics/raft-timings.js";
 import type { Logger } from "pino";
 import type { ReplicatedStateMachine } from "../store/types.js";
 import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
+import { clampCommandTimes } from "./command-time.js";
 import { peerUrl, type ClusterConfig } from "./config.js";
 import { addNodeOnLeader, promoteCaughtUpLearner, removeNodeOnLeader } from "./membership.js";
 import { ReplicatedKeyMachine } from "./replicated-machine.js";
@@ -21,7 +22,7 @@ import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
 import { answerAnalytics, type AnalyticsPeerLink } from "../analytics/cluster-peers.js";
 import { RaftNodeError } from "@keyraft/raft";
 import type { CounterReply, CounterRequest, CounterTransport } from "../counters/ratelimit/wire.js";
-import type { CreditTransport, ForwardedSpendReply } from "../counters/credits/forward.js";
+import { ForwardedSpendUnknown, type CreditTransport, type ForwardedSpendReply } from "../counters/credits/forward.js";
 
 export interface ClusterNodeOptions {
   config: ClusterConfig;
@@ -389,9 +390,18 @@ export class ClusterNode {
   creditTransport(): CreditTransport {
     return {
       call: async (peer, keyId, cost) => {
-        const result = await this.rpc.call(peer, { op: "credits", keyId, cost }, this.options.nowMs());
+        let result: RpcResult;
+        try {
+          result = await this.rpc.call(peer, { op: "credits", keyId, cost }, this.options.nowMs());
+        } catch (error) {
+          // Sent, and no answer before the deadline: the owner may have spent.
+          throw new ForwardedSpendUnknown(peer, error instanceof Error ? error.message : String(error));
+        }
         if (result.ok && result.credits !== undefined) return result.credits;
-        throw new Error(result.ok ? "no credits reply" : result.message);
+        // Not sent (no connection, too many waiting) or not served there: nothing was spent.
+        if (!result.ok && (result.retry || result.overloaded === true))
+          return { t: "undecided", message: result.message };
+        throw new ForwardedSpendUnknown(peer, result.ok ? "no credits reply" : result.message);
       },
       serve: (handler) => {
         this.creditsHandler = handler;
@@ -426,7 +436,8 @@ export class ClusterNode {
   private serveLocally(request: RpcRequest): Promise<RpcResult> {
     switch (request.op) {
       case "propose":
-        return proposeLocally(this.batchedRaft(), request.data);
+        // A forwarded command's time is clamped to this leader's clock (command-time.ts).
+        return proposeLocally(this.batchedRaft(), clampCommandTimes(request.data, this.options.nowMs()));
       case "addNode":
         return addNodeOnLeader(this.membershipRaft(), request.id, request.url);
       case "removeNode":

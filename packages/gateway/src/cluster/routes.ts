@@ -12,11 +12,11 @@ import fp from "fastify-plugin";
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
-import { V1Error, errorBody } from "../errors.js";
+import { V1Error } from "../errors.js";
 import { applyTimesEntriesMax } from "./apply-times.js";
 import type { ClusterNode } from "./cluster-node.js";
 import { isNodeId, parseHostPort, peerUrl, type StalePolicy } from "./config.js";
-import { retryAfterSeconds } from "./errors.js";
+import { retryAfterSeconds, unavailable } from "./errors.js";
 import type { RpcResult } from "./rpc.js";
 import type { GatewayServices } from "../services.js";
 
@@ -27,7 +27,8 @@ export const staleHeader = "Keyraft-Stale";
 export const roleHeader = "Keyraft-Role";
 export const clusterStatusPath = "/v1/cluster.status";
 export const applyTimesPath = "/v1/cluster.applyTimes";
-const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify"]);
+const verifyPaths = new Set(["/v1/keys.verifyKey", "/v1/keys/verify", "/v2/keys.verifyKey"]);
+const livenessPaths = new Set(["/v1/liveness", "/v2/liveness"]);
 /** Reading the cluster's status and counters: any root key holding `*` or `cluster.*.read`. */
 export const clusterReadPermission = "cluster.*.read";
 const clusterReadQuery = anyOf("*", clusterReadPermission);
@@ -42,7 +43,7 @@ const stalenessGuard: FastifyPluginCallback<StalenessGuardOptions> = (app, { clu
   app.addHook("onRequest", (request, reply, done) => {
     // The matched route's path (no allocation; undefined for a 404).
     const path = request.routeOptions.url ?? "";
-    if (path === "/v1/liveness") {
+    if (livenessPaths.has(path)) {
       // Liveness stays 200 (the process is alive); the headers say whether its answers are fresh.
       reply.header(roleHeader, cluster.isLeader() ? "leader" : "follower");
       if (cluster.staleness.isStale()) reply.header(staleHeader, String(cluster.staleness.stalenessMs()));
@@ -52,13 +53,11 @@ const stalenessGuard: FastifyPluginCallback<StalenessGuardOptions> = (app, { clu
     const stalenessMs = cluster.staleness.stalenessMs();
     reply.header(staleHeader, String(stalenessMs));
     if (stalePolicy === "serve") return done();
-    reply.code(503).header("Retry-After", retryAfterSeconds);
-    void reply.send(
-      errorBody(
-        "INTERNAL_SERVER_ERROR",
+    // 503 + Retry-After in the route's API's error body (v1 or v2: its error handler answers).
+    done(
+      unavailable(
         `this node's replica may be stale: no leader backed by a quorum confirmed it for ${stalenessMs} ms ` +
           `(bound ${cluster.staleness.maxStalenessMs} ms); retry on another node`,
-        request.id,
       ),
     );
   });

@@ -18,6 +18,7 @@ import {
   listKeysQuery,
   listKeysResponse,
 } from "../schemas/apis.js";
+import type { ShownCredits } from "../counters/credits/shown-credits.js";
 import type { Static } from "@sinclair/typebox";
 import type { keyObject } from "../schemas/keys.js";
 import { keyView } from "./keys-read.js";
@@ -43,8 +44,13 @@ function apiKeys(
 }
 
 /** The listKeys `Key`: as getKey, but permissions are every slug, direct and via roles (upstream). */
-function listedKey(state: KeyState, key: KeyRecord, nowMs: number): Static<typeof keyObject> {
-  return { ...keyView(state, key, nowMs), permissions: [...keyDerived(state, key).permissions] };
+function listedKey(
+  state: KeyState,
+  key: KeyRecord,
+  nowMs: number,
+  shown: ShownCredits | undefined,
+): Static<typeof keyObject> {
+  return { ...keyView(state, key, nowMs, shown), permissions: [...keyDerived(state, key).permissions] };
 }
 
 const readKeysQuery = (apiId: string) => ({
@@ -57,7 +63,7 @@ const readKeysQuery = (apiId: string) => ({
 });
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
-export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit"> & RootKeyDeps;
+export type ApiRoutesDeps = Pick<GatewayServices, "ids" | "submit" | "creditLeases"> & RootKeyDeps;
 
 export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps, done) => {
   app.post(
@@ -122,7 +128,7 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
       const page = (after === undefined ? all : all.filter((key) => key.id > after)).slice(0, query.limit);
       const nowMs = deps.nowMs();
       return reply.send({
-        keys: page.map((key) => listedKey(deps.state, key, nowMs)),
+        keys: page.map((key) => listedKey(deps.state, key, nowMs, deps.creditLeases?.shown)),
         total: all.length,
         cursor: page.at(-1)?.id,
       });
@@ -150,7 +156,9 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
       const nowMs = deps.nowMs();
       // The schema's defaults fill both (validation runs with useDefaults).
       const { offset = 0, limit = pageLimitDefault } = query;
-      const keys = all.slice(offset, offset + limit).map((key) => listedKey(deps.state, key, nowMs));
+      const keys = all
+        .slice(offset, offset + limit)
+        .map((key) => listedKey(deps.state, key, nowMs, deps.creditLeases?.shown));
       return reply.send({ keys, total: all.length });
     },
   );

@@ -52,8 +52,17 @@ function findIdentity(
     : undefined;
 }
 
-function limitInputs(ratelimits: readonly RatelimitBody[] | undefined) {
-  return (ratelimits ?? []).map((limit) => ({ name: limit.name, limit: limit.limit, durationMs: limit.duration }));
+/**
+ * v1 has no `autoApply`: a limit keeps the flag a v2 write gave its name (`current`), new names
+ * get false, so a v1 update does not silently stop an auto-applied limit.
+ */
+function limitInputs(ratelimits: readonly RatelimitBody[] | undefined, current?: IdentityRecord) {
+  return (ratelimits ?? []).map((limit) => ({
+    name: limit.name,
+    limit: limit.limit,
+    durationMs: limit.duration,
+    autoApply: current?.ratelimits.find((existing) => existing.name === limit.name)?.autoApply ?? false,
+  }));
 }
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
@@ -145,7 +154,7 @@ export const identityRoutes: FastifyPluginCallbackTypebox<IdentityRoutesDeps> = 
         identityId: identity.id,
       };
       if (body.meta !== undefined) command.meta = body.meta;
-      if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits);
+      if (body.ratelimits !== undefined) command.ratelimits = limitInputs(body.ratelimits, identity);
       await deps.submit(request, command);
       const updated = deps.state.identities.get(identity.id);
       if (updated === undefined) throw notFound(`identity ${identity.id} not found`);

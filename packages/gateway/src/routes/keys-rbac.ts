@@ -3,7 +3,7 @@
 // first) and asks `rbac.*.create_role` to create roles in addRoles (upstream asked
 // create_permission).
 
-import { ROOT_PERMISSION, type KeyState, type Ref } from "@keyraft/core";
+import { permissionIdOfSlug, roleIdOfName, ROOT_PERMISSION, type KeyState, type Ref } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import {
@@ -29,7 +29,7 @@ import type { RefsBody } from "../schemas/keys.js";
 type Kind = "permission" | "role";
 
 function lookupName(state: KeyState, kind: Kind, name: string): string | undefined {
-  return kind === "permission" ? state.permissionIdBySlug.get(name) : state.roleIdByName.get(name);
+  return kind === "permission" ? permissionIdOfSlug(state, name) : roleIdOfName(state, name);
 }
 
 function exists(state: KeyState, kind: Kind, id: string): boolean {

@@ -8,13 +8,25 @@ import { anyOf, authenticate, holdsAny, requireRootAdmin, type RootKeyDeps } fro
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
 import { getKeyQuery, keyObject, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
 import type { Static } from "@sinclair/typebox";
+import type { ShownCredits } from "../counters/credits/shown-credits.js";
+import type { GatewayServices } from "../services.js";
 import { workspaceId } from "./guards.js";
 
+/** The credits a node shows for a key: its credit leases' view (counters/credits/shown-credits.ts) when it has them. */
+export function shownCreditsAt(shown: ShownCredits | undefined, key: KeyRecord, nowMs: number): number | null {
+  return shown === undefined ? keyCreditsAt(key, nowMs) : shown.at(key, nowMs);
+}
+
 /** The v1 `Key` object (getKey): permissions are the DIRECT permission names, as upstream. */
-export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Static<typeof keyObject> {
+export function keyView(
+  state: KeyState,
+  key: KeyRecord,
+  nowMs: number,
+  shown: ShownCredits | undefined,
+): Static<typeof keyObject> {
   const identity = key.identityId === null ? undefined : state.identities.get(key.identityId);
   const limit = key.ratelimits.find((ratelimit) => ratelimit.name === "default");
-  const remaining = keyCreditsAt(key, nowMs);
+  const remaining = shownCreditsAt(shown, key, nowMs);
   return {
     id: key.id,
     start: key.start,
@@ -57,7 +69,7 @@ export function keyView(state: KeyState, key: KeyRecord, nowMs: number): Static<
 }
 
 /** The services these routes use (registered by app.ts with GatewayServices). */
-export type KeyReadRoutesDeps = RootKeyDeps;
+export type KeyReadRoutesDeps = Pick<GatewayServices, "creditLeases"> & RootKeyDeps;
 
 export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (app, deps, done) => {
   app.get(
@@ -80,7 +92,7 @@ export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (a
         }
         throw recoverableUnsupported();
       }
-      return reply.send(keyView(deps.state, key, deps.nowMs()));
+      return reply.send(keyView(deps.state, key, deps.nowMs(), deps.creditLeases?.shown));
     },
   );
 
@@ -96,7 +108,7 @@ export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (a
     );
     requireRootAdmin(auth, key.apiId);
     const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
-    const remaining = keyCreditsAt(key, deps.nowMs());
+    const remaining = shownCreditsAt(deps.creditLeases?.shown, key, deps.nowMs());
     return reply.send({
       id: key.id,
       name: key.name ?? undefined,

@@ -1,7 +1,13 @@
 // permissions.createPermission/getPermission/listPermissions/deletePermission and
 // permissions.createRole/getRole/listRoles/deleteRole (docs/api.md). Lists are ordered by id.
 
-import { ROOT_PERMISSION, type KeyState, type PermissionRecord, type RoleRecord } from "@keyraft/core";
+import {
+  permissionIdOfSlug,
+  ROOT_PERMISSION,
+  type KeyState,
+  type PermissionRecord,
+  type RoleRecord,
+} from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
 import { isRootAdmin, requireRootScopeAdmin, rootScope } from "../auth/root-scope.js";
@@ -117,7 +123,7 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
       const body = request.body;
       await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.create_role"));
       const permissionIds = (body.permissions ?? []).map((ref) => {
-        const id = deps.state.permissions.has(ref) ? ref : deps.state.permissionIdBySlug.get(ref);
+        const id = deps.state.permissions.has(ref) ? ref : permissionIdOfSlug(deps.state, ref);
         if (id === undefined) throw notFound(`permission ${ref} not found`);
         return id;
       });

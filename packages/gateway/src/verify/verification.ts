@@ -14,7 +14,8 @@
 //                extra fields (such as `key`) are ignored and never forwarded
 //   The outcome: `result`, the v1 verification body (VerifyResult in @keyraft/core), and
 //   `triggeredRatelimit`, the name of the rate limit that refused it (the v1 route's
-//   Unkey-Ratelimit-Triggered header), if any. A plain value when nothing had to be waited for
+//   Unkey-Ratelimit-Triggered header), if any, and `limits`, every rate limit checked with its
+//   outcome (the v2 route lists them; a forwarded answer carries them back). A plain value when nothing had to be waited for
 //   (no credit spent, no count to cover): the hot path has no await and allocates nothing here
 //   (the outcome is the decision itself). Throws (or rejects with) a V1Error: BAD_REQUEST for an
 //   invalid permission query or rate-limit request, 503 while a cluster cannot judge the key's
@@ -25,6 +26,7 @@
 
 import {
   decideVerification,
+  type AppliedLimit,
   type CommandOutcome,
   type KeyCommand,
   type KeyState,
@@ -46,6 +48,8 @@ export type { VerifyFields } from "../counters/ratelimit/wire.js";
 export interface VerifyOutcome {
   result: VerifyResult;
   triggeredRatelimit?: string | undefined;
+  /** Every rate limit the verification checked, with its outcome (v2 answers each). */
+  limits?: readonly AppliedLimit[] | undefined;
 }
 
 export interface VerificationDeps {
@@ -64,7 +68,13 @@ export interface VerificationDeps {
 }
 
 export class Verification {
-  constructor(private readonly deps: VerificationDeps) {}
+  /** This node's own unsettled lease spends of a key (made once: the hot path allocates nothing). */
+  private readonly creditsSpentHere: ((keyId: string) => number) | undefined;
+
+  constructor(private readonly deps: VerificationDeps) {
+    const leases = deps.creditLeases;
+    this.creditsSpentHere = leases === undefined ? undefined : (keyId) => leases.shown.spentHere(keyId);
+  }
 
   /** Verifies where the cluster judges the key's rate limits: here, or at the node serving them. */
   verify(hash: string, requestId: string, fields: VerifyFields): VerifyOutcome | Promise<VerifyOutcome> {
@@ -88,11 +98,22 @@ export class Verification {
         creditCost: fields.remaining?.cost ?? 1,
         defaultLimitCost: fields.ratelimit?.cost,
         ratelimits: fields.ratelimits,
+        creditsSpentHere: this.creditsSpentHere,
       },
       nowMs,
     );
     if (decision.kind === "badRequest") throw badRequest(decision.message);
     if (decision.evicted.length > 0) this.deps.counterDurability.forget?.(decision.evicted);
+    // A balance shown without a spend (a read, a refusal) is this node's view now; a spend's
+    // answer is taken where the spend happens (finish).
+    const key = decision.key;
+    if (
+      decision.creditSpend === undefined &&
+      decision.result.remaining !== undefined &&
+      key !== undefined &&
+      deps.creditLeases !== undefined
+    )
+      decision.result.remaining = deps.creditLeases.shown.displayed(key, decision.result.remaining, nowMs);
     const cover = decision.touched.length === 0 ? null : this.coverTouched(decision);
     if (decision.creditSpend === undefined && cover === null) {
       this.record(decision, nowMs, fields.tags);
@@ -147,10 +168,13 @@ export class Verification {
         if (!outcome.ok) {
           result.valid = false;
           result.code = "USAGE_EXCEEDED";
-          // What a spend on the log could still draw from: the credits in no node's lease.
+          // The balance as this node shows it (without leases: what the log could still draw from).
+          const shown = deps.creditLeases?.shown.now(spend.keyId);
           const ledger = deps.state.creditLedgers.get(spend.keyId);
-          if (ledger !== undefined) result.remaining = ledger.unleased;
+          if (shown !== undefined && shown !== null) result.remaining = shown;
+          else if (ledger !== undefined) result.remaining = ledger.unleased;
         } else if (typeof outcome.remaining === "number") {
+          // Taken at the apply (credit-events.ts): this node's view right after this spend.
           result.remaining = outcome.remaining;
         }
       }
@@ -164,14 +188,20 @@ export class Verification {
     const key = decision.key;
     this.deps.metrics?.verified(key?.apiId ?? "unknown", decision.result.code);
     if (key === undefined) return;
-    this.deps.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags);
+    // v2 analytics read the identity's externalId and the credits spent (0 unless the spend went through).
+    const externalId =
+      key.identityId === null ? null : (this.deps.state.identities.get(key.identityId)?.externalId ?? null);
+    const spent = decision.result.valid ? (decision.creditSpend?.cost ?? 0) : 0;
+    this.deps.analytics.record(nowMs, key.id, key.apiId, key.identityId, decision.result.code, tags, externalId, spent);
   }
 }
 
 function outcomeOfAnswer(answer: VerifiedAnswer): VerifyOutcome {
-  return { result: answer.result, triggeredRatelimit: answer.triggered ?? undefined };
+  return { result: answer.result, triggeredRatelimit: answer.triggered ?? undefined, limits: answer.limits };
 }
 
 function answerOfOutcome(outcome: VerifyOutcome): VerifiedAnswer {
-  return { result: outcome.result, triggered: outcome.triggeredRatelimit ?? null };
+  const answer: VerifiedAnswer = { result: outcome.result, triggered: outcome.triggeredRatelimit ?? null };
+  if (outcome.limits !== undefined && outcome.limits.length > 0) answer.limits = outcome.limits;
+  return answer;
 }

@@ -11,6 +11,17 @@ export interface CreditEventListener {
   onEpoch(keyId: string, epoch: number): void;
   /** A snapshot replaced the state (the leader re-reads the open leases). */
   onRestore(): void;
+  /**
+   * The credits this node shows for `keyId` right after an apply (shown-credits.ts): the
+   * `remaining` a spend or an update on the log answers, taken at the apply, not when the
+   * proposer reads it, so concurrent answers show each balance once. Absent: the replica's.
+   */
+  shown?(keyId: string): number | null;
+}
+
+/** Commands whose outcome carries the key's `remaining`. */
+function answersRemaining(command: KeyCommand): string | null {
+  return command.type === "spendCredits" || command.type === "updateRemaining" ? command.keyId : null;
 }
 
 /** Keys whose ledger epoch a command may change. */
@@ -55,6 +66,11 @@ export class ObservedKeyMachine implements KeyStateMachine {
       const epoch = ledgers.get(keyId)?.epoch;
       if (epoch !== undefined && epoch !== before[i]) listener.onEpoch(keyId, epoch);
     });
+    const answered = answersRemaining(command);
+    if (answered !== null && typeof outcome.remaining === "number" && listener.shown !== undefined) {
+      const shown = listener.shown(answered);
+      if (shown !== null) return { ...outcome, remaining: shown };
+    }
     return outcome;
   }
 

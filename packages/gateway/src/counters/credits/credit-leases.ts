@@ -3,7 +3,15 @@
 // served), the spender the verify route calls, the outbox, and the leader's expiry and refill
 // timers, all fed by the key-state machine's apply events.
 import { performance } from "node:perf_hooks";
-import { LeaseHolder, ownerOf, type CommandOutcome, type KeyCommand, type KeyState } from "@keyraft/core";
+import {
+  ledgerSeqMax,
+  LeaseHolder,
+  ownerOf,
+  replayHolderJournal,
+  type CommandOutcome,
+  type KeyCommand,
+  type KeyState,
+} from "@keyraft/core";
 import type { Logger } from "pino";
 import type { StoreDb } from "../../store/level-db.js";
 import type { ObservedKeyMachine } from "./credit-events.js";
@@ -17,6 +25,7 @@ import {
 } from "./config.js";
 import { spendOnLog, type CreditTransport } from "./forward.js";
 import { LeaseJournalStore } from "./journal-store.js";
+import { HolderClock } from "./holder-clock.js";
 import { LeaseExpiryDriver } from "./lease-expiry.js";
 import { LeaseSpender } from "./lease-spender.js";
 import { LeaseOutbox } from "./outbox.js";
@@ -37,6 +46,18 @@ export interface CreditLeasesOptions {
   onFatal(error: Error): void;
 }
 
+/** The node's lease journal is older than the replicated ledger's record of it: the node must not start. */
+export class JournalBehindLedgerError extends Error {
+  constructor(nodeId: string, journalSeqMax: number, ledgerSeqMax: number) {
+    super(
+      `credit lease journal of node ${nodeId} is behind the ledger (its highest lease number ${journalSeqMax}, ` +
+        `the ledger's ${ledgerSeqMax}): the data directory is older than this node's history or was wiped; ` +
+        "restore it, or start this node under a new node id",
+    );
+    this.name = "JournalBehindLedgerError";
+  }
+}
+
 export interface CreditLeases {
   spender: LeaseSpender;
   status(): Record<string, number>;
@@ -51,6 +72,9 @@ const drainTimeoutMs = 1_500;
 export async function startCreditLeases(options: CreditLeasesOptions): Promise<CreditLeases> {
   const { logger, config } = options;
   const monoNowMs = () => performance.now();
+  // The holder's deadlines keep running through a suspend of the machine (holder-clock.ts).
+  const holderClock = new HolderClock(monoNowMs, options.nowMs);
+  const holderNowMs = () => holderClock.nowMs();
   let lastErrorLogMs = Number.NEGATIVE_INFINITY;
   const onError = (error: unknown) => {
     const now = monoNowMs();
@@ -62,6 +86,15 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     );
   };
   const { store: journal, records } = await LeaseJournalStore.open(options.db, { onFatal: options.onFatal });
+  // A journal older than what the ledger knows of this node (an old or wiped data directory under
+  // the same id) would reuse lease numbers and could settle a lease it spent from as unspent: a
+  // storage fault stops the node rather than becoming an overspend.
+  const journalSeqMax = replayHolderJournal(records).seqMax;
+  const ledgerSeq = ledgerSeqMax(options.machine.state.creditLedgers.values(), options.nodeId);
+  if (ledgerSeq > journalSeqMax) {
+    await journal.close();
+    throw new JournalBehindLedgerError(options.nodeId, journalSeqMax, ledgerSeq);
+  }
   const restored = LeaseHolder.restore(options.nodeId, records, holderOptions(config));
   // Rule 3: leases known from before the restart are closed (durably) before anything else.
   await journal.append(restored.journal);
@@ -82,7 +115,8 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     journal,
     outbox,
     state,
-    monoNowMs,
+    monoNowMs: holderNowMs,
+    nowMs: options.nowMs,
     leaseWaitMs,
     pollIntervalMs: holderPollIntervalMs,
     onError,
@@ -95,13 +129,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
       return { t: "undecided", message: "malformed credit spend" };
     const spent = await spender.spend(keyId, cost, { forwarded: true });
     if (spent !== null) return spent;
-    return spendOnLog(
-      options.propose,
-      keyId,
-      cost,
-      options.nowMs(),
-      () => state.creditLedgers.get(keyId)?.unleased ?? 0,
-    );
+    return spendOnLog(options.propose, keyId, cost, options.nowMs(), () => spender.shown.now(keyId) ?? 0);
   });
   const expiry = new LeaseExpiryDriver({
     ttlMs: config.leaseTtlMs,
@@ -127,6 +155,7 @@ export async function startCreditLeases(options: CreditLeasesOptions): Promise<C
     },
     onEpoch: (keyId, epoch) => spender.onEpoch(keyId, epoch),
     onRestore: () => expiry.onRestore(),
+    shown: (keyId) => spender.shown.now(keyId),
   });
   spender.start();
   const leaderTimer = setInterval(() => {

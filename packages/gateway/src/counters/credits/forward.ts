@@ -4,6 +4,7 @@
 // owner's lease holds the credits. The owner spends from its lease, or on the log, and answers
 // the outcome; if the owner cannot be asked, the asking node spends on the log itself (exact).
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
+import { V1Error } from "../../errors.js";
 
 export type ForwardedSpendReply =
   /** Spent by the owner; `remaining` as its verification would show it (null: unlimited now). */
@@ -13,7 +14,27 @@ export type ForwardedSpendReply =
   /** The owner could not decide (key unknown there, an error): the asker spends on the log. */
   | { t: "undecided"; message: string };
 
-/** What the cluster node offers (ClusterNode.creditTransport). */
+/**
+ * A forwarded spend that reached the owner (or may have) and whose answer was lost: the owner may
+ * have spent. The asker must not spend again on the log (that would charge twice); its
+ * verification answers 503 (`creditSpendUnknown`).
+ */
+export class ForwardedSpendUnknown extends Error {
+  constructor(owner: string, reason: string) {
+    super(`credit spend forwarded to ${owner}: outcome unknown (${reason})`);
+    this.name = "ForwardedSpendUnknown";
+  }
+}
+
+/** The 503 of a verification whose forwarded credit spend has an unknown outcome. */
+export function creditSpendUnknown(error: ForwardedSpendUnknown): V1Error {
+  return new V1Error("INTERNAL_SERVER_ERROR", error.message, { statusCode: 503, headers: { "Retry-After": "1" } });
+}
+
+/**
+ * What the cluster node offers (ClusterNode.creditTransport). `call` answers `undecided` when the
+ * spend certainly did not reach the owner, and rejects with ForwardedSpendUnknown when it may have.
+ */
 export interface CreditTransport {
   call(peer: string, keyId: string, cost: number): Promise<ForwardedSpendReply>;
   serve(handler: (keyId: string, cost: number) => Promise<ForwardedSpendReply>): void;
@@ -25,10 +46,11 @@ export async function spendOnLog(
   keyId: string,
   cost: number,
   nowMs: number,
-  unleased: () => number,
+  /** The credits this node shows now (a refusal's `remaining`). */
+  shown: () => number,
 ): Promise<ForwardedSpendReply> {
   const outcome = await propose({ type: "spendCredits", keyId, cost, nowMs });
   if (outcome.ok) return { t: "admitted", remaining: outcome.remaining ?? null };
-  if (outcome.code === "USAGE_EXCEEDED") return { t: "exceeded", remaining: unleased() };
+  if (outcome.code === "USAGE_EXCEEDED") return { t: "exceeded", remaining: shown() };
   return { t: "undecided", message: outcome.message };
 }

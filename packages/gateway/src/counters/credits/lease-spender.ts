@@ -16,8 +16,9 @@ import {
   type LeaseHolder,
 } from "@keyraft/core";
 import type { LeaseJournalStore } from "./journal-store.js";
-import type { ForwardedSpendReply } from "./forward.js";
+import { creditSpendUnknown, ForwardedSpendUnknown, type ForwardedSpendReply } from "./forward.js";
 import type { LeaseOutbox } from "./outbox.js";
+import { ShownCredits } from "./shown-credits.js";
 import { SpendReservations } from "./spend-reservations.js";
 
 export interface LeaseSpenderOptions {
@@ -28,6 +29,8 @@ export interface LeaseSpenderOptions {
   state: KeyState;
   /** This node's monotonic clock (performance.now()). */
   monoNowMs(): number;
+  /** This node's wall clock (the lazy refill view of the credits shown); default Date.now. */
+  nowMs?: () => number;
   /** How long a verification waits for the lease its node asks for before spending on the log. */
   leaseWaitMs: number;
   /** Timer period of holder.poll (closing, renewing, abandoning, resending). */
@@ -45,7 +48,7 @@ export const requestSoonMinMs = 20;
 export const leaseWaitersMax = 10_000;
 
 export type LeaseSpend =
-  /** Spent. `remaining`: this node's lease remainder plus its replica's unleased credits (see docs/counters.md), or the owner's answer when forwarded. */
+  /** Spent. `remaining`: the balance after this spend as this node shows it (shown-credits.ts), or the owner's answer when forwarded (never above this node's). */
   | { t: "admitted"; remaining: number | null }
   /** The owner of the key's last credits found too few for this cost (nothing spent). */
   | { t: "exceeded"; remaining: number };
@@ -53,6 +56,8 @@ export type LeaseSpend =
 /** What the verify route needs (AppDeps.creditLeases). */
 export interface CreditSpender {
   spend(keyId: string, cost: number, options?: { forwarded?: boolean }): Promise<LeaseSpend | null>;
+  /** The credits this node shows (getKey, verification answers). */
+  readonly shown: ShownCredits;
 }
 
 export class LeaseSpender implements CreditSpender {
@@ -78,7 +83,11 @@ export class LeaseSpender implements CreditSpender {
   /** Keys whose first lease a verification wanted since the last poll (it asks for them). */
   private readonly wantedSincePoll = new Set<string>();
 
-  constructor(private readonly options: LeaseSpenderOptions) {}
+  readonly shown: ShownCredits;
+
+  constructor(private readonly options: LeaseSpenderOptions) {
+    this.shown = new ShownCredits(options.state, options.holder, options.nowMs ?? Date.now);
+  }
 
   start(): void {
     this.timer = setInterval(() => this.poll(), this.options.pollIntervalMs);
@@ -118,10 +127,6 @@ export class LeaseSpender implements CreditSpender {
     this.lastPollMonoMs = this.options.monoNowMs();
     this.emit(this.options.holder.poll(this.options.monoNowMs()));
     this.wantedSincePoll.clear();
-  }
-
-  private unleased(keyId: string): number {
-    return this.options.state.creditLedgers.get(keyId)?.unleased ?? 0;
   }
 
   /** Spends `cost` (>= 1) of `keyId` from a lease; null: spend on the log instead. */
@@ -174,16 +179,31 @@ export class LeaseSpender implements CreditSpender {
     const { forward } = this.options;
     if (forward !== undefined && !forwarded) {
       const reply = await forward(owner, keyId, cost).catch((error: unknown) => {
+        // The owner may have spent: never spend again here (that would charge twice).
+        if (error instanceof ForwardedSpendUnknown) throw creditSpendUnknown(error);
         this.options.onError(error);
         return null;
       });
       if (reply !== null && reply.t !== "undecided") {
         this.stats.forwarded++;
-        return reply;
+        return this.relayed(keyId, reply);
       }
     }
     this.stats.fallback++;
     return null;
+  }
+
+  /**
+   * The owner's answer as this node shows it: the owner may know less than this replica (a reset
+   * applied here first) or more (its own unsettled spends), and both are at least the true
+   * balance, so the lower one is shown.
+   */
+  private relayed(keyId: string, reply: LeaseSpend): LeaseSpend {
+    const key = this.options.state.keys.get(keyId);
+    if (reply.remaining === null || key === undefined || key.remaining === null) return reply;
+    const nowMs = (this.options.nowMs ?? Date.now)();
+    const here = this.shown.at(key, nowMs) ?? reply.remaining;
+    return { ...reply, remaining: this.shown.displayed(key, Math.min(here, reply.remaining), nowMs) };
   }
 
   /** A spend from a live lease, answered once durable; else the owner named by a low-credit refusal (or null). */
@@ -197,7 +217,8 @@ export class LeaseSpender implements CreditSpender {
       return { spend: null, forwardTo: result.forwardTo === this.options.holder.nodeId ? null : result.forwardTo };
     }
     this.stats.leased++;
-    const answer: LeaseSpend = { t: "admitted", remaining: result.leaseRemaining + this.unleased(keyId) };
+    // The balance after this spend, taken now: concurrent answers show each balance once.
+    const answer: LeaseSpend = { t: "admitted", remaining: this.shown.now(keyId) };
     const record = journal[0];
     assert(journal.length === 1 && record?.t === "spend", "lease spender: one spend record per admitted verification");
     const cover = this.reservations.cover(record);

@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import {
   limiterCountersPerNamespaceMax,
+  type AppliedLimit,
   rankNodes,
   type KeyState,
   type LimitCheck,
@@ -54,6 +55,8 @@ export type Placement =
 export interface VerifiedAnswer {
   result: VerifyResult;
   triggered: string | null;
+  /** Every limit the verification checked (v2 answers each); absent from older nodes' answers. */
+  limits?: readonly AppliedLimit[];
 }
 
 /** The verify route's local path, for verifications forwarded to this node. */
@@ -113,7 +116,7 @@ export class ClusterRateLimits {
       nowMs,
       logger,
     });
-    this.asyncLimits = new AsyncLimits(limiter);
+    this.asyncLimits = new AsyncLimits(limiter, config.reconcileMs);
     this.forwarder = new Forwarder({
       transport,
       liveness: this.liveness,
@@ -134,6 +137,8 @@ export class ClusterRateLimits {
     this.voters = voters;
     this.votersKey = key;
     this.ranks.clear();
+    // Subjects of a removed owner move here with their reserved counts (successor-side.ts).
+    this.successor.votersChanged(voters);
   }
 
   /** Owner first, then its successors (cached per subject). */
@@ -165,6 +170,7 @@ export class ClusterRateLimits {
         takeovers: successor.takeovers,
         handBacks: successor.handBacks,
         asyncAdmitted: asyncLimits.admitted,
+        asyncRefusedUnconfirmed: asyncLimits.refusedUnconfirmed,
       },
       "rate limits: stopped",
     );
@@ -192,7 +198,7 @@ export class ClusterRateLimits {
     if (successor === this.nodeId && !ownerUp) {
       if (!this.successor.takeOver(owner)) {
         this.placements.unavailable++;
-        return { kind: "unavailable", message: "too many owners tracked" };
+        return { kind: "unavailable", message: `this node holds no counts of ${owner} to take over from` };
       }
       return hereAlone;
     }
@@ -266,7 +272,8 @@ export class ClusterRateLimits {
   async limit(subject: string, check: LimitCheck, isAsync: boolean): Promise<LimitAnswer> {
     const { limiter, durability, nowMs } = this.options;
     if (this.alone()) return judgeLimitHere(limiter, durability, check, nowMs(), () => null);
-    if (isAsync) return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs());
+    if (isAsync)
+      return this.asyncLimits.admit(check.key, check.limit, check.durationMs, check.cost, nowMs(), this.voters.length);
     const placement = this.placement(subject, nowMs());
     switch (placement.kind) {
       case "here":
@@ -301,6 +308,9 @@ export class ClusterRateLimits {
   private async serve(from: string, request: CounterRequest): Promise<CounterReply> {
     const nowMs = this.options.nowMs();
     this.liveness.heard(from, nowMs);
+    // A hand-back or a reservation is judged over the voters applied now (successor-side.ts): this
+    // node's own placement takes the same set first, so it stops judging a subject it hands over.
+    if (request.t === "handBack" || request.t === "reserve") this.refreshVoters();
     switch (request.t) {
       case "beat":
         this.asyncLimits.merge(from, request.asyncCounts);
@@ -313,7 +323,7 @@ export class ClusterRateLimits {
       case "reserve":
         return this.successor.accept(from, request.boot, request.asks);
       case "handBack":
-        return this.successor.handBack(from);
+        return this.successor.handBack(from, request.voters);
       default: {
         const unknown: never = request;
         return { t: "refused", message: `unknown counters request ${String(unknown)}` };
@@ -330,7 +340,9 @@ export class ClusterRateLimits {
     if (placement.kind === "wait") await placement.ready;
     if (item.k === "verify") {
       const answer = await this.verifyHere(item.hash, item.requestId, item.fields);
-      return { k: "verify", result: answer.result, triggered: answer.triggered };
+      const forwarded: ForwardResult = { k: "verify", result: answer.result, triggered: answer.triggered };
+      if (answer.limits !== undefined && answer.limits.length > 0) forwarded.limits = [...answer.limits];
+      return forwarded;
     }
     const { limiter, durability, nowMs } = this.options;
     const check: LimitCheck = { key: item.key, limit: item.limit, durationMs: item.durationMs, cost: item.cost };
@@ -344,6 +356,12 @@ export class ClusterRateLimits {
     return { k: "limit", ...answer };
   }
 
+  /** Confirms the async rounds every peer taken for up has merged. */
+  private confirmAsync(nowMs: number): void {
+    const live = this.voters.filter((peer) => peer !== this.nodeId && this.liveness.isUp(peer, nowMs));
+    this.asyncLimits.confirmLive(live);
+  }
+
   /** One beat to every peer (the timer calls it every reconcile period). */
   beat(): void {
     const { transport, nowMs } = this.options;
@@ -351,7 +369,8 @@ export class ClusterRateLimits {
     const voters = this.voters;
     if (voters.length <= 1) return;
     const now = nowMs();
-    const asyncCounts = this.asyncLimits.report(now);
+    const { round, reports: asyncCounts } = this.asyncLimits.report(now);
+    this.confirmAsync(now);
     for (const peer of voters) {
       if (peer === this.nodeId || this.beatsInFlight.has(peer)) continue;
       this.beatsInFlight.add(peer);
@@ -359,7 +378,12 @@ export class ClusterRateLimits {
         (reply) => {
           this.beatsInFlight.delete(peer);
           if (reply === "notSent") this.liveness.lost(peer);
-          else if (reply.t === "beat") this.liveness.heard(peer, nowMs());
+          else if (reply.t === "beat") {
+            this.liveness.heard(peer, nowMs());
+            // Its reply confirms it merged this round's async counts (serve merges, then replies).
+            this.asyncLimits.confirmedByPeer(peer, round);
+            this.confirmAsync(nowMs());
+          }
         },
         () => this.beatsInFlight.delete(peer),
       );
@@ -374,7 +398,11 @@ export class ClusterRateLimits {
 }
 
 function verifyAnswerOf(result: ForwardResult): VerifiedAnswer {
-  if (result.k === "verify") return { result: result.result, triggered: result.triggered };
+  if (result.k === "verify") {
+    const answer: VerifiedAnswer = { result: result.result, triggered: result.triggered };
+    if (result.limits !== undefined) answer.limits = result.limits;
+    return answer;
+  }
   if (result.k === "error") throw errorOfResult(result);
   throw limitUnavailable("unexpected answer to a forwarded verification");
 }

@@ -6,7 +6,13 @@
 // restored into the limiter first, so no admission is ever judged on counts older than it.
 // Asks go ahead of need (half a chunk early), batched per successor, so most admissions wait for
 // nothing.
-import { nextReservation, OwnerReservations, type SlidingWindowLimiter, type BucketCount } from "@keyraft/core";
+import {
+  movedBuckets,
+  nextReservation,
+  OwnerReservations,
+  type SlidingWindowLimiter,
+  type BucketCount,
+} from "@keyraft/core";
 import type { Logger } from "pino";
 import { limitUnavailable, withTimeout } from "./errors.js";
 import type { PeerLiveness } from "./liveness.js";
@@ -89,7 +95,10 @@ export class OwnerSide {
 
   private async handBack(successor: string, link: Link): Promise<void> {
     const { transport, limiter, timeoutMs } = this.options;
-    const reply = await withTimeout(transport.call(successor, { t: "handBack" }), timeoutMs, () =>
+    // With the voters this node applied: a successor that applied others refuses (a membership
+    // change in flight), so counts are handed over only once both place subjects alike.
+    const voters = [...transport.voters()];
+    const reply = await withTimeout(transport.call(successor, { t: "handBack", voters }), timeoutMs, () =>
       limitUnavailable(`no hand-back from ${successor} in time`),
     );
     if (reply === "notSent") {
@@ -100,10 +109,13 @@ export class OwnerSide {
       throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
     this.options.liveness.heard(successor, this.options.nowMs());
     if (link.reservations !== null) return; // a concurrent hand-back already restored (cannot happen: one at a time)
-    for (const bucket of reply.buckets) {
+    const nowMs = this.options.nowMs();
+    const width = (bucket: { key: string }) => limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
+    // Filed on the successor's clock: one bucket later here (clocks apart by less than a bucket).
+    for (const bucket of movedBuckets(reply.buckets, width, nowMs)) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
-      limiter.restoreBucket({
+      limiter.restoreMovedBucket({
         key: parsed.limiterKey,
         limit: bucket.limit,
         durationMs: parsed.durationMs,

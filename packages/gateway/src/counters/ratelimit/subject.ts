@@ -15,7 +15,7 @@ export function limitSubject(namespaceId: string, identifier: string): string {
 /**
  * The subject of a limiter key, or null for a key of another form. Limiter keys are
  * `v:<ownerId>:<name>` (core verifyLimitKey; ids hold no ':') and
- * `r:<namespaceId>:<limit>:<durationMs>:<identifier>` (routes/ratelimit.ts namespaceLimitKey).
+ * `r:<namespaceId>:<limit>:<durationMs>:<identifier>` (counters/ratelimit/namespace-check.ts namespaceLimitKey).
  */
 export function subjectOfLimiterKey(key: string): string | null {
   if (key.startsWith("v:")) {

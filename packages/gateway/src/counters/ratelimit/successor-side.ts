@@ -10,6 +10,7 @@
 // acknowledgement of the earlier life unusable (the owner asks for a hand-back), and the counts
 // come back from disk into the limiter, which is what a hand-back or a takeover serves from.
 import {
+  movedBuckets,
   rankNodes,
   SuccessorReservations,
   type ReservationBucket,
@@ -68,9 +69,17 @@ export class SuccessorSide {
     if (state === null || boot !== this.options.boot) return { t: "reserve", acks: asks.map(() => null) };
     const acks: (WireAsk | null)[] = [];
     const durable: BucketCount[] = [];
+    const voters = this.options.voters();
+    const nowMs = this.options.nowMs();
+    const ranks = new Map<string, boolean>();
     for (const ask of asks) {
       const parsed = parseReservationKey(ask.key);
-      const ack = parsed === null ? null : state.reservations.accept(ask);
+      const ack =
+        parsed === null ||
+        !this.ranksAsker(owner, parsed.limiterKey, voters, ranks) ||
+        this.inFuture(ask, parsed, nowMs)
+          ? null
+          : state.reservations.accept(ask);
       acks.push(ack);
       if (ack !== null && parsed !== null) {
         durable.push({
@@ -87,16 +96,66 @@ export class SuccessorSide {
     return { t: "reserve", acks };
   }
 
+  /**
+   * Whether `owner` ranks first and this node second for the limiter key's subject among the
+   * voters as this node applied them. A node removed from the voters (that never applied its
+   * removal) or an owner whose subjects moved keeps asking: acknowledging it would let it admit
+   * a second limit next to the subject's new owner in every window.
+   */
+  private ranksAsker(
+    owner: string,
+    limiterKey: string,
+    voters: readonly string[],
+    cache: Map<string, boolean>,
+  ): boolean {
+    const subject = subjectOfLimiterKey(limiterKey);
+    if (subject === null) return false;
+    let ok = cache.get(subject);
+    if (ok === undefined) {
+      const ranked = rankNodes(subject, voters);
+      ok = ranked[0] === owner && ranked[1] === this.options.nodeId;
+      cache.set(subject, ok);
+    }
+    return ok;
+  }
+
+  /**
+   * A reservation for a bucket that starts more than one bucket width after this node's now: the
+   * owner's clock is ahead by more than the clocks may differ (docs/counters.md). Accepting it
+   * would move this node's limiter clock forward at a takeover, dropping the current window of
+   * every subject it judges; the owner gets no acknowledgement and answers 503 (fail closed).
+   */
+  private inFuture(ask: WireAsk, parsed: { durationMs: number }, nowMs: number): boolean {
+    return ask.bucketStartMs > nowMs + this.options.limiter.bucketWidthMs(parsed.durationMs);
+  }
+
+  /**
+   * The voters changed: an owner that is no longer one is taken over, so the counts reserved for
+   * its subjects (which now rank this node first: rendezvous moves a removed node's subjects to
+   * their second choice) are in this node's limiter before it judges them. A removed owner that
+   * never applied its removal gets no more acknowledgements (ranksAsker).
+   */
+  votersChanged(voters: readonly string[]): void {
+    for (const owner of [...this.owners.keys()]) if (!voters.includes(owner)) this.takeOver(owner);
+  }
+
   /** The owner is unreachable: fence it and serve its subjects from at least every reserved count. */
   takeOver(owner: string): boolean {
     const state = this.state(owner);
     if (state === null) return false;
     if (state.serving) return true;
+    // Never its successor yet (a node just added, or restarted): the counts are not here; 503
+    // rather than serve from nothing.
+    if (!state.reservations.handedBack()) return false;
     const { limiter } = this.options;
-    for (const bucket of state.reservations.takeOver()) {
+    const nowMs = this.options.nowMs();
+    const width = (bucket: ReservationBucket) =>
+      limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
+    // Filed on the owner's clock: one bucket later here (clocks apart by less than a bucket).
+    for (const bucket of movedBuckets(state.reservations.takeOver(), width, nowMs)) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
-      limiter.restoreBucket({
+      limiter.restoreMovedBucket({
         key: parsed.limiterKey,
         limit: bucket.limit,
         durationMs: parsed.durationMs,
@@ -126,11 +185,15 @@ export class SuccessorSide {
   }
 
   /** The owner asks to serve again (it is back or just started): stop serving and hand every count of its subjects back. */
-  handBack(owner: string): CounterReply {
+  handBack(owner: string, ownerVoters?: readonly string[]): CounterReply {
     const state = this.state(owner);
     if (state === null) return { t: "refused", message: "too many owners" };
     const { limiter, nodeId } = this.options;
     const voters = this.options.voters();
+    // Placed over different voters, the two would not agree on which subjects move (docs/counters.md,
+    // membership changes): refuse until both applied the same set; the owner answers 503 meanwhile.
+    if (ownerVoters !== undefined && !sameVoters(ownerVoters, voters))
+      return { t: "refused", message: `voters differ (${owner}: ${ownerVoters.join(",")}; here: ${voters.join(",")})` };
     const served = [];
     for (const bucket of limiter.snapshot(this.options.nowMs())) {
       const subject = subjectOfLimiterKey(bucket.key);
@@ -146,7 +209,7 @@ export class SuccessorSide {
     }
     const wasServing = state.serving;
     state.serving = false;
-    const handBack = state.reservations.handBack(served);
+    const handBack = state.reservations.handBack(served, wasServing);
     this.handBacks++;
     this.options.logger.info(
       { owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing },
@@ -173,4 +236,10 @@ export function mergePerKey(buckets: readonly ReservationBucket[]): ReservationB
     }
   }
   return [...merged.values()];
+}
+
+function sameVoters(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  const sorted = [...b].sort();
+  return [...a].sort().every((id, i) => id === sorted[i]);
 }

@@ -1,7 +1,7 @@
 // Messages of the cluster rate limits on the cluster RPC (op "counters"): beats that carry the
 // async-limit counts, batches of checks forwarded to a limit's owner, reservations an owner asks
 // of its successor, and hand-backs. Plain data (msgpack on the authenticated cluster channel).
-import type { AsyncBucketCount, RatelimitRequest, VerifyResult } from "@keyraft/core";
+import type { AppliedLimit, AsyncBucketCount, RatelimitRequest, VerifyResult } from "@keyraft/core";
 import type { V1ErrorCode } from "../../errors.js";
 
 /** The fields of a verifyKey body the owner needs; the key itself never leaves the node (only its hash). */
@@ -29,7 +29,7 @@ export type ForwardItem =
     };
 
 export type ForwardResult =
-  | { k: "verify"; result: VerifyResult; triggered: string | null }
+  | { k: "verify"; result: VerifyResult; triggered: string | null; limits?: AppliedLimit[] }
   | { k: "limit"; success: boolean; limit: number; remaining: number; reset: number }
   /** Not judged (not the serving node, or it could not cover the admission): answered as this error. */
   | { k: "error"; status: number; code: V1ErrorCode; message: string };
@@ -55,7 +55,7 @@ export type CounterRequest =
   /** Owner to successor; `boot` is the successor's boot id the generation came from. */
   | { t: "reserve"; boot: string; asks: WireAsk[] }
   /** Owner to successor: stop serving my subjects and give me their counts. */
-  | { t: "handBack" };
+  | { t: "handBack"; voters?: string[] };
 
 export type CounterReply =
   | { t: "beat" }

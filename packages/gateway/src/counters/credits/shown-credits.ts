@@ -1,0 +1,84 @@
+// The credits this node shows for a key: in getKey/whoami/listKeys, and in every verification
+// answer (docs/counters.md, "What `remaining` shows").
+//
+//   shown = the replica's remaining (lazy refill applied) - this node's own unsettled lease spends
+//
+// (core leases/shown.ts): exact on a single node, read-your-writes in a cluster. On top of it a
+// floor per key: a node never shows more than it showed before for the same key unless credits
+// were added (a reset or an increment, a refill). Without additions the true balance only falls,
+// so every value shown stays at least the true balance; the floor only matters in a cluster,
+// where an answer relayed from a low key's owner may be below what this replica knows.
+//
+// Every value is taken at the moment its spend happened (the holder's spend, the log entry's
+// apply), never when the answer is sent: concurrent answers then show each balance once.
+import { creditsAt, ownUnsettledSpent, type KeyRecord, type KeyState, type LeaseHolder } from "@keyraft/core";
+
+/** Keys with a remembered floor; past it the least recently shown is forgotten (it may then show higher, within the bound). */
+export const shownFloorsMax = 100_000;
+
+interface Floor {
+  epoch: number;
+  epochBalance: number;
+  /** The refill instant the view had applied (a new one is an addition). */
+  refillMark: number | null;
+  credits: number;
+}
+
+export class ShownCredits {
+  private readonly floors = new Map<string, Floor>();
+
+  constructor(
+    private readonly state: KeyState,
+    private readonly holder: LeaseHolder,
+    private readonly nowMs: () => number,
+  ) {}
+
+  /** What this node spent from its own leases of `keyId` that the replica still counts in full. */
+  spentHere(keyId: string): number {
+    const ledger = this.state.creditLedgers.get(keyId);
+    if (ledger === undefined) return 0;
+    return ownUnsettledSpent(ledger, this.holder.nodeId, (seq) => this.holder.spentOf(keyId, seq));
+  }
+
+  /** The credits shown for `keyId` now (null: unlimited or unknown), remembered as its floor. */
+  now(keyId: string): number | null {
+    const key = this.state.keys.get(keyId);
+    if (key === undefined) return null;
+    return this.at(key, this.nowMs());
+  }
+
+  /** The credits shown for `key` at `nowMs` (null: unlimited), remembered as its floor. */
+  at(key: KeyRecord, nowMs: number): number | null {
+    if (key.remaining === null) return null;
+    const view = creditsAt(key, nowMs, this.spentHere(key.id));
+    return this.displayed(key, view.remaining ?? 0, nowMs);
+  }
+
+  /**
+   * `credits`, a value of `key` computed now (or relayed from another node), no higher than what
+   * this node showed last for it unless credits were added since; remembered as the new floor.
+   */
+  displayed(key: KeyRecord, credits: number, nowMs: number): number {
+    const ledger = this.state.creditLedgers.get(key.id);
+    if (ledger === undefined || key.remaining === null) return credits;
+    const refillMark = creditsAt(key, nowMs).lastRefillAtMs;
+    const floor = this.floors.get(key.id);
+    let shown = credits;
+    if (
+      floor !== undefined &&
+      floor.epoch === ledger.epoch &&
+      floor.refillMark === refillMark &&
+      ledger.epochBalance <= floor.epochBalance
+    ) {
+      // A decrement since lowered the balance by exactly what it took.
+      shown = Math.min(credits, Math.max(0, floor.credits - (floor.epochBalance - ledger.epochBalance)));
+    }
+    this.floors.delete(key.id);
+    this.floors.set(key.id, { epoch: ledger.epoch, epochBalance: ledger.epochBalance, refillMark, credits: shown });
+    if (this.floors.size > shownFloorsMax) {
+      const oldest = this.floors.keys().next().value;
+      if (oldest !== undefined) this.floors.delete(oldest);
+    }
+    return shown;
+  }
+}
