@@ -8,7 +8,8 @@ export { evaluatePermissionQuery } from "./rbac/query.js";
 export { parsePermissionQueryString } from "./rbac/query-string.js";
 export { permissionQueryDepthMax } from "./limits.js";
 export { refillDueBetween } from "./credits/ledger.js";
-export type { LimitCheck, BucketCount } from "./ratelimit/sliding-window.js";
+export type { LimitCheck, LimitResult, BucketCount } from "./ratelimit/sliding-window.js";
+export { limiterCountersPerNamespaceMax, limiterCountersPerOwnerMax } from "./limits.js";
 export { movedBuckets, SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
 // Key state machine and verification decision.
 export { ROOT_API_ID, ROOT_PERMISSION } from "./keystate/types.js";
@@ -23,6 +24,7 @@ export type {
   RoleRecord,
 } from "./keystate/types.js";
 export type {
+  IdentityLink,
   ImportedKey,
   KeyCommand,
   Ref,
@@ -41,7 +43,7 @@ export type { AuditContext, AuditEntry } from "./audit/types.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
 export { permissionIdOfSlug, roleIdOfName } from "./keystate/names.js";
-export { snapshotKeyState } from "./keystate/snapshot.js";
+export { restoreKeyState, snapshotKeyState } from "./keystate/snapshot.js";
 // Named by the gateway's declarations (packages/gateway/src/counters/credits/credit-events.ts).
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived } from "./keystate/derived.js";
@@ -61,6 +63,7 @@ export {
 export { decideVerification } from "./verify/decide.js";
 export type {
   AppliedLimit,
+  RateLimitJudge,
   RatelimitRequest,
   VerifyCode,
   VerifyDecision,

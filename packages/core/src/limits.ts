@@ -13,6 +13,20 @@ export const permissionQueryNodesMax = 1000;
 /** Default bound on the rate limiter's entries (distinct counter keys held in memory). */
 export const limiterEntriesMax = 1_000_000;
 
+/**
+ * Most counters a caller may create for one key through inline limits of verifyKey. Past it the
+ * key's least recently used inline counter is evicted: its counts are lost, which only ever
+ * favours that key (its own counter), and the table never fills for other tenants. At least
+ * limiterChecksPerCallMax (one call's checks).
+ */
+export const limiterCountersPerOwnerMax = 256;
+
+/**
+ * Most counters one ratelimits.limit namespace holds (one per identifier and window); past it the
+ * namespace's least recently used counter is evicted. Bounds one tenant's share of the table.
+ */
+export const limiterCountersPerNamespaceMax = 100_000;
+
 /** Default number of sub-buckets per window of the sliding-window limiter. */
 export const limiterBucketsPerWindowDefault = 10;
 

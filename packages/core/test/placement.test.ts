@@ -1,7 +1,12 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "../src/ratelimit/sliding-window.js";
-import { AsyncLimitEstimator, asyncOvershootBound, asyncUnconfirmedShare } from "../src/placement/async-estimator.js";
+import {
+  AsyncLimitEstimator,
+  asyncKeysMax,
+  asyncOvershootBound,
+  asyncUnconfirmedShare,
+} from "../src/placement/async-estimator.js";
 import { nextReservation, OwnerReservations, SuccessorReservations } from "../src/placement/reservations.js";
 import { ownerOf, rankNodes } from "../src/placement/rendezvous.js";
 import type { ReservationAsk } from "../src/placement/reservations.js";
@@ -543,5 +548,29 @@ describe("async limits with clocks apart", () => {
     expect(here.estimate("id", 5_000)).toBe(8);
     expect(here.admit("id", 10, 3, 5_000).success).toBe(false);
     expect(here.admit("id", 10, 2, 5_000).success).toBe(true);
+  });
+});
+
+describe("AsyncLimitEstimator: identifiers are the callers' to choose", () => {
+  it("holds at most asyncKeysMax identifiers per view, forgetting the least recently used", () => {
+    const estimator = new AsyncLimitEstimator(60_000, 6_000);
+    expect(estimator.admit("hot", 10, 3, 0).success).toBe(true);
+    for (let i = 0; i < asyncKeysMax + 10; i++) {
+      estimator.admit(`flood-${i}`, 1_000, 1, 1);
+      // "hot" stays in use, so it is never the least recently used.
+      if (i % 1000 === 0) estimator.admit("hot", 10, 0, 1);
+      if (i % 50_000 === 0) estimator.admit("hot", 10, 1, 1);
+    }
+    const reported = estimator.report(1);
+    expect(reported.length).toBeLessThanOrEqual(asyncKeysMax);
+    expect(estimator.estimate("hot", 1)).toBe(6);
+    expect(estimator.estimate("flood-0", 1)).toBe(0);
+    // Peers' reports are bounded the same way.
+    estimator.merge(
+      "n2",
+      Array.from({ length: asyncKeysMax + 5 }, (_, i) => ({ key: `p${i}`, bucketStartMs: 0, count: 1 })),
+    );
+    expect(estimator.estimate("p0", 1)).toBe(0);
+    expect(estimator.estimate(`p${asyncKeysMax + 4}`, 1)).toBe(1);
   });
 });

@@ -106,6 +106,88 @@ describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
   });
 });
 
+describe("SlidingWindowLimiter: caller-created counters are bounded per group (least recently used evicted)", () => {
+  const grouped = (key: string, group: string, groupEntriesMax = limiterChecksPerCallMax, cost = 1) => ({
+    ...check(key, cost, 5, 1_000_000),
+    group,
+    groupEntriesMax,
+  });
+
+  it("holds at most groupEntriesMax counters of a group, evicting its least recently used one and reporting it", () => {
+    const limiter = new SlidingWindowLimiter();
+    const max = limiterChecksPerCallMax;
+    for (let i = 0; i < max; i++) expect(limiter.limit([grouped(`g${i}`, "owner")], i).success).toBe(true);
+    // g0 is used again: g1 is now the least recently used.
+    expect(limiter.limit([grouped("g0", "owner")], max).success).toBe(true);
+    const result = limiter.limit([grouped("new", "owner")], max + 1);
+    expect(result.success).toBe(true);
+    expect(result.evicted).toEqual([{ key: "g1", durationMs: 1_000_000 }]);
+    expect(limiter.groupSize("owner")).toBe(max);
+    expect(limiter.evictedCounters).toBe(1);
+    // g0 kept its two counts; g1 starts afresh.
+    expect(limiter.peek([grouped("g0", "owner", max, 0)], max + 2)[0]!.remaining).toBe(3);
+    expect(limiter.peek([grouped("g1", "owner", max, 0)], max + 2)[0]!.remaining).toBe(5);
+  });
+
+  it("one caller's flood of counters never touches another group's or a configured counter (finding 1)", () => {
+    const limiter = new SlidingWindowLimiter({ entriesMax: 1_000 });
+    for (let i = 0; i < 4; i++) limiter.limit([check("configured", 1, 5, 1_000_000)], 0);
+    limiter.limit([grouped("theirs", "other")], 0);
+    let nowMs = 1;
+    for (let call = 0; call < 500; call++) {
+      const checks = Array.from({ length: 32 }, (_, i) => grouped(`flood-${call}-${i}`, "attacker"));
+      expect(limiter.limit(checks, nowMs++).success).toBe(true);
+      expect(limiter.groupSize("attacker")).toBeLessThanOrEqual(limiterChecksPerCallMax);
+    }
+    expect(limiter.size()).toBeLessThanOrEqual(2 + limiterChecksPerCallMax);
+    expect(limiter.refusedForCapacity).toBe(0);
+    expect(limiter.peek([check("configured", 0, 5, 1_000_000)], nowMs)[0]!.remaining).toBe(1);
+    expect(limiter.peek([grouped("theirs", "other", limiterChecksPerCallMax, 0)], nowMs)[0]!.remaining).toBe(4);
+  });
+
+  it("a full table evicts the least recently used grouped counter instead of refusing a newcomer", () => {
+    const limiter = new SlidingWindowLimiter({ entriesMax: 10 });
+    for (let i = 0; i < 5; i++) limiter.limit([check(`configured${i}`, 1, 5, 1_000_000)], 0);
+    for (let i = 0; i < 5; i++) limiter.limit([grouped(`caller${i}`, `g${i}`)], 1);
+    const result = limiter.limit([grouped("newcomer", "fresh")], 2);
+    expect(result.success).toBe(true);
+    expect(result.evicted).toEqual([{ key: "caller0", durationMs: 1_000_000 }]);
+    expect(limiter.size()).toBe(10);
+    // A new configured counter also finds room, by the same eviction.
+    expect(limiter.limit([check("configured5", 1, 5, 1_000_000)], 3).success).toBe(true);
+    // Configured counters are never evicted while live: full of them, a newcomer is refused.
+    for (let i = 6; i < 10; i++)
+      expect(limiter.limit([check(`configured${i}`, 1, 5, 1_000_000)], 4).success).toBe(true);
+    expect(limiter.limit([grouped("late", "late")], 5).success).toBe(false);
+    expect(limiter.refusedForCapacity).toBe(1);
+  });
+
+  it("restore puts a grouped bucket back into its group, within its bound", () => {
+    const limiter = new SlidingWindowLimiter();
+    const max = limiterChecksPerCallMax;
+    for (let i = 0; i < max + 5; i++)
+      limiter.restoreBucket({
+        key: `r${i}`,
+        limit: 5,
+        durationMs: 1_000_000,
+        bucketStartMs: 0,
+        count: 2,
+        group: "owner",
+        groupEntriesMax: max,
+      });
+    expect(limiter.groupSize("owner")).toBe(max);
+    expect(limiter.snapshot(0).every((b) => b.group === "owner" && b.groupEntriesMax === max)).toBe(true);
+  });
+
+  it("asserts a grouped check's bound holds one call's checks", () => {
+    const limiter = new SlidingWindowLimiter();
+    expect(() => limiter.limit([{ ...check("k"), group: "g" }], 0)).toThrow();
+    expect(() =>
+      limiter.limit([{ ...check("k"), group: "g", groupEntriesMax: limiterChecksPerCallMax - 1 }], 0),
+    ).toThrow();
+  });
+});
+
 describe("SlidingWindowLimiter: keys, limits and restore", () => {
   it("keeps counts when a key's limit changes with the same duration, and starts fresh on a new duration", () => {
     const limiter = new SlidingWindowLimiter();
@@ -113,6 +195,18 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     expect(limiter.limit([check("k", 1, 3, 1000)], 1).outcomes[0]!).toMatchObject({ success: false, remaining: 0 });
     expect(limiter.limit([check("k", 1, 4, 1000)], 1).outcomes[0]!).toMatchObject({ success: true, remaining: 0 });
     expect(limiter.limit([check("k", 1, 5, 2000)], 2).outcomes[0]!).toMatchObject({ success: true, remaining: 4 });
+  });
+
+  it("the duration is part of a counter's identity: another window never resets the counter (finding 2)", () => {
+    const limiter = new SlidingWindowLimiter();
+    expect(limiter.limit([check("k", 1, 2, 60_000)], 0).success).toBe(true);
+    expect(limiter.limit([check("k", 1, 2, 60_000)], 1).success).toBe(true);
+    expect(limiter.limit([check("k", 1, 2, 60_000)], 2).success).toBe(false);
+    for (let i = 0; i < 5; i++) {
+      expect(limiter.limit([check("k", 1, 1_000_000, 1000)], 3 + i).success).toBe(true);
+      expect(limiter.limit([check("k", 1, 2, 60_000)], 3 + i).success).toBe(false);
+    }
+    expect(limiter.size()).toBe(2);
   });
 
   it("restore raises a bucket to max(current, restored) and never lowers it", () => {
@@ -156,7 +250,7 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     expect(limiter.limit([check("k", 1, 10, 1000)], 5_150)).toMatchObject({ success: true, judgedAtMs: 5_200 });
   });
 
-  it("restores, for a key with buckets of two durations, the newer bucket's duration, in any order", () => {
+  it("restores buckets of one key with two durations as two counters, in any order", () => {
     const older = { key: "k", limit: 5, durationMs: 1000, bucketStartMs: 1_000, count: 5 };
     const newer = { key: "k", limit: 5, durationMs: 2000, bucketStartMs: 1_400, count: 2 };
     for (const order of [
@@ -165,8 +259,9 @@ describe("SlidingWindowLimiter: keys, limits and restore", () => {
     ]) {
       const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
       for (const bucket of order) limiter.restoreBucket(bucket);
-      expect(limiter.snapshot(1_500)).toEqual([newer]);
+      expect(limiter.snapshot(1_500)).toEqual(expect.arrayContaining([older, newer]));
       expect(limiter.peek([check("k", 3, 5, 2000)], 1_500)[0]).toMatchObject({ success: true, remaining: 3 });
+      expect(limiter.peek([check("k", 1, 5, 1000)], 1_500)[0]).toMatchObject({ success: false, remaining: 0 });
     }
   });
 

@@ -24,8 +24,9 @@ class ReferenceLimiter {
 
   /** Hits of `key` counted at atMs: those in a bucket that may hold a hit of (atMs - D, atMs]. */
   counted(key: string, durationMs: number, atMs: number): Hit[] {
-    const log = this.logs.get(key);
-    if (log === undefined || log.durationMs !== durationMs) return [];
+    // A counter is (key, durationMs): the same key with another window is another counter.
+    const log = this.logs.get(`${key}\u0000${durationMs}`);
+    if (log === undefined) return [];
     const w = this.widthMs(durationMs);
     const oldestBucket = Math.floor((atMs - durationMs + 1) / w);
     return log.hits.filter((h) => h.atMs <= atMs && Math.floor(h.atMs / w) >= oldestBucket);
@@ -45,7 +46,8 @@ class ReferenceLimiter {
     const atMs = Math.max(this.clockMs, nowMs);
     const counts = checks.map((check, i) => {
       let count = this.count(check.key, check.durationMs, atMs);
-      for (const earlier of checks.slice(0, i)) if (earlier.key === check.key) count += earlier.cost;
+      for (const earlier of checks.slice(0, i))
+        if (earlier.key === check.key && earlier.durationMs === check.durationMs) count += earlier.cost;
       return count;
     });
     const fits = checks.map((check, i) => counts[i]! + check.cost <= check.limit);
@@ -55,10 +57,11 @@ class ReferenceLimiter {
       this.clockMs = atMs;
       for (const check of checks) {
         if (check.cost === 0) continue;
-        let log = this.logs.get(check.key);
-        if (log === undefined || log.durationMs !== check.durationMs) {
+        const id = `${check.key}\u0000${check.durationMs}`;
+        let log = this.logs.get(id);
+        if (log === undefined) {
           log = { durationMs: check.durationMs, hits: [] };
-          this.logs.set(check.key, log);
+          this.logs.set(id, log);
         }
         log.hits.push({ atMs, cost: check.cost });
         const w = this.widthMs(check.durationMs);
@@ -74,14 +77,15 @@ class ReferenceLimiter {
       }
     }
     const outcomes = checks.map((check, i) => this.outcome(check, counts[i]!, fits[i]!, success, atMs));
-    return { success, outcomes, touched, judgedAtMs: atMs };
+    return { success, outcomes, touched, judgedAtMs: atMs, evicted: [] };
   }
 
   peek(checks: readonly LimitCheck[], nowMs: number): LimitOutcome[] {
     const atMs = Math.max(this.clockMs, nowMs);
     return checks.map((check, i) => {
       let count = this.count(check.key, check.durationMs, atMs);
-      for (const earlier of checks.slice(0, i)) if (earlier.key === check.key) count += earlier.cost;
+      for (const earlier of checks.slice(0, i))
+        if (earlier.key === check.key && earlier.durationMs === check.durationMs) count += earlier.cost;
       return this.outcome(check, count, count + check.cost <= check.limit, false, atMs);
     });
   }

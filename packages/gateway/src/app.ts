@@ -55,6 +55,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     requestIdHeader: false,
     // Requests arriving while the server closes get the v1 error body (http/lifecycle.ts), not Fastify's.
     return503OnClosing: false,
+    ...(deps.serverFactory === undefined ? {} : { serverFactory: deps.serverFactory }),
   });
   app.setValidatorCompiler(validatorCompiler());
   registerJsonParser(app);

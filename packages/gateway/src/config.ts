@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { parseClusterConfig, type ClusterConfig } from "./cluster/config.js";
 import { parseCreditLeaseConfig, type CreditLeaseConfig } from "./counters/credits/config.js";
 import { parseRateLimitClusterConfig, type RateLimitClusterConfig } from "./counters/ratelimit/config.js";
+import { parseHttpServerConfig, type HttpServerConfig } from "./http-server.js";
 import { keyMigrationsVariable, parseKeyMigrations, type KeyMigrations } from "./key-migrations.js";
 import { parseMetricsConfig, type MetricsConfig } from "./metrics/config.js";
 import { parseAuditConfig, type AuditConfig } from "./audit/config.js";
@@ -41,6 +42,8 @@ export interface Config {
   credits: CreditLeaseConfig;
   /** Rate limits across the cluster: beat period, suspicion, timeouts (counters/ratelimit/config.ts). */
   rateLimits: RateLimitClusterConfig;
+  /** The API's HTTP server: timeouts, connection cap, TLS (http-server.ts). */
+  http: HttpServerConfig;
   /** Key migrations declared for v2 keys.migrateKeys (key-migrations.ts); empty when unset. */
   keyMigrations: KeyMigrations;
   /** GET /metrics: its port and token (metrics/config.ts). */
@@ -93,6 +96,7 @@ export function parseConfig(
     cluster: parseClusterConfig(env, errors, integer),
     credits: parseCreditLeaseConfig(env, errors),
     rateLimits: parseRateLimitClusterConfig(env, errors),
+    http: parseHttpServerConfig(env, errors, integer),
     keyMigrations: parseKeyMigrations(env[keyMigrationsVariable], errors),
     metrics: parseMetricsConfig(env, errors, integer),
     audit: parseAuditConfig(integer),

@@ -2,6 +2,7 @@
 // the counters and the clocks. main.ts builds these for a node; tests build them in memory.
 
 import type { CommandOutcome, KeyCommand, KeyState, SlidingWindowLimiter } from "@keyraft/core";
+import type { RequestListener, Server } from "node:http";
 import type { Logger } from "pino";
 import type { VerificationPeers } from "./analytics/peers.js";
 import type { VerificationRecorder } from "./analytics/recorder.js";
@@ -24,6 +25,8 @@ export interface AppDeps {
   nowMs(): number;
   randomBytes(length: number): Uint8Array;
   bodyLimitBytes: number;
+  /** The HTTP server to listen with (timeouts, connection cap, TLS: http-server.ts); absent = Fastify's own (tests inject). */
+  serverFactory?: (handler: RequestListener) => Server;
   /** Verification analytics of this node; buildApp creates one when absent (main.ts passes its own to save it on shutdown). */
   analytics?: VerificationRecorder;
   /** The cluster's other nodes for analytics queries; absent = this node only. */

@@ -11,6 +11,8 @@ import { loadAnalytics, saveAnalytics } from "./analytics/persist.js";
 import { VerificationRecorder } from "./analytics/recorder.js";
 import { analyticsPeerTimeoutMsDefault, ClusterVerificationPeers } from "./analytics/cluster-peers.js";
 import { bootstrapRootKey, buildApp, type AppDeps } from "./app.js";
+import { serverFactory } from "./http-server.js";
+import { restrictTree, usePrivateUmask } from "./store/private-files.js";
 import { parseConfig, type Config } from "./config.js";
 import { createLogger } from "./logger.js";
 import { LevelCounterDurability } from "./store/counter-durability.js";
@@ -51,6 +53,8 @@ async function main(): Promise<void> {
     process.exit(exitCodeConfig);
   }
   const config = parsed.config;
+  // Everything the node writes from here on is its user's alone (store/private-files.ts).
+  usePrivateUmask();
   const logger = createLogger({ level: config.logLevel });
   const die = (message: string, error: unknown): never => {
     logger.fatal({ err: error }, message);
@@ -152,6 +156,9 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
 /** The data directory: a legacy single-node store migrated, then the node's LevelDB opened. */
 async function startStore(config: Config, logger: Logger) {
   const layout = dataDirLayout(config.dataDir);
+  const narrowed = await restrictTree(config.dataDir);
+  if (narrowed > 0)
+    logger.warn({ dataDir: config.dataDir, narrowed }, "data directory was readable by others; narrowed to 0700/0600");
   const { nodeId, peers, join } = config.cluster;
   await migrateLegacyStore({
     dataDir: config.dataDir,
@@ -298,7 +305,13 @@ async function startRootKey(config: Config, logger: Logger, cluster: StartedClus
         }),
       logger,
     );
-    logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
+    if (root.ignored !== null) {
+      // Bootstrapped once; since then the API governs it (state/bootstrap.ts).
+      logger.warn(
+        { rootKeyId: root.keyId === "" ? undefined : root.keyId, reason: root.ignored },
+        "KEYRAFT_ROOT_KEY was revoked or deleted through the API and stays so; remove it from the environment",
+      );
+    } else logger.info({ rootKeyId: root.keyId, created: root.changed, fromEnvironment: true }, "root key ready");
   } else {
     const generation = generateRootKey(node, machine.state, commandLog, {
       nowMs,
@@ -358,9 +371,13 @@ async function startMetrics(config: Config, logger: Logger, sources: MetricsSour
 /** The HTTP API (app.ts), listening; its close lets in-flight requests finish. */
 async function startHttp(config: Config, logger: Logger, deps: Omit<AppDeps, "randomBytes">) {
   const secretRandom = new RandomPool(randomBytes);
-  const app = buildApp({ ...deps, randomBytes: (length: number) => secretRandom.take(length) });
+  const app = buildApp({
+    ...deps,
+    randomBytes: (length: number) => secretRandom.take(length),
+    serverFactory: serverFactory(config.http),
+  });
   const address = await app.listen({ host: config.host, port: config.port });
-  logger.info({ address, nodeId: config.cluster.nodeId }, "keyraft listening");
+  logger.info({ address, nodeId: config.cluster.nodeId, tls: config.http.tls !== null }, "keyraft listening");
   return {
     app,
     async close() {

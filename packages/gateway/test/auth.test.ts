@@ -110,7 +110,7 @@ describe("bootstrapRootKey", () => {
     expect(first).toMatchObject({ changed: true, generatedKey: null });
     expect(machine.state.keys.get(first.keyId)!.apiId).toBe(ROOT_API_ID);
     const second = await bootstrapRootKey(options);
-    expect(second).toEqual({ keyId: first.keyId, changed: false, generatedKey: null });
+    expect(second).toEqual({ keyId: first.keyId, changed: false, generatedKey: null, ignored: null });
     expect(log.appliedIndex()).toBe(1);
   });
 
@@ -127,6 +127,6 @@ describe("bootstrapRootKey", () => {
     const first = await bootstrapRootKey(options);
     expect(first.generatedKey).toMatch(/^unkey_/);
     const second = await bootstrapRootKey(options);
-    expect(second).toEqual({ keyId: first.keyId, changed: false, generatedKey: null });
+    expect(second).toEqual({ keyId: first.keyId, changed: false, generatedKey: null, ignored: null });
   });
 });

@@ -7,6 +7,8 @@ const singleNodeCluster = {
   peers: [{ id: "n1", host: "127.0.0.1", port: 0 }],
   peersConfigured: false,
   secret: null,
+  previousSecret: null,
+  tls: null,
   join: false,
   raftListenHost: "127.0.0.1",
   maxStalenessMs: 30_000,
@@ -37,11 +39,73 @@ describe("parseConfig", () => {
         cluster: singleNodeCluster,
         credits: { leaseTtlMs: 10000, clockDriftMax: 0.01, leaseCredits: 100, leaseCreditsMax: 1600 },
         rateLimits: { reconcileMs: 50, suspectAfterMs: 1000, timeoutMs: 1000, forwardDelayMs: 0 },
+        http: {
+          requestTimeoutMs: 30_000,
+          headersTimeoutMs: 10_000,
+          keepAliveTimeoutMs: 10_000,
+          connectionTimeoutMs: 60_000,
+          connectionsMax: 10_000,
+          tls: null,
+        },
         keyMigrations: new Map(),
         metrics: { port: null, token: null },
         audit: { retentionDays: 90 },
       },
     });
+  });
+
+  it("reads the security variables: HTTP timeouts and cap, API TLS, cluster TLS, the previous cluster secret", () => {
+    const secret = "s".repeat(32);
+    const result = parseConfig(
+      {
+        KEYRAFT_HTTP_REQUEST_TIMEOUT_MS: "2000",
+        KEYRAFT_HTTP_HEADERS_TIMEOUT_MS: "1000",
+        KEYRAFT_HTTP_KEEP_ALIVE_TIMEOUT_MS: "500",
+        KEYRAFT_HTTP_CONNECTION_TIMEOUT_MS: "700",
+        KEYRAFT_HTTP_CONNECTIONS_MAX: "3",
+        KEYRAFT_TLS_CERT_FILE: "/etc/keyraft/api.crt",
+        KEYRAFT_TLS_KEY_FILE: "/etc/keyraft/api.key",
+        KEYRAFT_NODE_ID: "n1",
+        KEYRAFT_PEERS: "n1=10.0.0.1:7000,n2=10.0.0.2:7000",
+        KEYRAFT_CLUSTER_SECRET: secret,
+        KEYRAFT_CLUSTER_SECRET_PREVIOUS: "p".repeat(32),
+        KEYRAFT_CLUSTER_TLS_CERT_FILE: "/etc/keyraft/node.crt",
+        KEYRAFT_CLUSTER_TLS_KEY_FILE: "/etc/keyraft/node.key",
+        KEYRAFT_CLUSTER_TLS_CA_FILE: "/etc/keyraft/ca.crt",
+      },
+      cwd,
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config.http).toEqual({
+      requestTimeoutMs: 2000,
+      headersTimeoutMs: 1000,
+      keepAliveTimeoutMs: 500,
+      connectionTimeoutMs: 700,
+      connectionsMax: 3,
+      tls: { certFile: "/etc/keyraft/api.crt", keyFile: "/etc/keyraft/api.key" },
+    });
+    expect(result.config.cluster).toMatchObject({
+      previousSecret: "p".repeat(32),
+      tls: { certFile: "/etc/keyraft/node.crt", keyFile: "/etc/keyraft/node.key", caFile: "/etc/keyraft/ca.crt" },
+    });
+  });
+
+  it.each([
+    [{ KEYRAFT_TLS_CERT_FILE: "/a.crt" }, /KEYRAFT_TLS_CERT_FILE and KEYRAFT_TLS_KEY_FILE go together/],
+    [{ KEYRAFT_CLUSTER_TLS_CA_FILE: "/ca.crt" }, /KEYRAFT_CLUSTER_TLS_CERT_FILE, .* go together/],
+    [{ KEYRAFT_HTTP_CONNECTIONS_MAX: "0" }, /KEYRAFT_HTTP_CONNECTIONS_MAX="0" is out of range/],
+    [
+      { KEYRAFT_HTTP_HEADERS_TIMEOUT_MS: "5000", KEYRAFT_HTTP_REQUEST_TIMEOUT_MS: "1000" },
+      /KEYRAFT_HTTP_HEADERS_TIMEOUT_MS must not exceed KEYRAFT_HTTP_REQUEST_TIMEOUT_MS/,
+    ],
+    [{ KEYRAFT_CLUSTER_SECRET_PREVIOUS: "short" }, /KEYRAFT_CLUSTER_SECRET_PREVIOUS is invalid \(5 characters\)/],
+  ])("refuses %j", (env, message) => {
+    const result = parseConfig(env, cwd);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.errors.join("\n")).toMatch(message);
+    // A secret is never echoed.
+    if (!result.ok) expect(result.errors.join("\n")).not.toContain("short");
   });
 
   it("reads every variable", () => {
@@ -86,6 +150,7 @@ describe("parseConfig", () => {
         cluster: singleNodeCluster,
         credits: { leaseTtlMs: 500, clockDriftMax: 0.05, leaseCredits: 1000, leaseCreditsMax: 16000 },
         rateLimits: { reconcileMs: 20, suspectAfterMs: 300, timeoutMs: 400, forwardDelayMs: 5 },
+        http: expect.objectContaining({ tls: null }),
         keyMigrations: new Map([
           ["mig_legacy", "sha256"],
           ["mig_seam", "github.com/seamapi/prefixed-api-key"],
@@ -242,6 +307,8 @@ describe("parseConfig: the cluster", () => {
       ],
       peersConfigured: true,
       secret,
+      previousSecret: null,
+      tls: null,
       join: true,
       raftListenHost: "0.0.0.0",
       maxStalenessMs: 1500,

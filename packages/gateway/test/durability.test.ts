@@ -4,10 +4,13 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { SlidingWindowLimiter } from "../../core/src/ratelimit/sliding-window.js";
+import { encodeValue } from "../src/store/codec.js";
 import {
+  counterDurabilityDefaults,
   LevelCounterDurability,
   reservationExpired,
   reservationFor,
+  reservationId,
   type CounterDurabilityOptions,
 } from "../src/store/counter-durability.js";
 import { isStoreError } from "../src/store/errors.js";
@@ -135,6 +138,73 @@ describe("LevelCounterDurability", () => {
     expect(durability.size()).toBe(1);
     await durability.close();
     expect(await storeSublevel(db, "rl").keys().all()).toHaveLength(1);
+  });
+
+  it("keeps two counters of one key with different windows apart (the duration is part of the id)", async () => {
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock);
+    await durability.cover([bucket(50), bucket(1, { durationMs: 1_000_000, limit: 1_000_000 })]);
+    await durability.close();
+    await db.close();
+    db = await openDb(dir);
+    const restored: DurabilityBucket[] = [];
+    (await open(db, clock)).restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs);
+    expect(restored.map((b) => [b.durationMs, b.count])).toEqual(
+      expect.arrayContaining([
+        [60_000, reservationFor(bucket(50))],
+        [1_000_000, reservationFor(bucket(1, { limit: 1_000_000 }))],
+      ]),
+    );
+  });
+
+  it("reads reservations written under the old id (limiter key and start) and moves them to the new one", async () => {
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    const legacyId = `k\u0000${"0".repeat(11)}f4240`;
+    await syncedBatchWrite(db)([
+      { type: "put", sublevel: storeSublevel(db, "rl"), key: legacyId, value: encodeValue(bucket(40)) },
+    ]);
+    await db.close();
+    db = await openDb(dir);
+    const clock = { nowMs: 1_000_000 };
+    const restored: DurabilityBucket[] = [];
+    const durability = await open(db, clock);
+    durability.restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs);
+    expect(restored).toEqual([bucket(40)]);
+    await durability.close();
+    expect(await storeSublevel(db, "rl").keys().all()).toEqual([reservationId(bucket(40))]);
+  });
+
+  it("forgets the reservations of an evicted counter at once, not when its year-long window ends", async () => {
+    const db = await openDb(await freshDir());
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock);
+    const yearMs = 366 * 24 * 3600 * 1000;
+    await durability.cover([bucket(1, { key: "inline", durationMs: yearMs }), bucket(1)]);
+    expect(durability.size()).toBe(2);
+    durability.forget([{ key: "inline", durationMs: yearMs }]);
+    expect(durability.size()).toBe(1);
+    await durability.close();
+    expect(await storeSublevel(db, "rl").keys().all()).toEqual([reservationId(bucket(1))]);
+  });
+
+  it("prunes incrementally: one write examines a bounded step of the table, not all of it", async () => {
+    const db = await openDb(await freshDir());
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock, { pruneIntervalMs: 1 });
+    const total = counterDurabilityDefaults.pruneStepReservationsMax * 2;
+    await durability.cover(
+      Array.from({ length: total }, (_, i) => bucket(1, { key: `k${i}`, durationMs: 1000, bucketStartMs: 1_000_000 })),
+    );
+    clock.nowMs = 1_002_000;
+    await durability.cover([bucket(1, { key: "fresh", bucketStartMs: 1_002_000 })]);
+    expect(durability.size()).toBe(total + 1 - counterDurabilityDefaults.pruneStepReservationsMax);
+    clock.nowMs += 1;
+    await durability.cover([bucket(1, { key: "fresh2", bucketStartMs: 1_002_000 })]);
+    expect(durability.size()).toBe(2);
+    await durability.close();
   });
 
   it("holds at most reservationsMax live buckets: at the limit it covers, past it it refuses", async () => {

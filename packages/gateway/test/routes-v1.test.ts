@@ -211,12 +211,13 @@ describe("migrations", () => {
 });
 
 describe("analytics routes", () => {
-  it("keys.getVerifications: 400 without an id, 404 for unknown ones (before auth), counts after verifications", async () => {
+  it("keys.getVerifications: 400 without an id, authentication before any lookup, 404 for unknown ones, counts after verifications", async () => {
     expect(errorOf(await h.get("/v1/keys.getVerifications", null)).message).toBe("keyId or ownerId must be provided");
-    expect(errorOf(await h.get("/v1/keys.getVerifications?keyId=key_nope", null)).message).toBe(
-      "key key_nope not found",
-    );
-    expect(errorOf(await h.get("/v1/keys.getVerifications?ownerId=nobody", null)).message).toBe(
+    // Without a key nothing is looked up: the answer says nothing about which ids exist.
+    expect(errorOf(await h.get("/v1/keys.getVerifications?keyId=key_nope", null)).message).toBe("key required");
+    expect(errorOf(await h.get("/v1/keys.getVerifications?ownerId=nobody", null)).message).toBe("key required");
+    expect(errorOf(await h.get("/v1/keys.getVerifications?keyId=key_nope")).message).toBe("key key_nope not found");
+    expect(errorOf(await h.get("/v1/keys.getVerifications?ownerId=nobody")).message).toBe(
       "No keys were found to match your query",
     );
     const { key, keyId } = await h.createKey({});

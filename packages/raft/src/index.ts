@@ -51,7 +51,7 @@ export { foundingClusterId, MemoryIdentityStore } from "./driver/peer-identity.j
 export type { IdentityRecord, IdentityStore } from "./driver/peer-identity.js";
 export type { LevelStorageOptions } from "./storage/level-storage.js";
 export { WsTransport, defaultTransportLimits } from "./transport/ws-transport.js";
-export type { WsTransportOptions, WsTransportLimits } from "./transport/ws-transport.js";
+export type { TransportTls, WsTransportOptions, WsTransportLimits } from "./transport/ws-transport.js";
 export type { Transport, TransportStats, PeerStats as TransportPeerStats, Addressed } from "./transport/transport.js";
 export { closeCodes } from "./transport/transport.js";
 export { RaftNode } from "./node.js";

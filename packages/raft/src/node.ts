@@ -167,6 +167,8 @@ export class RaftNode {
     this.transport = makeTransport({
       id: options.id,
       secret: options.transport.secret,
+      ...(options.transport.previousSecret === undefined ? {} : { previousSecret: options.transport.previousSecret }),
+      ...(options.transport.tls === undefined ? {} : { tls: options.transport.tls }),
       ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
       port: options.transport.port ?? 0,
       peers: options.transport.peers,

@@ -22,7 +22,7 @@ import type {
 import { ledgerOf, putCredits, refilledCredits, withLedger, type CreditsChange } from "./credit-ledgers.js";
 import { creditsAt } from "./credits-view.js";
 import { byName, createdKeyLimits, limitConfigs } from "./key-limits.js";
-import { creditsMax, identitiesMax, keysMax } from "./limits.js";
+import { creditsMax, identitiesMax, keysMax, retiredRootKeysMax } from "./limits.js";
 import { indexPermissionSlug, permissionIdOfSlug } from "./names.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { insertResolved, isCommandError, resolveRefs, type ResolvedRefs } from "./refs.js";
@@ -48,6 +48,12 @@ export function resolveIdentity(
   nowMs: number,
 ): { identityId: string; create: IdentityRecord | null } | CommandError {
   const existing = state.identityIdByExternalId.get(link.externalId);
+  if (existing !== undefined && link.mayLinkExisting === false) {
+    return commandError(
+      "INSUFFICIENT_PERMISSIONS",
+      `linking a key to the existing identity ${existing} needs identity.*.update_identity or identity.${existing}.update_identity`,
+    );
+  }
   if (existing !== undefined) return { identityId: existing, create: null };
   if (state.identities.has(link.newIdentityId))
     return commandError("CONFLICT", `identity ${link.newIdentityId} already exists`);
@@ -257,11 +263,22 @@ export function applyUpdateKey(state: KeyState, command: UpdateKeyCommand): Comm
   return okEmpty;
 }
 
+/** Remembers a deleted root key's hash, forgetting the oldest past retiredRootKeysMax. */
+function retireRootKeyHash(state: KeyState, hash: string): void {
+  state.retiredRootKeyHashes.add(hash);
+  if (state.retiredRootKeyHashes.size > retiredRootKeysMax) {
+    const oldest = state.retiredRootKeyHashes.values().next().value!;
+    state.retiredRootKeyHashes.delete(oldest);
+  }
+  assert(state.retiredRootKeyHashes.size <= retiredRootKeysMax, "retiredRootKeyHashes within its bound");
+}
+
 export function applyDeleteKey(state: KeyState, command: DeleteKeyCommand): CommandOutcome {
   const key = state.keys.get(command.keyId);
   if (key === undefined) return keyNotFound(command.keyId);
   unindexKey(state, key);
   state.derived.delete(key.id);
+  if (key.apiId === ROOT_API_ID) retireRootKeyHash(state, key.hash);
   return okEmpty;
 }
 

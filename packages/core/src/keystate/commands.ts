@@ -37,6 +37,12 @@ export interface RefillInput {
 export interface IdentityLink {
   externalId: string;
   newIdentityId: string;
+  /**
+   * false: an identity with this externalId that already exists is not linked (the caller holds
+   * no identity permission, auth/identity-link.ts) and the command fails. Absent (entries written
+   * before the rule): allowed.
+   */
+  mayLinkExisting?: boolean;
 }
 
 export interface CreateApiCommand {

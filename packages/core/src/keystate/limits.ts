@@ -22,3 +22,5 @@ export const importKeysMax = 1_000;
 export const creditBatchCommandsMax = 512;
 /** Keys one refillCredits command refills. */
 export const refillKeysPerCommandMax = 1_000;
+/** Hashes of deleted root keys remembered (KeyState.retiredRootKeyHashes); the oldest is forgotten past it. */
+export const retiredRootKeysMax = 10_000;

@@ -41,6 +41,8 @@ export interface KeyStateSnapshot {
   overrides: OverrideRecord[];
   /** Credit ledgers sorted by key id (absent in snapshots from before leases: rebuilt from `remaining`). */
   credits?: CreditLedgerRecord[];
+  /** KeyState.retiredRootKeyHashes, oldest first (absent in older snapshots: none). */
+  retiredRootKeyHashes?: string[];
   /** The audit log, oldest first, and the seq of its next entry (absent before version 2). */
   auditEntries?: AuditEntry[];
   auditNextSeq?: number;
@@ -84,6 +86,7 @@ export function captureKeyState(state: KeyState): KeyStateSnapshot {
     namespaces: sortedById(state.namespaces.values()),
     overrides: sortedById(state.overrides.values()),
     credits: [...state.creditLedgers.values()].sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
+    retiredRootKeyHashes: [...state.retiredRootKeyHashes],
     // A copy of the array (later commands push and drop entries); the entries themselves never change.
     auditEntries: state.audit.entries.slice(),
     auditNextSeq: state.audit.nextSeq,
@@ -121,6 +124,7 @@ export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
     namespaces: capture.namespaces.map((namespace) => ({ ...namespace })),
     overrides: capture.overrides.map((override) => ({ ...override })),
     credits: (capture.credits ?? []).map(copyLedger),
+    retiredRootKeyHashes: [...(capture.retiredRootKeyHashes ?? [])],
     auditEntries: (capture.auditEntries ?? []).map(copyAuditEntry),
     auditNextSeq: capture.auditNextSeq ?? 1,
   };
@@ -160,6 +164,7 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
   }
   // A snapshot's ledgers first, so indexKey only creates ledgers for keys without one (older snapshots).
   for (const ledger of data.credits ?? []) state.creditLedgers.set(ledger.keyId, copyLedger(ledger));
+  for (const hash of data.retiredRootKeyHashes ?? []) state.retiredRootKeyHashes.add(hash);
   for (const key of data.keys) {
     indexKey(state, copyKey(key));
   }

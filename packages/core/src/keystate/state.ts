@@ -22,6 +22,7 @@ export function createKeyState(): KeyState {
     overrideWildcards: new Map(),
     derived: new Map(),
     creditLedgers: new Map(),
+    retiredRootKeyHashes: new Set(),
     audit: createAuditLog(),
   };
   state.apis.set(ROOT_API_ID, { id: ROOT_API_ID, name: "root", createdAtMs: 0, deleteProtected: true });
@@ -47,6 +48,7 @@ export function clearKeyState(state: KeyState): void {
   state.overrideWildcards.clear();
   state.derived.clear();
   state.creditLedgers.clear();
+  state.retiredRootKeyHashes.clear();
   state.audit = createAuditLog();
 }
 

@@ -184,6 +184,11 @@ export interface KeyState {
    * credits (kept while `remaining` is null, so epochs never go back); dropped with the key.
    */
   creditLedgers: Map<string, CreditLedgerRecord>;
+  /**
+   * Hashes of root keys deleted through the API, oldest first (at most retiredRootKeysMax): a
+   * KEYRAFT_ROOT_KEY among them is not created again at a start (gateway state/bootstrap.ts).
+   */
+  retiredRootKeyHashes: Set<string>;
   /** Who changed what (audit/): derived from the applied commands, so every replica has the same one. */
   audit: AuditLogState;
 }

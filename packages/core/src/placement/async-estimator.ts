@@ -16,6 +16,14 @@ import { assert } from "../assert.js";
 /** Buckets kept per node view; past it the oldest are dropped (they have left the window). */
 export const asyncBucketsMax = 100_000;
 
+/**
+ * Identifiers one estimator holds per node view (identifiers are the callers' to choose). Past
+ * it the least recently used one is forgotten: its estimate starts
+ * again from the other nodes' counts, an overshoot on that identifier alone, never a refusal for
+ * everyone and never unbounded memory.
+ */
+export const asyncKeysMax = 100_000;
+
 export interface AsyncBucketCount {
   key: string;
   bucketStartMs: number;
@@ -146,9 +154,10 @@ export class AsyncLimitEstimator {
     if (cost > 0) {
       let buckets = this.own.get(key);
       if (buckets === undefined) {
+        this.makeRoom(this.own);
         buckets = new Map();
-        this.own.set(key, buckets);
-      }
+      } else this.own.delete(key); // re-inserted below: the most recently used
+      this.own.set(key, buckets);
       const start = Math.floor(nowMs / this.bucketWidthMs) * this.bucketWidthMs;
       buckets.set(start, (buckets.get(start) ?? 0) + cost);
       if (buckets.size > asyncBucketsMax) this.prune(nowMs);
@@ -183,11 +192,21 @@ export class AsyncLimitEstimator {
     for (const c of counts) {
       let buckets = view.get(c.key);
       if (buckets === undefined) {
+        this.makeRoom(view);
         buckets = new Map();
         view.set(c.key, buckets);
       }
       buckets.set(c.bucketStartMs, Math.max(buckets.get(c.bucketStartMs) ?? 0, c.count));
     }
+  }
+
+  /**
+   * Before a new identifier in `m`: at asyncKeysMax the least recently used is forgotten (O(1);
+   * it is usually one whose buckets left the window already).
+   */
+  private makeRoom(m: Map<string, Map<number, number>>): void {
+    if (m.size >= asyncKeysMax) m.delete(m.keys().next().value!);
+    assert(m.size < asyncKeysMax, "async estimator: identifiers within asyncKeysMax");
   }
 
   /** Drops buckets that left every window. */

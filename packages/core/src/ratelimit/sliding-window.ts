@@ -27,14 +27,21 @@ import {
 // or of a call that had to sweep a full table, and judges at max(clock, nowMs): a clock going
 // backwards is judged at the high-water mark, so it never frees capacity, and entries expired at
 // the clock may be evicted safely (nothing is ever judged before it again).
+//
+// Identity and bounds: a counter is (key, durationMs); the same key with another window is another
+// counter, so a caller naming a limit with a new window never resets the configured one. Counters
+// a caller creates (inline limits, namespace identifiers) carry a `group` with its own bound:
+// past it the group's least recently used counter is evicted, and when the whole table is full
+// the least recently used grouped counter anywhere is evicted. Evicting only loses counts of a
+// caller-created counter; counters without a group (configured by admins) are never evicted
+// while live, and only they can still fill the table (then new ungrouped counters fail closed).
 
 /** One limit to judge: `key` names the counter and is the caller's to build (see below). */
 export interface LimitCheck {
   /**
-   * The counter's key. The caller builds it, and it must determine `durationMs` (include limit
-   * and duration in it for ratelimits.limit, as upstream keys a changed limit to a fresh
-   * counter). A key seen again with another durationMs starts a fresh counter; with another
-   * limit (same duration) its counts are kept and judged against the new limit.
+   * The counter's key. The counter is (key, durationMs): the same key with another durationMs
+   * is another counter, and neither changes the other. With another limit (same duration) its
+   * counts are kept and judged against the new limit.
    */
   key: string;
   /** Most cost admitted per window; 0 admits nothing but cost-0 reads. */
@@ -43,6 +50,20 @@ export interface LimitCheck {
   durationMs: number;
   /** Cost of this request; 0 is a pure read that never changes state. */
   cost: number;
+  /**
+   * The bound group of a caller-created counter (e.g. one limit owner's inline limits): the group
+   * holds at most `groupEntriesMax` counters, least recently used evicted. Unset: a configured
+   * counter, never evicted while live.
+   */
+  group?: string;
+  /** Most counters of `group` (>= limiterChecksPerCallMax); required with `group`. */
+  groupEntriesMax?: number;
+}
+
+/** A counter the limiter dropped for a bound (its persisted buckets may be forgotten). */
+export interface EvictedCounter {
+  key: string;
+  durationMs: number;
 }
 
 export interface LimitOutcome {
@@ -73,6 +94,9 @@ export interface BucketCount {
   bucketStartMs: number;
   /** Count of the bucket after the admission. */
   count: number;
+  /** The counter's bound group, when it has one (restored into the same group). */
+  group?: string;
+  groupEntriesMax?: number;
 }
 
 export interface LimitResult {
@@ -84,9 +108,16 @@ export interface LimitResult {
   touched: BucketCount[];
   /** The time the call was judged at, Unix ms: max(the limiter's clock, nowMs). */
   judgedAtMs: number;
+  /** Counters the call evicted to stay within a bound (usually none). */
+  evicted: EvictedCounter[];
 }
 
 interface Entry {
+  key: string;
+  group: string | undefined;
+  groupEntriesMax: number;
+  /** The last call that used the entry: an eviction never takes an entry of the current call. */
+  callSeq: number;
   limit: number;
   durationMs: number;
   widthMs: number;
@@ -99,7 +130,10 @@ interface Entry {
 export interface SlidingWindowLimiterOptions {
   /** Sub-buckets per window, k (default 10): the window is at most durationMs/k longer than exact. */
   bucketsPerWindow?: number;
-  /** Most entries held (default 1,000,000); when full of live entries, new keys are refused. */
+  /**
+   * Most entries held (default 1,000,000). When full, the least recently used grouped entry is
+   * evicted; when full of live ungrouped entries, new keys are refused.
+   */
   entriesMax?: number;
 }
 
@@ -107,12 +141,28 @@ function isCount(value: number): boolean {
   return Number.isSafeInteger(value) && value >= 0;
 }
 
+/** The id of counter (key, durationMs) in the limiter's maps. */
+function counterId(key: string, durationMs: number): string {
+  return `${key}\u0000${durationMs}`;
+}
+
+const noEvictions: EvictedCounter[] = [];
+
 export class SlidingWindowLimiter {
   readonly bucketsPerWindow: number;
   readonly entriesMax: number;
-  /** Admissions refused because the table was full of live entries (fail closed). */
+  /** Admissions refused because the table was full of live ungrouped entries (fail closed). */
   refusedForCapacity = 0;
+  /** Grouped counters evicted for a bound (per group or the whole table). */
+  evictedCounters = 0;
+  /** Every entry by counterId; iteration order is the sweep's. */
   private readonly entries = new Map<string, Entry>();
+  /** Grouped entries by counterId, least recently used first. */
+  private readonly grouped = new Map<string, Entry>();
+  /** Per group, its entries by counterId, least recently used first. */
+  private readonly groups = new Map<string, Map<string, Entry>>();
+  private callSeq = 0;
+  private evictions: EvictedCounter[] = noEvictions;
   private clockMs = 0;
   private sweepCursor: Iterator<[string, Entry]> | undefined;
   // Per-call scratch, reused so a call allocates only its result.
@@ -137,6 +187,11 @@ export class SlidingWindowLimiter {
     return this.entries.size;
   }
 
+  /** Number of entries held for `group`. */
+  groupSize(group: string): number {
+    return this.groups.get(group)?.size ?? 0;
+  }
+
   /** Bucket width for a window: ceil(durationMs / bucketsPerWindow). */
   bucketWidthMs(durationMs: number): number {
     return Math.ceil(durationMs / this.bucketsPerWindow);
@@ -149,12 +204,19 @@ export class SlidingWindowLimiter {
    * key without an entry when the table is full of live entries does not fit (fail closed).
    */
   limit(checks: readonly LimitCheck[], nowMs: number): LimitResult {
+    this.callSeq++;
+    this.evictions = noEvictions;
     const judgedAtMs = this.judge(checks, nowMs, true);
     let success = true;
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
     const touched: BucketCount[] = [];
     const sizeBefore = this.entries.size;
     if (success) {
+      // Mark this call's entries first: an eviction for a new entry never takes one of them.
+      for (let i = 0; i < checks.length; i++) {
+        const entry = this.scratchEntries[i];
+        if (entry !== undefined && checks[i]!.cost > 0) this.touch(entry);
+      }
       for (let i = 0; i < checks.length; i++) {
         const check = checks[i]!;
         if (check.cost === 0) continue; // a pure read: not even the clock moves
@@ -162,20 +224,27 @@ export class SlidingWindowLimiter {
         const entry = this.commit(check, this.scratchEntries[i], judgedAtMs);
         this.scratchEntries[i] = entry;
         const bucket = Math.floor(judgedAtMs / entry.widthMs);
-        touched.push({
+        const bucketTouched: BucketCount = {
           key: check.key,
           limit: check.limit,
           durationMs: check.durationMs,
           bucketStartMs: bucket * entry.widthMs,
           count: entry.counts[bucket % entry.counts.length]!,
-        });
+        };
+        if (entry.group !== undefined) {
+          bucketTouched.group = entry.group;
+          bucketTouched.groupEntriesMax = entry.groupEntriesMax;
+        }
+        touched.push(bucketTouched);
       }
       // Sweep only after the commits: judge() holds entries that a sweep could otherwise delete.
       if (this.entries.size > sizeBefore) this.sweep(limiterSweepStepMax * (this.entries.size - sizeBefore));
     }
     const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
     for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, success);
-    return { success, outcomes, touched, judgedAtMs };
+    const evicted = this.evictions;
+    this.evictions = noEvictions;
+    return { success, outcomes, touched, judgedAtMs, evicted };
   }
 
   /**
@@ -195,9 +264,9 @@ export class SlidingWindowLimiter {
    * reservation, is clamped to the limit, which already refuses every cost > 0). The limiter's
    * clock moves to at least the start of the bucket used. Restore with the same bucketsPerWindow the
    * buckets were written with; a bucket start off this limiter's grid is put in the later bucket
-   * it overlaps. When a key has buckets of two durations, the newer bucket's duration wins, as
-   * live: an admission with a new duration starts the key afresh. Restore does not evict, and
-   * is bounded by what was persisted.
+   * it overlaps. Buckets of one key with two durations are two counters. A grouped bucket is
+   * restored into its group, evicting the group's least recently used counter past its bound
+   * (as live); otherwise restore does not evict, and is bounded by what was persisted.
    */
   restoreBucket(b: BucketCount): void {
     this.restoreInto(b, false);
@@ -216,14 +285,12 @@ export class SlidingWindowLimiter {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
-    let entry = this.entries.get(b.key);
-    if (entry !== undefined && entry.durationMs !== b.durationMs) {
-      if (b.bucketStartMs < entry.headBucket * entry.widthMs) return; // an older duration: dead live too
-      entry = undefined;
-    }
+    const id = counterId(b.key, b.durationMs);
+    let entry = this.entries.get(id);
     if (entry === undefined) {
-      entry = this.newEntry(b.limit, b.durationMs, 0);
-      this.entries.set(b.key, entry);
+      this.callSeq++;
+      entry = this.newEntry(b.key, b.limit, b.durationMs, 0, b.group, b.groupEntriesMax);
+      this.insert(id, entry);
     }
     const bucket = Math.ceil(b.bucketStartMs / entry.widthMs);
     if (bucket > entry.headBucket) this.advance(entry, bucket);
@@ -243,18 +310,23 @@ export class SlidingWindowLimiter {
     assert(isCount(nowMs), "snapshot: nowMs is a non-negative integer");
     const atMs = Math.max(this.clockMs, nowMs);
     const buckets: BucketCount[] = [];
-    for (const [key, entry] of this.entries) {
+    for (const entry of this.entries.values()) {
       const oldest = this.oldestHeldBucket(entry, atMs);
       for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
         const count = entry.counts[bucket % entry.counts.length]!;
         if (count === 0) continue;
-        buckets.push({
-          key,
+        const snapshotBucket: BucketCount = {
+          key: entry.key,
           limit: entry.limit,
           durationMs: entry.durationMs,
           bucketStartMs: bucket * entry.widthMs,
           count,
-        });
+        };
+        if (entry.group !== undefined) {
+          snapshotBucket.group = entry.group;
+          snapshotBucket.groupEntriesMax = entry.groupEntriesMax;
+        }
+        buckets.push(snapshotBucket);
       }
     }
     return buckets;
@@ -276,37 +348,48 @@ export class SlidingWindowLimiter {
     assert(isCount(nowMs), "limiter: nowMs is a non-negative integer");
     const judgedAtMs = Math.max(this.clockMs, nowMs);
     let entriesNeeded = 0;
+    let groupedInCall = 0;
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i]!;
       this.assertCheck(check.key, check.limit, check.durationMs, check.cost);
-      let entry = this.entries.get(check.key);
-      if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
+      assert(
+        check.group === undefined ||
+          (check.groupEntriesMax !== undefined &&
+            Number.isSafeInteger(check.groupEntriesMax) &&
+            check.groupEntriesMax >= limiterChecksPerCallMax),
+        "limiter: a grouped check has groupEntriesMax >= limiterChecksPerCallMax",
+      );
+      const entry = this.entries.get(counterId(check.key, check.durationMs));
       let count = entry === undefined ? 0 : this.countAt(entry, judgedAtMs);
-      let firstOfKey = true;
+      let firstOfCounter = true;
       for (let j = 0; j < i; j++) {
         const earlier = checks[j]!;
-        if (earlier.key !== check.key) continue;
-        firstOfKey = false;
-        if (earlier.durationMs === check.durationMs) count += earlier.cost;
+        if (earlier.key !== check.key || earlier.durationMs !== check.durationMs) continue;
+        firstOfCounter = false;
+        count += earlier.cost;
       }
       this.scratchEntries[i] = entry;
       this.scratchCounts[i] = count;
       this.scratchFits[i] = count + check.cost <= check.limit;
-      if (entry === undefined && check.cost > 0 && firstOfKey && !this.entries.has(check.key)) entriesNeeded++;
+      if (entry === undefined && check.cost > 0 && firstOfCounter) entriesNeeded++;
+      if (entry !== undefined && entry.group !== undefined) groupedInCall++;
     }
     if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax && maySweep) {
       // Evicting by time t is only safe if no later call is judged before t: move the clock.
       this.clockMs = judgedAtMs;
       this.sweep(limiterSweepFullMax);
     }
-    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax) this.refuseNewKeys(checks);
+    // Grouped entries not used by this call can be evicted to make room (see insert()).
+    const evictable = maySweep ? Math.max(0, this.grouped.size - groupedInCall) : 0;
+    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax + evictable)
+      this.refuseNewKeys(checks);
     return judgedAtMs;
   }
 
   private refuseNewKeys(checks: readonly LimitCheck[]): void {
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i]!;
-      if (check.cost > 0 && !this.entries.has(check.key) && this.scratchFits[i]) {
+      if (check.cost > 0 && this.scratchEntries[i] === undefined && this.scratchFits[i]) {
         this.scratchFits[i] = false;
         this.refusedForCapacity++;
       }
@@ -322,8 +405,8 @@ export class SlidingWindowLimiter {
     const remaining = refusedForCapacity ? 0 : Math.max(0, check.limit - used);
     // After a commit the scratch holds the committed entry; a cost-0 check keeps what judge found.
     // (A cost-0 check after a same-key check that created the entry must look it up.)
-    let entry = this.scratchEntries[index] ?? (consumed ? this.entries.get(check.key) : undefined);
-    if (entry !== undefined && entry.durationMs !== check.durationMs) entry = undefined;
+    const entry =
+      this.scratchEntries[index] ?? (consumed ? this.entries.get(counterId(check.key, check.durationMs)) : undefined);
     let resetAtMs: number;
     if (refusedForCapacity) {
       // Fits by count but was refused for capacity: no counter to age out; retry a window later.
@@ -384,12 +467,24 @@ export class SlidingWindowLimiter {
     return emptyAtMs;
   }
 
-  private newEntry(limit: number, durationMs: number, atMs: number): Entry {
+  private newEntry(
+    key: string,
+    limit: number,
+    durationMs: number,
+    atMs: number,
+    group: string | undefined,
+    groupEntriesMax: number | undefined,
+  ): Entry {
     const widthMs = this.bucketWidthMs(durationMs);
     // Counted buckets at any time span at most ceil(durationMs / widthMs) + 1 buckets.
     const ringLength = Math.ceil(durationMs / widthMs) + 1;
     assert(ringLength <= this.bucketsPerWindow + 1, "newEntry: ring holds at most k + 1 buckets");
+    assert(group === undefined || (groupEntriesMax ?? 0) >= 1, "newEntry: a group has a bound");
     return {
+      key,
+      group,
+      groupEntriesMax: group === undefined ? 0 : groupEntriesMax!,
+      callSeq: this.callSeq,
       limit,
       durationMs,
       widthMs,
@@ -411,14 +506,14 @@ export class SlidingWindowLimiter {
   }
 
   private commit(check: LimitCheck, judged: Entry | undefined, atMs: number): Entry {
-    // judge() found `judged` for this key; a duplicate key's first check may have created one since.
-    let entry = judged ?? this.entries.get(check.key);
-    if (entry === undefined || entry.durationMs !== check.durationMs) {
-      const created = entry === undefined;
-      entry = this.newEntry(check.limit, check.durationMs, atMs);
-      this.entries.set(check.key, entry);
+    // judge() found `judged` for this counter; a duplicate check's first one may have created one since.
+    const id = counterId(check.key, check.durationMs);
+    let entry = judged ?? this.entries.get(id);
+    if (entry === undefined) {
+      entry = this.newEntry(check.key, check.limit, check.durationMs, atMs, check.group, check.groupEntriesMax);
+      this.insert(id, entry);
       // judge() refused new keys unless they fit; restore may overfill, but then no key is new here.
-      assert(!created || this.entries.size <= this.entriesMax, "limiter: entries within entriesMax");
+      assert(this.entries.size <= this.entriesMax, "limiter: entries within entriesMax");
     }
     entry.limit = check.limit;
     const bucket = Math.floor(atMs / entry.widthMs);
@@ -427,6 +522,60 @@ export class SlidingWindowLimiter {
     const slot = bucket % entry.counts.length;
     entry.counts[slot] = entry.counts[slot]! + check.cost;
     return entry;
+  }
+
+  /** Marks an entry used by the current call: most recently used in its group. */
+  private touch(entry: Entry): void {
+    entry.callSeq = this.callSeq;
+    if (entry.group === undefined) return;
+    const id = counterId(entry.key, entry.durationMs);
+    this.grouped.delete(id);
+    this.grouped.set(id, entry);
+    const members = this.groups.get(entry.group)!;
+    members.delete(id);
+    members.set(id, entry);
+  }
+
+  /** Adds a new entry, first evicting within its group's bound and the table's (grouped entries only). */
+  private insert(id: string, entry: Entry): void {
+    assert(!this.entries.has(id), "insert: a new counter");
+    if (entry.group !== undefined) {
+      let members = this.groups.get(entry.group);
+      if (members === undefined) {
+        members = new Map<string, Entry>();
+        this.groups.set(entry.group, members);
+      }
+      if (members.size >= entry.groupEntriesMax) this.evictFirst(members);
+      assert(members.size < entry.groupEntriesMax, "insert: the group is within its bound");
+    }
+    if (this.entries.size >= this.entriesMax && this.grouped.size > 0) this.evictFirst(this.grouped);
+    this.entries.set(id, entry);
+    if (entry.group !== undefined) {
+      this.grouped.set(id, entry);
+      this.groups.get(entry.group)!.set(id, entry);
+    }
+  }
+
+  /** Evicts the least recently used entry of `lru` that the current call does not use. */
+  private evictFirst(lru: Map<string, Entry>): void {
+    for (const entry of lru.values()) {
+      if (entry.callSeq === this.callSeq) continue;
+      this.remove(entry);
+      this.evictedCounters++;
+      if (this.evictions === noEvictions) this.evictions = [];
+      this.evictions.push({ key: entry.key, durationMs: entry.durationMs });
+      return;
+    }
+  }
+
+  private remove(entry: Entry): void {
+    const id = counterId(entry.key, entry.durationMs);
+    this.entries.delete(id);
+    if (entry.group === undefined) return;
+    this.grouped.delete(id);
+    const members = this.groups.get(entry.group)!;
+    members.delete(id);
+    if (members.size === 0) this.groups.delete(entry.group);
   }
 
   /** Examines up to `steps` entries from where the last sweep stopped; deletes expired ones. */
@@ -439,8 +588,8 @@ export class SlidingWindowLimiter {
         if (i > 0 || this.entries.size === 0) return;
         continue;
       }
-      const [key, entry] = next.value;
-      if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.entries.delete(key);
+      const entry = next.value[1];
+      if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.remove(entry);
     }
   }
 }

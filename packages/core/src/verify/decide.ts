@@ -6,7 +6,8 @@ import { spendCredits } from "../credits/ledger.js";
 import { creditsAt } from "../keystate/credits-view.js";
 import { keyDerived, keyLimitKey } from "../keystate/derived.js";
 import type { ConfiguredLimit, KeyDerived, KeyRecord, KeyState } from "../keystate/types.js";
-import type { LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
+import { limiterCountersPerOwnerMax } from "../limits.js";
+import type { EvictedCounter, LimitCheck, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
 import { evaluatePermissionQuery, parsePermissionQuery, type PermissionQuery } from "../rbac/query.js";
 import type {
   AppliedLimit,
@@ -19,6 +20,7 @@ import type {
 } from "./types.js";
 
 const noTouched: readonly BucketCount[] = Object.freeze([]);
+const noEvicted: readonly EvictedCounter[] = Object.freeze([]);
 const noLimits: readonly AppliedLimit[] = Object.freeze([]);
 const emptyMeta: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
@@ -45,6 +47,7 @@ function notFound(requestId: string): VerifyDecision {
     key: undefined,
     derived: undefined,
     touched: noTouched,
+    evicted: noEvicted,
     limits: noLimits,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
@@ -95,6 +98,7 @@ function decided(
     key,
     derived,
     touched,
+    evicted: noEvicted,
     limits: noLimits,
     triggeredRatelimit: undefined,
     creditSpend: undefined,
@@ -148,7 +152,7 @@ function resolveLimits(
     let next: ResolvedLimit;
     if (entry.limit !== undefined && entry.duration !== undefined) {
       next = {
-        check: { key: keyLimitKey(key, entry.name), limit: entry.limit, durationMs: entry.duration, cost },
+        check: inlineCheck(key, derived, entry.name, entry.limit, entry.duration, cost),
         name: entry.name,
         id: "",
         autoApply: false,
@@ -163,6 +167,27 @@ function resolveLimits(
     else resolved.push(next);
   }
   return resolved;
+}
+
+/**
+ * An inline limit's check. A counter the caller names itself is bounded per key (least recently
+ * used evicted), unless it is the configured counter (same key and window), never evicted while live.
+ */
+function inlineCheck(
+  key: KeyRecord,
+  derived: KeyDerived,
+  name: string,
+  limit: number,
+  durationMs: number,
+  cost: number,
+): LimitCheck {
+  const check: LimitCheck = { key: keyLimitKey(key, name), limit, durationMs, cost };
+  const configured = derived.configuredLimits.get(name);
+  if (configured === undefined || configured.counterKey !== check.key || configured.durationMs !== durationMs) {
+    check.group = `v:${key.id}`;
+    check.groupEntriesMax = limiterCountersPerOwnerMax;
+  }
+  return check;
 }
 
 function unknownLimit(state: KeyState, key: KeyRecord, name: string): VerifyBadRequest {
@@ -257,6 +282,7 @@ export function decideVerification(
     described = resolved;
   }
   const judged = limiter.limit(checks, nowMs);
+  const evicted = judged.evicted.length > 0 ? judged.evicted : noEvicted;
   const ratelimit = ratelimitField(judged, described);
   const applied: AppliedLimit[] = described.map((limit, index) => ({
     name: limit.name,
@@ -274,7 +300,9 @@ export function decideVerification(
     decision.triggeredRatelimit = described[judged.outcomes.findIndex((outcome) => !outcome.success)]?.name;
     return decision;
   }
-  return decideCredits(state, key, derived, request, nowMs, ratelimit, judged.touched, applied);
+  const decision = decideCredits(state, key, derived, request, nowMs, ratelimit, judged.touched, applied);
+  decision.evicted = evicted;
+  return decision;
 }
 
 /** Step 10 (keyraft decision 2): a cost above the balance is USAGE_EXCEEDED and deducts nothing. */

@@ -1,6 +1,12 @@
 import type { SpendCreditsCommand } from "../keystate/commands.js";
 import type { KeyDerived, KeyRecord } from "../keystate/types.js";
-import type { LimitCheck, LimitOutcome, LimitResult, BucketCount } from "../ratelimit/sliding-window.js";
+import type {
+  EvictedCounter,
+  LimitCheck,
+  LimitOutcome,
+  LimitResult,
+  BucketCount,
+} from "../ratelimit/sliding-window.js";
 import type { PermissionQuery } from "../rbac/query.js";
 
 /** The v1 verification codes (`UNAUTHORIZED` is in the enum but never produced). */
@@ -87,6 +93,8 @@ export interface VerifyDecision {
   derived: KeyDerived | undefined;
   /** Rate-limit buckets the judgement changed: the shell covers them with CounterDurability. */
   touched: readonly BucketCount[];
+  /** Counters the limiter evicted for a bound: the shell may forget their reservations. */
+  evicted: readonly EvictedCounter[];
   /** Every limit checked, in check order (empty when none applied or the decision stopped before limits). */
   limits: readonly AppliedLimit[];
   /** Name of the limit that rejected (`Unkey-Ratelimit-Triggered` header). */

@@ -78,11 +78,11 @@ export function requirePermission(
   if (!evaluation.valid) throw new V1Error(code, evaluation.message);
 }
 
-/** Keys of the root api are root keys: only a caller holding `*` may create or change them. */
+/** Keys of the root api are root keys: only a caller holding `*` may create, change or see them. */
 export function requireRootAdmin(auth: RootAuth, apiId: string): void {
   if (apiId === ROOT_API_ID && !auth.slugs.has(ROOT_PERMISSION)) {
     throw insufficientPermissions(
-      `only a root key holding '${ROOT_PERMISSION}' may create or change keys of ${ROOT_API_ID}`,
+      `only a root key holding '${ROOT_PERMISSION}' may create, change or read keys of ${ROOT_API_ID}`,
     );
   }
 }

@@ -3,6 +3,7 @@
 // staleness monitor and the learner promoter. A node without KEYRAFT_PEERS is a one-member
 // cluster built exactly the same way.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 import { join } from "node:path";
 import {
@@ -81,6 +82,13 @@ const promoteIntervalMs = 200;
 const retryDelayMs = 25;
 /** A follower's status asks the leader for the peers' progress, waiting at most this long. */
 const progressAskTimeoutMs = 500;
+/**
+ * A follower asks the leader for progress at most once per this interval: statuses in between
+ * reuse the last answer (or share the one in flight), so status requests never cost one RPC each.
+ */
+export const progressCacheMs = 1000;
+
+type LeaderProgress = Record<NodeId, PeerProgress>;
 
 export class ClusterNode {
   readonly raft: RaftNode;
@@ -97,6 +105,11 @@ export class ClusterNode {
   private promoter: NodeJS.Timeout | null = null;
   private rpcSweep: NodeJS.Timeout | null = null;
   private promoting = false;
+  /** The leader's last progress answer (progressCacheMs), and the ask in flight. */
+  private progressCache: { leader: NodeId; atMs: number; progress: LeaderProgress | null } | null = null;
+  private progressAsk: Promise<LeaderProgress | null> | null = null;
+  /** Progress RPCs this node sent for its status (cluster.metrics: statusProgressAsks). */
+  private progressAsks = 0;
   /** This node's analytics for a peer's query (op "analytics"); null until the app is built. */
   private analyticsSource: ((filter: VerificationFilter) => VerificationSeries[]) | null = null;
   private countersHandler: ((from: NodeId, request: CounterRequest) => Promise<CounterReply>) | null = null;
@@ -134,6 +147,17 @@ export class ClusterNode {
       },
       transport: {
         secret,
+        ...(config.previousSecret === null ? {} : { previousSecret: config.previousSecret }),
+        // Read at start: a missing or unreadable file fails the start with its path.
+        ...(config.tls === null
+          ? {}
+          : {
+              tls: {
+                cert: readFileSync(config.tls.certFile),
+                key: readFileSync(config.tls.keyFile),
+                ca: readFileSync(config.tls.caFile),
+              },
+            }),
         host: config.raftListenHost,
         port: self?.port ?? 0,
         peers: Object.fromEntries(
@@ -237,12 +261,8 @@ export class ClusterNode {
   async statusWithProgress(): Promise<ClusterStatus> {
     const local = this.status();
     if (local.role === "leader" || local.leader === null) return local;
-    const answer = await Promise.race([
-      this.rpc.call(local.leader, { op: "progress" }, this.options.nowMs()).catch(() => null),
-      new Promise<null>((resolve) => setTimeout(() => resolve(null), progressAskTimeoutMs)),
-    ]);
-    if (answer === null || !answer.ok || answer.progress === undefined) return local;
-    const progress = answer.progress;
+    const progress = await this.leaderProgress(local.leader);
+    if (progress === null) return local;
     return {
       ...local,
       peers: local.peers.map((peer) => {
@@ -253,6 +273,29 @@ export class ClusterNode {
       }),
       selfLag: progress[this.nodeId]?.lag ?? null,
     };
+  }
+
+  /** The leader's view of the peers' progress: cached for progressCacheMs, one ask in flight at most. */
+  private leaderProgress(leader: NodeId): Promise<LeaderProgress | null> {
+    const nowMs = this.options.nowMs();
+    const cached = this.progressCache;
+    if (cached !== null && cached.leader === leader && nowMs - cached.atMs < progressCacheMs)
+      return Promise.resolve(cached.progress);
+    if (this.progressAsk !== null) return this.progressAsk;
+    this.progressAsks += 1;
+    let timer: NodeJS.Timeout | undefined;
+    const ask = Promise.race([
+      this.rpc.call(leader, { op: "progress" }, nowMs).catch(() => null),
+      new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), progressAskTimeoutMs))),
+    ]).then((answer) => {
+      clearTimeout(timer);
+      const progress = answer === null || !answer.ok || answer.progress === undefined ? null : answer.progress;
+      this.progressCache = { leader, atMs: this.options.nowMs(), progress };
+      this.progressAsk = null;
+      return progress;
+    });
+    this.progressAsk = ask;
+    return ask;
   }
 
   /** The Raft driver's counters (GET /metrics reads them at scrape time). */
@@ -268,6 +311,7 @@ export class ClusterNode {
       transport: this.raft.transportStats(),
       proposals: { entries: this.proposer.groupsSent, writes: this.proposer.itemsSent },
       forwarded: this.commandLog.forwarded,
+      statusProgressAsks: this.progressAsks,
     };
   }
 

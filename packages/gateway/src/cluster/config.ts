@@ -21,6 +21,13 @@ export interface ClusterConfig {
   peersConfigured: boolean;
   /** Shared secret of the cluster connections; null only for a one-member cluster. Never logged. */
   secret: string | null;
+  /** KEYRAFT_CLUSTER_SECRET_PREVIOUS: also accepted during a rotation (transport/handshake.ts). Never logged. */
+  previousSecret: string | null;
+  /**
+   * KEYRAFT_CLUSTER_TLS_CERT_FILE, _KEY_FILE and _CA_FILE (PEM): mutual TLS between the nodes,
+   * each verifying the others' certificates against the CA. All three or none.
+   */
+  tls: { certFile: string; keyFile: string; caFile: string } | null;
   /** Join an existing cluster (wait to be added) instead of founding one with `peers` as voters. */
   join: boolean;
   /** Interface the Raft port binds (default: this node's host from KEYRAFT_PEERS). */
@@ -72,6 +79,13 @@ export function parseClusterConfig(
     ? parsePeers(peersRaw, nodeId, errors)
     : [{ id: nodeId, host: clusterDefaults.singleNodeRaftHost, port: 0 }];
   const secret = parseSecret(env["KEYRAFT_CLUSTER_SECRET"], peers.length, errors);
+  const previousSecret =
+    env["KEYRAFT_CLUSTER_SECRET_PREVIOUS"] === undefined
+      ? null
+      : parseSecret(env["KEYRAFT_CLUSTER_SECRET_PREVIOUS"], peers.length, errors, "KEYRAFT_CLUSTER_SECRET_PREVIOUS");
+  if (previousSecret !== null && secret === null)
+    errors.push("KEYRAFT_CLUSTER_SECRET_PREVIOUS needs KEYRAFT_CLUSTER_SECRET (the secret it is rotated to)");
+  const tls = parseClusterTls(env, errors);
   const self = peers.find((peer) => peer.id === nodeId);
   const raftListenHost = parseListenHost(
     env["KEYRAFT_RAFT_LISTEN_HOST"],
@@ -91,6 +105,8 @@ export function parseClusterConfig(
     peers,
     peersConfigured,
     secret,
+    previousSecret,
+    tls,
     join,
     raftListenHost,
     maxStalenessMs: integer(clusterIntegerVariables.maxStalenessMs),
@@ -170,24 +186,45 @@ function parsePeers(raw: string, nodeId: string, errors: string[]): PeerAddress[
   return peers;
 }
 
-function parseSecret(raw: string | undefined, memberCount: number, errors: string[]): string | null {
+function parseSecret(
+  raw: string | undefined,
+  memberCount: number,
+  errors: string[],
+  name = "KEYRAFT_CLUSTER_SECRET",
+): string | null {
   // Never echo the value: it is the cluster's only credential.
   if (raw === undefined) {
     if (memberCount > 1)
       errors.push(
-        "KEYRAFT_CLUSTER_SECRET is required when KEYRAFT_PEERS lists more than one node: " +
+        `${name} is required when KEYRAFT_PEERS lists more than one node: ` +
           `${clusterSecretLengthMin} to ${clusterSecretLengthMax} characters, the same on every node (e.g. openssl rand -hex 32)`,
       );
     return null;
   }
   if (raw.length < clusterSecretLengthMin || raw.length > clusterSecretLengthMax || /\s/.test(raw)) {
     errors.push(
-      `KEYRAFT_CLUSTER_SECRET is invalid (${raw.length} characters): expected ${clusterSecretLengthMin} to ` +
+      `${name} is invalid (${raw.length} characters): expected ${clusterSecretLengthMin} to ` +
         `${clusterSecretLengthMax} characters without whitespace (e.g. openssl rand -hex 32)`,
     );
     return null;
   }
   return raw;
+}
+
+const clusterTlsVariables = [
+  "KEYRAFT_CLUSTER_TLS_CERT_FILE",
+  "KEYRAFT_CLUSTER_TLS_KEY_FILE",
+  "KEYRAFT_CLUSTER_TLS_CA_FILE",
+] as const;
+
+function parseClusterTls(env: Readonly<Record<string, string | undefined>>, errors: string[]): ClusterConfig["tls"] {
+  const [certFile, keyFile, caFile] = clusterTlsVariables.map((name) => env[name]);
+  if (certFile === undefined && keyFile === undefined && caFile === undefined) return null;
+  if ([certFile, keyFile, caFile].some((file) => file === undefined || file.trim() === "")) {
+    errors.push(`${clusterTlsVariables.join(", ")} go together: set all three to PEM files, or none`);
+    return null;
+  }
+  return { certFile: certFile!, keyFile: keyFile!, caFile: caFile! };
 }
 
 function parseListenHost(raw: string | undefined, fallback: string, errors: string[]): string {

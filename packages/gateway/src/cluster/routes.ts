@@ -1,6 +1,7 @@
 // The cluster's HTTP surface, registered by buildApp (app.ts) when it serves a Raft node:
 //   GET  /v1/cluster.status      this node's view: role, term, leader, indexes, staleness, peers   root key holding `*` or `cluster.*.read`
 //   GET  /v1/cluster.metrics     counters of the Raft loop, the transport and write batching      root key holding `*` or `cluster.*.read`
+//   GET  /v1/cluster.applyTimes  when entries were applied here (benchmarks)                     root key holding `*`
 //   POST /v1/cluster.addNode     { nodeId, address: "host:raftPort" } root key holding `*`
 //   POST /v1/cluster.removeNode  { nodeId }                          root key holding `*`
 // and the staleness guard on verifications: past KEYRAFT_MAX_STALENESS_MS a node refuses them
@@ -83,7 +84,8 @@ export const clusterRoutes: FastifyPluginCallbackTypebox<ClusterRoutesOptions> =
 
   // Diagnostics (the cluster benchmark): when entries from..to were applied on this node, as
   // [index, wall-clock ms] pairs; entries not applied here or forgotten are left out.
-  app.get(applyTimesPath, { schema: { querystring: applyTimesQuery } }, (request, reply) => {
+  app.get(applyTimesPath, { schema: { querystring: applyTimesQuery } }, async (request, reply) => {
+    await authenticate(deps, request, anyOf("*"));
     const { query } = request;
     const from = Number(query.from);
     const to = Number(query.to);

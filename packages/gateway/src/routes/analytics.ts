@@ -9,13 +9,20 @@ import {
   type AnalyticsGroupBy,
   type AnalyticsOrderBy,
   type KeyRecord,
-  type PermissionQuery,
   type VerificationFilter,
   type VerificationQuery,
   type VerificationSeries,
 } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import {
+  anyOf,
+  authenticate,
+  holdsAny,
+  requirePermission,
+  requireRootAdmin,
+  type RootKeyDeps,
+} from "../auth/root-key.js";
+import { maySeeApiKeys } from "../auth/root-scope.js";
 import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
@@ -75,23 +82,32 @@ export const analyticsRoutes: FastifyPluginCallbackTypebox<AnalyticsRoutesDeps> 
     { schema: { querystring: keyVerificationsQuery, response: keyVerificationsResponse } },
     async (request, reply) => {
       const query = request.query;
+      if (query.keyId === undefined && query.ownerId === undefined)
+        throw badRequest("keyId or ownerId must be provided");
+      // Authentication before any work: an unauthenticated caller never makes this node scan keys.
+      const auth = await authenticate(deps, request);
+      const mayRead = (apiId: string) =>
+        holdsAny(auth, ROOT_PERMISSION, "api.*.read_key", `api.${apiId}.read_key`) && maySeeApiKeys(auth, apiId);
       let keys: KeyRecord[];
       if (query.keyId !== undefined) {
         const key = deps.state.keys.get(query.keyId);
         if (key === undefined) throw notFound(`key ${query.keyId} not found`);
+        requirePermission(auth, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
+        requireRootAdmin(auth, key.apiId);
         keys = [key];
-      } else if (query.ownerId !== undefined) {
-        const identityId = deps.state.identityIdByExternalId.get(query.ownerId);
+      } else {
+        // Only the keys this caller may read: "none found" and "found elsewhere" answer alike, so
+        // the answer tells nothing about ownerIds of apis the caller cannot read.
+        const ownerId = query.ownerId;
+        const identityId = ownerId === undefined ? undefined : deps.state.identityIdByExternalId.get(ownerId);
         keys = [...deps.state.keys.values()].filter(
-          (key) => key.ownerId === query.ownerId || (identityId !== undefined && key.identityId === identityId),
+          (key) =>
+            (key.ownerId === ownerId || (identityId !== undefined && key.identityId === identityId)) &&
+            mayRead(key.apiId),
         );
         if (keys.length === 0) throw notFound("No keys were found to match your query");
-      } else throw badRequest("keyId or ownerId must be provided");
+      }
       const apiIds = [...new Set(keys.map((key) => key.apiId))].sort();
-      const permission: PermissionQuery = {
-        or: [ROOT_PERMISSION, "api.*.read_key", { and: apiIds.map((apiId) => `api.${apiId}.read_key`) }],
-      };
-      await authenticate(deps, request, permission);
       const endMs = query.end ?? deps.nowMs();
       const startMs = query.start ?? endMs - keyVerificationsWindowMsDefault;
       const keyIds = keys.map((key) => key.id);

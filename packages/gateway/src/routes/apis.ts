@@ -2,7 +2,7 @@
 
 import { keyDerived, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import { anyOf, authenticate, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
 import { createdId, type GatewayServices } from "../services.js";
 import { notFound, recoverableUnsupported } from "../errors.js";
 import {
@@ -111,8 +111,9 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
     { schema: { querystring: listKeysQuery, response: listKeysResponse } },
     async (request, reply) => {
       const query = request.query;
-      await authenticate(deps, request, readKeysQuery(query.apiId));
+      const auth = await authenticate(deps, request, readKeysQuery(query.apiId));
       if (!deps.state.apis.has(query.apiId)) throw notFound(`api ${query.apiId} not found`);
+      requireRootAdmin(auth, query.apiId);
       if (query.decrypt === true) throw recoverableUnsupported();
       let identityId: string | undefined;
       if (query.externalId !== undefined) {
@@ -148,8 +149,9 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
     async (request, reply) => {
       const { apiId } = request.params;
       const query = request.query;
-      await authenticate(deps, request, readKeysQuery(apiId));
+      const auth = await authenticate(deps, request, readKeysQuery(apiId));
       if (!deps.state.apis.has(apiId)) throw notFound(`api ${apiId} not found`);
+      requireRootAdmin(auth, apiId);
       const all = apiKeys(deps.state, apiId, { ownerId: query.ownerId });
       const nowMs = deps.nowMs();
       // The schema's defaults fill both (validation runs with useDefaults).
@@ -166,7 +168,12 @@ export const apiRoutes: FastifyPluginCallbackTypebox<ApiRoutesDeps> = (app, deps
     { schema: { body: deleteKeysBody, response: deleteKeysResponse } },
     async (request, reply) => {
       const body = request.body;
-      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`));
+      const auth = await authenticate(
+        deps,
+        request,
+        anyOf(ROOT_PERMISSION, "api.*.delete_key", `api.${body.apiId}.delete_key`),
+      );
+      requireRootAdmin(auth, body.apiId);
       const outcome = await deps.submit(request, { type: "deleteKeys", apiId: body.apiId });
       return reply.send({ deletedKeys: outcome.count ?? 0 });
     },

@@ -4,7 +4,7 @@
 import { keyCreditsAt, ROOT_PERMISSION, type KeyRecord, type KeyState } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { hashKey } from "../auth/hash.js";
-import { anyOf, authenticate, holdsAny, type RootKeyDeps } from "../auth/root-key.js";
+import { anyOf, authenticate, holdsAny, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
 import { notFound, recoverableUnsupported, unauthorized } from "../errors.js";
 import { getKeyQuery, keyObject, keyResponse, whoamiBody, whoamiResponse } from "../schemas/keys.js";
 import type { Static } from "@sinclair/typebox";
@@ -84,6 +84,7 @@ export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (a
         request,
         anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
       );
+      requireRootAdmin(auth, key.apiId);
       // The permission rule first (as upstream), then: keyraft stores no recoverable copies (decision 10).
       if (query.decrypt === true) {
         if (!holdsAny(auth, ROOT_PERMISSION, "api.*.decrypt_key", `api.${key.apiId}.decrypt_key`)) {
@@ -100,7 +101,12 @@ export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (a
     const keyId = deps.state.keyIdByHash.get(hashKey(body.key));
     const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
     if (key === undefined) throw notFound("Key not found");
-    await authenticate(deps, request, anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`));
+    const auth = await authenticate(
+      deps,
+      request,
+      anyOf(ROOT_PERMISSION, "api.*.read_key", `api.${key.apiId}.read_key`),
+    );
+    requireRootAdmin(auth, key.apiId);
     const identity = key.identityId === null ? undefined : deps.state.identities.get(key.identityId);
     const remaining = shownCreditsAt(deps.creditLeases?.shown, key, deps.nowMs());
     return reply.send({

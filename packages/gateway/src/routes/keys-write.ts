@@ -5,6 +5,7 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
 import { planCreation, planReplacement } from "../auth/rbac-plan.js";
+import { identityLink } from "../auth/identity-link.js";
 import { anyOf, authenticate, requirePermission, requireRootAdmin, type RootKeyDeps } from "../auth/root-key.js";
 import type { GatewayServices } from "../services.js";
 import { badRequest, notFound, recoverableUnsupported } from "../errors.js";
@@ -74,7 +75,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
       start: keyStart(secret, body.prefix),
       name: body.name ?? null,
       ownerId: externalId ?? null,
-      identity: externalId === undefined ? null : { externalId, newIdentityId: deps.ids.next("id") },
+      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, deps.ids.next("id")),
       meta: body.meta ?? null,
       expiresAtMs: body.expires ?? null,
       remaining: body.remaining ?? null,
@@ -133,7 +134,7 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
       if (body.name !== undefined) command.name = body.name;
       const externalId = body.externalId !== undefined ? body.externalId : body.ownerId;
       if (externalId !== undefined) {
-        command.identity = externalId === null ? null : { externalId, newIdentityId: deps.ids.next("id") };
+        command.identity = externalId === null ? null : identityLink(deps.state, auth, externalId, deps.ids.next("id"));
       }
       if (body.meta !== undefined) command.meta = body.meta;
       if (body.expires !== undefined) command.expiresAtMs = body.expires;

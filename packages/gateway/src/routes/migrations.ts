@@ -8,6 +8,7 @@ import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebo
 import type { FastifyRequest } from "fastify";
 import { hashKey } from "../auth/hash.js";
 import { planCreation } from "../auth/rbac-plan.js";
+import { identityLink } from "../auth/identity-link.js";
 import { anyOf, authenticate, requireRootAdmin, type RootAuth, type RootKeyDeps } from "../auth/root-key.js";
 import type { GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
@@ -78,7 +79,7 @@ async function planImport(deps: MigrationRoutesDeps, request: FastifyRequest, ke
       start,
       name: key.name ?? null,
       ownerId: externalId ?? null,
-      identity: externalId === undefined ? null : { externalId, newIdentityId: deps.ids.next("id") },
+      identity: externalId === undefined ? null : identityLink(deps.state, auth, externalId, deps.ids.next("id")),
       meta: key.meta ?? null,
       expiresAtMs: key.expires ?? null,
       remaining: key.remaining ?? null,

@@ -10,6 +10,7 @@ import {
 } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";
+import { isRootAdmin, requireRootScopeAdmin, rootScope } from "../auth/root-scope.js";
 import { createdId, type GatewayServices } from "../services.js";
 import { badRequest, notFound } from "../errors.js";
 import {
@@ -82,9 +83,11 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     { schema: { querystring: getPermissionQuery, response: getPermissionResponse } },
     async (request, reply) => {
       const query = request.query;
-      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
       const permission = deps.state.permissions.get(query.permissionId);
-      if (permission === undefined) throw notFound(`permission ${query.permissionId} not found`);
+      // What root keys use is not a tenant's to see (auth/root-scope.ts).
+      const hidden = !isRootAdmin(auth) && rootScope(deps.state).permissionIds.has(query.permissionId);
+      if (permission === undefined || hidden) throw notFound(`permission ${query.permissionId} not found`);
       return reply.send(permissionView(permission));
     },
   );
@@ -93,8 +96,10 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     "/v1/permissions.listPermissions",
     { schema: { response: listPermissionsResponse } },
     async (request, reply) => {
-      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
-      return reply.send([...deps.state.permissions.values()].sort(byId).map(permissionView));
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_permission"));
+      const hidden = isRootAdmin(auth) ? new Set<string>() : rootScope(deps.state).permissionIds;
+      const visible = [...deps.state.permissions.values()].filter((permission) => !hidden.has(permission.id));
+      return reply.send(visible.sort(byId).map(permissionView));
     },
   );
 
@@ -103,7 +108,9 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     { schema: { body: deletePermissionBody, response: rbacEmptyResponse } },
     async (request, reply) => {
       const body = request.body;
-      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_permission"));
+      if (rootScope(deps.state).permissionIds.has(body.permissionId))
+        requireRootScopeAdmin(auth, `permission ${body.permissionId}`);
       await deps.submit(request, { type: "deletePermission", permissionId: body.permissionId });
       return reply.send({});
     },
@@ -137,16 +144,19 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     { schema: { querystring: getRoleQuery, response: getRoleResponse } },
     async (request, reply) => {
       const query = request.query;
-      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
       const role = deps.state.roles.get(query.roleId);
-      if (role === undefined) throw notFound(`role ${query.roleId} not found`);
+      const hidden = !isRootAdmin(auth) && rootScope(deps.state).roleIds.has(query.roleId);
+      if (role === undefined || hidden) throw notFound(`role ${query.roleId} not found`);
       return reply.send(roleView(deps.state, role));
     },
   );
 
   app.get("/v1/permissions.listRoles", { schema: { response: listRolesResponse } }, async (request, reply) => {
-    await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
-    return reply.send([...deps.state.roles.values()].sort(byId).map((role) => roleView(deps.state, role)));
+    const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.read_role"));
+    const hidden = isRootAdmin(auth) ? new Set<string>() : rootScope(deps.state).roleIds;
+    const visible = [...deps.state.roles.values()].filter((role) => !hidden.has(role.id));
+    return reply.send(visible.sort(byId).map((role) => roleView(deps.state, role)));
   });
 
   app.post(
@@ -154,7 +164,8 @@ export const permissionRoutes: FastifyPluginCallbackTypebox<PermissionRoutesDeps
     { schema: { body: deleteRoleBody, response: rbacEmptyResponse } },
     async (request, reply) => {
       const body = request.body;
-      await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      const auth = await authenticate(deps, request, anyOf(ROOT_PERMISSION, "rbac.*.delete_role"));
+      if (rootScope(deps.state).roleIds.has(body.roleId)) requireRootScopeAdmin(auth, `role ${body.roleId}`);
       await deps.submit(request, { type: "deleteRole", roleId: body.roleId });
       return reply.send({});
     },

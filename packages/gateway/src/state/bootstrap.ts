@@ -1,6 +1,12 @@
 // The first root key. `KEYRAFT_ROOT_KEY` makes that exact string a root key holding `*`; without
 // it, a node whose state has no root key generates one and returns its plaintext once (main
 // prints it). Idempotent: a restart with the same state appends nothing.
+//
+// KEYRAFT_ROOT_KEY bootstraps once, then the API governs it: a key from the environment that was
+// disabled, expired or stripped of `*` is not repaired, and one deleted through the API (its hash
+// is remembered: KeyState.retiredRootKeyHashes) is not created again at the next start (`ignored`
+// says why; main logs a warning). A key the state never held is still added, which is how an
+// operator gets back in when a generated key was never printed (docs/operations.md).
 
 import {
   keyDerived,
@@ -34,6 +40,11 @@ export interface BootstrapRootKeyResult {
   changed: boolean;
   /** The plaintext of a key generated now: print it once, it is never stored. */
   generatedKey: string | null;
+  /**
+   * Why KEYRAFT_ROOT_KEY was not made a working root key: "revoked" (its key exists but is
+   * disabled, expired or lacks `*`), "deleted" (deleted through the API). null otherwise.
+   */
+  ignored: "revoked" | "deleted" | null;
 }
 
 /** Random bytes of a generated root key. */
@@ -54,14 +65,22 @@ export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promis
   let generatedKey: string | null = null;
   if (secret === null) {
     for (const key of state.keys.values()) {
-      if (key.apiId === ROOT_API_ID) return { keyId: key.id, changed: false, generatedKey: null };
+      if (key.apiId === ROOT_API_ID) return { keyId: key.id, changed: false, generatedKey: null, ignored: null };
     }
     secret = newKeySecret("unkey", options.randomBytes(generatedRootKeyBytes));
     generatedKey = secret;
   }
   const hash = hashKey(secret);
   const healthy = isHealthyRootKey(state, hash, options.nowMs());
-  if (healthy !== undefined) return { keyId: healthy, changed: false, generatedKey: null };
+  if (healthy !== undefined) return { keyId: healthy, changed: false, generatedKey: null, ignored: null };
+  const existingId = state.keyIdByHash.get(hash);
+  const existing = existingId === undefined ? undefined : state.keys.get(existingId);
+  if (existing !== undefined && existing.apiId === ROOT_API_ID) {
+    return { keyId: existing.id, changed: false, generatedKey: null, ignored: "revoked" };
+  }
+  if (existing === undefined && state.retiredRootKeyHashes.has(hash)) {
+    return { keyId: "", changed: false, generatedKey: null, ignored: "deleted" };
+  }
   const outcome = await options.commandLog.append({
     type: "ensureRootKey",
     keyId: ids.next("key"),
@@ -77,5 +96,5 @@ export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promis
     },
   });
   if (!outcome.ok) throw new Error(`bootstrapRootKey: ${outcome.code}: ${outcome.message}`);
-  return { keyId: outcome.id ?? "", changed: true, generatedKey };
+  return { keyId: outcome.id ?? "", changed: true, generatedKey, ignored: null };
 }

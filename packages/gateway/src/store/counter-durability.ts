@@ -5,10 +5,15 @@
 // fsynced batch (group commit). After a restart every live bucket is restored to its reservation,
 // so the limiter starts from a count at least as high as before: a restart never admits more.
 //
-// Layout: sublevel `rl`, key = limiter key + "\0" + bucketStartMs as 16 hex digits (fixed width,
-// so the split is unambiguous), value = msgpack DurabilityBucket with `count` = the reservation.
+// Layout: sublevel `rl`, key = limiter key + "\0" + durationMs + "\0" + bucketStartMs as 16 hex
+// digits (fixed width; the duration is part of a counter's identity), value = msgpack
+// DurabilityBucket with `count` = the reservation. Keys written before the duration was part of the
+// id (limiter key + "\0" + start) are still read.
+//
+// Pruning is incremental: each write examines a bounded number of reservations from where the
+// last one stopped, and the reservations of counters the limiter evicted are dropped at once.
 import { assert } from "@keyraft/core";
-import type { CounterDurability, DurabilityBucket } from "./types.js";
+import type { CounterDurability, EvictedCounter, DurabilityBucket } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey } from "./codec.js";
 import { closedError, corruptError, overloadedError } from "./errors.js";
 import { GroupCommitWriter, type GroupCommitStats } from "./group-commit.js";
@@ -54,6 +59,8 @@ export const counterDurabilityDefaults = {
   batchBytesMax: 4 * 1024 * 1024,
   /** Deletions of expired reservations per queued item. */
   pruneDeletesPerItemMax: 1024,
+  /** Reservations a pruning step examines (one step per write, at most one per pruneIntervalMs). */
+  pruneStepReservationsMax: 4096,
 } as const;
 
 /** Denominator of the reservation chunk: a chunk is 1/8 of the limit (at least 1). */
@@ -96,6 +103,9 @@ const what = "rate-limit reservations";
 
 export class LevelCounterDurability implements CounterDurability {
   private readonly reservations = new Map<string, Reservation>();
+  /** Reservation ids per counter (counterKey), to drop an evicted counter's reservations. */
+  private readonly byCounter = new Map<string, Set<string>>();
+  private pruneCursor: Iterator<[string, Reservation]> | undefined;
   private readonly writer: GroupCommitWriter;
   private readonly limits: { reservationsMax: number; queueEntriesMax: number; pruneIntervalMs: number };
   private lastPruneMs = Number.NEGATIVE_INFINITY;
@@ -176,6 +186,23 @@ export class LevelCounterDurability implements CounterDurability {
     return this.reservations.size;
   }
 
+  forget(evicted: readonly EvictedCounter[]): void {
+    if (evicted.length === 0 || this.closed) return;
+    const deletes: StoreOp[] = [];
+    for (const counter of evicted) {
+      const ids = this.byCounter.get(counterKey(counter));
+      if (ids === undefined) continue;
+      for (const id of ids) {
+        const reservation = this.reservations.get(id);
+        // One in flight stays: its write must not be undone by a delete queued before it lands.
+        if (reservation === undefined || reservation.queuedDone !== null) continue;
+        this.drop(id, reservation);
+        deletes.push({ type: "del", sublevel: this.level, key: id });
+      }
+    }
+    this.enqueueDeletes(deletes);
+  }
+
   statistics(): GroupCommitStats & { reservations: number; reservationWrites: number } {
     return { ...this.writer.statistics(), reservations: this.reservations.size, reservationWrites: this.writes };
   }
@@ -183,8 +210,35 @@ export class LevelCounterDurability implements CounterDurability {
   private newReservation(id: string, bucket: DurabilityBucket): Reservation {
     const reservation: Reservation = { bucket: { ...bucket, count: 0 }, durable: 0, queued: 0, queuedDone: null };
     // Inserted now (even if the bound is hit below) so that the size check sees it; removed again on refusal.
-    this.reservations.set(id, reservation);
+    this.hold(id, reservation);
     return reservation;
+  }
+
+  private hold(id: string, reservation: Reservation): void {
+    this.reservations.set(id, reservation);
+    const counter = counterKey(reservation.bucket);
+    let ids = this.byCounter.get(counter);
+    if (ids === undefined) {
+      ids = new Set<string>();
+      this.byCounter.set(counter, ids);
+    }
+    ids.add(id);
+  }
+
+  private drop(id: string, reservation: Reservation): void {
+    this.reservations.delete(id);
+    const counter = counterKey(reservation.bucket);
+    const ids = this.byCounter.get(counter);
+    ids?.delete(id);
+    if (ids !== undefined && ids.size === 0) this.byCounter.delete(counter);
+  }
+
+  private enqueueDeletes(deletes: StoreOp[]): void {
+    // Deleting is only housekeeping (restore skips expired reservations), so nothing awaits it.
+    for (let start = 0; start < deletes.length; start += counterDurabilityDefaults.pruneDeletesPerItemMax) {
+      const chunk = deletes.slice(start, start + counterDurabilityDefaults.pruneDeletesPerItemMax);
+      this.writer.enqueue(chunk, 0).catch(() => undefined);
+    }
   }
 
   private writeReservations(grown: Array<{ reservation: Reservation; count: number }>): Promise<void> | Error {
@@ -192,7 +246,7 @@ export class LevelCounterDurability implements CounterDurability {
     if (refusal !== null) {
       for (const { reservation } of grown) {
         if (reservation.queuedDone === null && reservation.durable === 0)
-          this.reservations.delete(reservationId(reservation.bucket));
+          this.drop(reservationId(reservation.bucket), reservation);
       }
       return refusal;
     }
@@ -221,12 +275,10 @@ export class LevelCounterDurability implements CounterDurability {
     const failure = this.writer.failed();
     if (failure !== null) return failure;
     const nowMs = this.options.nowMs();
-    if (
-      nowMs - this.lastPruneMs >= this.limits.pruneIntervalMs ||
-      this.reservations.size > this.limits.reservationsMax
-    ) {
-      this.prune(nowMs);
-    }
+    if (nowMs - this.lastPruneMs >= this.limits.pruneIntervalMs)
+      this.prune(nowMs, counterDurabilityDefaults.pruneStepReservationsMax);
+    // Full: a whole pass (bounded by reservationsMax) before refusing.
+    if (this.reservations.size > this.limits.reservationsMax) this.prune(nowMs, this.reservations.size);
     if (this.reservations.size > this.limits.reservationsMax)
       return overloadedError(`${what} (table full)`, this.limits.reservationsMax);
     if (this.writer.pendingItems() >= this.limits.queueEntriesMax)
@@ -234,33 +286,50 @@ export class LevelCounterDurability implements CounterDurability {
     return null;
   }
 
-  /** Drops reservations whose window has passed, from memory now and from disk in the next batches. */
-  private prune(nowMs: number): void {
+  /**
+   * Examines up to `steps` reservations from where the last step stopped and drops those whose
+   * window has passed, from memory now and from disk in the next batches.
+   */
+  private prune(nowMs: number, steps: number): void {
     this.lastPruneMs = nowMs;
-    let deletes: StoreOp[] = [];
-    for (const [id, reservation] of this.reservations) {
-      if (reservation.queuedDone !== null || !this.expired(reservation.bucket, nowMs)) continue;
-      this.reservations.delete(id);
-      deletes.push({ type: "del", sublevel: this.level, key: id });
-      if (deletes.length >= counterDurabilityDefaults.pruneDeletesPerItemMax) {
-        this.writer.enqueue(deletes, 0).catch(() => undefined);
-        deletes = [];
+    const deletes: StoreOp[] = [];
+    for (let i = 0; i < steps; i++) {
+      if (this.pruneCursor === undefined) this.pruneCursor = this.reservations.entries();
+      const next = this.pruneCursor.next();
+      if (next.done === true) {
+        this.pruneCursor = undefined;
+        if (i > 0 || this.reservations.size === 0) break;
+        continue;
       }
+      const [id, reservation] = next.value;
+      if (reservation.queuedDone !== null || !this.expired(reservation.bucket, nowMs)) continue;
+      this.drop(id, reservation);
+      deletes.push({ type: "del", sublevel: this.level, key: id });
     }
-    // Deleting is only housekeeping (restore skips expired reservations), so nothing awaits it.
-    if (deletes.length > 0) this.writer.enqueue(deletes, 0).catch(() => undefined);
+    this.enqueueDeletes(deletes);
   }
 
   private async load(nowMs: number): Promise<void> {
     const expired: StoreOp[] = [];
+    const moved: StoreOp[] = [];
     for await (const [id, value] of this.level.iterator()) {
       const bucket = decodeBucket(value, id);
       if (this.expired(bucket, nowMs)) {
         expired.push({ type: "del", sublevel: this.level, key: id });
         continue;
       }
-      if (reservationId(bucket) !== id) throw corruptError(what, `reservation stored under ${JSON.stringify(id)}`);
-      this.reservations.set(id, { bucket, durable: bucket.count, queued: bucket.count, queuedDone: null });
+      const current = reservationId(bucket);
+      if (current !== id && legacyReservationId(bucket) !== id)
+        throw corruptError(what, `reservation stored under ${JSON.stringify(id)}`);
+      if (current !== id) {
+        // Written before the duration was part of the id: moved to its id now.
+        expired.push({ type: "del", sublevel: this.level, key: id });
+        moved.push({ type: "put", sublevel: this.level, key: current, value });
+      }
+      this.hold(current, { bucket, durable: bucket.count, queued: bucket.count, queuedDone: null });
+    }
+    for (let start = 0; start < moved.length; start += counterDurabilityDefaults.pruneDeletesPerItemMax) {
+      await this.writer.enqueue(moved.slice(start, start + counterDurabilityDefaults.pruneDeletesPerItemMax), 0);
     }
     this.lastPruneMs = nowMs;
     for (let start = 0; start < expired.length; start += counterDurabilityDefaults.pruneDeletesPerItemMax) {
@@ -269,9 +338,19 @@ export class LevelCounterDurability implements CounterDurability {
   }
 }
 
-export function reservationId(bucket: Pick<DurabilityBucket, "key" | "bucketStartMs">): string {
+export function reservationId(bucket: Pick<DurabilityBucket, "key" | "durationMs" | "bucketStartMs">): string {
   // bucketStartMs is a Unix time in ms (>= 0); fixed-width hex keeps the split unambiguous.
+  return `${counterKey(bucket)}\u0000${logIndexKey(bucket.bucketStartMs)}`;
+}
+
+/** The id of a reservation written before the duration was part of it. */
+function legacyReservationId(bucket: Pick<DurabilityBucket, "key" | "bucketStartMs">): string {
   return `${bucket.key}\u0000${logIndexKey(bucket.bucketStartMs)}`;
+}
+
+/** A counter is (limiter key, durationMs), as in the limiter. */
+function counterKey(counter: Pick<DurabilityBucket, "key" | "durationMs">): string {
+  return `${counter.key}\u0000${counter.durationMs}`;
 }
 
 function decodeBucket(value: Uint8Array, id: string): DurabilityBucket {

@@ -39,6 +39,15 @@ export interface DurabilityBucket {
   bucketStartMs: number;
   /** Count in the bucket after the commit. */
   count: number;
+  /** The counter's bound group (caller-created counters), restored into the same group. */
+  group?: string;
+  groupEntriesMax?: number;
+}
+
+/** A counter the limiter evicted for a bound: its reservations may be dropped. */
+export interface EvictedCounter {
+  key: string;
+  durationMs: number;
 }
 
 /**
@@ -50,4 +59,9 @@ export interface DurabilityBucket {
 export interface CounterDurability {
   /** Returns null when every touched bucket is already covered, else a promise that resolves once it is. */
   cover(touched: readonly DurabilityBucket[]): Promise<void> | null;
+  /**
+   * Drops the reservations of counters the limiter evicted (they would otherwise live until their
+   * windows pass, up to a year for a caller-chosen window). Housekeeping: nothing waits for it.
+   */
+  forget?(evicted: readonly EvictedCounter[]): void;
 }

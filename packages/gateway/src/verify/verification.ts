@@ -103,6 +103,7 @@ export class Verification {
       nowMs,
     );
     if (decision.kind === "badRequest") throw badRequest(decision.message);
+    if (decision.evicted.length > 0) this.deps.counterDurability.forget?.(decision.evicted);
     // A balance shown without a spend (a read, a refusal) is this node's view now; a spend's
     // answer is taken where the spend happens (finish).
     const key = decision.key;

@@ -1,7 +1,7 @@
 import { defaultSnapshotInflightBytes, type RaftConfig } from "../core/config.js";
 import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
 import type { Logger } from "../logger.js";
-import type { WsTransportLimits, WsTransportOptions } from "../transport/ws-transport.js";
+import type { TransportTls, WsTransportLimits, WsTransportOptions } from "../transport/ws-transport.js";
 import type { Transport } from "../transport/transport.js";
 import type { WireMessage } from "./app-message.js";
 import type { DriverClock } from "./clock.js";
@@ -34,6 +34,10 @@ export interface RaftNodeOptions {
   transport: {
     /** Shared cluster secret, at least 16 bytes; never sent, never logged. */
     secret: Uint8Array | string;
+    /** A secret also accepted during a rotation (transport/handshake.ts). */
+    previousSecret?: Uint8Array | string;
+    /** Mutual TLS for every connection between nodes; absent: plain WebSockets. */
+    tls?: TransportTls;
     /** Listen address. Default "127.0.0.1", port 0 (a free port; see RaftNode.port). */
     host?: string;
     port?: number;

@@ -14,6 +14,7 @@ import {
   noIdentity,
   parseHandshake,
   protocolVersion,
+  secretFor,
   verifyProof,
   type HandshakeInput,
   type PeerIdentity,
@@ -22,11 +23,16 @@ import { closeCodes } from "./transport.js";
 
 export interface ConnectionHooks {
   readonly selfId: NodeId;
-  readonly secret: Uint8Array;
+  /** The cluster secrets this node knows, the current one first (handshake.ts: rotation). */
+  readonly secrets: readonly Uint8Array[];
+  /** secretId of each of `secrets`, sent in the hello. */
+  readonly secretIds: readonly Uint8Array[];
   readonly logger: Logger;
   readonly handshakeTimeoutMs: number;
   /** This node's identity, stated in the handshake (a joining node learns its cluster, so it is asked each time). */
   identity(): PeerIdentity;
+  /** Handshake deadline of an accepted (not yet authenticated) connection: short, as it costs a slot. */
+  readonly acceptHandshakeTimeoutMs: number;
   isKnownPeer(id: NodeId): boolean;
   /** Checks an authenticated peer's identity: null to accept, else why it is refused. */
   checkIdentity(peer: NodeId, identity: PeerIdentity): string | null;
@@ -53,6 +59,8 @@ export class Connection {
   private peerIdentity: PeerIdentity = noIdentity;
   /** The identity this side stated (fixed at its first handshake frame). */
   private stated: PeerIdentity | null = null;
+  /** The secret both sides use on this connection (chosen by the acceptor, found by the dialer). */
+  private secret: Uint8Array;
   private handshakeTimer: NodeJS.Timeout | null;
 
   constructor(
@@ -64,10 +72,11 @@ export class Connection {
   ) {
     assert(role === "acceptor" || expectedPeer !== "", "connection: a dialer must know whom it dials");
     this.peerId = expectedPeer;
+    this.secret = hooks.secrets[0]!;
     this.step = role === "dialer" ? "awaitChallenge" : "awaitHello";
     this.handshakeTimer = setTimeout(
       () => this.refuse(closeCodes.handshakeTimeout, "handshake timeout", false),
-      hooks.handshakeTimeoutMs,
+      role === "acceptor" ? hooks.acceptHandshakeTimeoutMs : hooks.handshakeTimeoutMs,
     );
     socket.on("message", (data, isBinary) => this.onFrame(data, isBinary));
     socket.on("close", (code) => this.onClose(code));
@@ -106,6 +115,7 @@ export class Connection {
         to: this.peerId,
         nonce: this.ownNonce,
         ...this.ownIdentity,
+        ids: this.hooks.secretIds,
       }),
     );
   }
@@ -140,7 +150,8 @@ export class Connection {
       this.identified = true;
       this.peerNonce = frame.nonce;
       this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
-      const proof = computeProof(this.hooks.secret, this.proofInput("acceptor"));
+      this.secret = secretFor(this.hooks.secrets, frame.ids);
+      const proof = computeProof(this.secret, this.proofInput("acceptor"));
       this.socket.send(
         encodeValue({ k: "challenge", from: this.hooks.selfId, nonce: this.ownNonce, proof, ...this.ownIdentity }),
       );
@@ -152,16 +163,19 @@ export class Connection {
         return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
       this.peerNonce = frame.nonce;
       this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
-      if (!verifyProof(this.hooks.secret, this.proofInput("acceptor"), frame.proof)) {
+      const input = this.proofInput("acceptor");
+      const shared = this.hooks.secrets.find((secret) => verifyProof(secret, input, frame.proof));
+      if (shared === undefined) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
       }
+      this.secret = shared;
       const refusal = this.hooks.checkIdentity(this.peerId, this.peerIdentity);
       if (refusal !== null) return this.refuse(closeCodes.identityRefused, refusal, false);
-      this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.hooks.secret, this.proofInput("dialer")) }));
+      this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.secret, this.proofInput("dialer")) }));
       return this.authenticated();
     }
     if (this.step === "awaitProof" && frame.k === "proof") {
-      if (!verifyProof(this.hooks.secret, this.proofInput("dialer"), frame.proof)) {
+      if (!verifyProof(this.secret, this.proofInput("dialer"), frame.proof)) {
         return this.refuse(closeCodes.authFailed, "peer failed the challenge (wrong cluster secret?)", true);
       }
       // Checked only now: an unauthenticated stranger must not be able to teach us an identity.

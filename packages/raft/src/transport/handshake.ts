@@ -3,13 +3,20 @@
 // nonces). The secret never crosses the wire, a proof is bound to this connection's nonces (no
 // replay), and the role in the MAC stops a reflected proof being accepted.
 //
-//   dialer   -> acceptor : hello     { from, to, nonce, cluster, incarnation }
+//   dialer   -> acceptor : hello     { from, to, nonce, cluster, incarnation, ids? }
 //   acceptor -> dialer   : challenge { from, nonce, cluster, incarnation, proof: mac("acceptor") }
 //   dialer   -> acceptor : proof     { proof: mac("dialer") }        then data frames both ways
 //
 // Each side also states its identity: the cluster it belongs to and the incarnation of its data
 // directory. Each side checks the other's only once the other is authenticated;
 // a replaced data directory (a wiped member) is refused (see driver/peer-identity.ts).
+//
+// Rotation: a node may know a second secret (the previous one, during a roll). The hello lists
+// the ids of the dialer's secrets (secretId: a one-way tag, not the secret); the acceptor proves
+// with its first secret the dialer knows (else its own first), and the dialer answers with the
+// secret that verified. So nodes with {new, old} and nodes with {old} keep talking during a roll,
+// and the old secret is dropped once every node has the new one. A hello without ids (an older
+// node) is answered with the acceptor's first secret.
 
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { NodeId } from "../core/types.js";
@@ -20,6 +27,9 @@ export const proofBytes = 32;
 export const handshakeBytesMax = 1024;
 /** Longest node id accepted on the wire. */
 export const nodeIdBytesMax = 128;
+/** Secrets a node knows at once (the current one and, during a rotation, the previous one). */
+export const secretsMax = 2;
+export const secretIdBytes = 8;
 export const protocolVersion = 1;
 
 /** Longest cluster id or incarnation accepted on the wire. */
@@ -42,6 +52,8 @@ export interface HelloFrame extends PeerIdentity {
   from: NodeId;
   to: NodeId;
   nonce: Uint8Array;
+  /** secretId of each secret the dialer knows (absent from older nodes). */
+  ids?: Uint8Array[];
 }
 
 export interface ChallengeFrame extends PeerIdentity {
@@ -87,6 +99,22 @@ export function computeProof(secret: Uint8Array, input: HandshakeInput): Uint8Ar
   return new Uint8Array(mac.digest());
 }
 
+/** A public tag of a secret: HMAC-SHA256(secret, "keyraft-secret-id"), first secretIdBytes bytes. */
+export function secretId(secret: Uint8Array): Uint8Array {
+  return new Uint8Array(createHmac("sha256", secret).update("keyraft-secret-id").digest().subarray(0, secretIdBytes));
+}
+
+/** The secret an acceptor proves with: its first one whose id the dialer listed, else its first. */
+export function secretFor(secrets: readonly Uint8Array[], ids: readonly Uint8Array[] | undefined): Uint8Array {
+  if (ids !== undefined) {
+    for (const secret of secrets) {
+      const id = secretId(secret);
+      if (ids.some((listed) => Buffer.from(listed).equals(id))) return secret;
+    }
+  }
+  return secrets[0]!;
+}
+
 export function verifyProof(secret: Uint8Array, input: HandshakeInput, proof: unknown): boolean {
   if (!(proof instanceof Uint8Array) || proof.byteLength !== proofBytes) return false;
   return timingSafeEqual(computeProof(secret, input), proof);
@@ -107,7 +135,18 @@ export function parseHandshake(value: unknown): HandshakeFrame | null {
       return null;
     const identity = parseIdentity(frame);
     if (identity === null) return null;
-    return { k: "hello", v: protocolVersion, from: frame["from"], to: frame["to"], nonce: frame["nonce"], ...identity };
+    const ids = frame["ids"];
+    if (ids !== undefined && !isSecretIds(ids)) return null;
+    const hello: HelloFrame = {
+      k: "hello",
+      v: protocolVersion,
+      from: frame["from"],
+      to: frame["to"],
+      nonce: frame["nonce"],
+      ...identity,
+    };
+    if (ids !== undefined) hello.ids = ids;
+    return hello;
   }
   if (kind === "challenge") {
     if (!isNodeId(frame["from"]) || !isNonce(frame["nonce"]) || !(frame["proof"] instanceof Uint8Array)) return null;
@@ -133,6 +172,14 @@ function parseIdentity(frame: Record<string, unknown>): PeerIdentity | null {
 
 function isNodeId(value: unknown): value is NodeId {
   return typeof value === "string" && value.length > 0 && value.length <= nodeIdBytesMax;
+}
+
+function isSecretIds(value: unknown): value is Uint8Array[] {
+  return (
+    Array.isArray(value) &&
+    value.length <= secretsMax &&
+    value.every((id) => id instanceof Uint8Array && id.byteLength === secretIdBytes)
+  );
 }
 
 function isNonce(value: unknown): value is Uint8Array {

@@ -4,6 +4,8 @@
 // Outbound messages go to a bounded per-peer queue and are flushed once per event-loop turn,
 // many messages per frame. Lost peers are redialed with capped exponential backoff + jitter.
 
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { WebSocket, WebSocketServer } from "ws";
 import { assert } from "../core/assert.js";
 import type { NodeId } from "../core/types.js";
@@ -11,7 +13,8 @@ import { silentLogger, type Logger } from "../logger.js";
 import { backoffDelayMs } from "./backoff.js";
 import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
 import { Connection, type ConnectionHooks } from "./connection.js";
-import { noIdentity, type PeerIdentity } from "./handshake.js";
+import { handshakeBytesMax, noIdentity, secretId, secretsMax, type PeerIdentity } from "./handshake.js";
+import { setFrameBytesMax } from "./payload-limit.js";
 import { SendQueue } from "./send-queue.js";
 import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
 
@@ -30,12 +33,22 @@ export interface WsTransportLimits {
   /** Peers in the address book. Default 64. */
   peersMax: number;
   /**
-   * Inbound connections allowed mid-handshake before they name a known node; past it the OLDEST
-   * such connection is closed (busy) to admit the new one, so strangers or stale dials can never
-   * lock this node's own peers out. Default 64.
+   * Accepted connections allowed to be mid-handshake at once. When full, the oldest pending one
+   * that has not yet named a known node (else the oldest pending one) is dropped for the newcomer:
+   * a real peer's handshake takes one round trip, so strangers, stale dials or idle connections
+   * can never lock this node's own peers out. Default 64.
    */
   handshakesPendingMax: number;
+  /** Accepted connections mid-handshake from one remote address; more are refused (busy). Default 4. */
+  handshakesPendingPerAddressMax: number;
+  /** Dialed connections: time to complete the handshake. Default 5000. */
   handshakeTimeoutMs: number;
+  /**
+   * Accepted connections: time to complete the handshake (TLS, upgrade request, HMAC), else
+   * dropped. Default 2000: idle connections do not hold a slot for long (and the oldest is dropped
+   * for a newcomer anyway), while a loaded peer still has time for its round trips.
+   */
+  acceptHandshakeTimeoutMs: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
   /** Keepalive: a connection that does not answer a ping within this interval is dropped. 0 = off. Default 5000. */
@@ -50,16 +63,32 @@ export const defaultTransportLimits: WsTransportLimits = {
   socketBufferedBytesMax: 8 << 20,
   peersMax: 64,
   handshakesPendingMax: 64,
+  handshakesPendingPerAddressMax: 4,
   handshakeTimeoutMs: 5000,
+  acceptHandshakeTimeoutMs: 2000,
   backoffBaseMs: 50,
   backoffMaxMs: 2000,
   pingIntervalMs: 5000,
 };
 
+/** Mutual TLS between nodes (PEM): each side presents `cert` and verifies the other's against `ca`. */
+export interface TransportTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+  ca: string | Buffer;
+}
+
 export interface WsTransportOptions<M extends Addressed> {
   id: NodeId;
   /** The shared cluster secret (at least 16 bytes). Never sent, never logged. */
   secret: Uint8Array | string;
+  /**
+   * A secret accepted beside `secret` during a rotation (handshake.ts): nodes that know only it
+   * still connect. Never sent, never logged.
+   */
+  previousSecret?: Uint8Array | string;
+  /** TLS for every connection (wss://, the peers' addresses are dialed over TLS); absent: plain ws. */
+  tls?: TransportTls;
   /** Interface to listen on. Default "127.0.0.1". */
   host?: string;
   /** Port to listen on; 0 picks a free one. Default 0. */
@@ -94,13 +123,15 @@ interface Peer {
 
 export class WsTransport<M extends Addressed> implements Transport<M> {
   private readonly limits: WsTransportLimits;
-  private readonly secret: Uint8Array;
+  private readonly secrets: Uint8Array[];
   private readonly logger: Logger;
   private readonly peers = new Map<NodeId, Peer>();
   private readonly hooks: ConnectionHooks;
   private server: WebSocketServer | null = null;
+  private httpServer: HttpServer | null = null;
+  /** Accepted connections not yet authenticated, oldest first. */
   private readonly inbound = new Set<Connection>();
-  private handshakesPending = 0;
+  private readonly pendingByAddress = new Map<string, number>();
   private flushScheduled = false;
   private flushRetry: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
@@ -123,8 +154,13 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       this.limits.sendQueueBytesMax >= this.limits.messageBytesMax,
       "transport: sendQueueBytesMax must hold one message",
     );
-    this.secret = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret;
-    assert(this.secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
+    const bytes = (secret: Uint8Array | string) =>
+      typeof secret === "string" ? new TextEncoder().encode(secret) : secret;
+    this.secrets = [bytes(options.secret)];
+    if (options.previousSecret !== undefined) this.secrets.push(bytes(options.previousSecret));
+    assert(this.secrets.length <= secretsMax, "transport: at most secretsMax secrets");
+    for (const secret of this.secrets)
+      assert(secret.byteLength >= 16, "transport: the cluster secret must be at least 16 bytes");
     this.logger = options.logger ?? silentLogger;
     // The address book may list every member, this node included (one config for the whole cluster).
     for (const [id, url] of Object.entries(options.peers ?? {})) if (id !== options.id) this.addPeer(id, url);
@@ -133,23 +169,51 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 
   async start(): Promise<{ port: number }> {
     assert(this.server === null, "transport: already started");
+    // The upgrade request (and, with TLS, the TLS handshake) must also arrive within the accept
+    // deadline: a slow client cannot hold a socket before the transport even sees it.
+    const serverOptions = {
+      headersTimeout: this.limits.acceptHandshakeTimeoutMs,
+      requestTimeout: this.limits.acceptHandshakeTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, this.limits.acceptHandshakeTimeoutMs),
+    };
+    const tls = this.options.tls;
+    const httpServer =
+      tls === undefined
+        ? createHttpServer(serverOptions)
+        : createHttpsServer({
+            ...serverOptions,
+            cert: tls.cert,
+            key: tls.key,
+            ca: tls.ca,
+            requestCert: true,
+            rejectUnauthorized: true,
+            handshakeTimeout: this.limits.acceptHandshakeTimeoutMs,
+          });
+    this.httpServer = httpServer;
+    // Only WebSocket upgrades are served; anything else is answered at once and closed.
+    httpServer.on("request", (_request, response) => response.writeHead(426, { connection: "close" }).end());
+    httpServer.on("tlsClientError", (error) =>
+      this.logger.debug({ err: error.message }, "raft transport: TLS handshake refused"),
+    );
     const server = new WebSocketServer({
-      host: this.options.host ?? "127.0.0.1",
-      port: this.options.port ?? 0,
-      maxPayload: this.limits.frameBytesMax,
+      server: httpServer,
+      // Before authentication only handshake frames are valid: ws refuses a larger frame from its
+      // header (1009), before buffering it. Raised to frameBytesMax once the peer is authenticated.
+      maxPayload: handshakeBytesMax,
       perMessageDeflate: false,
     });
     this.server = server;
     server.on("connection", (socket, request) => this.accept(socket, request.socket.remoteAddress ?? "?"));
     await new Promise<void>((resolve, reject) => {
-      server.once("listening", resolve);
-      server.once("error", reject);
+      httpServer.once("listening", resolve);
+      httpServer.once("error", reject);
+      httpServer.listen(this.options.port ?? 0, this.options.host ?? "127.0.0.1");
     });
     server.on("error", (error) => this.logger.error({ err: error.message }, "raft transport: server error"));
     if (this.limits.pingIntervalMs > 0)
       this.pingTimer = setInterval(() => this.keepalive(), this.limits.pingIntervalMs);
     for (const peer of this.peers.values()) this.maybeDial(peer);
-    const address = server.address();
+    const address = httpServer.address();
     assert(typeof address === "object" && address !== null, "transport: server has no address");
     this.logger.info({ id: this.options.id, port: address.port }, "raft transport: listening");
     return { port: address.port };
@@ -265,15 +329,22 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     await Promise.all(sockets.map((socket) => closeSocket(socket)));
     const server = this.server;
     if (server !== null) await new Promise<void>((resolve) => server.close(() => resolve()));
+    const httpServer = this.httpServer;
+    if (httpServer !== null) {
+      httpServer.closeAllConnections();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    }
   }
 
   private makeHooks(): ConnectionHooks {
     return {
       selfId: this.options.id,
-      secret: this.secret,
+      secrets: this.secrets,
+      secretIds: this.secrets.map(secretId),
       logger: this.logger,
       handshakeTimeoutMs: this.limits.handshakeTimeoutMs,
       identity: () => this.options.identity?.() ?? noIdentity,
+      acceptHandshakeTimeoutMs: this.limits.acceptHandshakeTimeoutMs,
       isKnownPeer: (id) => this.peers.has(id),
       checkIdentity: (peer, identity) => this.options.checkIdentity?.(peer, identity) ?? null,
       onAuthenticated: (connection) => this.adopt(connection),
@@ -288,27 +359,50 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private accept(socket: WebSocket, remoteAddress: string): void {
-    if (this.closing) {
-      this.counters.refusedConnections++;
-      socket.close(closeCodes.shuttingDown, "busy");
-      return;
-    }
-    const unidentified = [...this.inbound].filter((connection) => !connection.identified);
-    const oldest = unidentified[0];
-    if (unidentified.length >= this.limits.handshakesPendingMax && oldest !== undefined) {
+    const fromAddress = this.pendingByAddress.get(remoteAddress) ?? 0;
+    if (this.closing || fromAddress >= this.limits.handshakesPendingPerAddressMax) {
       this.counters.refusedConnections++;
       this.logger.warn(
-        { remoteAddress: oldest.remoteAddress, pending: this.handshakesPending },
-        "raft transport: too many pending handshakes, refused",
+        { remoteAddress, pending: fromAddress },
+        "raft transport: too many pending handshakes from this address, refused",
       );
-      this.inbound.delete(oldest);
-      this.handshakesPending--;
+      socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
+      return;
+    }
+    if (this.inbound.size >= this.limits.handshakesPendingMax) {
+      // Full: the oldest pending connection that has not named a known node makes room (else the
+      // oldest pending one): a peer completes its handshake in one round trip, and a connection
+      // idling in a slot must not keep it out.
+      let oldest: Connection | undefined;
+      for (const pending of this.inbound) {
+        if (!pending.identified) {
+          oldest = pending;
+          break;
+        }
+      }
+      oldest ??= this.inbound.values().next().value!;
+      this.counters.refusedConnections++;
+      this.logger.warn(
+        { remoteAddress: oldest.remoteAddress, pending: this.inbound.size },
+        "raft transport: too many pending handshakes, dropped the oldest",
+      );
+      this.forgetPending(oldest);
       oldest.close(closeCodes.busy, "busy");
     }
-    this.handshakesPending++;
+    this.pendingByAddress.set(remoteAddress, fromAddress + 1);
     const connection = new Connection(socket, "acceptor", this.hooks, remoteAddress);
     this.inbound.add(connection);
-    assert(this.handshakesPending === this.inbound.size, "transport: pending handshakes out of step");
+    assert(this.inbound.size <= this.limits.handshakesPendingMax, "transport: pending handshakes within bound");
+  }
+
+  /** Removes an accepted connection from the pending handshakes (authenticated or closed); false if it was not pending. */
+  private forgetPending(connection: Connection): boolean {
+    if (!this.inbound.delete(connection)) return false;
+    const count = this.pendingByAddress.get(connection.remoteAddress) ?? 0;
+    assert(count >= 1, "transport: a pending connection is counted under its address");
+    if (count === 1) this.pendingByAddress.delete(connection.remoteAddress);
+    else this.pendingByAddress.set(connection.remoteAddress, count - 1);
+    return true;
   }
 
   private maybeDial(peer: Peer): void {
@@ -320,7 +414,11 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
       peer.redialTimer !== null
     )
       return;
-    const socket = new WebSocket(peer.url, {
+    const tls = this.options.tls;
+    // With TLS every peer is dialed over wss:// (the address book keeps ws:// addresses).
+    const url = tls === undefined ? peer.url : peer.url.replace(/^ws:\/\//, "wss://");
+    const socket = new WebSocket(url, {
+      ...(tls === undefined ? {} : { cert: tls.cert, key: tls.key, ca: tls.ca }),
       maxPayload: this.limits.frameBytesMax,
       perMessageDeflate: false,
       handshakeTimeout: this.limits.handshakeTimeoutMs,
@@ -355,8 +453,8 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   /** Keeps one connection per peer: the one dialed by the lower id; between equals, the newer. */
   private adopt(connection: Connection): void {
     if (connection.role === "acceptor") {
-      this.inbound.delete(connection);
-      this.handshakesPending--;
+      this.forgetPending(connection);
+      setFrameBytesMax(connection.socket, this.limits.frameBytesMax);
     }
     const peer = this.peers.get(connection.peerId);
     if (peer === undefined || this.closing) return connection.close(closeCodes.peerRemoved, "peer removed");
@@ -391,7 +489,7 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
   }
 
   private onConnectionClosed(connection: Connection, code: number): void {
-    if (this.inbound.delete(connection)) this.handshakesPending--;
+    this.forgetPending(connection);
     if (code === closeCodes.identityRefused && !connection.refusedLocally && connection.peerId !== "") {
       this.counters.identityRefusals++;
       this.options.onIdentityRefused?.(connection.peerId);

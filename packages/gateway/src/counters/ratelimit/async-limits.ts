@@ -7,10 +7,14 @@
 // tenth over (nodes - 1 for a limit below 10 * (nodes - 1)), whatever the traffic's shape.
 // Counts are in memory only: a restarted node forgets its own (one more window of overshoot at
 // most, its own admissions of that window).
-import { AsyncLimitEstimator, asyncUnconfirmedShare, type SlidingWindowLimiter } from "@keyraft/core";
+import { assert, AsyncLimitEstimator, asyncUnconfirmedShare, type SlidingWindowLimiter } from "@keyraft/core";
 import type { AsyncCounts } from "./wire.js";
 
-/** Distinct window lengths with an estimator; past it a new length is refused (fail closed). */
+/**
+ * Distinct window lengths with an estimator. Past it the least recently used length's estimator
+ * is forgotten (its identifiers start again from the peers' next counts): a caller choosing many
+ * windows costs itself accuracy, never other callers their limits.
+ */
 export const asyncDurationsMax = 1024;
 
 export interface AsyncOutcome {
@@ -39,13 +43,14 @@ export class AsyncLimits {
     private readonly confirmEveryMs = 0,
   ) {}
 
-  private estimator(durationMs: number): AsyncLimitEstimator | null {
+  private estimator(durationMs: number): AsyncLimitEstimator {
     let estimator = this.estimators.get(durationMs);
     if (estimator === undefined) {
-      if (this.estimators.size >= asyncDurationsMax) return null;
+      if (this.estimators.size >= asyncDurationsMax) this.estimators.delete(this.estimators.keys().next().value!);
       estimator = new AsyncLimitEstimator(durationMs, this.limiter.bucketWidthMs(durationMs));
-      this.estimators.set(durationMs, estimator);
-    }
+    } else this.estimators.delete(durationMs); // re-inserted: the most recently used
+    this.estimators.set(durationMs, estimator);
+    assert(this.estimators.size <= asyncDurationsMax, "async limits: estimators within asyncDurationsMax");
     return estimator;
   }
 
@@ -57,7 +62,6 @@ export class AsyncLimits {
    */
   admit(key: string, limit: number, durationMs: number, cost: number, nowMs: number, nodes = 1): AsyncOutcome {
     const estimator = this.estimator(durationMs);
-    if (estimator === null) return { success: false, limit, remaining: 0, reset: nowMs + durationMs };
     const shareMax = nodes <= 1 ? Number.POSITIVE_INFINITY : asyncUnconfirmedShare(limit, nodes);
     const share = nodes <= 1 ? undefined : { round: this.round, shareMax };
     const judged = estimator.admit(key, limit, cost, nowMs, share);
@@ -100,7 +104,7 @@ export class AsyncLimits {
   }
 
   merge(peer: string, reports: readonly AsyncCounts[]): void {
-    for (const report of reports) this.estimator(report.durationMs)?.merge(peer, report.counts);
+    for (const report of reports) this.estimator(report.durationMs).merge(peer, report.counts);
   }
 
   prune(nowMs: number): void {

@@ -8,6 +8,7 @@
 // here, as a single node always did: no forwarding, no reservations, no beats.
 import { randomBytes } from "node:crypto";
 import {
+  limiterCountersPerNamespaceMax,
   type AppliedLimit,
   rankNodes,
   type KeyState,
@@ -289,6 +290,7 @@ export class ClusterRateLimits {
           durationMs: check.durationMs,
           cost: check.cost,
         };
+        if (check.group !== undefined) item.group = check.group;
         const result = await this.forwarder.forward(placement.target, item);
         if (result.k === "limit")
           return { success: result.success, limit: result.limit, remaining: result.remaining, reset: result.reset };
@@ -343,7 +345,11 @@ export class ClusterRateLimits {
       return forwarded;
     }
     const { limiter, durability, nowMs } = this.options;
-    const check = { key: item.key, limit: item.limit, durationMs: item.durationMs, cost: item.cost };
+    const check: LimitCheck = { key: item.key, limit: item.limit, durationMs: item.durationMs, cost: item.cost };
+    if (typeof item.group === "string") {
+      check.group = item.group;
+      check.groupEntriesMax = limiterCountersPerNamespaceMax;
+    }
     const answer = await judgeLimitHere(limiter, durability, check, nowMs(), (touched) =>
       this.coverSubject(item.subject, touched),
     );

@@ -25,6 +25,7 @@ export function judgeLimitHere(
   successorCover: (touched: readonly BucketCount[]) => Promise<void> | null,
 ): LimitAnswer | Promise<LimitAnswer> {
   const judged = limiter.limit([check], nowMs);
+  if (judged.evicted.length > 0) durability.forget?.(judged.evicted);
   const outcome = judged.outcomes[0]!;
   const answer = {
     success: judged.success,

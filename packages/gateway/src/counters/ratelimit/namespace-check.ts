@@ -3,7 +3,13 @@
 // applied (exact identifier first, then the most specific wildcard, then the lowest id), judged
 // where the identifier is served (in a cluster, its owner node).
 
-import { resolveOverride, type KeyState, type LimitCheck, type OverrideRecord } from "@keyraft/core";
+import {
+  limiterCountersPerNamespaceMax,
+  resolveOverride,
+  type KeyState,
+  type LimitCheck,
+  type OverrideRecord,
+} from "@keyraft/core";
 import type { GatewayServices } from "../../services.js";
 import { judgeLimitHere, type LimitAnswer } from "./judge-here.js";
 import { limitSubject } from "./subject.js";
@@ -30,11 +36,14 @@ export function planNamespaceCheck(
   const limit = override?.limit ?? requested.limit;
   const durationMs = override?.durationMs ?? requested.durationMs;
   return {
+    // Identifiers are the caller's to choose: their counters are bounded per namespace.
     check: {
       key: namespaceLimitKey(namespaceId, identifier, limit, durationMs),
       limit,
       durationMs,
       cost: requested.cost,
+      group: `n:${namespaceId}`,
+      groupEntriesMax: limiterCountersPerNamespaceMax,
     },
     override,
     isAsync: override?.async ?? requested.async,

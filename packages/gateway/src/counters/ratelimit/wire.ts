@@ -17,7 +17,16 @@ export interface VerifyFields {
 /** A check forwarded to the node serving its subject. */
 export type ForwardItem =
   | { k: "verify"; subject: string; hash: string; requestId: string; fields: VerifyFields }
-  | { k: "limit"; subject: string; key: string; limit: number; durationMs: number; cost: number };
+  | {
+      k: "limit";
+      subject: string;
+      key: string;
+      limit: number;
+      durationMs: number;
+      cost: number;
+      /** The counter's bound group (its namespace), bounded by limiterCountersPerNamespaceMax. */
+      group?: string;
+    };
 
 export type ForwardResult =
   | { k: "verify"; result: VerifyResult; triggered: string | null; limits?: AppliedLimit[] }
