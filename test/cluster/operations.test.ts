@@ -95,7 +95,13 @@ describe("operations across a cluster", () => {
       apiIds.push(created.body.apiId);
     }
     const key = await call(members[2]!, "/v1/keys.createKey", { apiId: apiIds[0], name: "k" });
-    await call(members[1]!, "/v1/keys.updateKey", { keyId: key.body.keyId, enabled: false });
+    // Through another node than the one that created the key: it answers once it has applied the create.
+    await eventually(
+      async () =>
+        (await call(members[1]!, "/v1/keys.updateKey", { keyId: key.body.keyId, enabled: false })).status === 200,
+      15_000,
+      "the update through n2 succeeded",
+    );
     const logs = (await sameLogsEverywhere(members)) as { action: string; targetIds: string[]; requestId: string }[];
     expect(logs[0]).toMatchObject({ action: "key.update", targetIds: [key.body.keyId] });
     expect(logs.filter((log) => log.action === "api.create").map((log) => log.targetIds[0])).toEqual(
