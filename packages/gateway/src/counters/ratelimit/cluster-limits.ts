@@ -251,7 +251,7 @@ export class ClusterRateLimits {
         return placement.ready.then(() => this.verifyHere(hash, requestId, fields));
       case "forward":
         return this.forwarder
-          .forward(placement.target, { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) })
+          .forward(placement.target, this.verifyItem(subject, hash, requestId, fields))
           .then(verifyAnswerOf);
       case "unavailable":
         return Promise.reject(limitUnavailable(placement.message));
@@ -260,6 +260,14 @@ export class ClusterRateLimits {
         throw new Error(`unknown placement ${String(unknown)}`);
       }
     }
+  }
+
+  /** A verification to forward, carrying the index this node applied (read-your-writes at the judging node). */
+  private verifyItem(subject: string, hash: string, requestId: string, fields: VerifyFields): ForwardItem {
+    const item: ForwardItem = { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) };
+    const appliedIndex = this.options.transport.appliedIndex?.();
+    if (appliedIndex !== undefined) item.appliedIndex = appliedIndex;
+    return item;
   }
 
   private verifyHere(hash: string, requestId: string, fields: VerifyFields): Promise<VerifiedAnswer> {
@@ -337,6 +345,12 @@ export class ClusterRateLimits {
     if (placement.kind === "unavailable") throw limitUnavailable(placement.message);
     if (placement.kind === "wait") await placement.ready;
     if (item.k === "verify") {
+      // A key written through the forwarding node (a create, a reroll) must not be NOT_FOUND here:
+      // wait until this node applied what that node had, within half the forwarder's timeout so
+      // the answer still reaches it; a lagging node then judges with its own (bounded-stale) view.
+      const { transport, config } = this.options;
+      if (item.appliedIndex !== undefined && transport.waitApplied !== undefined)
+        await transport.waitApplied(item.appliedIndex, Math.floor(config.timeoutMs / 2));
       const answer = await this.verifyHere(item.hash, item.requestId, item.fields);
       const forwarded: ForwardResult = { k: "verify", result: answer.result, triggered: answer.triggered };
       if (answer.limits !== undefined && answer.limits.length > 0) forwarded.limits = [...answer.limits];
