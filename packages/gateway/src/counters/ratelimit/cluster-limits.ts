@@ -56,6 +56,8 @@ export interface VerifiedAnswer {
   triggered: string | null;
   /** Every limit the verification checked (v2 answers each); absent from older nodes' answers. */
   limits?: readonly AppliedLimit[];
+  /** The key's balance at the judging node when `result` carries none (a refusal before credits). */
+  balance?: number;
 }
 
 /** The verify route's local path, for verifications forwarded to this node. */
@@ -354,6 +356,7 @@ export class ClusterRateLimits {
       const answer = await this.verifyHere(item.hash, item.requestId, item.fields);
       const forwarded: ForwardResult = { k: "verify", result: answer.result, triggered: answer.triggered };
       if (answer.limits !== undefined && answer.limits.length > 0) forwarded.limits = [...answer.limits];
+      if (answer.balance !== undefined) forwarded.balance = answer.balance;
       return forwarded;
     }
     const { limiter, durability, nowMs } = this.options;
@@ -409,6 +412,7 @@ function verifyAnswerOf(result: ForwardResult): VerifiedAnswer {
   if (result.k === "verify") {
     const answer: VerifiedAnswer = { result: result.result, triggered: result.triggered };
     if (result.limits !== undefined) answer.limits = result.limits;
+    if (result.balance !== undefined) answer.balance = result.balance;
     return answer;
   }
   if (result.k === "error") throw errorOfResult(result);

@@ -21,7 +21,7 @@ export type ForwardItem =
   | { k: "limit"; subject: string; key: string; limit: number; durationMs: number; cost: number };
 
 export type ForwardResult =
-  | { k: "verify"; result: VerifyResult; triggered: string | null; limits?: AppliedLimit[] }
+  | { k: "verify"; result: VerifyResult; triggered: string | null; limits?: AppliedLimit[]; balance?: number }
   | { k: "limit"; success: boolean; limit: number; remaining: number; reset: number }
   /** Not judged (not the serving node, or it could not cover the admission): answered as this error. */
   | { k: "error"; status: number; code: V1ErrorCode; message: string };

@@ -17,7 +17,6 @@ import { Envelope, ok, v2Responses } from "../envelope.js";
 import { migrateOnDemand } from "../migration.js";
 import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error, invalidInput } from "../problem.js";
-import { creditsView } from "../schemas/credits.js";
 import { notFoundData, verifyData, VerifyKeyBody, VerifyKeyData } from "../schemas/verify.js";
 import { keyDerived } from "@keyraft/core";
 
@@ -95,15 +94,10 @@ export const keyVerifyRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (body.ratelimits !== undefined) fields.ratelimits = body.ratelimits;
       const outcome = await ctx.verification.verify(hash, request.id, fields);
       const data = verifyData(state, outcome.result, outcome.limits);
-      // v2 answers a key's balance with every code but NOT_FOUND; the shared decision only carries
-      // it when credits were reached (v1's `remaining`), so a refusal before them shows this
-      // node's balance, which the refusal left unchanged.
-      if (data.code !== "NOT_FOUND" && data.credits === undefined) {
-        const answered = state.keys.get(data.keyId ?? key.id);
-        const credits =
-          answered === undefined ? undefined : creditsView(answered, ctx.nowMs(), ctx.creditLeases?.shown);
-        if (credits !== undefined && credits.remaining !== null) data.credits = credits.remaining;
-      }
+      // v2 answers a key's balance with every code but NOT_FOUND; the shared answer carries it
+      // apart (`balance`, from the judging node) when credits were not reached.
+      if (data.code !== "NOT_FOUND" && data.credits === undefined && outcome.balance !== undefined)
+        data.credits = outcome.balance;
       return ok(request, data);
     },
   );
