@@ -101,6 +101,43 @@ describe("credits shown by a single node", () => {
     expect(await getRemaining(keyId)).toBe(6);
   }, 30_000);
 
+  it("v2 updateCredits between lease spends: its answer and getKey after it are the true balance", async () => {
+    const created = await call(node, "/v2/keys.createKey", { apiId, credits: { remaining: 40 } });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const { key, keyId } = created.body.data as { key: string; keyId: string };
+    const v2Credits = async (route: string, body: unknown) => {
+      const answer = await call(node, `/v2/${route}`, body);
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body.data as { credits?: { remaining: number | null }; remaining?: number | null };
+    };
+    let balance = 40;
+    const steps: Array<{ operation: "set" | "increment" | "decrement"; value: number }> = [
+      { operation: "increment", value: 1 },
+      { operation: "decrement", value: 2 },
+      { operation: "set", value: 30 },
+      { operation: "increment", value: 5 },
+      { operation: "decrement", value: 1 },
+    ];
+    for (const [round, step] of steps.entries()) {
+      // Spends from this node's lease (a new lease every few, leases of 8), then the update.
+      for (let i = 0; i < 7; i++) {
+        const verified = await v2Credits("keys.verifyKey", { key });
+        balance -= 1;
+        expect(verified.credits, `round ${round} spend ${i}`).toBe(balance);
+      }
+      balance =
+        step.operation === "set"
+          ? step.value
+          : step.operation === "increment"
+            ? balance + step.value
+            : balance - step.value;
+      const updated = await v2Credits("keys.updateCredits", { keyId, ...step });
+      expect(updated.remaining, `updateCredits ${step.operation} ${step.value} in round ${round}`).toBe(balance);
+      expect((await v2Credits("keys.getKey", { keyId })).credits?.remaining, `getKey in round ${round}`).toBe(balance);
+      expect(await getRemaining(keyId), `v1 getKey in round ${round}`).toBe(balance);
+    }
+  }, 60_000);
+
   it("16 concurrent clients on 300 credits: the VALID answers show each balance exactly once", async () => {
     const { key, keyId } = await keyWith(300);
     const shown: number[] = [];

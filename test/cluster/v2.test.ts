@@ -78,6 +78,27 @@ describe("v2 on a three-node cluster", () => {
     for (const answer of answers) expect(answer.ratelimits?.[0]?.name).toBe("calls");
   }, 30_000);
 
+  it("a key with limits verifies on the node that wrote it at once, wherever its limit is judged (read-your-writes across the forward)", async () => {
+    // The verification goes to the node serving the limit's subject, which may not have applied
+    // the write yet: it waits for the writing node's applied index before judging.
+    const writers = members.filter((member) => member.id !== leader.id);
+    const codes: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const writer = writers[i % writers.length]!;
+      const created = await v2(writer, "keys.createKey", {
+        apiId,
+        ratelimits: [{ name: "ryw", limit: 5, duration: 60_000, autoApply: true }],
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      const { key } = created.body.data as { key: string };
+      codes.push((await verify(writer, { key })).code);
+      const rerolled = await v2(writer, "keys.rerollKey", { keyId: created.body.data.keyId, expiration: 60_000 });
+      expect(rerolled.status, JSON.stringify(rerolled.body)).toBe(200);
+      codes.push((await verify(writer, { key: rerolled.body.data.key as string })).code);
+    }
+    expect(codes.filter((code) => code !== "VALID")).toEqual([]);
+  }, 60_000);
+
   it("a rerolled key's old secret verifies on every node through its grace period, then is EXPIRED everywhere", async () => {
     const created = await v2(leader, "keys.createKey", { apiId, prefix: "rr" });
     const old = created.body.data as { key: string; keyId: string };

@@ -113,20 +113,11 @@ describe("key state commands", () => {
     expect(s.roles.get("role_1")!.permissionIds).toEqual([]);
   });
 
-  it("updateKey: identity null clears ownerId; refill needs credits", () => {
+  it("updateKey: identity null clears ownerId; refill checks", () => {
     const s = state();
     expect(s.keys.get("key_1")).toMatchObject({ identityId: "id_1", ownerId: "user_1" });
     expect(applyCommand(s, { type: "updateKey", keyId: "key_1", nowMs, identity: null }).ok).toBe(true);
     expect(s.keys.get("key_1")).toMatchObject({ identityId: null, ownerId: null });
-    expect(
-      applyCommand(s, {
-        type: "updateKey",
-        keyId: "key_1",
-        nowMs,
-        remaining: null,
-        refill: { interval: "daily", amount: 3, refillDay: null },
-      }),
-    ).toEqual({ ok: false, code: "BAD_REQUEST", message: "Cannot set refill on a key with unlimited requests" });
     expect(
       applyCommand(s, {
         type: "updateKey",
@@ -140,6 +131,45 @@ describe("key state commands", () => {
       code: "NOT_FOUND",
       message: "key nope not found",
     });
+  });
+
+  it("a refill on a key with unlimited credits is stored and fills the balance at its next instant", () => {
+    const s = state();
+    const refill = { interval: "daily", amount: 3, refillDay: null } as const;
+    expect(applyCommand(s, { type: "updateKey", keyId: "key_1", nowMs, remaining: null, refill })).toEqual({
+      ok: true,
+    });
+    expect(s.keys.get("key_1")).toMatchObject({ remaining: null, refill: { amount: 3, lastRefillAtMs: nowMs } });
+    // Unlimited until the next 00:00 UTC: a command before it leaves the key unlimited.
+    const beforeMs = nowMs + 86_400_000 - 1;
+    expect(applyCommand(s, { type: "refillCredits", keyIds: ["key_1"], nowMs: beforeMs })).toEqual({
+      ok: true,
+      count: 0,
+    });
+    expect(applyCommand(s, { type: "spendCredits", keyId: "key_1", cost: 1, nowMs: beforeMs })).toEqual({
+      ok: true,
+      remaining: null,
+    });
+    const refillAtMs = nowMs + 86_400_000;
+    expect(applyCommand(s, { type: "refillCredits", keyIds: ["key_1"], nowMs: refillAtMs + 5 })).toEqual({
+      ok: true,
+      count: 1,
+    });
+    expect(s.keys.get("key_1")).toMatchObject({ remaining: 3, refill: { lastRefillAtMs: refillAtMs } });
+    expect(s.creditLedgers.get("key_1")).toBeDefined();
+    expect(applyCommand(s, { type: "spendCredits", keyId: "key_1", cost: 1, nowMs: refillAtMs + 6 })).toEqual({
+      ok: true,
+      remaining: 2,
+    });
+    // updateRemaining `set` null makes the key unlimited again and keeps its refill.
+    expect(
+      applyCommand(s, { type: "updateRemaining", keyId: "key_1", op: "set", value: null, nowMs: refillAtMs + 7 }),
+    ).toEqual({ ok: true, remaining: null });
+    expect(s.keys.get("key_1")).toMatchObject({ remaining: null, refill: { amount: 3 } });
+    // A spend after the next instant materializes the refill first (any replica, the same index).
+    expect(
+      applyCommand(s, { type: "spendCredits", keyId: "key_1", cost: 2, nowMs: refillAtMs + 86_400_000 + 1 }),
+    ).toEqual({ ok: true, remaining: 1 });
   });
 
   it("ensureRootKey is idempotent and refuses a secret of another api", () => {

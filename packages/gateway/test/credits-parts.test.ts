@@ -527,6 +527,31 @@ describe("refills", () => {
     expect(state.keys.get("k1")?.remaining).toBe(50);
     expect(dueRefillBatches(state, nextDay)).toEqual([]);
   });
+
+  it("a key made unlimited with a refill is refilled too: its credits become the refill's amount", async () => {
+    const state = createKeyState();
+    applyCommand(state, { type: "createApi", apiId: "api_a", name: "a", nowMs: startMs });
+    applyCommand(state, createKey("k1", 10));
+    const refill = { interval: "daily", amount: 40, refillDay: null } as const;
+    expect(applyCommand(state, { type: "updateKey", keyId: "k1", nowMs: startMs, remaining: null, refill }).ok).toBe(
+      true,
+    );
+    expect(dueRefillBatches(state, startMs + 1000)).toEqual([]);
+    const nextDay = Date.UTC(2026, 0, 2, 0, 0, 1);
+    expect(dueRefillBatches(state, nextDay)).toEqual([["k1"]]);
+    const scheduler = new RefillScheduler({
+      state,
+      isLeader: () => true,
+      nowMs: () => nextDay,
+      onError: () => undefined,
+      propose: async (command) => applyCommand(state, command),
+    });
+    scheduler.tick();
+    await tick();
+    await tick();
+    expect(state.keys.get("k1")?.remaining).toBe(40);
+    expect(dueRefillBatches(state, nextDay)).toEqual([]);
+  });
 });
 
 describe("credit lease config", () => {

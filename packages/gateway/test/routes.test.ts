@@ -138,10 +138,16 @@ describe("keys", () => {
     const denied = await h.post("/v1/keys.updateKey", { keyId, enabled: false }, weak);
     expect(denied.statusCode).toBe(403);
     expect(errorOf(denied).code).toBe("INSUFFICIENT_PERMISSIONS");
-    expect(
-      errorOf(await h.post("/v1/keys.updateKey", { keyId, remaining: null, refill: { interval: "daily", amount: 1 } }))
-        .message,
-    ).toBe("Cannot set refill on a key with unlimited requests");
+    // A refill on unlimited credits is stored: it fills the balance at its next instant.
+    const unlimited = await h.post("/v1/keys.updateKey", {
+      keyId,
+      remaining: null,
+      refill: { interval: "daily", amount: 1 },
+    });
+    expect(unlimited.statusCode, unlimited.body).toBe(200);
+    const read = (await h.get(`/v1/keys.getKey?keyId=${keyId}`)).json();
+    expect(read.remaining).toBeUndefined();
+    expect(read.refill).toMatchObject({ interval: "daily", amount: 1 });
   });
 
   it("setPermissions and setRoles replace the whole set atomically", async () => {

@@ -272,7 +272,11 @@ describe("keys.updateCredits", () => {
     });
     expect(await update({ operation: "decrement", value: 100 })).toMatchObject({ remaining: 0 });
     expect(await update({ operation: "set", value: 7 })).toMatchObject({ remaining: 7 });
-    expect(await update({ operation: "set", value: null })).toEqual({ remaining: null });
+    // Unlimited; the refill stays and fills the balance again at its next instant.
+    expect(await update({ operation: "set", value: null })).toEqual({
+      remaining: null,
+      refill: { interval: "daily", amount: 10 },
+    });
     const increment = problemOf(
       await v2(h, "keys.updateCredits", { keyId, operation: "increment", value: 1 }),
       400,
@@ -285,12 +289,40 @@ describe("keys.updateCredits", () => {
       "unkey/application/invalid_input",
     );
     expect(missing.detail).toBe("When specifying an increment or decrement operation, a value must be provided.");
-    expect(await update({ operation: "set" })).toEqual({ remaining: null });
+    expect(await update({ operation: "set" })).toEqual({ remaining: null, refill: { interval: "daily", amount: 10 } });
     problemOf(
       await v2(h, "keys.updateCredits", { keyId: "key_nope", operation: "set", value: 1 }),
       404,
       "unkey/data/key_not_found",
     );
+  });
+});
+
+describe("a refill on unlimited credits", () => {
+  it("is stored by updateKey and fills the balance at its next instant, through v2 and v1", async () => {
+    h = await harness();
+    const { keyId, key } = await createV2Key({});
+    const refill = { interval: "daily", amount: 25 };
+    dataOf(await v2(h, "keys.updateKey", { keyId, credits: { remaining: null, refill } }));
+    expect(dataOf<{ credits?: unknown }>(await v2(h, "keys.getKey", { keyId })).credits).toEqual({
+      remaining: null,
+      refill,
+    });
+    const v1Read = (await h.get(`/v1/keys.getKey?keyId=${keyId}`)).json();
+    expect(v1Read.remaining).toBeUndefined();
+    expect(v1Read.refill).toMatchObject({ interval: "daily", amount: 25 });
+    expect(dataOf(await v2(h, "keys.verifyKey", { key }))).not.toHaveProperty("credits");
+    // Past the next 00:00 UTC the refill applies with the next command on the key (the leader's
+    // daily refill, or any write: the same index on every replica).
+    const dayMs = 86_400_000;
+    h.clock.nowMs = (Math.floor(h.clock.nowMs / dayMs) + 1) * dayMs + 1000;
+    dataOf(await v2(h, "keys.updateKey", { keyId, name: "refilled" }));
+    expect(dataOf<{ credits?: unknown }>(await v2(h, "keys.getKey", { keyId })).credits).toEqual({
+      remaining: 25,
+      refill,
+    });
+    expect(dataOf(await v2(h, "keys.verifyKey", { key }))).toMatchObject({ code: "VALID", credits: 24 });
+    expect((await h.get(`/v1/keys.getKey?keyId=${keyId}`)).json().remaining).toBe(24);
   });
 });
 

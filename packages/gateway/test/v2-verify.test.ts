@@ -65,6 +65,38 @@ describe("keys.verifyKey (v2)", () => {
     expect(await verify({ key, credits: { cost: 0 } })).toMatchObject({ code: "VALID", credits: 0 });
   });
 
+  it("every code but NOT_FOUND shows the balance of a key with credits, unchanged when nothing was spent", async () => {
+    h = await harness();
+    const api = await h.createApi();
+    const limited = await createV2Key(
+      {
+        credits: { remaining: 5 },
+        permissions: ["a"],
+        ratelimits: [{ name: "tight", limit: 1, duration: 60_000, autoApply: true }],
+      },
+      api,
+    );
+    expect(await verify({ key: limited.key })).toMatchObject({ code: "VALID", credits: 4 });
+    expect(await verify({ key: limited.key })).toMatchObject({ code: "RATE_LIMITED", credits: 4 });
+    expect(await verify({ key: limited.key, permissions: "b" })).toMatchObject({
+      code: "INSUFFICIENT_PERMISSIONS",
+      credits: 4,
+    });
+    const disabled = await createV2Key({ credits: { remaining: 3 }, enabled: false }, api);
+    expect(await verify({ key: disabled.key })).toMatchObject({ code: "DISABLED", credits: 3 });
+    const expiring = await createV2Key({ credits: { remaining: 2 }, expires: h.clock.nowMs + 1000 }, api);
+    h.clock.nowMs += 2000;
+    expect(await verify({ key: expiring.key })).toMatchObject({ code: "EXPIRED", credits: 2 });
+    const unlimited = await createV2Key(
+      { ratelimits: [{ name: "tiny", limit: 1, duration: 60_000, autoApply: true }] },
+      api,
+    );
+    await verify({ key: unlimited.key });
+    const refused = await verify({ key: unlimited.key });
+    expect(refused.code).toBe("RATE_LIMITED");
+    expect(refused).not.toHaveProperty("credits");
+  });
+
   it("permission queries against direct and role permissions; * is literal", async () => {
     h = await harness();
     await h.post("/v1/permissions.createPermission", { name: "role.perm" });

@@ -158,11 +158,6 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
 
 /** Checks of updateKey that need no lookup beyond the key; null when all pass. */
 function checkUpdate(key: KeyRecord, command: UpdateKeyCommand): CommandError | null {
-  const remaining = command.remaining !== undefined ? command.remaining : key.remaining;
-  const refill = command.refill !== undefined ? command.refill : key.refill;
-  if (remaining === null && refill !== null) {
-    return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
-  }
   if (command.refill && command.refill.interval === "daily" && command.refill.refillDay !== null) {
     return commandError("BAD_REQUEST", "Cannot set 'refillDay' if 'interval' is 'daily'");
   }
@@ -317,10 +312,8 @@ export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCo
     const ledger = applyCreditAdjust(refilled.ledger, command.op === "increment" ? command.value : -command.value);
     change = { key: withLedger(key, ledger), ledger };
   }
+  // A key made unlimited keeps its refill: it fills the balance again at its next instant.
   const remaining = change.key.remaining;
-  if (remaining === null && key.refill !== null) {
-    return commandError("BAD_REQUEST", "Cannot set refill on a key with unlimited requests");
-  }
   if (remaining !== null && remaining > creditsMax)
     return commandError("BAD_REQUEST", `remaining must be at most ${creditsMax}`);
   putCredits(state, { key: { ...change.key, updatedAtMs: command.nowMs }, ledger: change.ledger });
@@ -335,8 +328,9 @@ export function applyUpdateRemaining(state: KeyState, command: UpdateRemainingCo
 export function applySpendCredits(state: KeyState, command: SpendCreditsCommand): CommandOutcome {
   const current = state.keys.get(command.keyId);
   if (current === undefined) return keyNotFound(command.keyId);
-  if (current.remaining === null) return { ok: true, remaining: null };
+  // A refill due on an unlimited key makes its credits finite first (refilledCredits).
   const refilled = refilledCredits(state, current, command.nowMs);
+  if (refilled.key.remaining === null) return { ok: true, remaining: null };
   assert(refilled.ledger !== null, "spendCredits: finite credits have a ledger");
   // A direct spend draws on the unleased credits only: what nodes hold in leases is theirs to spend.
   const spend = applyCreditDirectSpend(refilled.ledger, command.cost);

@@ -6,7 +6,13 @@
 // can check every precondition first and store both only when all passed (atomic commands).
 import { assert } from "../assert.js";
 import { refillDueBetween } from "../credits/ledger.js";
-import { applyCreditRefill, createCreditLedger, creditLedgerViolation, ledgerRemaining } from "../leases/ledger.js";
+import {
+  applyCreditRefill,
+  applyCreditSet,
+  createCreditLedger,
+  creditLedgerViolation,
+  ledgerRemaining,
+} from "../leases/ledger.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import { latestRefillAtOrBefore } from "../credits/ledger.js";
 import type { KeyRecord, KeyState } from "./types.js";
@@ -35,9 +41,24 @@ export function withLedger(key: KeyRecord, ledger: CreditLedgerRecord): KeyRecor
  * the command. Unchanged when nothing is due.
  */
 export function refilledCredits(state: KeyState, key: KeyRecord, nowMs: number): CreditsChange {
-  if (key.remaining === null) return { key, ledger: null };
+  const due = key.refill !== null && refillDueBetween(key.refill, key.refill.lastRefillAtMs, nowMs);
+  if (key.remaining === null) {
+    if (!due || key.refill === null) return { key, ledger: null };
+    // A refill stored on a key with unlimited credits (docs/api.md, credits) makes them finite at
+    // its next instant: the balance becomes `amount`, as a reset (a new epoch when the key had a
+    // ledger before, so leases of its finite past return nothing).
+    const lastRefillAtMs = latestRefillAtOrBefore(key.refill, nowMs);
+    const amount = key.refill.amount;
+    const ledger = state.creditLedgers.has(key.id)
+      ? applyCreditSet(ledgerOf(state, key), amount)
+      : createCreditLedger(key.id, amount);
+    return {
+      key: { ...key, remaining: ledgerRemaining(ledger), refill: { ...key.refill, lastRefillAtMs } },
+      ledger,
+    };
+  }
   const ledger = ledgerOf(state, key);
-  if (key.refill === null || !refillDueBetween(key.refill, key.refill.lastRefillAtMs, nowMs)) return { key, ledger };
+  if (key.refill === null || !due) return { key, ledger };
   const lastRefillAtMs = latestRefillAtOrBefore(key.refill, nowMs);
   const refilled = applyCreditRefill(ledger, key.refill.amount);
   return { key: withLedger({ ...key, refill: { ...key.refill, lastRefillAtMs } }, refilled), ledger: refilled };

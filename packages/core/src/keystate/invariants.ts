@@ -18,7 +18,6 @@ export function keyStateViolation(state: KeyState): string | null {
     if (key.remaining !== null && (!Number.isSafeInteger(key.remaining) || key.remaining < 0)) {
       return `key ${key.id} has invalid remaining ${key.remaining}`;
     }
-    if (key.refill !== null && key.remaining === null) return `key ${key.id} has a refill but unlimited credits`;
   }
   for (const role of state.roles.values()) {
     if (role.permissionIds.some((id) => !state.permissions.has(id))) return `role ${role.id} has a dangling permission`;

@@ -25,6 +25,7 @@ import { addNodeOnLeader, promoteCaughtUpLearner, removeNodeOnLeader } from "./m
 import { ReplicatedKeyMachine } from "./replicated-machine.js";
 import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "./rpc.js";
 import { StalenessMonitor } from "./staleness.js";
+import { AppliedWaiters } from "./applied-waiters.js";
 import { ApplyTimes } from "./apply-times.js";
 import { TurnBatcher } from "./turn-batcher.js";
 import type { VerificationFilter, VerificationSeries } from "@keyraft/core";
@@ -95,6 +96,8 @@ export class ClusterNode {
   readonly commandLog: ClusterCommandLog;
   readonly staleness: StalenessMonitor;
   readonly applyTimes = new ApplyTimes();
+  /** Forwarded verifications waiting for this node to apply the forwarding node's index. */
+  private readonly appliedWaiters = new AppliedWaiters();
   /** Append, fsync and snapshot durations, measured around the storage (GET /metrics). */
   readonly raftTimings = new RaftTimings();
   private readonly rpc: ClusterRpc;
@@ -127,7 +130,10 @@ export class ClusterNode {
       origin,
       onOwnApplied: (seq, outcome) => commandLog?.onOwnApplied(seq, outcome),
       onPeer: (id, url) => this.onPeerAddress(id, url),
-      onApplied: (index) => this.applyTimes.record(index, performance.timeOrigin + performance.now()),
+      onApplied: (index) => {
+        this.applyTimes.record(index, performance.timeOrigin + performance.now());
+        this.appliedWaiters.applied(index);
+      },
       onSnapshotStarted: () => this.raftTimings.snapshotStarted(),
     });
     this.raftTimings.observeStorage(storage);
@@ -378,6 +384,8 @@ export class ClusterNode {
     return {
       nodeId: this.nodeId,
       voters: () => this.raft.status().conf.voters,
+      appliedIndex: () => this.replicated.appliedIndex,
+      waitApplied: (index, timeoutMs) => this.appliedWaiters.waitFor(index, timeoutMs),
       call: async (peer, request) => {
         const result = await this.rpc.call(peer, { op: "counters", m: request }, this.options.nowMs());
         if (result.ok && result.counters !== undefined) return result.counters;

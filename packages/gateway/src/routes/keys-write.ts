@@ -105,9 +105,6 @@ export const keyWriteRoutes: FastifyPluginCallbackTypebox<KeyWriteRoutesDeps> = 
       if (key === undefined) throw notFound(`key ${body.keyId} not found`);
       requirePermission(auth, anyOf(ROOT_PERMISSION, "api.*.update_key", `api.${key.apiId}.update_key`));
       requireRootAdmin(auth, key.apiId);
-      if (body.remaining === null && body.refill !== undefined && body.refill !== null) {
-        throw badRequest("Cannot set refill on a key with unlimited requests");
-      }
       if (body.refill?.interval === "daily" && body.refill.refillDay !== undefined) {
         throw badRequest("Cannot set 'refillDay' if 'interval' is 'daily'");
       }

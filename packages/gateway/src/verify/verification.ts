@@ -26,6 +26,7 @@
 
 import {
   decideVerification,
+  keyCreditsAt,
   type AppliedLimit,
   type CommandOutcome,
   type KeyCommand,
@@ -50,6 +51,11 @@ export interface VerifyOutcome {
   triggeredRatelimit?: string | undefined;
   /** Every rate limit the verification checked, with its outcome (v2 answers each). */
   limits?: readonly AppliedLimit[] | undefined;
+  /**
+   * The key's balance as the judging node shows it, when the answer carries none (`result.remaining`
+   * is set only when credits were reached, as v1 answers): v2 answers it with every code.
+   */
+  balance?: number | undefined;
 }
 
 export interface VerificationDeps {
@@ -117,6 +123,19 @@ export class Verification {
     const cover = decision.touched.length === 0 ? null : this.coverTouched(decision);
     if (decision.creditSpend === undefined && cover === null) {
       this.record(decision, nowMs, fields.tags);
+      // A refusal before credits of a key with a balance: that balance, taken here where the key's
+      // verifications spend (the node a v2 answer was forwarded from may not have seen them yet).
+      if (decision.result.remaining === undefined && key !== undefined && key.remaining !== null) {
+        const balance =
+          deps.creditLeases === undefined ? keyCreditsAt(key, nowMs) : deps.creditLeases.shown.at(key, nowMs);
+        if (balance !== null)
+          return {
+            result: decision.result,
+            triggeredRatelimit: decision.triggeredRatelimit,
+            limits: decision.limits,
+            balance,
+          };
+      }
       return decision;
     }
     return this.finish(decision, cover, nowMs, fields.tags);
@@ -197,11 +216,17 @@ export class Verification {
 }
 
 function outcomeOfAnswer(answer: VerifiedAnswer): VerifyOutcome {
-  return { result: answer.result, triggeredRatelimit: answer.triggered ?? undefined, limits: answer.limits };
+  return {
+    result: answer.result,
+    triggeredRatelimit: answer.triggered ?? undefined,
+    limits: answer.limits,
+    balance: answer.balance,
+  };
 }
 
 function answerOfOutcome(outcome: VerifyOutcome): VerifiedAnswer {
   const answer: VerifiedAnswer = { result: outcome.result, triggered: outcome.triggeredRatelimit ?? null };
   if (outcome.limits !== undefined && outcome.limits.length > 0) answer.limits = outcome.limits;
+  if (outcome.balance !== undefined) answer.balance = outcome.balance;
   return answer;
 }

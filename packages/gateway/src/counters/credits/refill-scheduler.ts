@@ -27,7 +27,8 @@ export function dueRefillBatches(state: KeyState, nowMs: number): string[][] {
   const batches: string[][] = [];
   let batch: string[] = [];
   for (const key of state.keys.values()) {
-    if (key.remaining === null || key.refill === null) continue;
+    // Unlimited keys with a refill included: the refill makes their credits finite (refilledCredits).
+    if (key.refill === null) continue;
     if (!refillDueBetween(key.refill, key.refill.lastRefillAtMs, nowMs)) continue;
     batch.push(key.id);
     if (batch.length === refillKeysPerCommandMax) {

@@ -57,6 +57,8 @@ export interface VerifiedAnswer {
   triggered: string | null;
   /** Every limit the verification checked (v2 answers each); absent from older nodes' answers. */
   limits?: readonly AppliedLimit[];
+  /** The key's balance at the judging node when `result` carries none (a refusal before credits). */
+  balance?: number;
 }
 
 /** The verify route's local path, for verifications forwarded to this node. */
@@ -252,7 +254,7 @@ export class ClusterRateLimits {
         return placement.ready.then(() => this.verifyHere(hash, requestId, fields));
       case "forward":
         return this.forwarder
-          .forward(placement.target, { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) })
+          .forward(placement.target, this.verifyItem(subject, hash, requestId, fields))
           .then(verifyAnswerOf);
       case "unavailable":
         return Promise.reject(limitUnavailable(placement.message));
@@ -261,6 +263,14 @@ export class ClusterRateLimits {
         throw new Error(`unknown placement ${String(unknown)}`);
       }
     }
+  }
+
+  /** A verification to forward, carrying the index this node applied (read-your-writes at the judging node). */
+  private verifyItem(subject: string, hash: string, requestId: string, fields: VerifyFields): ForwardItem {
+    const item: ForwardItem = { k: "verify", subject, hash, requestId, fields: verifyFieldsOf(fields) };
+    const appliedIndex = this.options.transport.appliedIndex?.();
+    if (appliedIndex !== undefined) item.appliedIndex = appliedIndex;
+    return item;
   }
 
   private verifyHere(hash: string, requestId: string, fields: VerifyFields): Promise<VerifiedAnswer> {
@@ -339,9 +349,16 @@ export class ClusterRateLimits {
     if (placement.kind === "unavailable") throw limitUnavailable(placement.message);
     if (placement.kind === "wait") await placement.ready;
     if (item.k === "verify") {
+      // A key written through the forwarding node (a create, a reroll) must not be NOT_FOUND here:
+      // wait until this node applied what that node had, within half the forwarder's timeout so
+      // the answer still reaches it; a lagging node then judges with its own (bounded-stale) view.
+      const { transport, config } = this.options;
+      if (item.appliedIndex !== undefined && transport.waitApplied !== undefined)
+        await transport.waitApplied(item.appliedIndex, Math.floor(config.timeoutMs / 2));
       const answer = await this.verifyHere(item.hash, item.requestId, item.fields);
       const forwarded: ForwardResult = { k: "verify", result: answer.result, triggered: answer.triggered };
       if (answer.limits !== undefined && answer.limits.length > 0) forwarded.limits = [...answer.limits];
+      if (answer.balance !== undefined) forwarded.balance = answer.balance;
       return forwarded;
     }
     const { limiter, durability, nowMs } = this.options;
@@ -401,6 +418,7 @@ function verifyAnswerOf(result: ForwardResult): VerifiedAnswer {
   if (result.k === "verify") {
     const answer: VerifiedAnswer = { result: result.result, triggered: result.triggered };
     if (result.limits !== undefined) answer.limits = result.limits;
+    if (result.balance !== undefined) answer.balance = result.balance;
     return answer;
   }
   if (result.k === "error") throw errorOfResult(result);

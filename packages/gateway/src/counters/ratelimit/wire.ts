@@ -16,7 +16,8 @@ export interface VerifyFields {
 
 /** A check forwarded to the node serving its subject. */
 export type ForwardItem =
-  | { k: "verify"; subject: string; hash: string; requestId: string; fields: VerifyFields }
+  /** `appliedIndex`: the Raft index the forwarding node had applied; judged once the owner applied it too. */
+  | { k: "verify"; subject: string; hash: string; requestId: string; fields: VerifyFields; appliedIndex?: number }
   | {
       k: "limit";
       subject: string;
@@ -29,7 +30,7 @@ export type ForwardItem =
     };
 
 export type ForwardResult =
-  | { k: "verify"; result: VerifyResult; triggered: string | null; limits?: AppliedLimit[] }
+  | { k: "verify"; result: VerifyResult; triggered: string | null; limits?: AppliedLimit[]; balance?: number }
   | { k: "limit"; success: boolean; limit: number; remaining: number; reset: number }
   /** Not judged (not the serving node, or it could not cover the admission): answered as this error. */
   | { k: "error"; status: number; code: V1ErrorCode; message: string };
@@ -71,6 +72,10 @@ export interface CounterTransport {
   readonly nodeId: string;
   /** The Raft voters at this node's applied configuration. */
   voters(): readonly string[];
+  /** The Raft index this node has applied (absent: no replicated log, nothing to wait for). */
+  appliedIndex?(): number;
+  /** Resolves once this node has applied `index`, or after `timeoutMs`, whichever is first. */
+  waitApplied?(index: number, timeoutMs: number): Promise<void>;
   /** "notSent" when no connection to `peer` is open (nothing was sent); rejects when unanswered. */
   call(peer: string, request: CounterRequest): Promise<CounterReply | "notSent">;
   serve(handler: (from: string, request: CounterRequest) => Promise<CounterReply>): void;

@@ -93,7 +93,12 @@ export const keyVerifyRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (body.credits !== undefined) fields.remaining = { cost: body.credits.cost };
       if (body.ratelimits !== undefined) fields.ratelimits = body.ratelimits;
       const outcome = await ctx.verification.verify(hash, request.id, fields);
-      return ok(request, verifyData(state, outcome.result, outcome.limits));
+      const data = verifyData(state, outcome.result, outcome.limits);
+      // v2 answers a key's balance with every code but NOT_FOUND; the shared answer carries it
+      // apart (`balance`, from the judging node) when credits were not reached.
+      if (data.code !== "NOT_FOUND" && data.credits === undefined && outcome.balance !== undefined)
+        data.credits = outcome.balance;
+      return ok(request, data);
     },
   );
   done();

@@ -67,7 +67,10 @@ type UpdateKeyCommand = Extract<KeyCommand, { type: "updateKey" }>;
 /** The credit fields of updateKey as the command's `remaining`/`refill` (null clears both). */
 function creditFields(credits: UpdateKeyBody["credits"]): Pick<UpdateKeyCommand, "remaining" | "refill"> {
   if (credits === undefined) return {};
-  if (credits === null || credits.remaining === null) return { remaining: null, refill: null };
+  if (credits === null) return { remaining: null, refill: null };
+  // Unlimited with a refill: stored, it fills the balance at its next instant (docs/api-v2.md).
+  if (credits.remaining === null && (credits.refill === undefined || credits.refill === null))
+    return { remaining: null, refill: null };
   const fields: Pick<UpdateKeyCommand, "remaining" | "refill"> = {};
   if (credits.remaining !== undefined) fields.remaining = credits.remaining;
   if (credits.refill === null) fields.refill = null;
@@ -139,8 +142,8 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
       requireRootAdmin(principal, key.apiId);
       const nowMs = deps.nowMs();
       if (operation === "set" && (value === undefined || value === null)) {
-        // Unlimited, and a refill has nothing to refill any more.
-        await submitV2(ctx, request, { type: "updateKey", keyId, nowMs, remaining: null, refill: null });
+        // Unlimited; a refill stays and fills the balance again at its next instant.
+        await submitV2(ctx, request, { type: "updateKey", keyId, nowMs, remaining: null });
       } else {
         if (value === undefined || value === null) {
           throw invalidInput(

@@ -70,12 +70,13 @@ export function creditsInput(
 }
 
 /**
- * The key's credits now (a refill due by `nowMs` counted), or undefined when unlimited; as this
- * node shows them (counters/credits/shown-credits.ts) when it has credit leases.
+ * The key's credits now (a refill due by `nowMs` counted), or undefined when unlimited without a
+ * refill (`remaining: null` with the refill it will fill from); as this node shows them
+ * (counters/credits/shown-credits.ts) when it has credit leases.
  */
 export function creditsView(key: KeyRecord, nowMs: number, shown?: ShownCredits): CreditsResponse | undefined {
   const remaining = shown === undefined ? keyCreditsAt(key, nowMs) : shown.at(key, nowMs);
-  if (remaining === null) return undefined;
+  if (remaining === null) return key.refill === null ? undefined : { remaining: null, ...refillView(key) };
   return { remaining, ...refillView(key) };
 }
 
