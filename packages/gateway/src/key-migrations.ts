@@ -24,7 +24,9 @@ function isAlgorithm(value: unknown): value is KeyMigrationAlgorithm {
 export function parseKeyMigrations(raw: string | undefined, errors: string[]): KeyMigrations {
   const migrations = new Map<string, KeyMigrationAlgorithm>();
   if (raw === undefined) return migrations;
-  const expected = `expected a JSON object from migration id (3-255 printable characters) to one of ${keyMigrationAlgorithms.join(", ")}, e.g. {"mig_legacy":"sha256"}`;
+  const expected =
+    "expected a JSON object from migration id (3-255 printable characters) to one of " +
+    `${keyMigrationAlgorithms.join(", ")}, e.g. {"mig_legacy":"sha256"}`;
   let parsed: unknown;
   try {
     parsed = JSON.parse(raw);

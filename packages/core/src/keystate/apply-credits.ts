@@ -78,7 +78,10 @@ export function applyCreditBatch(state: KeyState, command: CreditBatchCommand): 
   return { ok: true, leases };
 }
 
-/** Materializes the refill due at the command's time on each listed key (missing keys and keys without a due refill are skipped; an unlimited key with one becomes finite). */
+/**
+ * Materializes the refill due at the command's time on each listed key (missing keys and keys
+ * without a due refill are skipped; an unlimited key with one becomes finite).
+ */
 export function applyRefillCredits(state: KeyState, command: RefillCreditsCommand): CommandOutcome {
   if (command.keyIds.length > refillKeysPerCommandMax)
     return commandError("BAD_REQUEST", `refillCredits: at most ${refillKeysPerCommandMax} keys`);

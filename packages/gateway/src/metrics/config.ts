@@ -37,7 +37,8 @@ export function parseMetricsConfig(
     // Never echo the value: it is a secret.
     if (raw.length < metricsTokenLengthMin || raw.length > metricsTokenLengthMax || !/^[\x21-\x7e]+$/.test(raw)) {
       errors.push(
-        `KEYRAFT_METRICS_TOKEN is invalid (${raw.length} characters): expected ${metricsTokenLengthMin} to ${metricsTokenLengthMax} printable ASCII characters without spaces, or leave it unset`,
+        `KEYRAFT_METRICS_TOKEN is invalid (${raw.length} characters): expected ${metricsTokenLengthMin} to ` +
+          `${metricsTokenLengthMax} printable ASCII characters without spaces, or leave it unset`,
       );
     } else token = raw;
   }

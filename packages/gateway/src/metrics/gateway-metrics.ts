@@ -151,7 +151,8 @@ export class GatewayMetrics {
       this.registry,
       scraped(
         "keyraft_ratelimit_decisions_total",
-        "Rate-limit checks: admitted and refused (ratelimits.limit answers of this node), forwarded to the node serving the limit, and unavailable (answered 503).",
+        "Rate-limit checks: admitted and refused (ratelimits.limit answers of this node), " +
+          "forwarded to the node serving the limit, and unavailable (answered 503).",
         "counter",
         () => {
           const placements = this.sources.rateLimitPlacements?.() ?? { forwarded: 0, unavailable: 0 };

@@ -58,7 +58,10 @@ export interface Snapshot {
  */
 export interface RaftStorage {
   initialState(): { hardState: HardState; conf: ConfState };
-  /** Entries in [lo, hi), at most maxBytes of `data` in total but always at least one entry. Throws RaftStorageError "compacted" below firstIndex and "unavailable" past lastIndex. */
+  /**
+   * Entries in [lo, hi), at most maxBytes of `data` in total but always at least one entry. Throws
+   * RaftStorageError "compacted" below firstIndex and "unavailable" past lastIndex.
+   */
   entries(lo: number, hi: number, maxBytes: number): Entry[];
   /** Term of the entry at `index`; valid for firstIndex-1 ..= lastIndex. */
   term(index: number): number;

@@ -481,7 +481,8 @@ export class Simulation {
     const progress = behind.map((id) => {
       const node = this.nodes.get(id);
       const status = node?.raw?.status();
-      return `${id}: ${JSON.stringify(this.leader()?.raw?.status().progress[id] ?? null)} own ${JSON.stringify({ ...status, progress: undefined, conf: undefined })}`;
+      const progress = JSON.stringify(this.leader()?.raw?.status().progress[id] ?? null);
+      return `${id}: ${progress} own ${JSON.stringify({ ...status, progress: undefined, conf: undefined })}`;
     });
     throw new SafetyViolation(
       `liveness: members ${behind.join(",")} did not apply ${index} within ${bound} steps (leader's view: ${progress.join("; ")})`,

@@ -14,7 +14,10 @@ export interface Addressed {
 export interface Transport<M extends Addressed> {
   /** Starts listening (and dialing known peers). Resolves with the port actually bound. */
   start(): Promise<{ port: number }>;
-  /** Queues messages for their `to` peers; never blocks, never throws for an unreachable peer. Returns how many were queued (unknown peers and oversize messages are not). */
+  /**
+   * Queues messages for their `to` peers; never blocks, never throws for an unreachable peer.
+   * Returns how many were queued (unknown peers and oversize messages are not).
+   */
   send(messages: readonly M[]): number;
   /** Adds or updates a peer's address (`ws://host:port`). Only known peers may connect. */
   addPeer(id: NodeId, url: string): void;

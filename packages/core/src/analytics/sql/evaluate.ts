@@ -485,8 +485,11 @@ export function renderExpr(expr: Expr): string {
       return `${renderExpr(expr.expr)} BETWEEN ${renderExpr(expr.low)} AND ${renderExpr(expr.high)}`;
     case "interval":
       return `INTERVAL ${renderExpr(expr.amount)} ${expr.unit}`;
-    case "case":
-      return `CASE ${expr.whens.map((w) => `WHEN ${renderExpr(w.when)} THEN ${renderExpr(w.then)}`).join(" ")}${expr.otherwise === null ? "" : ` ELSE ${renderExpr(expr.otherwise)}`} END`;
+    case "case": {
+      const whens = expr.whens.map((w) => `WHEN ${renderExpr(w.when)} THEN ${renderExpr(w.then)}`).join(" ");
+      const otherwise = expr.otherwise === null ? "" : ` ELSE ${renderExpr(expr.otherwise)}`;
+      return `CASE ${whens}${otherwise} END`;
+    }
     default: {
       const unreachable: never = expr;
       throw new Error(`renderExpr: unknown expression ${JSON.stringify(unreachable)}`);

@@ -48,7 +48,10 @@ export const requestSoonMinMs = 20;
 export const leaseWaitersMax = 10_000;
 
 export type LeaseSpend =
-  /** Spent. `remaining`: the balance after this spend as this node shows it (shown-credits.ts), or the owner's answer when forwarded (never above this node's). */
+  /**
+   * Spent. `remaining`: the balance after this spend as this node shows it (shown-credits.ts), or
+   * the owner's answer when forwarded (never above this node's).
+   */
   | { t: "admitted"; remaining: number | null }
   /** The owner of the key's last credits found too few for this cost (nothing spent). */
   | { t: "exceeded"; remaining: number };

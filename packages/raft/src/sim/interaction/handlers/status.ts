@@ -11,8 +11,11 @@ export function handleStatus(env: InteractionEnv, args: CommandArgs): void {
       continue;
     }
     const s = raw.status();
+    const learners = s.conf.learners.length > 0 ? ` learners=${s.conf.learners.join(",")}` : "";
+    const indexes = `commit=${s.commit} applied=${s.applied} last=${s.lastIndex}`;
     env.output.push(
-      `${id}: ${s.role} term=${s.term} vote=${s.vote || "-"} leader=${s.leader || "-"} commit=${s.commit} applied=${s.applied} last=${s.lastIndex} voters=${s.conf.voters.join(",")}${s.conf.learners.length > 0 ? ` learners=${s.conf.learners.join(",")}` : ""}`,
+      `${id}: ${s.role} term=${s.term} vote=${s.vote || "-"} leader=${s.leader || "-"} ${indexes} ` +
+        `voters=${s.conf.voters.join(",")}${learners}`,
     );
     for (const [peer, p] of Object.entries(s.progress)) {
       env.output.push(
