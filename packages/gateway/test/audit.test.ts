@@ -1,7 +1,9 @@
 // GET /v1/audit.listLogs: an entry for every admin route, with the root key's id (never the key),
-// the request id and the changed fields; filters, pagination, retention and its permission.
+// the request id and the changed fields; filters, pagination, retention and its permission; and
+// its v2 form, POST /v2/audit.listLogs.
 import { beforeAll, afterAll, describe, expect, it } from "vitest";
 import { errorOf, harness, rootKey, type Harness } from "./app-harness.js";
+import { dataOf, problemOf, v2 } from "./v2-harness.js";
 
 interface Log {
   id: string;
@@ -31,6 +33,7 @@ const notAdminWrites = new Set([
   "/v2/permissions.listRoles",
   "/v2/ratelimit.getOverride",
   "/v2/ratelimit.listOverrides",
+  "/v2/audit.listLogs",
 ]);
 
 let h: Harness;
@@ -400,6 +403,68 @@ describe("GET /v1/audit.listLogs", () => {
       const response = await h.get(`/v1/audit.listLogs${bad}`);
       expect(response.statusCode, bad).toBe(400);
       expect(errorOf(response).code).toBe("BAD_REQUEST");
+    }
+  });
+});
+
+describe("POST /v2/audit.listLogs", () => {
+  interface V2Page {
+    meta: { requestId: string };
+    data: Log[];
+    pagination: { hasMore: boolean; cursor?: string };
+  }
+  const page = async (body: Record<string, unknown>, token?: string): Promise<V2Page> => {
+    const response = await v2(h, "audit.listLogs", body, token);
+    dataOf(response);
+    return response.json() as V2Page;
+  };
+
+  it("answers v1's entries with the same filters, newest first, in v2 cursor pages", async () => {
+    const limited = await h.rootKeyWith(["api.*.create_api"]);
+    const limitedId = (await h.post("/v1/keys.whoami", { key: limited })).json().id as string;
+    const startMs = h.clock.nowMs + 1000;
+    const apiIds: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      h.clock.nowMs += 1000;
+      apiIds.push(dataOf<{ apiId: string }>(await v2(h, "apis.createApi", { name: `v2-page-${i}` }, limited)).apiId);
+    }
+    const byActor = await page({ actorId: limitedId });
+    expect(byActor.data.map((log) => log.targetIds[0])).toEqual([...apiIds].reverse());
+    expect(byActor.pagination).toEqual({ hasMore: false });
+    // The same entries as the v1 route.
+    expect(byActor.data).toEqual((await logs(`?actorId=${limitedId}`)).logs);
+    expect(byActor.data[0]).toMatchObject({ actor: { type: "key", id: limitedId }, action: "api.create" });
+
+    const page1 = await page({ actorId: limitedId, limit: 2 });
+    expect(page1.pagination.hasMore).toBe(true);
+    const page2 = await page({ actorId: limitedId, limit: 2, cursor: page1.pagination.cursor });
+    const page3 = await page({ actorId: limitedId, limit: 2, cursor: page2.pagination.cursor });
+    expect([...page1.data, ...page2.data, ...page3.data].map((log) => log.id)).toEqual(
+      byActor.data.map((log) => log.id),
+    );
+    expect(page3.pagination).toEqual({ hasMore: false });
+
+    expect((await page({ targetId: apiIds[2] })).data.map((log) => log.action)).toEqual(["api.create"]);
+    const window = await page({ actorId: limitedId, start: startMs + 1000, end: startMs + 2000 });
+    expect(window.data.map((log) => log.targetIds[0])).toEqual([apiIds[2], apiIds[1]]);
+    const creates = (await page({ action: "api.create", limit: 100 })).data;
+    expect(creates.length).toBeGreaterThanOrEqual(5);
+    expect(creates.every((log) => log.action === "api.create")).toBe(true);
+    expect((await page({ action: "no.such.action" })).data).toEqual([]);
+  });
+
+  it("requires a root key holding * or audit.*.read, and answers bad bodies with the v2 400", async () => {
+    problemOf(await v2(h, "audit.listLogs", {}, null), 400, "unkey/application/invalid_input");
+    const refused = problemOf(
+      await v2(h, "audit.listLogs", {}, await h.rootKeyWith(["api.*.read_api"])),
+      403,
+      "unkey/authorization/insufficient_permissions",
+    );
+    expect(refused.detail).toContain("audit.*.read");
+    const reader = await h.rootKeyWith(["audit.*.read"]);
+    expect((await page({ limit: 1 }, reader)).data).toHaveLength(1);
+    for (const bad of [{ limit: 0 }, { limit: 101 }, { cursor: "abc" }, { start: -1 }, { end: "x" }, { nope: 1 }]) {
+      problemOf(await v2(h, "audit.listLogs", bad), 400, "unkey/application/invalid_input");
     }
   });
 });

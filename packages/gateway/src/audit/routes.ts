@@ -1,7 +1,6 @@
 // GET /v1/audit.listLogs: the audit log of admin writes, newest first, with filters and cursor
 // pagination; root keys holding `*` or `audit.*.read`. The v2 form (POST /v2/audit.listLogs, the
-// same fields in the body) is to be a route of the v2 API calling listAuditLogs; the v2 API is
-// not in this tree yet.
+// same fields in the body) is src/v2/routes/audit.ts, calling listAuditLogs.
 import { queryAudit, ROOT_PERMISSION, type AuditEntry } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import { anyOf, authenticate, type RootKeyDeps } from "../auth/root-key.js";

@@ -7,9 +7,19 @@
 
 import { ROOT_PERMISSION, type IdentityLink, type KeyState } from "@keyraft/core";
 import { insufficientPermissions } from "../errors.js";
-import { holdsAny, type RootAuth } from "./root-key.js";
+import { holdsAny } from "./root-key.js";
 
-export function identityLink(state: KeyState, auth: RootAuth, externalId: string, newIdentityId: string): IdentityLink {
+/**
+ * The link to put in the command, or `refuse(identityId)` thrown for an existing identity the
+ * caller may not link (v1's error by default; the v2 routes pass their own body).
+ */
+export function identityLink(
+  state: KeyState,
+  auth: { slugs: ReadonlySet<string> },
+  externalId: string,
+  newIdentityId: string,
+  refuse: (identityId: string) => Error = identityLinkRefused,
+): IdentityLink {
   const existing = state.identityIdByExternalId.get(externalId);
   const mayLinkExisting = holdsAny(
     auth,
@@ -17,7 +27,7 @@ export function identityLink(state: KeyState, auth: RootAuth, externalId: string
     "identity.*.update_identity",
     ...(existing === undefined ? [] : [`identity.${existing}.update_identity`]),
   );
-  if (existing !== undefined && !mayLinkExisting) throw identityLinkRefused(existing);
+  if (existing !== undefined && !mayLinkExisting) throw refuse(existing);
   return { externalId, newIdentityId, mayLinkExisting };
 }
 

@@ -60,11 +60,11 @@ export function anyOf(...permissions: string[]): PermissionQuery {
   return { or: permissions };
 }
 
-export function holds(auth: RootAuth, permission: string): boolean {
+export function holds(auth: Pick<RootAuth, "slugs">, permission: string): boolean {
   return auth.slugs.has(permission);
 }
 
-export function holdsAny(auth: RootAuth, ...permissions: string[]): boolean {
+export function holdsAny(auth: Pick<RootAuth, "slugs">, ...permissions: string[]): boolean {
   return permissions.some((permission) => auth.slugs.has(permission));
 }
 

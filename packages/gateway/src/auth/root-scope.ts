@@ -29,7 +29,7 @@ export function rootScope(state: KeyState): RootScope {
   return { permissionIds, roleIds };
 }
 
-export function isRootAdmin(auth: RootAuth): boolean {
+export function isRootAdmin(auth: Pick<RootAuth, "slugs">): boolean {
   return auth.slugs.has(ROOT_PERMISSION);
 }
 

@@ -4,10 +4,12 @@ import {
   roleIdOfName,
   ROOT_API_ID,
   ROOT_PERMISSION,
+  type IdentityLink,
   type KeyRecord,
   type KeyState,
   type RefByName,
 } from "@keyraft/core";
+import { identityLink } from "../auth/identity-link.js";
 import type { GatewayServices } from "../services.js";
 import { metaTooLarge } from "../routes/guards.js";
 import type { Principal } from "./auth.js";
@@ -60,4 +62,21 @@ export function roleRefs(ctx: GatewayServices, names: readonly string[]): RefByN
 export function roleNotFoundOf(message: string): V2Error | undefined {
   const match = /^role (.+) not found/.exec(message);
   return match === null ? undefined : new V2Error("role_not_found", `Role '${match[1]}' was not found.`);
+}
+
+/**
+ * The identity link of an `externalId` (auth/identity-link.ts): linking to an EXISTING identity
+ * needs `identity.*.update_identity` or `identity.<id>.update_identity` (or `*`), as in v1.
+ */
+export function identityLinkV2(
+  state: KeyState,
+  principal: Principal,
+  externalId: string,
+  newIdentityId: string,
+): IdentityLink {
+  return identityLink(state, principal, externalId, newIdentityId, (identityId) =>
+    insufficientPermissions(
+      `Missing one of these permissions: identity.*.update_identity or identity.${identityId}.update_identity (needed to link a key to the existing identity ${identityId})`,
+    ),
+  );
 }

@@ -1,13 +1,15 @@
 // analytics.getVerifications (docs/api-v2.md, "Analytics"): one SELECT of keyraft's SQL subset,
 // answered from this node's verification series merged with the cluster's other nodes' (as v1
-// analytics are). `api.*.read_analytics` reads every api; otherwise the apis of the caller's
-// `api.<apiId>.read_analytics` permissions (an unknown api id reads nothing); neither is a 403.
+// analytics are). `api.*.read_analytics` reads every api but api_root (that one needs `*`);
+// otherwise the apis of the caller's `api.<apiId>.read_analytics` permissions (an unknown api id
+// reads nothing); neither is a 403.
 
 import {
   analyticsRowsMax,
   analyticsSqlFilter,
   mergeVerificationSeries,
   parseAnalyticsQuery,
+  ROOT_API_ID,
   runAnalyticsQuery,
   type AnalyticsSqlRefusal,
   type KeyState,
@@ -17,6 +19,7 @@ import { anyOf, holds, requirePermissions, type Principal } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
+import { isRootAdmin } from "../root-scope.js";
 import { Closed } from "../validation.js";
 
 const GetVerificationsBody = Closed({ query: Type.String() });
@@ -26,14 +29,18 @@ const scopedPermission = /^api\.(.+)\.read_analytics$/;
 
 /** The apis the caller may read (null = all), or the 403. */
 function analyticsScope(state: KeyState, principal: Principal): string[] | null {
-  if (holds(principal, "api.*.read_analytics")) return null;
+  // api_root's verifications (the root keys' use) only for `*` holders (root-scope.ts).
+  if (isRootAdmin(principal)) return null;
+  if (holds(principal, "api.*.read_analytics")) {
+    return [...state.apis.keys()].filter((apiId) => apiId !== ROOT_API_ID).sort();
+  }
   const apiIds: string[] = [];
   let scoped = false;
   for (const slug of principal.slugs) {
     const match = scopedPermission.exec(slug);
     if (match === null) continue;
     scoped = true;
-    if (state.apis.has(match[1]!)) apiIds.push(match[1]!);
+    if (state.apis.has(match[1]!) && match[1] !== ROOT_API_ID) apiIds.push(match[1]!);
   }
   if (!scoped) requirePermissions(principal, anyOf("api.*.read_analytics", "api.<apiId>.read_analytics"));
   return apiIds.sort();

@@ -9,6 +9,7 @@ import { byId, pageById } from "../pagination.js";
 import { KeyResponse, keyView } from "../schemas/key.js";
 import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
+import { requireRootApiAdmin } from "../root-scope.js";
 import { submitV2 } from "../submit.js";
 import { Closed } from "../validation.js";
 import { ApiIdLookup, PageLimit } from "../schemas/common.js";
@@ -65,7 +66,9 @@ export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
     },
     (request) => {
       const { apiId } = request.body;
-      requirePermissions(principalOf(request), anyOf("api.*.read_api", `api.${apiId}.read_api`));
+      const principal = principalOf(request);
+      requirePermissions(principal, anyOf("api.*.read_api", `api.${apiId}.read_api`));
+      requireRootApiAdmin(principal, apiId);
       const api = deps.state.apis.get(apiId);
       if (api === undefined) throw apiNotFound();
       return ok(request, { id: api.id, name: api.name });
@@ -77,7 +80,9 @@ export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
     { schema: { body: GetApiBody, response: v2Responses(Envelope(EmptyData)) } },
     async (request) => {
       const { apiId } = request.body;
-      requirePermissions(principalOf(request), anyOf("api.*.delete_api", `api.${apiId}.delete_api`));
+      const principal = principalOf(request);
+      requirePermissions(principal, anyOf("api.*.delete_api", `api.${apiId}.delete_api`));
+      requireRootApiAdmin(principal, apiId);
       if (!deps.state.apis.has(apiId)) throw apiNotFound();
       await submitV2(ctx, request, { type: "deleteApi", apiId }, { notFound: "api_not_found" });
       return ok(request, {});
@@ -94,7 +99,9 @@ export const apiRoutes: V2RoutePlugin = (app, ctx, done) => {
         anyOf("api.*.read_key", `api.${apiId}.read_key`),
         anyOf("api.*.read_api", `api.${apiId}.read_api`),
       );
-      if (!satisfies(principalOf(request), read)) throw apiNotFound();
+      const principal = principalOf(request);
+      if (!satisfies(principal, read)) throw apiNotFound();
+      requireRootApiAdmin(principal, apiId);
       if (decrypt === true) throw new V2Error("precondition_failed", "Vault hasn't been set up.");
       let identityId: string | undefined;
       if (externalId !== undefined) {

@@ -8,6 +8,7 @@ import { anyOf, holdsAny, requirePermissions } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
 import {
   checkMetaV2,
+  identityLinkV2,
   liveKey,
   permissionRefs,
   requireRolesExist,
@@ -96,7 +97,8 @@ export const keyCreateRoutes: V2RoutePlugin = (app, ctx, done) => {
           start: keyStart(secret, body.prefix),
           name: body.name ?? null,
           ownerId: externalId ?? null,
-          identity: externalId === undefined ? null : { externalId, newIdentityId: ctx.ids.next("id") },
+          identity:
+            externalId === undefined ? null : identityLinkV2(deps.state, principal, externalId, ctx.ids.next("id")),
           meta: body.meta ?? null,
           expiresAtMs: body.expires ?? null,
           remaining: credits.remaining,

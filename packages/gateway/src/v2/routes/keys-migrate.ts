@@ -7,7 +7,7 @@ import { importKeysMax, type ImportedKey } from "@keyraft/core";
 import { Type } from "@sinclair/typebox";
 import { anyOf, requirePermissions } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
-import { checkMetaV2, requireRootAdmin } from "../keys-common.js";
+import { checkMetaV2, identityLinkV2, requireRootAdmin } from "../keys-common.js";
 import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error, invalidInput } from "../problem.js";
 import { CreditsRequest, creditsInput } from "../schemas/credits.js";
@@ -82,7 +82,9 @@ export const keyMigrateRoutes: V2RoutePlugin = (app, ctx, done) => {
           name: item.name ?? null,
           ownerId: item.externalId ?? null,
           identity:
-            item.externalId === undefined ? null : { externalId: item.externalId, newIdentityId: ctx.ids.next("id") },
+            item.externalId === undefined
+              ? null
+              : identityLinkV2(deps.state, principal, item.externalId, ctx.ids.next("id")),
           meta: item.meta ?? null,
           expiresAtMs: item.expires ?? null,
           remaining: credits.remaining,

@@ -5,7 +5,9 @@ import { Type } from "@sinclair/typebox";
 import { hashKey } from "../../auth/hash.js";
 import { anyOf, holdsAny, requirePermissions } from "../auth.js";
 import { Envelope, ok, v2Responses } from "../envelope.js";
-import { keyNotFoundDetail } from "../keys-common.js";
+import { ROOT_API_ID } from "@keyraft/core";
+import { keyNotFoundDetail, requireRootAdmin } from "../keys-common.js";
+import { isRootAdmin } from "../root-scope.js";
 import { principalOf, type V2RoutePlugin } from "../route.js";
 import { V2Error } from "../problem.js";
 import { KeyId } from "../schemas/common.js";
@@ -27,7 +29,9 @@ export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (key === undefined || !state.apis.has(key.apiId)) {
         throw new V2Error("key_not_found", "We could not find the requested key.");
       }
-      requirePermissions(principalOf(request), anyOf("api.*.read_key", `api.${key.apiId}.read_key`));
+      const principal = principalOf(request);
+      requirePermissions(principal, anyOf("api.*.read_key", `api.${key.apiId}.read_key`));
+      requireRootAdmin(principal, key.apiId);
       // keyraft keeps no encrypted copies of keys: there is nothing to decrypt.
       if (decrypt === true) throw new V2Error("precondition_failed", "Vault hasn't been set up.");
       return ok(request, keyView(state, key, nowMs(), ctx.creditLeases?.shown));
@@ -42,7 +46,10 @@ export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
       const key = keyId === undefined ? undefined : state.keys.get(keyId);
       const missing = new V2Error("key_not_found", keyNotFoundDetail);
       if (key === undefined || !state.apis.has(key.apiId)) throw missing;
-      if (!holdsAny(principalOf(request), "api.*.read_key", `api.${key.apiId}.read_key`)) throw missing;
+      const principal = principalOf(request);
+      if (!holdsAny(principal, "api.*.read_key", `api.${key.apiId}.read_key`)) throw missing;
+      // A root key is answered like a missing one to any caller without `*` (as a missing permission).
+      if (key.apiId === ROOT_API_ID && !isRootAdmin(principal)) throw missing;
       return ok(request, keyView(state, key, nowMs(), ctx.creditLeases?.shown));
     },
   );

@@ -8,6 +8,7 @@ import { anyOf, requirePermissions } from "../auth.js";
 import { EmptyData, Envelope, ok, v2Responses } from "../envelope.js";
 import {
   checkMetaV2,
+  identityLinkV2,
   keyNotFound,
   liveKey,
   permissionRefs,
@@ -103,7 +104,7 @@ export const keyWriteRoutes: V2RoutePlugin = (app, ctx, done) => {
       if (body.name !== undefined) command.name = body.name;
       if (body.externalId !== undefined) {
         command.identity =
-          body.externalId === null ? null : { externalId: body.externalId, newIdentityId: ctx.ids.next("id") };
+          body.externalId === null ? null : identityLinkV2(deps.state, principal, body.externalId, ctx.ids.next("id"));
       }
       if (body.meta !== undefined) {
         checkMetaV2(body.meta);

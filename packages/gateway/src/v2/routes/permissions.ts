@@ -27,6 +27,7 @@ import {
   SetRolePermissionsBody,
 } from "../schemas/permissions.js";
 import { PermissionResponse as Permission, RoleResponse as Role, permissionView, roleView } from "../schemas/rbac.js";
+import { isRootAdmin, requireRootScopeAdminV2, rootScope } from "../root-scope.js";
 import { submitV2 } from "../submit.js";
 import { searchMatcher } from "../search.js";
 
@@ -97,9 +98,11 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
     "/permissions.getPermission",
     { schema: { body: PermissionRefBody, response: v2Responses(Envelope(Permission)) } },
     (request) => {
-      requirePermissions(principalOf(request), "rbac.*.read_permission");
+      const principal = principalOf(request);
+      requirePermissions(principal, "rbac.*.read_permission");
       const permission = findPermission(deps.state, request.body.permission);
       if (permission === undefined) throw permissionNotFound();
+      if (!isRootAdmin(principal) && rootScope(deps.state).permissionIds.has(permission.id)) throw permissionNotFound();
       return ok(request, permissionView(permission));
     },
   );
@@ -109,10 +112,12 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
     { schema: { body: ListBody, response: v2Responses(PaginatedEnvelope(Permission)) } },
     (request) => {
       const body = request.body;
-      requirePermissions(principalOf(request), "rbac.*.read_permission");
+      const principal = principalOf(request);
+      requirePermissions(principal, "rbac.*.read_permission");
       const matches = searchMatcher(body.search);
+      const hidden = isRootAdmin(principal) ? new Set<string>() : rootScope(deps.state).permissionIds;
       const all = [...deps.state.permissions.values()]
-        .filter((p) => matches(p.id, p.name, p.slug, p.description))
+        .filter((p) => !hidden.has(p.id) && matches(p.id, p.name, p.slug, p.description))
         .sort(byId);
       const page = pageById(all, (permission) => permission.id, body.cursor, body.limit);
       return okPage(request, page.items.map(permissionView), page.pagination);
@@ -123,9 +128,13 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
     "/permissions.deletePermission",
     { schema: { body: PermissionRefBody, response: v2Responses(Envelope(EmptyData)) } },
     async (request) => {
-      requirePermissions(principalOf(request), "rbac.*.delete_permission");
+      const principal = principalOf(request);
+      requirePermissions(principal, "rbac.*.delete_permission");
       const permission = findPermission(deps.state, request.body.permission);
       if (permission === undefined) throw permissionNotFound();
+      if (rootScope(deps.state).permissionIds.has(permission.id)) {
+        requireRootScopeAdminV2(principal, `the permission '${permission.slug}'`);
+      }
       await submitV2(
         ctx,
         request,
@@ -175,9 +184,11 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
     "/permissions.getRole",
     { schema: { body: RoleRefBody, response: v2Responses(Envelope(Role)) } },
     (request) => {
-      requirePermissions(principalOf(request), "rbac.*.read_role");
+      const principal = principalOf(request);
+      requirePermissions(principal, "rbac.*.read_role");
       const role = findRole(deps.state, request.body.role);
       if (role === undefined) throw roleNotFound();
+      if (!isRootAdmin(principal) && rootScope(deps.state).roleIds.has(role.id)) throw roleNotFound();
       return ok(request, roleView(deps.state, role));
     },
   );
@@ -187,9 +198,13 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
     { schema: { body: ListBody, response: v2Responses(PaginatedEnvelope(Role)) } },
     (request) => {
       const body = request.body;
-      requirePermissions(principalOf(request), "rbac.*.read_role");
+      const principal = principalOf(request);
+      requirePermissions(principal, "rbac.*.read_role");
       const matches = searchMatcher(body.search);
-      const all = [...deps.state.roles.values()].filter((r) => matches(r.id, r.name, r.description)).sort(byId);
+      const hidden = isRootAdmin(principal) ? new Set<string>() : rootScope(deps.state).roleIds;
+      const all = [...deps.state.roles.values()]
+        .filter((r) => !hidden.has(r.id) && matches(r.id, r.name, r.description))
+        .sort(byId);
       const page = pageById(all, (role) => role.id, body.cursor, body.limit);
       return okPage(
         request,
@@ -203,9 +218,11 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
     "/permissions.deleteRole",
     { schema: { body: RoleRefBody, response: v2Responses(Envelope(EmptyData)) } },
     async (request) => {
-      requirePermissions(principalOf(request), "rbac.*.delete_role");
+      const principal = principalOf(request);
+      requirePermissions(principal, "rbac.*.delete_role");
       const role = findRole(deps.state, request.body.role);
       if (role === undefined) throw roleNotFound();
+      if (rootScope(deps.state).roleIds.has(role.id)) requireRootScopeAdminV2(principal, `the role '${role.name}'`);
       await submitV2(ctx, request, { type: "deleteRole", roleId: role.id }, { notFound: "role_not_found" });
       return ok(request, {});
     },
@@ -219,6 +236,7 @@ export const permissionRoutes: V2RoutePlugin = (app, ctx, done) => {
       const principal = principalOf(request);
       requirePermissions(principal, allOf("rbac.*.add_permission_to_role", "rbac.*.remove_permission_from_role"));
       if (!deps.state.roles.has(body.roleId)) throw roleNotFound();
+      if (rootScope(deps.state).roleIds.has(body.roleId)) requireRootScopeAdminV2(principal, `the role ${body.roleId}`);
       const { refs, allowCreate } = slugRefs(ctx, principal, body.permissions);
       await submitV2(
         ctx,

@@ -1,7 +1,9 @@
-// The v2 route plugins of identities, permissions and roles, rate limiting and analytics.
+// The v2 route plugins of identities, permissions and roles, rate limiting, analytics and the
+// audit log.
 
 import type { V2RoutePlugin } from "../route.js";
 import { analyticsRoutes } from "./analytics.js";
+import { auditRoutesV2 } from "./audit.js";
 import { identityRoutes } from "./identities.js";
 import { overrideRoutes } from "./overrides.js";
 import { permissionRoutes } from "./permissions.js";
@@ -13,4 +15,5 @@ export const restRoutePlugins: readonly V2RoutePlugin[] = [
   ratelimitRoutes,
   overrideRoutes,
   analyticsRoutes,
+  auditRoutesV2,
 ];
