@@ -189,6 +189,25 @@ describe("v2 bad input", () => {
     expect(routes.find((route) => route.url === "/v2/ratelimit.multiLimit")?.arrayBody).toBe(true);
   });
 
+  it("fixed counterexamples found by the generator answer 400", async () => {
+    // Seed 935493: a limit of 1e308 is a JSON integer; it reached the limiter and answered 500.
+    for (const [url, body] of [
+      ["/v2/ratelimit.limit", { namespace: "ns", identifier: "a", limit: 1e308, duration: 60000, cost: 1 }],
+      ["/v2/ratelimit.limit", { namespace: "ns", identifier: "a", limit: 5, duration: 60000, cost: 1e308 }],
+      ["/v2/ratelimit.multiLimit", [{ namespace: "ns", identifier: "a", limit: 1e308, duration: 60000 }]],
+      ["/v2/ratelimit.setOverride", { namespace: "ns", identifier: "a", limit: 1e308, duration: 60000 }],
+    ] as const) {
+      const response = await h.app.inject({
+        method: "POST",
+        url,
+        payload: JSON.stringify(body),
+        headers: { "content-type": "application/json", authorization: `Bearer ${rootKey}` },
+      });
+      assertAnswer(response, `${url} ${JSON.stringify(body)}`);
+      expect(response.statusCode, response.body).toBe(400);
+    }
+  });
+
   it("every v2 route answers generated bodies and headers with a 200 or a 4xx problem, never a 5xx", async () => {
     const seed = Date.now() % 1_000_000;
     console.log(`v2 bad input seed ${seed}`);

@@ -2,6 +2,7 @@
 
 import { Type } from "@sinclair/typebox";
 import { Closed } from "../validation.js";
+import { countMax } from "../../schemas/common.js";
 import { PageLimit } from "./common.js";
 
 /** Longest window of ratelimit.limit (30 days). */
@@ -13,9 +14,9 @@ export const Identifier = Type.String({ minLength: 1, maxLength: 512 });
 export const LimitRequest = Closed({
   namespace: NamespaceRef,
   identifier: Identifier,
-  limit: Type.Integer({ minimum: 1 }),
+  limit: Type.Integer({ minimum: 1, maximum: countMax }),
   duration: Type.Integer({ minimum: 1000, maximum: limitDurationMsMax }),
-  cost: Type.Integer({ minimum: 0, default: 1 }),
+  cost: Type.Integer({ minimum: 0, maximum: countMax, default: 1 }),
 });
 
 export const LimitData = Type.Object({
@@ -49,7 +50,7 @@ export const MultiLimitData = Type.Object({
 export const SetOverrideBody = Closed({
   namespace: NamespaceRef,
   identifier: Identifier,
-  limit: Type.Integer({ minimum: 0 }),
+  limit: Type.Integer({ minimum: 0, maximum: countMax }),
   duration: Type.Integer({ minimum: 1000, maximum: limitDurationMsMax }),
 });
 
