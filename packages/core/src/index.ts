@@ -43,7 +43,7 @@ export type { AuditContext, AuditEntry } from "./audit/types.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
 export { permissionIdOfSlug, roleIdOfName } from "./keystate/names.js";
-export { restoreKeyState, snapshotKeyState } from "./keystate/snapshot.js";
+export { restoreKeyState, restoreKeyStateSteps, snapshotKeyState } from "./keystate/snapshot.js";
 // Named by the gateway's declarations (packages/gateway/src/counters/credits/credit-events.ts).
 export type { KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived } from "./keystate/derived.js";

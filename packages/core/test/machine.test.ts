@@ -7,7 +7,7 @@ import { resolveOverride } from "../src/keystate/overrides-index.js";
 import { ROOT_API_ID, type KeyState } from "../src/keystate/types.js";
 import { snapshotKeyState } from "../src/keystate/snapshot.js";
 import type { KeyCommand, Ref } from "../src/keystate/commands.js";
-import { captureKeyState, restoreKeyState } from "../src/keystate/snapshot.js";
+import { captureKeyState, restoreKeyState, restoreKeyStateSteps } from "../src/keystate/snapshot.js";
 import { keyStateViolation } from "../src/keystate/invariants.js";
 import { matchOverride } from "../src/overrides/match.js";
 
@@ -341,6 +341,33 @@ describe("key state machine", () => {
         expect(snapshotKeyState(b.state)).toEqual(snapshotKeyState(a.state));
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it("a restore in steps gives the state of a whole restore, evolves identically, and shows nothing before its last step", () => {
+    fc.assert(
+      fc.property(
+        sequenceArb,
+        sequenceArb,
+        sequenceArb,
+        fc.integer({ min: 1, max: 8 }),
+        (old, before, after, perStep) => {
+          const source = run(before).state;
+          const whole = restoreKeyState(structuredClone(snapshotKeyState(source)));
+          const target = run(old).state;
+          const oldSnapshot = snapshotKeyState(target);
+          const steps = restoreKeyStateSteps(target, structuredClone(snapshotKeyState(source)), perStep);
+          for (let step = steps.next(); step.done !== true; step = steps.next())
+            expect(snapshotKeyState(target)).toEqual(oldSnapshot); // readers between steps see the old state
+          expect(snapshotKeyState(target)).toEqual(snapshotKeyState(whole));
+          expect(keyStateViolation(target)).toBeNull();
+          const a = run(after, whole);
+          const b = run(structuredClone(after), target);
+          expect(b.outcomes).toEqual(a.outcomes);
+          expect(snapshotKeyState(b.state)).toEqual(snapshotKeyState(a.state));
+        },
+      ),
+      { numRuns: 100 },
     );
   });
 

@@ -218,7 +218,7 @@ describe("ReplicatedKeyMachine", () => {
       onOwnApplied: () => undefined,
       onPeer: (id) => restoredPeers.push(id),
     });
-    target.installSnapshot({ metadata: { index: 5, term: 1, conf: { voters: ["n1"], learners: [] } }, data });
+    await target.installSnapshot({ metadata: { index: 5, term: 1, conf: { voters: ["n1"], learners: [] } }, data });
     expect(target.appliedIndex).toBe(5);
     expect(restoredPeers).toEqual(["n4"]);
     expect([...machine.state.apis.keys()].sort()).toEqual(expect.arrayContaining(["api_a", "api_b"]));
@@ -251,7 +251,7 @@ describe("ReplicatedKeyMachine", () => {
     expect(appliedDuring).toBeGreaterThan(0); // the encoding yielded, and commands applied meanwhile
     expect(keys.state.apis.has("api_000000")).toBe(false); // ...and changed the live state
     const restored = keyStateMachine();
-    new ReplicatedKeyMachine(restored, {
+    await new ReplicatedKeyMachine(restored, {
       origin: "n3/x",
       onOwnApplied: () => undefined,
       onPeer: () => undefined,
@@ -262,13 +262,13 @@ describe("ReplicatedKeyMachine", () => {
     expect(restored.snapshot()).toEqual(expected);
   });
 
-  it("still reads a snapshot of the single-value format (version 1)", () => {
+  it("still reads a snapshot of the single-value format (version 1)", async () => {
     const keys = keyStateMachine();
     keys.apply(createApi("api_a"));
     const data = encodeValue({ v: 1, keys: keys.snapshot(), peers: { n4: "ws://127.0.0.1:7004" } });
     const restored = keyStateMachine();
     const restoredPeers: string[] = [];
-    new ReplicatedKeyMachine(restored, {
+    await new ReplicatedKeyMachine(restored, {
       origin: "n3/x",
       onOwnApplied: () => undefined,
       onPeer: (id) => restoredPeers.push(id),

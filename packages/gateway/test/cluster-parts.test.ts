@@ -8,7 +8,7 @@ import { StalenessMonitor } from "../src/cluster/staleness.js";
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
 describe("StalenessMonitor", () => {
-  function monitor(maxStalenessMs: number) {
+  function monitor(maxStalenessMs: number, caughtUpProbeMsMax = Math.min(maxStalenessMs, 2_000)) {
     let nowMs = 1000;
     const probes: { resolve: () => void; reject: (error: Error) => void; startedAtMs: number }[] = [];
     const staleness = new StalenessMonitor({
@@ -16,8 +16,10 @@ describe("StalenessMonitor", () => {
       nowMs: () => nowMs,
       probeIntervalMs: 1_000_000, // probes are started by hand below (start() starts one)
       maxStalenessMs,
+      caughtUpProbeMsMax,
     });
-    return { staleness, probes, advance: (ms: number) => (nowMs += ms) };
+    const probe = () => (staleness as unknown as { probe(): void }).probe();
+    return { staleness, probes, probe, advance: (ms: number) => (nowMs += ms) };
   }
 
   it("is stale until the first probe completes, then measures from the start of the freshest completed probe", async () => {
@@ -64,6 +66,62 @@ describe("StalenessMonitor", () => {
     probes[0]?.resolve();
     await flush();
     expect(staleness.stalenessMs()).toBe(0); // measured from 1100, the newer start
+    staleness.stop();
+  });
+
+  it("a joining node serves only after a probe completes quickly: one that waited for a backlog to apply is too old", async () => {
+    const { staleness, probes, probe, advance } = monitor(30_000, 2_000);
+    staleness.start(); // probe 0 at 1000: the node has applied nothing yet
+    advance(27_000); // it installs a snapshot and applies the entries committed when it asked...
+    probes[0]?.resolve();
+    await flush();
+    // ...so it is at the leader's commit index of 27 s ago, within the 30 s bound, but behind.
+    expect(staleness.stalenessMs()).toBe(27_000);
+    expect(staleness.isStale()).toBe(true);
+    expect(staleness.everConfirmed).toBe(false);
+    probe(); // probe 1 at 28000: it keeps up now, the round takes one heartbeat
+    advance(40);
+    probes[1]?.resolve();
+    await flush();
+    expect(staleness.isStale()).toBe(false);
+    expect(staleness.everConfirmed).toBe(true);
+    expect(staleness.stalenessMs()).toBe(40);
+    staleness.stop();
+  });
+
+  it("a node that went stale serves again only after a quick probe, though a slow one lands within the bound", async () => {
+    const { staleness, probes, probe, advance } = monitor(30_000, 2_000);
+    staleness.start();
+    advance(5);
+    probes[0]?.resolve();
+    await flush();
+    expect(staleness.isStale()).toBe(false);
+    advance(30_001); // partitioned: nothing confirmed
+    probe(); // probe 1: the probe timer notices the node went stale
+    expect(staleness.isStale()).toBe(true);
+    advance(5_000); // back, applying what it missed
+    probes[1]?.resolve();
+    await flush();
+    expect(staleness.stalenessMs()).toBe(5_000); // within the bound...
+    expect(staleness.isStale()).toBe(true); // ...but the probe waited 5 s for the backlog
+    probe(); // probe 2, quick
+    advance(10);
+    probes[2]?.resolve();
+    await flush();
+    expect(staleness.isStale()).toBe(false);
+    staleness.stop();
+  });
+
+  it("a slow probe does not end serving while the node stays within the bound", async () => {
+    const { staleness, probes, probe, advance } = monitor(30_000, 2_000);
+    staleness.start();
+    probes[0]?.resolve();
+    await flush();
+    probe(); // probe 1 takes 3 s (a busy turn)
+    advance(3_000);
+    probes[1]?.resolve();
+    await flush();
+    expect(staleness.isStale()).toBe(false);
     staleness.stop();
   });
 });

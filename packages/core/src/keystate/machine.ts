@@ -37,7 +37,13 @@ import {
 } from "./apply-rbac.js";
 import type { KeyCommand } from "./commands.js";
 import type { CommandOutcome } from "./outcome.js";
-import { captureKeyState, restoreKeyStateInto, snapshotKeyState, type KeyStateSnapshot } from "./snapshot.js";
+import {
+  captureKeyState,
+  restoreKeyStateInto,
+  restoreKeyStateSteps,
+  snapshotKeyState,
+  type KeyStateSnapshot,
+} from "./snapshot.js";
 import { createKeyState } from "./state.js";
 import { ROOT_API_ID, type KeyState } from "./types.js";
 
@@ -138,6 +144,8 @@ export interface KeyStateMachine {
   /** The state's records as they are now, uncopied (see captureKeyState): for encoding in slices. */
   capture(): KeyStateSnapshot;
   restore(snapshot: unknown): void;
+  /** The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps). */
+  restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void>;
 }
 
 export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMachine {
@@ -147,5 +155,6 @@ export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMac
     snapshot: () => snapshotKeyState(state),
     capture: () => captureKeyState(state),
     restore: (snapshot) => restoreKeyStateInto(state, snapshot),
+    restoreSteps: (snapshot, recordsPerStep) => restoreKeyStateSteps(state, snapshot, recordsPerStep),
   };
 }

@@ -149,30 +149,72 @@ function isSnapshot(data: unknown): data is KeyStateSnapshot {
 export function restoreKeyStateInto(state: KeyState, data: unknown): void {
   assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of a version this node reads");
   clearKeyState(state);
-  for (const api of data.apis) state.apis.set(api.id, { ...api });
+  const steps = fillKeyState(state, data, Number.POSITIVE_INFINITY);
+  while (!steps.next().done);
+}
+
+/**
+ * Replaces the content of `state` with the snapshot in steps of about `recordsPerStep` records
+ * each (the caller runs one step per event-loop turn, so a large restore never blocks the loop).
+ * The records go into a fresh state; `state` is untouched until the last step, which moves the
+ * fresh state's maps into it at once: a reader between steps sees the whole old state, never a
+ * part of the new one. The result equals restoreKeyStateInto's. Throws on malformed data (then
+ * `state` is unchanged).
+ */
+export function* restoreKeyStateSteps(state: KeyState, data: unknown, recordsPerStep: number): Generator<void, void> {
+  assert(recordsPerStep >= 1, "restoreKeyStateSteps: at least one record per step");
+  assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of a version this node reads");
+  const fresh = createKeyState();
+  clearKeyState(fresh);
+  yield* fillKeyState(fresh, data, recordsPerStep);
+  Object.assign(state, fresh);
+}
+
+/** Fills an empty `state` from the snapshot, yielding after every `recordsPerStep` records. */
+function* fillKeyState(state: KeyState, data: KeyStateSnapshot, recordsPerStep: number): Generator<void, void> {
+  let recordsInStep = 0;
+  // One call per record: true when the step is full (the caller then yields).
+  const counted = (): boolean => {
+    recordsInStep++;
+    if (recordsInStep < recordsPerStep) return false;
+    recordsInStep = 0;
+    return true;
+  };
+  for (const api of data.apis) {
+    state.apis.set(api.id, { ...api });
+    if (counted()) yield;
+  }
   for (const permission of data.permissions) {
     state.permissions.set(permission.id, { ...permission });
     indexPermissionSlug(state, permission.slug, permission.id);
+    if (counted()) yield;
   }
   for (const role of data.roles) {
     state.roles.set(role.id, { ...role, permissionIds: [...role.permissionIds] });
     indexRoleName(state, role.name, role.id);
+    if (counted()) yield;
   }
   for (const identity of data.identities) {
     state.identities.set(identity.id, copyIdentity(identity));
     state.identityIdByExternalId.set(identity.externalId, identity.id);
+    if (counted()) yield;
   }
   // A snapshot's ledgers first, so indexKey only creates ledgers for keys without one (older snapshots).
-  for (const ledger of data.credits ?? []) state.creditLedgers.set(ledger.keyId, copyLedger(ledger));
+  for (const ledger of data.credits ?? []) {
+    state.creditLedgers.set(ledger.keyId, copyLedger(ledger));
+    if (counted()) yield;
+  }
   for (const hash of data.retiredRootKeyHashes ?? []) state.retiredRootKeyHashes.add(hash);
   for (const key of data.keys) {
     indexKey(state, copyKey(key));
+    if (counted()) yield;
   }
   for (const keyId of state.creditLedgers.keys())
     assert(state.keys.has(keyId), "restoreKeyState: a credit ledger of a missing key");
   for (const namespace of data.namespaces) {
     state.namespaces.set(namespace.id, { ...namespace });
     state.namespaceIdByName.set(namespace.name, namespace.id);
+    if (counted()) yield;
   }
   for (const override of data.overrides) {
     state.overrides.set(override.id, { ...override });
@@ -180,6 +222,7 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
     index.set(override.identifier, override.id);
     state.overrideIdsByNamespace.set(override.namespaceId, index);
     indexWildcardOverride(state, state.overrides.get(override.id)!);
+    if (counted()) yield;
   }
   const auditEntries = data.auditEntries ?? [];
   state.audit = { entries: auditEntries.map(copyAuditEntry), nextSeq: data.auditNextSeq ?? 1 };

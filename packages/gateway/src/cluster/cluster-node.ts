@@ -80,6 +80,12 @@ export interface ClusterStatus {
 }
 
 const promoteIntervalMs = 200;
+/**
+ * A node that is not serving starts to after a read-index probe completes within this (capped at
+ * the staleness bound): it applied the leader's commit index of at most this long ago
+ * (staleness.ts). A probe takes a heartbeat round, a few ms, on a node that keeps up.
+ */
+const caughtUpProbeMsMax = 2_000;
 const retryDelayMs = 25;
 /** A follower's status asks the leader for the peers' progress, waiting at most this long. */
 const progressAskTimeoutMs = 500;
@@ -215,6 +221,7 @@ export class ClusterNode {
       nowMs: () => performance.now(),
       probeIntervalMs: Math.max(10, Math.min(100, Math.floor(config.maxStalenessMs / 10))),
       maxStalenessMs: config.maxStalenessMs,
+      caughtUpProbeMsMax: Math.min(config.maxStalenessMs, caughtUpProbeMsMax),
     });
   }
 

@@ -142,6 +142,18 @@ export async function encodeSnapshotSliced(
 }
 
 export function decodeSnapshot(bytes: Uint8Array): ClusterSnapshot {
+  const steps = decodeSnapshotSteps(bytes);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/**
+ * decodeSnapshot a part (`snapshotSliceRecords` records) per step, so the installing node decodes
+ * one part per event-loop turn (a version 1 snapshot is one value: one step).
+ */
+export function* decodeSnapshotSteps(bytes: Uint8Array): Generator<void, ClusterSnapshot> {
   const value = decodeValue(bytes) as {
     v?: unknown;
     keys?: unknown;
@@ -174,6 +186,7 @@ export function decodeSnapshot(bytes: Uint8Array): ClusterSnapshot {
     const collected = (keys[name] ??= []) as unknown[];
     if (!Array.isArray(collected)) throw new Error(`decodeSnapshot: ${name} is both a value and a part`);
     for (const record of records) collected.push(record);
+    yield;
   }
   return { keys, peers };
 }

@@ -5,7 +5,13 @@
 import type { CommandOutcome, KeyCommand } from "@keyraft/core";
 import type { Entry, Snapshot, StateMachine } from "@keyraft/raft";
 import type { ReplicatedStateMachine } from "../store/types.js";
-import { decodeEntries, decodeSnapshot, encodeSnapshotSliced, type ClusterEntry } from "./entry-codec.js";
+import {
+  decodeEntries,
+  decodeSnapshotSteps,
+  encodeSnapshotSliced,
+  snapshotSliceRecords,
+  type ClusterEntry,
+} from "./entry-codec.js";
 
 export interface ReplicatedMachineHooks {
   /** This process's origin tag (node id + a per-process nonce): entries it proposed. */
@@ -73,9 +79,15 @@ export class ReplicatedKeyMachine implements StateMachine {
     return encodeSnapshotSliced(snapshot, nextTurn);
   }
 
-  installSnapshot(snapshot: Snapshot): void {
-    const decoded = decodeSnapshot(snapshot.data);
-    this.machine.restore(decoded.keys);
+  /**
+   * Decodes and restores a slice (`snapshotSliceRecords` records) per event-loop turn, as
+   * takeSnapshot encodes: a joining node's loop keeps answering its transport's pings and frames
+   * while a large state installs (the Raft loop awaits this; no entry applies meanwhile). The key
+   * state changes at once, in the last slice.
+   */
+  async installSnapshot(snapshot: Snapshot): Promise<void> {
+    const decoded = await runSteps(decodeSnapshotSteps(snapshot.data));
+    await runSteps(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords));
     this.peers.clear();
     for (const [id, url] of Object.entries(decoded.peers)) {
       this.peers.set(id, url);
@@ -83,6 +95,15 @@ export class ReplicatedKeyMachine implements StateMachine {
     }
     this.appliedIndexValue = snapshot.metadata.index;
     this.hooks.onApplied?.(snapshot.metadata.index);
+  }
+}
+
+/** Runs a generator to its end, one step per event-loop turn. */
+async function runSteps<T>(steps: Generator<void, T>): Promise<T> {
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    await nextTurn();
   }
 }
 

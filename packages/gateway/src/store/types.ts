@@ -12,6 +12,11 @@ export interface ReplicatedStateMachine<Command, Outcome> {
   /** The state as it is now, uncopied and never changed afterwards (records are replaced, not edited): encoded in slices by the Raft snapshot. */
   capture(): unknown;
   restore(snapshot: unknown): void;
+  /**
+   * The same restore in steps of about `recordsPerStep` records, one per event-loop turn for the
+   * caller; the state changes only in the last step (readers never see half of it).
+   */
+  restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void>;
 }
 
 /**

@@ -86,4 +86,9 @@ export class ObservedKeyMachine implements KeyStateMachine {
     this.inner.restore(snapshot);
     this.listener?.onRestore();
   }
+
+  *restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void> {
+    yield* this.inner.restoreSteps(snapshot, recordsPerStep);
+    this.listener?.onRestore();
+  }
 }
