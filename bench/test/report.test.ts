@@ -104,6 +104,24 @@ describe("summary", () => {
     expect(Object.keys(summary).slice(-2)).toEqual(["baselines", "ratios"]);
   });
 
+  it("divides verification with a rate limit by the Redis limiter route's throughput (null without Redis)", () => {
+    expect(sampleReport().summary["verifyRatelimitRatioToRedis"]).toBeNull();
+    const redis = phase("baseline redis limiter", 10_000, 2_500);
+    const summary = buildSummary(
+      "verify",
+      {
+        figures: { verifyRps: 16_000, verifyRatelimitRps: 15_000, verifyCreditsRps: 14_000 },
+        throughputRps: 16_000,
+        throughputCpuCores: 0.8,
+        phases: [],
+        notes: [],
+      },
+      { fastify: null, redisLimiter: redis, notes: [] },
+    );
+    expect(summary["verifyRatelimitRatioToRedis"]).toBe(1.5);
+    expect(summary["verifyRatelimitRps"]).toBe(15_000);
+  });
+
   it("ratio is null without a usable denominator", () => {
     expect(ratio(10, null)).toBeNull();
     expect(ratio(10, 0)).toBeNull();

@@ -45,6 +45,12 @@ export function buildSummary(scenario: ScenarioName, outcome: ScenarioOutcome, b
     delete figures[name];
   }
   head["ratio"] = ratios.fastify;
+  // Verification with a rate limit against the Fastify + rate-limiter-flexible + Redis route.
+  const ratelimitRps = head["verifyRatelimitRps"];
+  figures["verifyRatelimitRatioToRedis"] = ratio(
+    typeof ratelimitRps === "number" ? ratelimitRps : null,
+    redisLimiter?.rps ?? null,
+  );
   for (const name of ["p50Ms", "p99Ms", "coreDecisionsPerSec"]) {
     head[name] = figures[name] ?? null;
     delete figures[name];

@@ -60,6 +60,7 @@ export async function runPhases(
       context.log(
         `phase ${roundLabel}: ${options.connections} connections, ${warmupS}s warm-up + ${durationS}s over ${definition.targets.length} target(s)`,
       );
+      await definition.around?.before();
       const run = await runLoadOnce(
         {
           label: roundLabel,
@@ -73,6 +74,7 @@ export async function runPhases(
         options.workers,
         { progress: context.progress, targetCpuSeconds: definition.cpuSeconds },
       );
+      await definition.around?.after();
       runs.get(definition.label)?.push(run);
     }
   }

@@ -12,6 +12,8 @@ export interface PhaseDefinition {
   requests: readonly RequestSpec[];
   /** CPU seconds used so far by the processes under test; null when not local. */
   cpuSeconds: () => number | null;
+  /** Called right before and right after each run of the phase (e.g. to read the targets' counters). */
+  around?: { before(): Promise<void>; after(): Promise<void> };
 }
 
 export interface ScenarioContext {
@@ -22,9 +24,12 @@ export interface ScenarioContext {
   progress: (line: string) => void;
 }
 
+/** A figure of the summary: a number, a word, unknown (null), or a group of them (e.g. per phase). */
+export type FigureValue = number | string | null | { [name: string]: FigureValue };
+
 export interface ScenarioOutcome {
   /** The scenario's own figures, in the order they appear in the summary line. */
-  figures: Record<string, number | string | null>;
+  figures: Record<string, FigureValue>;
   /** The throughput the baseline ratios are computed from; null: no ratio. */
   throughputRps: number | null;
   /** CPU cores the processes under test used while producing throughputRps; null when unknown. */

@@ -5,7 +5,9 @@ import type { PhaseResult } from "../load/run-load.js";
 import { createApi, createKeys } from "../seed.js";
 import { measureCoreDecisions } from "./core-decisions.js";
 import { deploymentPhase, deploymentScenario } from "./deployment-scenario.js";
+import { PhaseWriteCounter, scrapeTargets } from "./disk-writes.js";
 import { requestSpec, resultOf } from "./phase.js";
+import { ratio } from "../report/summary.js";
 
 /** Per-key limit of the rate-limit group: generous, so most verifications are admitted. */
 export const verifyRatelimit = { limit: 1_000, duration: 1_000 };
@@ -41,16 +43,26 @@ export const verifyScenario = deploymentScenario(
     context.log(`seeded api ${apiId} with ${options.keys} keys (4 groups)`);
     const pool = (keys: ReadonlyArray<{ key: string }>): string[] => keys.map((seeded) => seeded.key);
     const body = (extra: string): string => `{"apiId":${JSON.stringify(apiId)},"key":{{pick}}${extra}}`;
-    const phase = (label: string, keys: string[], extra: string) =>
-      deploymentPhase(deployment, label, [
-        requestSpec(options, {
-          name: "verifyKey",
-          path: "/v1/keys.verifyKey",
-          bodyTemplate: body(extra),
-          pool: keys,
-          okMarker: '"valid":true',
-        }),
-      ]);
+    // The node's database writes per verification, per phase (only a node the harness started:
+    // a --target deployment may serve its metrics elsewhere or behind a token).
+    const scrape = deployment.local ? scrapeTargets(deployment.targets) : async () => null;
+    const writes = new Map<string, PhaseWriteCounter>();
+    const phase = (label: string, keys: string[], extra: string) => {
+      const counter = new PhaseWriteCounter(scrape);
+      writes.set(label, counter);
+      return {
+        ...deploymentPhase(deployment, label, [
+          requestSpec(options, {
+            name: "verifyKey",
+            path: "/v1/keys.verifyKey",
+            bodyTemplate: body(extra),
+            pool: keys,
+            okMarker: '"valid":true',
+          }),
+        ]),
+        around: counter,
+      };
+    };
     return {
       phases: [
         phase("verify plain", pool(plain), ""),
@@ -71,12 +83,20 @@ export const verifyScenario = deploymentScenario(
         ].map((label) => resultOf(results, label)) as [PhaseResult, PhaseResult, PhaseResult, PhaseResult];
         context.progress("measuring core verification decisions in process");
         const core = await measureCoreDecisions(options.keys, options.distribution, options.zipfExponent);
+        const writesOf = (label: string) => ({ ...writes.get(label)!.result() });
         return {
           figures: {
             verifyRps: plainPhase.rps,
             verifyRatelimitRps: ratelimitPhase.rps,
             verifyCreditsRps: creditsPhase.rps,
             verifyPermissionsRps: permissionsPhase.rps,
+            creditsRatio: ratio(creditsPhase.rps, plainPhase.rps),
+            diskWritesPerVerification: {
+              plain: writesOf("verify plain"),
+              ratelimit: writesOf("verify ratelimit"),
+              credits: writesOf("verify credits"),
+              permissions: writesOf("verify permissions"),
+            },
             p50Ms: plainPhase.latency.p50Ms,
             p99Ms: plainPhase.latency.p99Ms,
             coreDecisionsPerSec: core.decisionsPerSec,

@@ -27,7 +27,7 @@ import { ObservedKeyMachine } from "./counters/credits/credit-events.js";
 import { startCreditLeases } from "./counters/credits/credit-leases.js";
 import { ClusterRateLimits } from "./counters/ratelimit/cluster-limits.js";
 import { V1Error } from "./errors.js";
-import { openStoreDb, type StoreDb } from "./store/level-db.js";
+import { openStoreDb, storeWriteCounts, type StoreDb } from "./store/level-db.js";
 import { GatewayMetrics, type MetricsSources } from "./metrics/gateway-metrics.js";
 import { startMetricsServer } from "./metrics/server.js";
 
@@ -113,6 +113,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       cluster: cluster.node,
       creditLeases: () => credits.status(),
       rateLimitPlacements: () => rateLimits.rateLimits.placements,
+      storeWrites: () => storeWriteCounts(store.db),
     });
     const http = await startHttp(config, logger, {
       metrics: metrics.metrics,

@@ -114,6 +114,7 @@ describe("metrics sources", () => {
       },
       creditLeases: () => ({ heldLeases: 5, granted: 6, forfeited: 1, settled: 2, journalWrites: 9, leased: 3 }),
       rateLimitPlacements: () => ({ forwarded: 4, unavailable: 1 }),
+      storeWrites: () => ({ batches: 7, puts: 11, deletes: 3 }),
     });
     let text = parsePrometheusText(await metrics.text());
     expect(text.value("keyraft_raft_role", { role: "leader" })).toBe(1);
@@ -131,6 +132,9 @@ describe("metrics sources", () => {
     expect(text.value("keyraft_credit_leases_forfeited_total")).toBe(1);
     expect(text.value("keyraft_credit_lease_journal_writes_total")).toBe(9);
     expect(text.value("keyraft_ratelimit_decisions_total", { decision: "unavailable" })).toBe(1);
+    expect(text.value("keyraft_store_batches_total")).toBe(7);
+    expect(text.value("keyraft_store_operations_total", { op: "put" })).toBe(11);
+    expect(text.value("keyraft_store_operations_total", { op: "delete" })).toBe(3);
     applied = 9;
     text = parsePrometheusText(await metrics.text());
     expect(text.value("keyraft_raft_apply_lag_entries")).toBe(0);

@@ -33,5 +33,32 @@ export type SyncedBatchWrite = (ops: readonly StoreOp[]) => Promise<void>;
  * LevelDB fsync its write-ahead log before the promise resolves.
  */
 export function syncedBatchWrite(db: StoreDb): SyncedBatchWrite {
-  return (ops) => db.batch([...ops], { sync: true });
+  const counts = storeWriteCounts(db);
+  return (ops) => {
+    counts.batches += 1;
+    for (const op of ops) {
+      if (op.type === "put") counts.puts += 1;
+      else counts.deletes += 1;
+    }
+    return db.batch([...ops], { sync: true });
+  };
+}
+
+/** The synced batches written to a database and the operations they held (GET /metrics, the verify bench). */
+export interface StoreWriteCounts {
+  batches: number;
+  puts: number;
+  deletes: number;
+}
+
+const writeCountsByDb = new WeakMap<StoreDb, StoreWriteCounts>();
+
+/** The write counts of `db` (every syncedBatchWrite over it adds to them), made on first use. */
+export function storeWriteCounts(db: StoreDb): StoreWriteCounts {
+  let counts = writeCountsByDb.get(db);
+  if (counts === undefined) {
+    counts = { batches: 0, puts: 0, deletes: 0 };
+    writeCountsByDb.set(db, counts);
+  }
+  return counts;
 }
