@@ -73,6 +73,7 @@ class ReferenceLimiter {
           durationMs: check.durationMs,
           bucketStartMs: bucket * w,
           count,
+          windowCount: this.count(check.key, check.durationMs, atMs),
         });
       }
     }

@@ -97,6 +97,11 @@ export interface BucketCount {
   /** The counter's bound group, when it has one (restored into the same group). */
   group?: string;
   groupEntriesMax?: number;
+  /**
+   * In `touched` only: the counter's count in its window after the call (every counted bucket,
+   * this one included), so that a durable reservation can cover the counter across buckets.
+   */
+  windowCount?: number;
 }
 
 export interface LimitResult {
@@ -230,6 +235,7 @@ export class SlidingWindowLimiter {
           durationMs: check.durationMs,
           bucketStartMs: bucket * entry.widthMs,
           count: entry.counts[bucket % entry.counts.length]!,
+          windowCount: this.scratchCounts[i]! + check.cost,
         };
         if (entry.group !== undefined) {
           bucketTouched.group = entry.group;

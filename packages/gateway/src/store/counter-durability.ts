@@ -1,14 +1,33 @@
 // Rate-limit counters that survive a restart conservatively. The limiter counts in memory; this
-// keeps, per (limiter key, bucket), a durable *reservation* that is always >= the count the
-// limiter has admitted and answered. Reservations grow in chunks (see `reservationFor`), so most
+// keeps durable *reservations* that are always >= the counts the limiter has admitted and
+// answered, so that after a restart the limiter starts from counts at least as high as before: a
+// restart never admits more. Reservations grow in chunks (see `reservationFor`), so most
 // admissions find their count already covered and need no disk write at all; the rest share one
-// fsynced batch (group commit). After a restart every live bucket is restored to its reservation,
-// so the limiter starts from a count at least as high as before: a restart never admits more.
+// fsynced batch (group commit).
 //
-// Layout: sublevel `rl`, key = limiter key + "\0" + durationMs + "\0" + bucketStartMs as 16 hex
-// digits (fixed width; the duration is part of a counter's identity), value = msgpack
-// DurabilityBucket with `count` = the reservation. Keys written before the duration was part of the
-// id (limiter key + "\0" + start) are still read.
+// Two kinds, in two sublevels:
+//
+// - Window reservations (sublevel `rlw`), for counts the limiter judged (`windowCount` set): one
+//   record per counter (limiter key, durationMs), overwritten in place, holding a count R and the
+//   last bucket it covers, `until` (DurabilityBucket.bucketStartMs). An admission is covered by
+//   the counter's latest record when its bucket is <= until and its window count <= R. A new
+//   record takes R = the window count plus a chunk and until = the bucket plus
+//   max(durationMs, windowReservationSpanMinMs), so a counter at a steady rate writes about once
+//   per span, whatever its rate and however many buckets that span holds, and the puts of every
+//   counter that needs one share a batch. After a restart at t, R is restored into the bucket of
+//   min(until, t): every answered admission was covered by the latest record queued at its time,
+//   and the latest durable record was taken from a window count that included every earlier one,
+//   so at any time from t on the counts the window really holds are <= R, and the restored R
+//   stays in the window at least as long as any of them (it sits in a bucket no earlier than
+//   theirs). The price: R sits in one bucket, so after a crash a counter stays at R for up to one
+//   window from the restart, even where its admissions would have left the window sooner.
+//
+// - Bucket reservations (sublevel `rl`), for counts handed over without a window count (the
+//   successor's side of a cluster, counters/ratelimit/successor-side.ts): one per (limiter key,
+//   bucket), key = limiter key + "\0" + durationMs + "\0" + bucketStartMs as 16 hex digits (fixed
+//   width; the duration is part of a counter's identity), value = msgpack DurabilityBucket with
+//   `count` = the reservation. Keys written before the duration was part of the id (limiter key +
+//   "\0" + start) are still read.
 //
 // Pruning is incremental: each write examines a bounded number of reservations from where the
 // last one stopped, and the reservations of counters the limiter evicted are dropped at once.
@@ -67,6 +86,20 @@ export const counterDurabilityDefaults = {
 export const reservationChunkDivisor = 8;
 
 /**
+ * Least time a window reservation covers past the bucket that asked for it: a counter of a short
+ * window (1 s) then writes once per 10 s rather than once per window. Longer keeps a high R (a
+ * burst) durable longer, which after a crash holds the counter at R for one window; it never
+ * lets a limit admit more.
+ */
+export const windowReservationSpanMinMs = 10_000;
+
+/** The last bucket start a window reservation taken at `bucketStartMs` covers (a whole number of buckets later). */
+export function windowReservationUntilMs(bucketStartMs: number, durationMs: number, bucketWidthMs: number): number {
+  const spanMs = Math.max(durationMs, windowReservationSpanMinMs);
+  return bucketStartMs + Math.ceil(spanMs / bucketWidthMs) * bucketWidthMs;
+}
+
+/**
  * The reservation to write for a bucket whose count is not covered: the count plus a chunk of
  * ceil(limit / 8), capped at the limit (a count above the limit is reserved as is). So a bucket
  * needs at most ~8 writes to reach its limit, and a restart over-counts by at most a chunk.
@@ -99,10 +132,30 @@ interface Reservation {
   queuedDone: Promise<void> | null;
 }
 
+/** A counter's window reservation: `count` R covers window counts <= R in buckets <= `untilMs`. */
+interface WindowCover {
+  count: number;
+  untilMs: number;
+}
+
+interface WindowReservation {
+  /** The counter's identity and bound group; `count` and `bucketStartMs` are not used. */
+  counter: DurabilityBucket;
+  /** The latest record queued (or loaded); only it may cover an admission. */
+  latest: WindowCover;
+  /** Whether `latest` is on disk. */
+  durable: boolean;
+  /** Resolves when `latest` is durable (null when it is). */
+  latestDone: Promise<void> | null;
+}
+
 const what = "rate-limit reservations";
 
 export class LevelCounterDurability implements CounterDurability {
   private readonly reservations = new Map<string, Reservation>();
+  /** Window reservations by counterKey. */
+  private readonly windows = new Map<string, WindowReservation>();
+  private windowPruneCursor: Iterator<[string, WindowReservation]> | undefined;
   /** Reservation ids per counter (counterKey), to drop an evicted counter's reservations. */
   private readonly byCounter = new Map<string, Set<string>>();
   private pruneCursor: Iterator<[string, Reservation]> | undefined;
@@ -115,6 +168,7 @@ export class LevelCounterDurability implements CounterDurability {
 
   private constructor(
     private readonly level: StoreSublevel,
+    private readonly windowLevel: StoreSublevel,
     private readonly options: CounterDurabilityOptions,
     write: SyncedBatchWrite,
   ) {
@@ -136,7 +190,8 @@ export class LevelCounterDurability implements CounterDurability {
   /** Loads the live reservations from disk (expired ones are deleted). */
   static async open(db: StoreDb, options: CounterDurabilityOptions): Promise<LevelCounterDurability> {
     const level = storeSublevel(db, "rl");
-    const durability = new LevelCounterDurability(level, options, options.write ?? syncedBatchWrite(db));
+    const windowLevel = storeSublevel(db, "rlw");
+    const durability = new LevelCounterDurability(level, windowLevel, options, options.write ?? syncedBatchWrite(db));
     await durability.load(options.nowMs());
     return durability;
   }
@@ -149,13 +204,44 @@ export class LevelCounterDurability implements CounterDurability {
       limiter.restoreBucket({ ...reservation.bucket, count: reservation.durable });
       restored += 1;
     }
+    for (const window of this.windows.values()) {
+      const record = this.windowRecord(window.counter, window.latest);
+      if (this.expired(record, nowMs)) continue;
+      // Into the bucket of min(until, now): never later than now (the limiter's clock must not
+      // jump ahead), never earlier than any admission the record covers.
+      const widthMs = this.bucketWidthMs(record.durationMs);
+      const nowBucketStartMs = Math.floor(nowMs / widthMs) * widthMs;
+      limiter.restoreBucket({ ...record, bucketStartMs: Math.min(record.bucketStartMs, nowBucketStartMs) });
+      restored += 1;
+    }
     return restored;
   }
 
   cover(touched: readonly DurabilityBucket[]): Promise<void> | null {
+    // The hot path: one counter, covered by its durable window reservation: no allocation.
+    if (touched.length === 1) {
+      const only = touched[0]!;
+      if (only.windowCount !== undefined) {
+        const window = this.windows.get(counterKey(only));
+        if (window !== undefined && window.durable && windowCovers(window.latest, only)) return null;
+      }
+    }
     const waits = new Set<Promise<void>>();
     const grown: Array<{ reservation: Reservation; count: number }> = [];
+    const grownWindows: Array<{ window: WindowReservation; cover: WindowCover }> = [];
     for (const bucket of touched) {
+      if (bucket.windowCount !== undefined) {
+        const id = counterKey(bucket);
+        const window = this.windows.get(id);
+        if (window !== undefined && windowCovers(window.latest, bucket)) {
+          if (!window.durable) waits.add(window.latestDone!);
+          continue;
+        }
+        const cover = this.windowCoverFor(bucket);
+        assert(windowCovers(cover, bucket), "reservations: a window reservation covers the count it was taken for");
+        grownWindows.push({ window: window ?? this.newWindow(id, bucket), cover });
+        continue;
+      }
       const id = reservationId(bucket);
       const reservation = this.reservations.get(id);
       if (reservation !== undefined && bucket.count <= reservation.durable) continue;
@@ -167,8 +253,8 @@ export class LevelCounterDurability implements CounterDurability {
       assert(count >= bucket.count, "reservations: a reservation covers the count it was taken for");
       grown.push({ reservation: reservation ?? this.newReservation(id, bucket), count });
     }
-    if (grown.length > 0) {
-      const written = this.writeReservations(grown);
+    if (grown.length > 0 || grownWindows.length > 0) {
+      const written = this.writeReservations(grown, grownWindows);
       if (written instanceof Error) return Promise.reject(written);
       waits.add(written);
     }
@@ -182,14 +268,22 @@ export class LevelCounterDurability implements CounterDurability {
     await this.writer.idle();
   }
 
+  /** Reservations held: buckets and window reservations of counters. */
   size(): number {
-    return this.reservations.size;
+    return this.reservations.size + this.windows.size;
   }
 
   forget(evicted: readonly EvictedCounter[]): void {
     if (evicted.length === 0 || this.closed) return;
     const deletes: StoreOp[] = [];
     for (const counter of evicted) {
+      const windowId = counterKey(counter);
+      const window = this.windows.get(windowId);
+      // One in flight stays (as below); it is pruned once its window passes.
+      if (window !== undefined && window.durable) {
+        this.windows.delete(windowId);
+        deletes.push({ type: "del", sublevel: this.windowLevel, key: windowId });
+      }
       const ids = this.byCounter.get(counterKey(counter));
       if (ids === undefined) continue;
       for (const id of ids) {
@@ -204,7 +298,50 @@ export class LevelCounterDurability implements CounterDurability {
   }
 
   statistics(): GroupCommitStats & { reservations: number; reservationWrites: number } {
-    return { ...this.writer.statistics(), reservations: this.reservations.size, reservationWrites: this.writes };
+    return { ...this.writer.statistics(), reservations: this.size(), reservationWrites: this.writes };
+  }
+
+  /** The record a window reservation is stored (and restored) as. */
+  private windowRecord(counter: DurabilityBucket, cover: WindowCover): DurabilityBucket {
+    const record: DurabilityBucket = {
+      key: counter.key,
+      limit: counter.limit,
+      durationMs: counter.durationMs,
+      bucketStartMs: cover.untilMs,
+      count: cover.count,
+    };
+    if (counter.group !== undefined) {
+      record.group = counter.group;
+      record.groupEntriesMax = counter.groupEntriesMax!;
+    }
+    return record;
+  }
+
+  /** A new window reservation for `bucket`: its window count plus a chunk, until a span later. */
+  private windowCoverFor(bucket: DurabilityBucket): WindowCover {
+    const windowCount = bucket.windowCount!;
+    assert(
+      Number.isSafeInteger(windowCount) && windowCount >= bucket.count,
+      "reservations: a window count includes its bucket",
+    );
+    return {
+      count: reservationFor({ ...bucket, count: windowCount }),
+      untilMs: windowReservationUntilMs(bucket.bucketStartMs, bucket.durationMs, this.bucketWidthMs(bucket.durationMs)),
+    };
+  }
+
+  private newWindow(id: string, bucket: DurabilityBucket): WindowReservation {
+    const window: WindowReservation = {
+      counter: { ...bucket, count: 0 },
+      latest: { count: 0, untilMs: -1 },
+      // Not on disk yet: pruning and forgetting leave it alone until its first record lands.
+      durable: false,
+      latestDone: null,
+    };
+    delete window.counter.windowCount;
+    // Inserted now (the size check sees it); removed again on refusal.
+    this.windows.set(id, window);
+    return window;
   }
 
   private newReservation(id: string, bucket: DurabilityBucket): Reservation {
@@ -241,17 +378,31 @@ export class LevelCounterDurability implements CounterDurability {
     }
   }
 
-  private writeReservations(grown: Array<{ reservation: Reservation; count: number }>): Promise<void> | Error {
+  private writeReservations(
+    grown: Array<{ reservation: Reservation; count: number }>,
+    grownWindows: Array<{ window: WindowReservation; cover: WindowCover }>,
+  ): Promise<void> | Error {
     const refusal = this.refusal();
     if (refusal !== null) {
       for (const { reservation } of grown) {
         if (reservation.queuedDone === null && reservation.durable === 0)
           this.drop(reservationId(reservation.bucket), reservation);
       }
+      for (const { window } of grownWindows) {
+        if (window.latestDone === null && window.latest.untilMs < 0) this.windows.delete(counterKey(window.counter));
+      }
       return refusal;
     }
     const ops: StoreOp[] = [];
     let bytes = 0;
+    for (const { window, cover } of grownWindows) {
+      const value = encodeValue(this.windowRecord(window.counter, cover));
+      ops.push({ type: "put", sublevel: this.windowLevel, key: counterKey(window.counter), value });
+      bytes += value.byteLength;
+      // From now on only this record covers the counter (see the header): it replaces the last.
+      window.latest = cover;
+      window.durable = false;
+    }
     for (const { reservation, count } of grown) {
       const value = encodeValue({ ...reservation.bucket, count });
       ops.push({ type: "put", sublevel: this.level, key: reservationId(reservation.bucket), value });
@@ -264,8 +415,15 @@ export class LevelCounterDurability implements CounterDurability {
         reservation.durable = Math.max(reservation.durable, count);
         if (reservation.durable >= reservation.queued) reservation.queuedDone = null;
       }
+      for (const { window, cover } of grownWindows) {
+        // A later record may have been queued since: that one is still in flight.
+        if (window.latest !== cover) continue;
+        window.durable = true;
+        window.latestDone = null;
+      }
     });
     for (const { reservation } of grown) reservation.queuedDone = done;
+    for (const { window } of grownWindows) window.latestDone = done;
     return done;
   }
 
@@ -278,8 +436,8 @@ export class LevelCounterDurability implements CounterDurability {
     if (nowMs - this.lastPruneMs >= this.limits.pruneIntervalMs)
       this.prune(nowMs, counterDurabilityDefaults.pruneStepReservationsMax);
     // Full: a whole pass (bounded by reservationsMax) before refusing.
-    if (this.reservations.size > this.limits.reservationsMax) this.prune(nowMs, this.reservations.size);
-    if (this.reservations.size > this.limits.reservationsMax)
+    if (this.size() > this.limits.reservationsMax) this.prune(nowMs, this.size());
+    if (this.size() > this.limits.reservationsMax)
       return overloadedError(`${what} (table full)`, this.limits.reservationsMax);
     if (this.writer.pendingItems() >= this.limits.queueEntriesMax)
       return overloadedError(what, this.limits.queueEntriesMax);
@@ -306,6 +464,19 @@ export class LevelCounterDurability implements CounterDurability {
       this.drop(id, reservation);
       deletes.push({ type: "del", sublevel: this.level, key: id });
     }
+    for (let i = 0; i < steps; i++) {
+      if (this.windowPruneCursor === undefined) this.windowPruneCursor = this.windows.entries();
+      const next = this.windowPruneCursor.next();
+      if (next.done === true) {
+        this.windowPruneCursor = undefined;
+        if (i > 0 || this.windows.size === 0) break;
+        continue;
+      }
+      const [id, window] = next.value;
+      if (!window.durable || !this.expired(this.windowRecord(window.counter, window.latest), nowMs)) continue;
+      this.windows.delete(id);
+      deletes.push({ type: "del", sublevel: this.windowLevel, key: id });
+    }
     this.enqueueDeletes(deletes);
   }
 
@@ -328,6 +499,20 @@ export class LevelCounterDurability implements CounterDurability {
       }
       this.hold(current, { bucket, durable: bucket.count, queued: bucket.count, queuedDone: null });
     }
+    for await (const [id, value] of this.windowLevel.iterator()) {
+      const record = decodeBucket(value, id);
+      if (this.expired(record, nowMs)) {
+        expired.push({ type: "del", sublevel: this.windowLevel, key: id });
+        continue;
+      }
+      if (counterKey(record) !== id) throw corruptError(what, `window reservation stored under ${JSON.stringify(id)}`);
+      this.windows.set(id, {
+        counter: { ...record, count: 0 },
+        latest: { count: record.count, untilMs: record.bucketStartMs },
+        durable: true,
+        latestDone: null,
+      });
+    }
     for (let start = 0; start < moved.length; start += counterDurabilityDefaults.pruneDeletesPerItemMax) {
       await this.writer.enqueue(moved.slice(start, start + counterDurabilityDefaults.pruneDeletesPerItemMax), 0);
     }
@@ -338,6 +523,11 @@ export class LevelCounterDurability implements CounterDurability {
   }
 }
 
+/** Whether a window reservation covers an admission: its bucket is no later than `untilMs` and its window count fits. */
+function windowCovers(cover: WindowCover, bucket: DurabilityBucket): boolean {
+  return bucket.bucketStartMs <= cover.untilMs && bucket.windowCount! <= cover.count;
+}
+
 export function reservationId(bucket: Pick<DurabilityBucket, "key" | "durationMs" | "bucketStartMs">): string {
   // bucketStartMs is a Unix time in ms (>= 0); fixed-width hex keeps the split unambiguous.
   return `${counterKey(bucket)}\u0000${logIndexKey(bucket.bucketStartMs)}`;
@@ -346,6 +536,11 @@ export function reservationId(bucket: Pick<DurabilityBucket, "key" | "durationMs
 /** The id of a reservation written before the duration was part of it. */
 function legacyReservationId(bucket: Pick<DurabilityBucket, "key" | "bucketStartMs">): string {
   return `${bucket.key}\u0000${logIndexKey(bucket.bucketStartMs)}`;
+}
+
+/** The id of a counter's window reservation (in sublevel `rlw`). */
+export function reservationCounterId(key: string, durationMs: number): string {
+  return counterKey({ key, durationMs });
 }
 
 /** A counter is (limiter key, durationMs), as in the limiter. */

@@ -47,6 +47,12 @@ export interface DurabilityBucket {
   /** The counter's bound group (caller-created counters), restored into the same group. */
   group?: string;
   groupEntriesMax?: number;
+  /**
+   * The counter's whole count in its window after the admission (every counted bucket; the
+   * limiter's `touched` carries it). With it, one reservation covers the counter across buckets
+   * (counter-durability.ts, window reservations); without it, the bucket is reserved alone.
+   */
+  windowCount?: number;
 }
 
 /** A counter the limiter evicted for a bound: its reservations may be dropped. */
