@@ -98,6 +98,30 @@ describe("SlidingWindowLimiter: memory bound (entriesMax)", () => {
     );
   });
 
+  it("keeps the counters of one key with several windows apart through sweeps, evictions and snapshots", () => {
+    const limiter = new SlidingWindowLimiter();
+    // Three windows of key "k": 10 ms (expires first), 1 s, 1,000 s.
+    for (const durationMs of [10, 1_000, 1_000_000]) {
+      for (let i = 0; i < 3; i++) expect(limiter.limit([check("k", 1, 3, durationMs)], 0).success).toBe(true);
+      expect(limiter.limit([check("k", 1, 3, durationMs)], 0).success).toBe(false);
+    }
+    expect(limiter.size()).toBe(3);
+    // New keys make the limiter sweep: the 10 ms counter of "k" leaves, the others stay full.
+    for (let i = 0; i < 50; i++) limiter.limit([check(`other${i}`, 1, 3, 10)], 500 + i);
+    const windowsOfK = limiter
+      .snapshot(600)
+      .filter((bucket) => bucket.key === "k")
+      .map((bucket) => bucket.durationMs);
+    expect(windowsOfK.sort((a, b) => a - b)).toEqual([1_000, 1_000_000]);
+    expect(limiter.limit([check("k", 1, 3, 1_000)], 600).success).toBe(false);
+    expect(limiter.limit([check("k", 1, 3, 1_000_000)], 600).success).toBe(false);
+    expect(limiter.limit([check("k", 1, 3, 10)], 600).success).toBe(true);
+    // The 1 s counter (the head of the chain after the 10 ms one left) goes next; 1,000 s stays.
+    for (let i = 0; i < 50; i++) limiter.limit([check(`late${i}`, 1, 3, 10)], 5_000 + i);
+    expect(limiter.limit([check("k", 1, 3, 1_000_000)], 5_100).success).toBe(false);
+    expect(limiter.limit([check("k", 1, 3, 1_000)], 5_100).outcomes[0]!.remaining).toBe(2);
+  });
+
   it("never evicts a live entry: its counts survive a full sweep", () => {
     const limiter = new SlidingWindowLimiter({ entriesMax: 1000 });
     for (let i = 0; i < 5; i++) limiter.limit([check("hot", 1, 5, 1_000_000)], 0);

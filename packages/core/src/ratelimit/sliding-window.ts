@@ -130,6 +130,8 @@ interface Entry {
   counts: number[];
   /** Index of the newest bucket the ring holds; the ring holds headBucket - length + 1 .. headBucket. */
   headBucket: number;
+  /** The next counter of the same key with another window (rare): a chain from the map's entry. */
+  sibling: Entry | undefined;
 }
 
 export interface SlidingWindowLimiterOptions {
@@ -146,7 +148,7 @@ function isCount(value: number): boolean {
   return Number.isSafeInteger(value) && value >= 0;
 }
 
-/** The id of counter (key, durationMs) in the limiter's maps. */
+/** The id of counter (key, durationMs) in the limiter's maps of grouped counters. */
 function counterId(key: string, durationMs: number): string {
   return `${key}\u0000${durationMs}`;
 }
@@ -160,8 +162,15 @@ export class SlidingWindowLimiter {
   refusedForCapacity = 0;
   /** Grouped counters evicted for a bound (per group or the whole table). */
   evictedCounters = 0;
-  /** Every entry by counterId; iteration order is the sweep's. */
+  /**
+   * Every entry, by its key: the map holds the first counter of a key, its other windows chain
+   * from it (Entry.sibling). Keyed by the caller's key string so that a lookup builds no string
+   * (a check's key is usually one long-lived string whose hash V8 keeps). Iteration order is the
+   * sweep's.
+   */
   private readonly entries = new Map<string, Entry>();
+  /** Entries held, chained ones included. */
+  private entryCount = 0;
   /** Grouped entries by counterId, least recently used first. */
   private readonly grouped = new Map<string, Entry>();
   /** Per group, its entries by counterId, least recently used first. */
@@ -189,7 +198,7 @@ export class SlidingWindowLimiter {
 
   /** Number of entries held (live or not yet swept). */
   size(): number {
-    return this.entries.size;
+    return this.entryCount;
   }
 
   /** Number of entries held for `group`. */
@@ -215,7 +224,7 @@ export class SlidingWindowLimiter {
     let success = true;
     for (let i = 0; i < checks.length; i++) if (!this.scratchFits[i]) success = false;
     const touched: BucketCount[] = [];
-    const sizeBefore = this.entries.size;
+    const sizeBefore = this.entryCount;
     if (success) {
       // Mark this call's entries first: an eviction for a new entry never takes one of them.
       for (let i = 0; i < checks.length; i++) {
@@ -244,7 +253,7 @@ export class SlidingWindowLimiter {
         touched.push(bucketTouched);
       }
       // Sweep only after the commits: judge() holds entries that a sweep could otherwise delete.
-      if (this.entries.size > sizeBefore) this.sweep(limiterSweepStepMax * (this.entries.size - sizeBefore));
+      if (this.entryCount > sizeBefore) this.sweep(limiterSweepStepMax * (this.entryCount - sizeBefore));
     }
     const outcomes: LimitOutcome[] = new Array<LimitOutcome>(checks.length);
     for (let i = 0; i < checks.length; i++) outcomes[i] = this.outcome(checks[i]!, i, judgedAtMs, success);
@@ -291,12 +300,11 @@ export class SlidingWindowLimiter {
     this.assertCheck(b.key, b.limit, b.durationMs, 0);
     assert(isCount(b.bucketStartMs) && isCount(b.count), "restoreBucket: start and count are non-negative integers");
     if (b.count === 0) return;
-    const id = counterId(b.key, b.durationMs);
-    let entry = this.entries.get(id);
+    let entry = this.find(b.key, b.durationMs);
     if (entry === undefined) {
       this.callSeq++;
       entry = this.newEntry(b.key, b.limit, b.durationMs, 0, b.group, b.groupEntriesMax);
-      this.insert(id, entry);
+      this.insert(entry);
     }
     const bucket = Math.ceil(b.bucketStartMs / entry.widthMs);
     if (bucket > entry.headBucket) this.advance(entry, bucket);
@@ -316,26 +324,31 @@ export class SlidingWindowLimiter {
     assert(isCount(nowMs), "snapshot: nowMs is a non-negative integer");
     const atMs = Math.max(this.clockMs, nowMs);
     const buckets: BucketCount[] = [];
-    for (const entry of this.entries.values()) {
-      const oldest = this.oldestHeldBucket(entry, atMs);
-      for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
-        const count = entry.counts[bucket % entry.counts.length]!;
-        if (count === 0) continue;
-        const snapshotBucket: BucketCount = {
-          key: entry.key,
-          limit: entry.limit,
-          durationMs: entry.durationMs,
-          bucketStartMs: bucket * entry.widthMs,
-          count,
-        };
-        if (entry.group !== undefined) {
-          snapshotBucket.group = entry.group;
-          snapshotBucket.groupEntriesMax = entry.groupEntriesMax;
-        }
-        buckets.push(snapshotBucket);
-      }
+    for (const head of this.entries.values()) {
+      for (let entry: Entry | undefined = head; entry !== undefined; entry = entry.sibling)
+        this.snapshotEntry(entry, atMs, buckets);
     }
     return buckets;
+  }
+
+  private snapshotEntry(entry: Entry, atMs: number, buckets: BucketCount[]): void {
+    const oldest = this.oldestHeldBucket(entry, atMs);
+    for (let bucket = oldest; bucket <= entry.headBucket; bucket++) {
+      const count = entry.counts[bucket % entry.counts.length]!;
+      if (count === 0) continue;
+      const snapshotBucket: BucketCount = {
+        key: entry.key,
+        limit: entry.limit,
+        durationMs: entry.durationMs,
+        bucketStartMs: bucket * entry.widthMs,
+        count,
+      };
+      if (entry.group !== undefined) {
+        snapshotBucket.group = entry.group;
+        snapshotBucket.groupEntriesMax = entry.groupEntriesMax;
+      }
+      buckets.push(snapshotBucket);
+    }
   }
 
   private assertCheck(key: string, limit: number, durationMs: number, cost: number): void {
@@ -365,7 +378,7 @@ export class SlidingWindowLimiter {
             check.groupEntriesMax >= limiterChecksPerCallMax),
         "limiter: a grouped check has groupEntriesMax >= limiterChecksPerCallMax",
       );
-      const entry = this.entries.get(counterId(check.key, check.durationMs));
+      const entry = this.find(check.key, check.durationMs);
       let count = entry === undefined ? 0 : this.countAt(entry, judgedAtMs);
       let firstOfCounter = true;
       for (let j = 0; j < i; j++) {
@@ -380,15 +393,14 @@ export class SlidingWindowLimiter {
       if (entry === undefined && check.cost > 0 && firstOfCounter) entriesNeeded++;
       if (entry !== undefined && entry.group !== undefined) groupedInCall++;
     }
-    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax && maySweep) {
+    if (entriesNeeded > 0 && this.entryCount + entriesNeeded > this.entriesMax && maySweep) {
       // Evicting by time t is only safe if no later call is judged before t: move the clock.
       this.clockMs = judgedAtMs;
       this.sweep(limiterSweepFullMax);
     }
     // Grouped entries not used by this call can be evicted to make room (see insert()).
     const evictable = maySweep ? Math.max(0, this.grouped.size - groupedInCall) : 0;
-    if (entriesNeeded > 0 && this.entries.size + entriesNeeded > this.entriesMax + evictable)
-      this.refuseNewKeys(checks);
+    if (entriesNeeded > 0 && this.entryCount + entriesNeeded > this.entriesMax + evictable) this.refuseNewKeys(checks);
     return judgedAtMs;
   }
 
@@ -411,8 +423,7 @@ export class SlidingWindowLimiter {
     const remaining = refusedForCapacity ? 0 : Math.max(0, check.limit - used);
     // After a commit the scratch holds the committed entry; a cost-0 check keeps what judge found.
     // (A cost-0 check after a same-key check that created the entry must look it up.)
-    const entry =
-      this.scratchEntries[index] ?? (consumed ? this.entries.get(counterId(check.key, check.durationMs)) : undefined);
+    const entry = this.scratchEntries[index] ?? (consumed ? this.find(check.key, check.durationMs) : undefined);
     let resetAtMs: number;
     if (refusedForCapacity) {
       // Fits by count but was refused for capacity: no counter to age out; retry a window later.
@@ -496,6 +507,7 @@ export class SlidingWindowLimiter {
       widthMs,
       counts: new Array<number>(ringLength).fill(0),
       headBucket: Math.floor(atMs / widthMs),
+      sibling: undefined,
     };
   }
 
@@ -513,13 +525,12 @@ export class SlidingWindowLimiter {
 
   private commit(check: LimitCheck, judged: Entry | undefined, atMs: number): Entry {
     // judge() found `judged` for this counter; a duplicate check's first one may have created one since.
-    const id = counterId(check.key, check.durationMs);
-    let entry = judged ?? this.entries.get(id);
+    let entry = judged ?? this.find(check.key, check.durationMs);
     if (entry === undefined) {
       entry = this.newEntry(check.key, check.limit, check.durationMs, atMs, check.group, check.groupEntriesMax);
-      this.insert(id, entry);
+      this.insert(entry);
       // judge() refused new keys unless they fit; restore may overfill, but then no key is new here.
-      assert(this.entries.size <= this.entriesMax, "limiter: entries within entriesMax");
+      assert(this.entryCount <= this.entriesMax, "limiter: entries within entriesMax");
     }
     entry.limit = check.limit;
     const bucket = Math.floor(atMs / entry.widthMs);
@@ -542,9 +553,17 @@ export class SlidingWindowLimiter {
     members.set(id, entry);
   }
 
+  /** The entry of counter (key, durationMs), if held. */
+  private find(key: string, durationMs: number): Entry | undefined {
+    let entry = this.entries.get(key);
+    while (entry !== undefined && entry.durationMs !== durationMs) entry = entry.sibling;
+    return entry;
+  }
+
   /** Adds a new entry, first evicting within its group's bound and the table's (grouped entries only). */
-  private insert(id: string, entry: Entry): void {
-    assert(!this.entries.has(id), "insert: a new counter");
+  private insert(entry: Entry): void {
+    assert(this.find(entry.key, entry.durationMs) === undefined, "insert: a new counter");
+    const id = counterId(entry.key, entry.durationMs);
     if (entry.group !== undefined) {
       let members = this.groups.get(entry.group);
       if (members === undefined) {
@@ -554,8 +573,15 @@ export class SlidingWindowLimiter {
       if (members.size >= entry.groupEntriesMax) this.evictFirst(members);
       assert(members.size < entry.groupEntriesMax, "insert: the group is within its bound");
     }
-    if (this.entries.size >= this.entriesMax && this.grouped.size > 0) this.evictFirst(this.grouped);
-    this.entries.set(id, entry);
+    if (this.entryCount >= this.entriesMax && this.grouped.size > 0) this.evictFirst(this.grouped);
+    // After the evictions: they may have removed this key's head.
+    const head = this.entries.get(entry.key);
+    if (head === undefined) this.entries.set(entry.key, entry);
+    else {
+      entry.sibling = head.sibling;
+      head.sibling = entry;
+    }
+    this.entryCount++;
     if (entry.group !== undefined) {
       this.grouped.set(id, entry);
       this.groups.get(entry.group)!.set(id, entry);
@@ -575,9 +601,19 @@ export class SlidingWindowLimiter {
   }
 
   private remove(entry: Entry): void {
-    const id = counterId(entry.key, entry.durationMs);
-    this.entries.delete(id);
+    const head = this.entries.get(entry.key)!;
+    if (head === entry) {
+      if (entry.sibling === undefined) this.entries.delete(entry.key);
+      else this.entries.set(entry.key, entry.sibling);
+    } else {
+      let before = head;
+      while (before.sibling !== entry) before = before.sibling!;
+      before.sibling = entry.sibling;
+    }
+    entry.sibling = undefined;
+    this.entryCount--;
     if (entry.group === undefined) return;
+    const id = counterId(entry.key, entry.durationMs);
     this.grouped.delete(id);
     const members = this.groups.get(entry.group)!;
     members.delete(id);
@@ -594,8 +630,12 @@ export class SlidingWindowLimiter {
         if (i > 0 || this.entries.size === 0) return;
         continue;
       }
-      const entry = next.value[1];
-      if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.remove(entry);
+      // The key's first counter and the rest of its chain (other windows) in one step.
+      for (let entry: Entry | undefined = next.value[1]; entry !== undefined;) {
+        const sibling: Entry | undefined = entry.sibling;
+        if (this.expiryMs(entry, entry.headBucket) <= this.clockMs) this.remove(entry);
+        entry = sibling;
+      }
     }
   }
 }

@@ -222,12 +222,43 @@ function ratelimitField(
   judged: LimitResult,
   described: readonly LimitDescription[],
 ): { limit: number; remaining: number; reset: number } {
-  let reported = 0;
-  if (!judged.success) reported = judged.outcomes.findIndex((outcome) => !outcome.success);
-  const outcome = judged.outcomes[reported]!;
-  const defaultAt = described.findIndex((limit) => limit.name === "default");
-  const limit = defaultAt >= 0 ? judged.outcomes[defaultAt]!.limit : outcome.limit;
+  // Loops rather than findIndex: this runs on every verification with a limit.
+  const outcomes = judged.outcomes;
+  const outcome = outcomes[judged.success ? 0 : firstRefused(outcomes)]!;
+  let limit = outcome.limit;
+  for (let i = 0; i < described.length; i++) {
+    if (described[i]!.name !== "default") continue;
+    limit = outcomes[i]!.limit;
+    break;
+  }
   return { limit, remaining: outcome.remaining, reset: outcome.resetAtMs };
+}
+
+function firstRefused(outcomes: LimitResult["outcomes"]): number {
+  for (let i = 0; i < outcomes.length; i++) if (!outcomes[i]!.success) return i;
+  return -1;
+}
+
+/** Every limit checked, with its outcome (v2 answers each). */
+function appliedLimits(
+  judged: LimitResult,
+  described: readonly LimitDescription[],
+  checks: readonly LimitCheck[],
+): AppliedLimit[] {
+  const applied: AppliedLimit[] = new Array<AppliedLimit>(described.length);
+  for (let index = 0; index < described.length; index++) {
+    const limit = described[index]!;
+    const check = checks[index]!;
+    applied[index] = {
+      name: limit.name,
+      id: limit.id,
+      limit: check.limit,
+      durationMs: check.durationMs,
+      autoApply: limit.autoApply,
+      outcome: judged.outcomes[index]!,
+    };
+  }
+  return applied;
 }
 
 export function decideVerification(
@@ -284,20 +315,13 @@ export function decideVerification(
   const judged = limiter.limit(checks, nowMs);
   const evicted = judged.evicted.length > 0 ? judged.evicted : noEvicted;
   const ratelimit = ratelimitField(judged, described);
-  const applied: AppliedLimit[] = described.map((limit, index) => ({
-    name: limit.name,
-    id: limit.id,
-    limit: checks[index]!.limit,
-    durationMs: checks[index]!.durationMs,
-    autoApply: limit.autoApply,
-    outcome: judged.outcomes[index]!,
-  }));
+  const applied = appliedLimits(judged, described, checks);
   if (!judged.success) {
     const result = keyResult(state, key, derived, "RATE_LIMITED", request.requestId);
     result.ratelimit = ratelimit;
     const decision = decided(result, key, derived);
     decision.limits = applied;
-    decision.triggeredRatelimit = described[judged.outcomes.findIndex((outcome) => !outcome.success)]?.name;
+    decision.triggeredRatelimit = described[firstRefused(judged.outcomes)]?.name;
     return decision;
   }
   const decision = decideCredits(state, key, derived, request, nowMs, ratelimit, judged.touched, applied);
