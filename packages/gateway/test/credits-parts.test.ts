@@ -344,6 +344,32 @@ describe("LeaseSpender", () => {
     await w.journal.close();
   });
 
+  it("spendNow answers at once (no promise) a spend its journal already covers, and waits otherwise", async () => {
+    let hold = false;
+    const held: Array<() => void> = [];
+    const w = await world({
+      write: (write) => async (ops) => {
+        if (hold) await new Promise<void>((resolve) => held.push(resolve));
+        return write(ops);
+      },
+    });
+    w.machine.apply(createKey("k1", 100));
+    expect(await w.spender.spendNow("k1", 1)).toBeNull(); // no lease yet: the log decides
+    await untilLeased(w, "k1");
+    hold = true;
+    // The first spend of the lease journals a chunk: a promise, answered once that is durable.
+    const first = w.spender.spendNow("k1", 1);
+    expect(first).toBeInstanceOf(Promise);
+    // Inside the chunk in flight: still a promise (never answered before the chunk is on disk).
+    expect(w.spender.spendNow("k1", 1)).toBeInstanceOf(Promise);
+    hold = false;
+    for (const release of held.splice(0)) release();
+    expect(await first).toMatchObject({ t: "admitted" });
+    // Inside the durable chunk: a plain answer.
+    expect(w.spender.spendNow("k1", 1)).toEqual({ t: "admitted", remaining: 97 });
+    await w.journal.close();
+  });
+
   it("falls back to the log when no lease comes within the wait", async () => {
     const w = await world({ leaseWaitMs: 20, propose: () => new Promise<CommandOutcome>(() => undefined) });
     w.machine.apply(createKey("k1", 25));

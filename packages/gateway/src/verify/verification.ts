@@ -16,8 +16,9 @@
 //   `triggeredRatelimit`, the name of the rate limit that refused it (the v1 route's
 //   Unkey-Ratelimit-Triggered header), if any, and `limits`, every rate limit checked with its
 //   outcome (the v2 route lists them; a forwarded answer carries them back). A plain value when nothing had to be waited for
-//   (no credit spent, no count to cover): the hot path has no await and allocates nothing here
-//   (the outcome is the decision itself). Throws (or rejects with) a V1Error: BAD_REQUEST for an
+//   (every count already covered on disk, and no credit spent or the spend already covered by its
+//   lease's journal): the hot path has no await and allocates nothing here (the outcome is the
+//   decision itself). Throws (or rejects with) a V1Error: BAD_REQUEST for an
 //   invalid permission query or rate-limit request, 503 while a cluster cannot judge the key's
 //   rate limits, and the store's errors.
 //
@@ -36,7 +37,7 @@ import {
   type VerifyResult,
 } from "@keyraft/core";
 import type { VerificationRecorder } from "../analytics/recorder.js";
-import type { CreditSpender } from "../counters/credits/lease-spender.js";
+import type { CreditSpender, LeaseSpend } from "../counters/credits/lease-spender.js";
 import type { ClusterRateLimits, VerifiedAnswer } from "../counters/ratelimit/cluster-limits.js";
 import { bothCovered } from "../counters/ratelimit/judge-here.js";
 import type { VerifyFields } from "../counters/ratelimit/wire.js";
@@ -138,6 +139,17 @@ export class Verification {
       }
       return decision;
     }
+    if (cover === null && deps.creditLeases !== undefined) {
+      // A spend its lease's journal already covers is answered now, without a promise.
+      const spend = decision.creditSpend!;
+      const leased = deps.creditLeases.spendNow(spend.keyId, spend.cost);
+      if (!(leased instanceof Promise)) {
+        this.applyLeased(decision, leased);
+        this.record(decision, nowMs, fields.tags);
+        return decision;
+      }
+      return this.finishSpend(decision, leased, nowMs, fields.tags);
+    }
     return this.finish(decision, cover, nowMs, fields.tags);
   }
 
@@ -165,41 +177,63 @@ export class Verification {
     tags: readonly string[] | undefined,
   ): Promise<VerifyDecision> {
     const { deps } = this;
-    const { result } = decision;
     // Coverage first: a verification whose rate-limit count cannot be covered (a 503 in a cluster
     // takeover, counters/ratelimit) must not have spent a credit.
     if (cover !== null) await cover;
-    if (decision.creditSpend !== undefined) {
-      // From this node's credit lease when it has one (counters/credits), else decided on the log.
-      const spend = decision.creditSpend;
-      const leased = deps.creditLeases === undefined ? null : await deps.creditLeases.spend(spend.keyId, spend.cost);
-      if (leased !== null && leased.t === "admitted") {
-        if (leased.remaining !== null) result.remaining = leased.remaining;
-      } else if (leased !== null) {
-        // The owner of the key's last credits found too few (docs/counters.md): nothing was spent.
+    const spend = decision.creditSpend;
+    if (spend === undefined) {
+      this.record(decision, nowMs, tags);
+      return decision;
+    }
+    // From this node's credit lease when it has one (counters/credits), else decided on the log.
+    const leased = deps.creditLeases === undefined ? null : deps.creditLeases.spendNow(spend.keyId, spend.cost);
+    return this.finishSpend(decision, leased, nowMs, tags);
+  }
+
+  /** The spend's lease outcome (null: none; decide it on the log), then the record and the answer. */
+  private async finishSpend(
+    decision: VerifyDecision,
+    pending: LeaseSpend | null | Promise<LeaseSpend | null>,
+    nowMs: number,
+    tags: readonly string[] | undefined,
+  ): Promise<VerifyDecision> {
+    const { deps } = this;
+    const { result } = decision;
+    const spend = decision.creditSpend!;
+    const leased = await pending;
+    if (leased !== null) this.applyLeased(decision, leased);
+    else {
+      const outcome = await deps.commandLog.append(spend);
+      // Under replication a concurrent spend may have been ordered first: then this one was
+      // refused at apply time and nothing was deducted.
+      if (!outcome.ok) {
         result.valid = false;
         result.code = "USAGE_EXCEEDED";
-        result.remaining = leased.remaining;
-      } else {
-        const outcome = await deps.commandLog.append(spend);
-        // Under replication a concurrent spend may have been ordered first: then this one was
-        // refused at apply time and nothing was deducted.
-        if (!outcome.ok) {
-          result.valid = false;
-          result.code = "USAGE_EXCEEDED";
-          // The balance as this node shows it (without leases: what the log could still draw from).
-          const shown = deps.creditLeases?.shown.now(spend.keyId);
-          const ledger = deps.state.creditLedgers.get(spend.keyId);
-          if (shown !== undefined && shown !== null) result.remaining = shown;
-          else if (ledger !== undefined) result.remaining = ledger.unleased;
-        } else if (typeof outcome.remaining === "number") {
-          // Taken at the apply (credit-events.ts): this node's view right after this spend.
-          result.remaining = outcome.remaining;
-        }
+        // The balance as this node shows it (without leases: what the log could still draw from).
+        const shown = deps.creditLeases?.shown.now(spend.keyId);
+        const ledger = deps.state.creditLedgers.get(spend.keyId);
+        if (shown !== undefined && shown !== null) result.remaining = shown;
+        else if (ledger !== undefined) result.remaining = ledger.unleased;
+      } else if (typeof outcome.remaining === "number") {
+        // Taken at the apply (credit-events.ts): this node's view right after this spend.
+        result.remaining = outcome.remaining;
       }
     }
     this.record(decision, nowMs, tags);
     return decision;
+  }
+
+  /** A spend from this node's credit lease: its balance, or the owner's refusal (nothing spent). */
+  private applyLeased(decision: VerifyDecision, leased: LeaseSpend): void {
+    const { result } = decision;
+    if (leased.t === "admitted") {
+      if (leased.remaining !== null) result.remaining = leased.remaining;
+      return;
+    }
+    // The owner of the key's last credits found too few (docs/counters.md): nothing was spent.
+    result.valid = false;
+    result.code = "USAGE_EXCEEDED";
+    result.remaining = leased.remaining;
   }
 
   /** Counts the outcome (metrics) and buffers it for analytics (O(1), no await); verifications of unknown keys are not attributable to a key. */

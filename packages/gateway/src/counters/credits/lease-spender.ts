@@ -59,6 +59,11 @@ export type LeaseSpend =
 /** What the verify route needs (AppDeps.creditLeases). */
 export interface CreditSpender {
   spend(keyId: string, cost: number, options?: { forwarded?: boolean }): Promise<LeaseSpend | null>;
+  /**
+   * As `spend` (not forwarded), but answered as a plain value when the lease's journal already
+   * covers the spend: the verification's hot path then neither waits nor allocates a promise.
+   */
+  spendNow(keyId: string, cost: number): LeaseSpend | Promise<LeaseSpend | null>;
   /** The credits this node shows (getKey, verification answers). */
   readonly shown: ShownCredits;
 }
@@ -136,7 +141,24 @@ export class LeaseSpender implements CreditSpender {
   async spend(keyId: string, cost: number, options: { forwarded?: boolean } = {}): Promise<LeaseSpend | null> {
     const first = this.tryLease(keyId, cost);
     if (first.spend !== null) return first.spend;
-    if (first.forwardTo !== null) return this.forward(first.forwardTo, keyId, cost, options.forwarded === true);
+    return this.spendWithoutLease(keyId, cost, first.forwardTo, options.forwarded === true);
+  }
+
+  spendNow(keyId: string, cost: number): LeaseSpend | Promise<LeaseSpend | null> {
+    const first = this.tryLease(keyId, cost);
+    if (first.spend !== null) return first.spend;
+    return this.spendWithoutLease(keyId, cost, first.forwardTo, false);
+  }
+
+  /** No lease could spend now: forward to the owner, wait for a lease on its way, or null (the log). */
+  private async spendWithoutLease(
+    keyId: string,
+    cost: number,
+    forwardTo: string | null,
+    forwarded: boolean,
+  ): Promise<LeaseSpend | null> {
+    const options = { forwarded };
+    if (forwardTo !== null) return this.forward(forwardTo, keyId, cost, options.forwarded === true);
     // Already low in the replica and owned elsewhere: the owner holds (or will get) the last
     // credits; a refusal would only say "empty" once its lease took them all.
     const owner = this.lowKeyOwner(keyId);
@@ -213,7 +235,7 @@ export class LeaseSpender implements CreditSpender {
   private tryLease(
     keyId: string,
     cost: number,
-  ): { spend: Promise<LeaseSpend>; forwardTo: null } | { spend: null; forwardTo: string | null } {
+  ): { spend: LeaseSpend | Promise<LeaseSpend>; forwardTo: null } | { spend: null; forwardTo: string | null } {
     const { result, journal } = this.options.holder.verify(keyId, cost, this.options.monoNowMs());
     if (result.type === "no-lease") {
       this.requestSoon();
@@ -227,7 +249,7 @@ export class LeaseSpender implements CreditSpender {
     const cover = this.reservations.cover(record);
     switch (cover.type) {
       case "durable":
-        return { spend: Promise.resolve(answer), forwardTo: null };
+        return { spend: answer, forwardTo: null };
       case "pending":
         return { spend: cover.durable.then(() => answer), forwardTo: null };
       case "write": {
