@@ -30,7 +30,14 @@ import { LeaseSpender } from "../src/counters/credits/lease-spender.js";
 import { LeaseOutbox, outboxInFlightMax } from "../src/counters/credits/outbox.js";
 import { dueRefillBatches, RefillScheduler } from "../src/counters/credits/refill-scheduler.js";
 import { SpendReservations } from "../src/counters/credits/spend-reservations.js";
-import { openStoreDb, syncedBatchWrite, type StoreDb, type SyncedBatchWrite } from "../src/store/level-db.js";
+import {
+  openStoreDb,
+  storeSublevel,
+  syncedBatchWrite,
+  type StoreDb,
+  type StoreOp,
+  type SyncedBatchWrite,
+} from "../src/store/level-db.js";
 
 const dirs: string[] = [];
 const dbs: StoreDb[] = [];
@@ -110,6 +117,120 @@ describe("LeaseJournalStore", () => {
     const restored = LeaseHolder.restore("n1", again.records);
     expect(restored.holder.owedSettles()).toBe(1);
     expect(restored.journal).toEqual([{ t: "close", keyId: "k", seq: 1 }]);
+    await again.store.close();
+  });
+
+  it("packs the records of many leases appended while a write is on its way into one put", async () => {
+    const { db } = await tempDb();
+    const batches: StoreOp[][] = [];
+    const real = syncedBatchWrite(db);
+    const { store } = await LeaseJournalStore.open(db, {
+      onFatal: fatal,
+      write: (ops) => {
+        batches.push([...ops]);
+        return real(ops);
+      },
+    });
+    batches.length = 0;
+    // 200 keys each journal a request and a grant in the same turn of the event loop.
+    const appends = Array.from({ length: 200 }, (_, i) =>
+      store.append([
+        { t: "request", keyId: `k${i}`, seq: i + 1 },
+        { t: "grant", keyId: `k${i}`, seq: i + 1, granted: 10, epoch: 0 },
+      ]),
+    );
+    // Then each spends, while the first pack is being written: they share the next one.
+    await tick();
+    const spends = Array.from({ length: 200 }, (_, i) =>
+      store.append([{ t: "spend", keyId: `k${i}`, seq: i + 1, cost: 3 }]),
+    );
+    await Promise.all([...appends, ...spends]);
+    const puts = batches.flat().filter((op) => op.type === "put");
+    // Two packs and the numbering floor, in two batches (one fsync each), for 600 records.
+    expect(batches).toHaveLength(2);
+    expect(puts.map((op) => op.key).filter((key) => key !== "seqmax")).toHaveLength(2);
+    expect(store.leasesOnDisk()).toBe(200);
+    expect(store.packsOnDisk()).toBe(2);
+    await store.close();
+  });
+
+  it("deletes a pack once its leases are settled, and never brings a settled lease back from a pack kept by another", async () => {
+    const { dir, db } = await tempDb();
+    const { store } = await LeaseJournalStore.open(db, { onFatal: fatal });
+    // One pack holds leases 1 and 2.
+    await store.append([
+      { t: "request", keyId: "a", seq: 1 },
+      { t: "request", keyId: "b", seq: 2 },
+      { t: "grant", keyId: "a", seq: 1, granted: 10, epoch: 0 },
+      { t: "grant", keyId: "b", seq: 2, granted: 10, epoch: 0 },
+    ]);
+    // Lease 1 is settled; lease 2 keeps the pack (and lease 1's records in it): a guard is written.
+    await store.append([
+      { t: "close", keyId: "a", seq: 1 },
+      { t: "settled", keyId: "a", seq: 1 },
+    ]);
+    expect(store.packsOnDisk()).toBe(2);
+    await store.close();
+    await db.close();
+    const reopened = await openStoreDb(dir);
+    dbs.push(reopened);
+    const again = await LeaseJournalStore.open(reopened, { onFatal: fatal });
+    const { leases } = replayHolderJournal(again.records);
+    expect(leases.get(1)).toBeUndefined();
+    expect(leases.get(2)).toMatchObject({ keyId: "b", granted: 10, closed: false });
+    // Lease 2 settles too: every pack goes, only the numbering floor stays.
+    await again.store.append([
+      { t: "close", keyId: "b", seq: 2 },
+      { t: "settled", keyId: "b", seq: 2 },
+    ]);
+    expect(again.store.packsOnDisk()).toBe(0);
+    expect(again.store.leasesOnDisk()).toBe(0);
+    await again.store.close();
+    expect(await storeSublevel(reopened, "lease").keys().all()).toEqual(["seqmax"]);
+  });
+
+  it("keeps a guard until the last pack it guards is gone", async () => {
+    const { db } = await tempDb();
+    const { store } = await LeaseJournalStore.open(db, { onFatal: fatal });
+    await store.append([
+      { t: "request", keyId: "a", seq: 1 },
+      { t: "request", keyId: "b", seq: 2 },
+    ]);
+    await store.append([{ t: "request", keyId: "c", seq: 3 }]);
+    // Settling 1 writes a guard (pack 1 stays for lease 2); the guard holds lease 4 as well.
+    await store.append([
+      { t: "settled", keyId: "a", seq: 1 },
+      { t: "request", keyId: "d", seq: 4 },
+    ]);
+    expect(store.packsOnDisk()).toBe(3);
+    // Lease 4 settles: the guard still guards pack 1 (lease 2), so it stays, itself guarded now.
+    await store.append([{ t: "settled", keyId: "d", seq: 4 }]);
+    expect(store.packsOnDisk()).toBe(4);
+    // Lease 2 settles: pack 1 goes, and with it both guards; pack 2 (lease 3) stays.
+    await store.append([{ t: "settled", keyId: "b", seq: 2 }]);
+    expect(store.packsOnDisk()).toBe(1);
+    expect(store.leasesOnDisk()).toBe(1);
+    await store.close();
+  });
+
+  it("reopens a journal whose settled leases left records in packs kept for others (their requests gone)", async () => {
+    const { dir, db } = await tempDb();
+    const { store } = await LeaseJournalStore.open(db, { onFatal: fatal });
+    await store.append([{ t: "request", keyId: "a", seq: 1 }]); // pack 1: lease 1 only
+    await store.append([
+      { t: "grant", keyId: "a", seq: 1, granted: 10, epoch: 0 },
+      { t: "request", keyId: "b", seq: 2 },
+    ]); // pack 2: leases 1 and 2
+    // Lease 1 settles: pack 1 goes (its request with it), pack 2 stays for lease 2, guarded.
+    await store.append([{ t: "settled", keyId: "a", seq: 1 }]);
+    await store.close();
+    await db.close();
+    const reopened = await openStoreDb(dir);
+    dbs.push(reopened);
+    const again = await LeaseJournalStore.open(reopened, { onFatal: fatal });
+    const { leases, seqMax } = replayHolderJournal(again.records);
+    expect([...leases.keys()]).toEqual([2]);
+    expect(seqMax).toBe(2);
     await again.store.close();
   });
 
