@@ -233,9 +233,15 @@ export class LeaseHolder {
   poll(nowMonoMs: number): HolderOutput {
     const out: HolderOutput = { journal: [], requests: [] };
     for (const [keyId, hold] of this.keys) {
-      for (const lease of [...hold.leases]) {
-        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted)
-          this.close(keyId, hold, lease, nowMonoMs, out);
+      // Runs for every key every poll: no copy of the leases unless one closes (close replaces the array).
+      let closing = false;
+      for (const lease of hold.leases)
+        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted) closing = true;
+      if (closing) {
+        for (const lease of [...hold.leases]) {
+          if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted)
+            this.close(keyId, hold, lease, nowMonoMs, out);
+        }
       }
       if (hold.pending !== null && nowMonoMs - hold.pending.sentAtMonoMs >= this.options.requestTimeoutMs) {
         // Abandon: the settle with 0 spent returns the grant if it was applied, or fences it if not.
@@ -269,8 +275,9 @@ export class LeaseHolder {
     const usable = this.usable(hold, nowMonoMs);
     const inUse = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs;
     const runningLow = inUse && usable < hold.lastGranted * this.options.renewFraction;
-    const nearDeadline =
-      inUse && hold.leases.every((l) => l.deadlineMonoMs - nowMonoMs < this.options.ttlMs * this.options.renewFraction);
+    let nearDeadline = inUse;
+    for (const lease of hold.leases)
+      if (lease.deadlineMonoMs - nowMonoMs >= this.options.ttlMs * this.options.renewFraction) nearDeadline = false;
     if (hold.wanted === 0 && !runningLow && !nearDeadline) return;
     this.adaptRequestSize(hold, runningLow, nowMonoMs);
     const requested = Math.max(hold.requestSize, hold.wanted);
