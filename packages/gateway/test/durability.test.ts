@@ -395,6 +395,23 @@ describe("window reservations (counts the limiter judged, with windowCount)", ()
     expect(await storeSublevel(db, "rlw").keys().all()).toEqual([reservationCounterId("kept", 1_000)]);
   });
 
+  it("keeps the window reservations of one key with several windows apart (covering, forgetting)", async () => {
+    const db = await openDb(await freshDir());
+    const durability = await open(db, { nowMs: 1_000_000 }, { bucketWidthMs: (d) => Math.ceil(d / 10) });
+    const windows = [1_000, 60_000, 3_600_000];
+    await durability.cover(windows.map((durationMs) => judged(2, 1_000_000, { durationMs, limit: 8 })));
+    for (const durationMs of windows)
+      expect(durability.cover([judged(3, 1_000_000, { durationMs, limit: 8 })])).toBeNull();
+    // 4 > 2 + ceil(8 / 8) for the middle one only: one new record, the others still covered.
+    expect(durability.cover([judged(4, 1_000_000, { durationMs: 60_000, limit: 8 })])).not.toBeNull();
+    durability.forget([{ key: "k", durationMs: 1_000 }]);
+    expect(durability.cover([judged(3, 1_000_000, { durationMs: 1_000, limit: 8 })])).not.toBeNull();
+    expect(durability.cover([judged(3, 1_000_000, { durationMs: 3_600_000, limit: 8 })])).toBeNull();
+    await durability.close();
+    expect(durability.size()).toBe(3);
+    expect(await storeSublevel(db, "rlw").keys().all()).toHaveLength(3);
+  });
+
   it("with the real limiter, crashes with writes in flight never let a window admit more than its limit", async () => {
     // Several keys, costs 1-3, writes that land only when the test says so, crashes that lose
     // what has not landed: an admission counts only if its cover resolved before the crash.

@@ -147,6 +147,8 @@ interface WindowReservation {
   durable: boolean;
   /** Resolves when `latest` is durable (null when it is). */
   latestDone: Promise<void> | null;
+  /** The next counter of the same limiter key with another window (windowsByKey's chain). */
+  sibling: WindowReservation | undefined;
 }
 
 const what = "rate-limit reservations";
@@ -155,6 +157,11 @@ export class LevelCounterDurability implements CounterDurability {
   private readonly reservations = new Map<string, Reservation>();
   /** Window reservations by counterKey. */
   private readonly windows = new Map<string, WindowReservation>();
+  /**
+   * The same by limiter key (other windows chained): the hot path finds a counter's reservation
+   * without building its counterKey string.
+   */
+  private readonly windowsByKey = new Map<string, WindowReservation>();
   private windowPruneCursor: Iterator<[string, WindowReservation]> | undefined;
   /** Reservation ids per counter (counterKey), to drop an evicted counter's reservations. */
   private readonly byCounter = new Map<string, Set<string>>();
@@ -222,7 +229,7 @@ export class LevelCounterDurability implements CounterDurability {
     if (touched.length === 1) {
       const only = touched[0]!;
       if (only.windowCount !== undefined) {
-        const window = this.windows.get(counterKey(only));
+        const window = this.findWindow(only.key, only.durationMs);
         if (window !== undefined && window.durable && windowCovers(window.latest, only)) return null;
       }
     }
@@ -231,15 +238,14 @@ export class LevelCounterDurability implements CounterDurability {
     const grownWindows: Array<{ window: WindowReservation; cover: WindowCover }> = [];
     for (const bucket of touched) {
       if (bucket.windowCount !== undefined) {
-        const id = counterKey(bucket);
-        const window = this.windows.get(id);
+        const window = this.findWindow(bucket.key, bucket.durationMs);
         if (window !== undefined && windowCovers(window.latest, bucket)) {
           if (!window.durable) waits.add(window.latestDone!);
           continue;
         }
         const cover = this.windowCoverFor(bucket);
         assert(windowCovers(cover, bucket), "reservations: a window reservation covers the count it was taken for");
-        grownWindows.push({ window: window ?? this.newWindow(id, bucket), cover });
+        grownWindows.push({ window: window ?? this.newWindow(counterKey(bucket), bucket), cover });
         continue;
       }
       const id = reservationId(bucket);
@@ -281,7 +287,7 @@ export class LevelCounterDurability implements CounterDurability {
       const window = this.windows.get(windowId);
       // One in flight stays (as below); it is pruned once its window passes.
       if (window !== undefined && window.durable) {
-        this.windows.delete(windowId);
+        this.dropWindow(windowId, window);
         deletes.push({ type: "del", sublevel: this.windowLevel, key: windowId });
       }
       const ids = this.byCounter.get(counterKey(counter));
@@ -337,11 +343,43 @@ export class LevelCounterDurability implements CounterDurability {
       // Not on disk yet: pruning and forgetting leave it alone until its first record lands.
       durable: false,
       latestDone: null,
+      sibling: undefined,
     };
     delete window.counter.windowCount;
     // Inserted now (the size check sees it); removed again on refusal.
-    this.windows.set(id, window);
+    this.holdWindow(id, window);
     return window;
+  }
+
+  private findWindow(key: string, durationMs: number): WindowReservation | undefined {
+    let window = this.windowsByKey.get(key);
+    while (window !== undefined && window.counter.durationMs !== durationMs) window = window.sibling;
+    return window;
+  }
+
+  private holdWindow(id: string, window: WindowReservation): void {
+    this.windows.set(id, window);
+    const head = this.windowsByKey.get(window.counter.key);
+    if (head === undefined) this.windowsByKey.set(window.counter.key, window);
+    else {
+      window.sibling = head.sibling;
+      head.sibling = window;
+    }
+  }
+
+  private dropWindow(id: string, window: WindowReservation): void {
+    this.windows.delete(id);
+    const key = window.counter.key;
+    const head = this.windowsByKey.get(key)!;
+    if (head === window) {
+      if (window.sibling === undefined) this.windowsByKey.delete(key);
+      else this.windowsByKey.set(key, window.sibling);
+    } else {
+      let before = head;
+      while (before.sibling !== window) before = before.sibling!;
+      before.sibling = window.sibling;
+    }
+    window.sibling = undefined;
   }
 
   private newReservation(id: string, bucket: DurabilityBucket): Reservation {
@@ -389,7 +427,12 @@ export class LevelCounterDurability implements CounterDurability {
           this.drop(reservationId(reservation.bucket), reservation);
       }
       for (const { window } of grownWindows) {
-        if (window.latestDone === null && window.latest.untilMs < 0) this.windows.delete(counterKey(window.counter));
+        if (
+          window.latestDone === null &&
+          window.latest.untilMs < 0 &&
+          this.windows.get(counterKey(window.counter)) === window
+        )
+          this.dropWindow(counterKey(window.counter), window);
       }
       return refusal;
     }
@@ -474,7 +517,7 @@ export class LevelCounterDurability implements CounterDurability {
       }
       const [id, window] = next.value;
       if (!window.durable || !this.expired(this.windowRecord(window.counter, window.latest), nowMs)) continue;
-      this.windows.delete(id);
+      this.dropWindow(id, window);
       deletes.push({ type: "del", sublevel: this.windowLevel, key: id });
     }
     this.enqueueDeletes(deletes);
@@ -506,11 +549,12 @@ export class LevelCounterDurability implements CounterDurability {
         continue;
       }
       if (counterKey(record) !== id) throw corruptError(what, `window reservation stored under ${JSON.stringify(id)}`);
-      this.windows.set(id, {
+      this.holdWindow(id, {
         counter: { ...record, count: 0 },
         latest: { count: record.count, untilMs: record.bucketStartMs },
         durable: true,
         latestDone: null,
+        sibling: undefined,
       });
     }
     for (let start = 0; start < moved.length; start += counterDurabilityDefaults.pruneDeletesPerItemMax) {
