@@ -285,7 +285,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     const writeRun = await writes;
     log(
       `scale: a second node joined and answered a verification after ${Math.round(joinMs)} ms; ` +
-        `${writeRun.ok} admin writes meanwhile, p99 ${writeRun.p99Ms.toFixed(1)} ms`,
+        `${writeRun.ok} admin writes meanwhile (${writeRun.failed} failed), p99 ${writeRun.p99Ms.toFixed(1)} ms`,
     );
     await monitor.stop();
     const stalls = [...monitor.maxMsByPhase].map(([phase, ms]) => `${phase} ${Math.round(ms)} ms`).join(", ");
@@ -304,6 +304,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       verifyRpsLarge: round(largeRps),
       rssMiBAfterRestart: rssRestarted === null ? -1 : round(rssRestarted / 1048576, 1),
       joinAdminWrites: writeRun.ok,
+      joinAdminWritesFailed: writeRun.failed,
       maxLoopStallMsImport: round(monitor.maxMsByPhase.get("import") ?? 0, 1),
       maxLoopStallMsRestart: round(monitor.maxMsByPhase.get("restart") ?? 0, 1),
       maxLoopStallMsJoin: round(monitor.maxMsByPhase.get("join") ?? 0, 1),
@@ -316,12 +317,15 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
   }
 }
 
-/** createKey against `member` from joinAdminClients clients until `until.stop`; the p99 of the writes. */
+/**
+ * createKey against `member` from joinAdminClients clients until `until.stop`: the p99 of the
+ * writes that succeeded and how many failed (a write that times out during the join is a figure).
+ */
 async function adminWritesUntil(
   member: Member,
   apiId: string,
   until: { stop: boolean },
-): Promise<{ ok: number; p99Ms: number }> {
+): Promise<{ ok: number; failed: number; p99Ms: number }> {
   const latenciesMs: number[] = [];
   let failed = 0;
   const client = async (): Promise<void> => {
@@ -333,9 +337,8 @@ async function adminWritesUntil(
     }
   };
   await Promise.all(Array.from({ length: joinAdminClients }, () => client()));
-  if (failed > 0) throw new Error(`${failed} admin writes failed during the join`);
   latenciesMs.sort((x, y) => x - y);
-  return { ok: latenciesMs.length, p99Ms: quantile(latenciesMs, 0.99) };
+  return { ok: latenciesMs.length, failed, p99Ms: quantile(latenciesMs, 0.99) };
 }
 
 export const scaleScenario: Scenario = {

@@ -3,6 +3,7 @@
 
 import { assert } from "../assert.js";
 import type { AuditEntry } from "../audit/types.js";
+import { noFloors, noLeases } from "../leases/ledger.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
@@ -51,8 +52,8 @@ export interface KeyStateSnapshot {
 function copyLedger(ledger: CreditLedgerRecord): CreditLedgerRecord {
   return {
     ...ledger,
-    leases: ledger.leases.map((lease) => ({ ...lease })),
-    seqFloors: ledger.seqFloors.map((floor) => ({ ...floor })),
+    leases: ledger.leases.length === 0 ? noLeases : ledger.leases.map((lease) => ({ ...lease })),
+    seqFloors: ledger.seqFloors.length === 0 ? noFloors : ledger.seqFloors.map((floor) => ({ ...floor })),
   };
 }
 
