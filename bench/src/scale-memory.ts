@@ -5,6 +5,7 @@
 // part costs is what the heap loses without it. Strings are counted where they are let go.
 // It measures the core's state only, not the gateway's counters (the scale scenario's RSS does).
 import { createHash, randomBytes } from "node:crypto";
+import { pathToFileURL } from "node:url";
 import { applyCommand, createKeyState, keyDerived, newId, type KeyCommand, type KeyState } from "@keyraft/core";
 
 const keysDefault = 200_000;
@@ -111,9 +112,14 @@ export function measureParts(keyCount: number): { part: string; bytesPerKey: num
   return parts;
 }
 
-const keyCount = Number(process.argv[2] ?? keysDefault);
-if (!Number.isSafeInteger(keyCount) || keyCount < 1000) throw new Error("keys: a whole number of at least 1000");
-const parts = measureParts(keyCount);
-process.stdout.write(`heap bytes per key, ${keyCount} keys (node ${process.version}):\n`);
-for (const { part, bytesPerKey } of parts) process.stdout.write(`  ${part}: ${bytesPerKey.toFixed(1)}\n`);
-process.stdout.write(`${JSON.stringify(Object.fromEntries(parts.map((p) => [p.part, Math.round(p.bytesPerKey)])))}\n`);
+// Run directly: the table, then the same as one JSON line.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const keyCount = Number(process.argv[2] ?? keysDefault);
+  if (!Number.isSafeInteger(keyCount) || keyCount < 1000) throw new Error("keys: a whole number of at least 1000");
+  const parts = measureParts(keyCount);
+  process.stdout.write(`heap bytes per key, ${keyCount} keys (node ${process.version}):\n`);
+  for (const { part, bytesPerKey } of parts) process.stdout.write(`  ${part}: ${bytesPerKey.toFixed(1)}\n`);
+  process.stdout.write(
+    `${JSON.stringify(Object.fromEntries(parts.map((p) => [p.part, Math.round(p.bytesPerKey)])))}\n`,
+  );
+}

@@ -3,7 +3,7 @@ import type { ImportedKey } from "../src/keystate/commands.js";
 import { keyDerived } from "../src/keystate/derived.js";
 import { derivedCacheMax } from "../src/keystate/limits.js";
 import { applyCommand } from "../src/keystate/machine.js";
-import { restoreKeyState, snapshotKeyState } from "../src/keystate/snapshot.js";
+import { restoreKeyState, restoreKeyStateSteps, snapshotKeyState } from "../src/keystate/snapshot.js";
 import { createKeyState } from "../src/keystate/state.js";
 import type { KeyState } from "../src/keystate/types.js";
 
@@ -98,6 +98,26 @@ describe("compact key records", () => {
     expect(restored.keys.get("key_1")!.ratelimits).toBe(restored.keys.get("key_2")!.ratelimits);
     expect(restored.keys.get("key_1")!.apiId).toBe(restored.apis.get("api_1")!.id);
     expect(restored.creditLedgers.get("key_1")!.seqFloors).toBe(restored.creditLedgers.get("key_2")!.seqFloors);
+  });
+});
+
+describe("restore that adopts the snapshot's records", () => {
+  it("gives the state a copying restore gives, holding the snapshot's own records", () => {
+    const state = withApi();
+    importKeys(state, 0, 30);
+    const copied = createKeyState();
+    const copySteps = restoreKeyStateSteps(copied, snapshotKeyState(state), 7);
+    while (copySteps.next().done !== true);
+    const decoded = snapshotKeyState(state); // stands for a snapshot just decoded from bytes
+    const adopted = createKeyState();
+    const steps = restoreKeyStateSteps(adopted, decoded, 7, "adopt");
+    while (steps.next().done !== true);
+    expect(snapshotKeyState(adopted)).toEqual(snapshotKeyState(copied));
+    expect(snapshotKeyState(adopted)).toEqual(snapshotKeyState(state));
+    const key = decoded.keys.find((record) => record.id === "key_3")!;
+    expect(adopted.keys.get("key_3")).toBe(key);
+    expect(adopted.keys.get("key_3")!.ratelimits).toBe(adopted.keys.get("key_4")!.ratelimits);
+    expect(adopted.creditLedgers.get("key_3")!.leases).toBe(adopted.creditLedgers.get("key_4")!.leases);
   });
 });
 

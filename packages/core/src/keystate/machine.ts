@@ -41,6 +41,7 @@ import {
   captureKeyState,
   restoreKeyStateInto,
   restoreKeyStateSteps,
+  type SnapshotOwnership,
   snapshotKeyState,
   type KeyStateSnapshot,
 } from "./snapshot.js";
@@ -144,8 +145,11 @@ export interface KeyStateMachine {
   /** The state's records as they are now, uncopied (see captureKeyState): for encoding in slices. */
   capture(): KeyStateSnapshot;
   restore(snapshot: unknown): void;
-  /** The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps). */
-  restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void>;
+  /**
+   * The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps); with
+   * "adopt" the state takes the snapshot's records over instead of copying them.
+   */
+  restoreSteps(snapshot: unknown, recordsPerStep: number, ownership?: SnapshotOwnership): Generator<void, void>;
 }
 
 export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMachine {
@@ -155,6 +159,7 @@ export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMac
     snapshot: () => snapshotKeyState(state),
     capture: () => captureKeyState(state),
     restore: (snapshot) => restoreKeyStateInto(state, snapshot),
-    restoreSteps: (snapshot, recordsPerStep) => restoreKeyStateSteps(state, snapshot, recordsPerStep),
+    restoreSteps: (snapshot, recordsPerStep, ownership) =>
+      restoreKeyStateSteps(state, snapshot, recordsPerStep, ownership),
   };
 }

@@ -87,7 +87,8 @@ export class ReplicatedKeyMachine implements StateMachine {
    */
   async installSnapshot(snapshot: Snapshot): Promise<void> {
     const decoded = await runSteps(decodeSnapshotSteps(snapshot.data));
-    await runSteps(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords));
+    // Decoded here and held by nothing else: the state adopts the records instead of copying them.
+    await runSteps(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords, "adopt"));
     this.peers.clear();
     for (const [id, url] of Object.entries(decoded.peers)) {
       this.peers.set(id, url);
