@@ -25,16 +25,31 @@ function limitsKey(limits: readonly RatelimitConfig[]): string {
   return key;
 }
 
+/** The list sharedLimits returned last: an import gives most of its keys the same limits. */
+let lastShared: RatelimitConfig[] = noLimits;
+
+function sameLimits(a: readonly RatelimitConfig[], b: readonly RatelimitConfig[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.name !== y.name || x.limit !== y.limit || x.durationMs !== y.durationMs || x.autoApply !== y.autoApply)
+      return false;
+  }
+  return true;
+}
+
 /** The shared frozen list equal to `limits` (the list itself when the table is full). */
 export function sharedLimits(limits: RatelimitConfig[]): RatelimitConfig[] {
   if (limits.length === 0) return noLimits;
+  if (sameLimits(limits, lastShared)) return lastShared;
   const key = limitsKey(limits);
   const interned = internedLimits.get(key);
-  if (interned !== undefined) return interned;
+  if (interned !== undefined) return (lastShared = interned);
   if (internedLimits.size >= interningTableMax) return limits;
   const frozen = Object.freeze(limits.map((limit) => Object.freeze({ ...limit }))) as RatelimitConfig[];
   internedLimits.set(key, frozen);
-  return frozen;
+  return (lastShared = frozen);
 }
 
 /**
