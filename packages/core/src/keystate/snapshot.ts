@@ -7,6 +7,7 @@ import { noFloors, noLeases } from "../leases/ledger.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
+import { sortedSteps } from "./sort-steps.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
   ROOT_API_ID,
@@ -91,6 +92,48 @@ export function captureKeyState(state: KeyState): KeyStateSnapshot {
     // A copy of the array (later commands push and drop entries); the entries themselves never change.
     auditEntries: state.audit.entries.slice(),
     auditNextSeq: state.audit.nextSeq,
+  };
+}
+
+const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byKeyId = (a: CreditLedgerRecord, b: CreditLedgerRecord): number =>
+  a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0;
+
+/**
+ * captureKeyState in steps: the state's records are taken at once, at this moment (lists of the
+ * live records, which later commands replace but never edit), then sorted in steps of about
+ * `elementsPerStep` elements each, so the caller can let other work run between them (sorting a
+ * million keys in one piece stopped the event loop for about a second). The result equals
+ * captureKeyState's at the moment of the first step.
+ */
+export function* captureKeyStateSteps(state: KeyState, elementsPerStep: number): Generator<void, KeyStateSnapshot> {
+  const taken = {
+    apis: [...state.apis.values()],
+    keys: [...state.keys.values()],
+    identities: [...state.identities.values()],
+    permissions: [...state.permissions.values()],
+    roles: [...state.roles.values()],
+    namespaces: [...state.namespaces.values()],
+    overrides: [...state.overrides.values()],
+    credits: [...state.creditLedgers.values()],
+    retiredRootKeyHashes: [...state.retiredRootKeyHashes],
+    auditEntries: state.audit.entries.slice(),
+    auditNextSeq: state.audit.nextSeq,
+  };
+  yield;
+  return {
+    version: snapshotVersion,
+    apis: yield* sortedSteps(taken.apis, byId, elementsPerStep),
+    keys: yield* sortedSteps(taken.keys, byId, elementsPerStep),
+    identities: yield* sortedSteps(taken.identities, byId, elementsPerStep),
+    permissions: yield* sortedSteps(taken.permissions, byId, elementsPerStep),
+    roles: yield* sortedSteps(taken.roles, byId, elementsPerStep),
+    namespaces: yield* sortedSteps(taken.namespaces, byId, elementsPerStep),
+    overrides: yield* sortedSteps(taken.overrides, byId, elementsPerStep),
+    credits: yield* sortedSteps(taken.credits, byKeyId, elementsPerStep),
+    retiredRootKeyHashes: taken.retiredRootKeyHashes,
+    auditEntries: taken.auditEntries,
+    auditNextSeq: taken.auditNextSeq,
   };
 }
 
