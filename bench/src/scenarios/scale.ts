@@ -123,12 +123,20 @@ class LoopStallMonitor {
   }
 }
 
-/** nodejs_eventloop_lag_max_seconds of GET /metrics (prom-client resets it at every read), in ms. */
-async function metricsLoopDelayMs(member: Member): Promise<number | null> {
+/** The values of the named unlabelled series of a node's GET /metrics (null for a series it lacks). */
+async function metricsValues(member: Member, names: readonly string[]): Promise<(number | null)[]> {
   const response = await member.pool.request({ method: "GET", path: "/metrics", headersTimeout: 10_000 });
   const text = await response.body.text();
-  const match = /^nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? ([0-9.eE+-]+)$/m.exec(text);
-  return match === null ? null : Number(match[1]) * 1000;
+  return names.map((name) => {
+    const match = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, "m").exec(text);
+    return match === null ? null : Number(match[1]);
+  });
+}
+
+/** nodejs_eventloop_lag_max_seconds of GET /metrics (prom-client resets it at every read), in ms. */
+async function metricsLoopDelayMs(member: Member): Promise<number | null> {
+  const [seconds] = await metricsValues(member, ["nodejs_eventloop_lag_max_seconds"]);
+  return seconds === null || seconds === undefined ? null : seconds * 1000;
 }
 
 async function verifiesValid(member: Member, key: string): Promise<boolean> {
@@ -237,6 +245,11 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     monitor.phase = "idle";
     await sleep(3000);
     const rssAfter = rssBytes(node.child.pid);
+    // What the RSS holds: V8's heap in use (live and not yet collected) and memory outside it (buffers).
+    const [heapUsedBytes, externalBytes] = await metricsValues(node, [
+      "nodejs_heap_size_used_bytes",
+      "nodejs_external_memory_bytes",
+    ]);
     const rssMiB = rssAfter === null ? -1 : rssAfter / 1048576;
     const bytesPerKey = rssAfter === null || rssBefore === null ? -1 : (rssAfter - rssBefore) / keys;
     log(
@@ -307,6 +320,8 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       verifyRpsSmall: round(smallRps),
       verifyRpsLarge: round(largeRps),
       verifyRatioWarmKeys: round(warmRps / smallRps, 3),
+      heapUsedMiB: heapUsedBytes === null || heapUsedBytes === undefined ? -1 : round(heapUsedBytes / 1048576, 1),
+      externalMiB: externalBytes === null || externalBytes === undefined ? -1 : round(externalBytes / 1048576, 1),
       rssMiBAfterRestart: rssRestarted === null ? -1 : round(rssRestarted / 1048576, 1),
       joinAdminWrites: writeRun.ok,
       joinAdminWritesFailed: writeRun.failed,
