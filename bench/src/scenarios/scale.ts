@@ -76,6 +76,15 @@ function importedKey(apiId: string, runId: string, i: number): Record<string, un
   };
 }
 
+/**
+ * KEYRAFT_SNAPSHOT_EVERY given to the bench is given to the nodes (by default they snapshot every
+ * 10,000 entries, and an import of a million keys is only about 1,000): to compare policies.
+ */
+function snapshotEnv(): Record<string, string> {
+  const every = process.env["KEYRAFT_SNAPSHOT_EVERY"];
+  return every === undefined ? {} : { KEYRAFT_SNAPSHOT_EVERY: every };
+}
+
 /** Resident set size of a process in bytes (Linux /proc); null where it cannot be read. */
 function rssBytes(pid: number | undefined): number | null {
   if (pid === undefined) return null;
@@ -202,7 +211,8 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       raft2: await freePort(),
     };
     const founderPeers = `n1=127.0.0.1:${ports.raft1}`;
-    const startFounder = (): Member => startMember("n1", ports.http1, ports.raft1, founderPeers, join(root, "n1"));
+    const startFounder = (): Member =>
+      startMember("n1", ports.http1, ports.raft1, founderPeers, join(root, "n1"), snapshotEnv());
     let node = startFounder();
     members.push(node);
     await waitLive(node);
@@ -280,7 +290,10 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     monitor.phase = "join";
     await findLeader([node]);
     const joinPeers = `${founderPeers},n2=127.0.0.1:${ports.raft2}`;
-    const joiner = startMember("n2", ports.http2, ports.raft2, joinPeers, join(root, "n2"), { KEYRAFT_JOIN: "true" });
+    const joiner = startMember("n2", ports.http2, ports.raft2, joinPeers, join(root, "n2"), {
+      ...snapshotEnv(),
+      KEYRAFT_JOIN: "true",
+    });
     members.push(joiner);
     const joinStartMs = performance.now();
     const stopWrites = { stop: false };
