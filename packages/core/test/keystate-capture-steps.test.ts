@@ -66,6 +66,12 @@ describe("captureKeyStateSteps", () => {
       expect(outcome.ok).toBe(true);
     }
     const expected = captureKeyState(state);
+    // Sorted independently of sort-steps.ts, by the built-in sort.
+    const byId = (a: { id: string }, b: { id: string }): number => compareStrings(a.id, b.id);
+    const keysSorted = [...state.keys.values()].sort(byId);
+    const apisSorted = [...state.apis.values()].sort(byId);
+    const creditsSorted = [...state.creditLedgers.values()].sort((a, b) => compareStrings(a.keyId, b.keyId));
+    expect(expected.keys).toEqual(keysSorted);
     const steps = captureKeyStateSteps(state, 500);
     expect(steps.next().done).toBe(false);
     // Changes after the first step do not reach the capture.
@@ -74,5 +80,9 @@ describe("captureKeyStateSteps", () => {
     const captured = run(steps);
     expect(captured.steps).toBeGreaterThan(3);
     expect(captured.value).toEqual(expected);
+    expect(captured.value.keys).toEqual(keysSorted);
+    expect(captured.value.apis).toEqual(apisSorted);
+    expect(captured.value.credits).toEqual(creditsSorted);
+    expect(captured.value.keys.every((key, i) => key === keysSorted[i])).toBe(true); // the live records, uncopied
   });
 });

@@ -67,10 +67,6 @@ export function cloneJson<T>(value: T): T {
   return copy as T;
 }
 
-function sortedById<T extends { id: string }>(records: Iterable<T>): T[] {
-  return [...records].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-}
-
 /**
  * The state at this moment, snapshot-shaped, as arrays of the live records sorted by id: nothing
  * is copied. Commands replace a record and never change one in place (a property test checks
@@ -78,21 +74,11 @@ function sortedById<T extends { id: string }>(records: Iterable<T>): T[] {
  * what lets a node encode its snapshot in slices, between other work. Read it; never change it.
  */
 export function captureKeyState(state: KeyState): KeyStateSnapshot {
-  return {
-    version: snapshotVersion,
-    apis: sortedById(state.apis.values()),
-    keys: sortedById(state.keys.values()),
-    identities: sortedById(state.identities.values()),
-    permissions: sortedById(state.permissions.values()),
-    roles: sortedById(state.roles.values()),
-    namespaces: sortedById(state.namespaces.values()),
-    overrides: sortedById(state.overrides.values()),
-    credits: [...state.creditLedgers.values()].sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
-    retiredRootKeyHashes: [...state.retiredRootKeyHashes],
-    // A copy of the array (later commands push and drop entries); the entries themselves never change.
-    auditEntries: state.audit.entries.slice(),
-    auditNextSeq: state.audit.nextSeq,
-  };
+  const steps = captureKeyStateSteps(state, Number.POSITIVE_INFINITY);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
 }
 
 const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -103,7 +89,7 @@ const byKeyId = (a: CreditLedgerRecord, b: CreditLedgerRecord): number =>
  * captureKeyState in steps: the state's records are taken at once, at this moment (lists of the
  * live records, which later commands replace but never edit), then sorted in steps of about
  * `elementsPerStep` elements each, so the caller can let other work run between them (sorting a
- * million keys in one piece stopped the event loop for about a second). The result equals
+ * million keys in one piece stopped the event loop for more than two seconds). The result equals
  * captureKeyState's at the moment of the first step.
  */
 export function* captureKeyStateSteps(state: KeyState, elementsPerStep: number): Generator<void, KeyStateSnapshot> {
@@ -117,6 +103,7 @@ export function* captureKeyStateSteps(state: KeyState, elementsPerStep: number):
     overrides: [...state.overrides.values()],
     credits: [...state.creditLedgers.values()],
     retiredRootKeyHashes: [...state.retiredRootKeyHashes],
+    // A copy of the array (later commands push and drop entries); the entries themselves never change.
     auditEntries: state.audit.entries.slice(),
     auditNextSeq: state.audit.nextSeq,
   };
