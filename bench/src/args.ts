@@ -2,7 +2,7 @@
 import { parseArgs as parseFlags } from "node:util";
 import { limits } from "./limits.js";
 
-export const scenarioNames = ["verify", "ratelimit", "admin", "mixed", "raft", "cluster", "counters"] as const;
+export const scenarioNames = ["verify", "ratelimit", "admin", "mixed", "raft", "cluster", "counters", "scale"] as const;
 export type ScenarioName = (typeof scenarioNames)[number];
 /** Scenarios that load a deployment (one node, --cluster N, or --target); the others start their own. */
 export const clusterScenarios: ReadonlySet<ScenarioName> = new Set(["verify", "ratelimit", "admin", "mixed"]);
@@ -56,7 +56,7 @@ flags:
   --rounds N                 interleave all phases N times (A B C, C B A, ...), each for duration/N
                              (default ${limits.roundsDefault}, fewer when --duration is under ${limits.roundsDefault} s)
   --connections N            requests in flight, spread over all targets (default ${limits.connectionsDefault})
-  --keys N                   keys the node holds (default ${limits.keysDefault})
+  --keys N                   keys the node holds (default ${limits.keysDefault}; scale: ${limits.scaleKeysDefault})
   --distribution D           uniform | zipf: how keys are chosen (default uniform)
   --zipf-exponent S          exponent of the zipf distribution (default ${limits.zipfExponentDefault})
   --cluster N                start a local N-node cluster instead of one node (verify, ratelimit, admin, mixed)
@@ -140,7 +140,13 @@ export function parseArgs(
     warmupS: numberFlag(flags, "warmup", limits.warmupSDefault, 0, limits.durationSMax),
     rounds: 1, // set below: its default depends on --duration
     connections: intFlag(flags, "connections", limits.connectionsDefault, 1, limits.connectionsMax),
-    keys: intFlag(flags, "keys", limits.keysDefault, 1, limits.keysMax),
+    keys: intFlag(
+      flags,
+      "keys",
+      scenario === "scale" ? limits.scaleKeysDefault : limits.keysDefault,
+      1,
+      limits.keysMax,
+    ),
     distribution,
     zipfExponent: numberFlag(flags, "zipf-exponent", limits.zipfExponentDefault, 0.01, 10),
     cluster: flags.has("cluster") ? intFlag(flags, "cluster", 3, 1, limits.clusterNodesMax) : null,

@@ -6,7 +6,10 @@ export const limits = {
   connectionsDefault: 64,
   connectionsMax: 4096,
   keysDefault: 10_000,
-  keysMax: 1_000_000,
+  /** The scale scenario's default: the size the figures are stated at. */
+  scaleKeysDefault: 1_000_000,
+  /** The key-state machine's own bound (core keystate/limits.ts keysMax). */
+  keysMax: 10_000_000,
   zipfExponentDefault: 1.0,
   clusterNodesMax: 9,
   workersMax: 16,

@@ -35,7 +35,7 @@ const failoverVerifyMs = 4000;
 /** Writers per node while propagation is measured: enough to see batching, far from saturation. */
 const propagationClientsPerNode = 2;
 
-interface Member {
+export interface Member {
   id: string;
   httpPort: number;
   raftPort: number;
@@ -60,7 +60,7 @@ export interface BenchCluster {
 /** How long a member may take to stop on SIGTERM before it is killed. */
 const memberStopTimeoutMs = 5000;
 
-async function stopMember(member: Member): Promise<void> {
+export async function stopMember(member: Member): Promise<void> {
   if (member.exited) return;
   const exited = new Promise<void>((resolve) => member.child.once("exit", () => resolve()));
   member.child.kill("SIGTERM");
@@ -312,7 +312,14 @@ async function singleNodeFigures(
   };
 }
 
-function startMember(id: string, httpPort: number, raftPort: number, peers: string, dataDir: string): Member {
+export function startMember(
+  id: string,
+  httpPort: number,
+  raftPort: number,
+  peers: string,
+  dataDir: string,
+  extraEnv: Readonly<Record<string, string>> = {},
+): Member {
   // KEYRAFT_BENCH_NODE_ARGS: extra node flags for the members (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
   const nodeArgs = (process.env["KEYRAFT_BENCH_NODE_ARGS"] ?? "").split(" ").filter((arg) => arg !== "");
   const child = spawn(process.execPath, [...nodeArgs, mainJs], {
@@ -327,6 +334,7 @@ function startMember(id: string, httpPort: number, raftPort: number, peers: stri
       KEYRAFT_CLUSTER_SECRET: secret,
       KEYRAFT_ROOT_KEY: rootKey,
       KEYRAFT_WRITE_QUEUE_MAX: "100000",
+      ...extraEnv,
     },
     stdio: ["ignore", "ignore", "inherit"],
   });
@@ -342,7 +350,7 @@ function startMember(id: string, httpPort: number, raftPort: number, peers: stri
   return member;
 }
 
-interface LoopResult {
+export interface LoopResult {
   ok: number;
   failed: number;
   elapsedMs: number;
@@ -351,7 +359,7 @@ interface LoopResult {
 }
 
 /** `perMember` clients per member, each sending the next request when the last one answered. */
-async function closedLoop(
+export async function closedLoop(
   members: readonly Member[],
   perMember: number,
   durationMs: number,
@@ -413,7 +421,7 @@ export async function postToMember(
   return { status: response.statusCode, body: await response.body.json() };
 }
 
-async function get(member: Member, path: string): Promise<any> {
+export async function get(member: Member, path: string): Promise<any> {
   const response = await member.pool.request({
     method: "GET",
     path,
@@ -423,7 +431,7 @@ async function get(member: Member, path: string): Promise<any> {
   return response.body.json();
 }
 
-async function status(member: Member): Promise<{ role: string; leader: string | null; appliedIndex: number }> {
+export async function status(member: Member): Promise<{ role: string; leader: string | null; appliedIndex: number }> {
   return get(member, "/v1/cluster.status");
 }
 
@@ -464,7 +472,7 @@ async function propagationMs(
   return { count: delays.length, p50Ms: quantile(delays, 0.5), p99Ms: quantile(delays, 0.99) };
 }
 
-async function waitApplied(members: readonly Member[], index: number): Promise<void> {
+export async function waitApplied(members: readonly Member[], index: number): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     const views = await Promise.all(members.map((member) => status(member)));
@@ -474,7 +482,7 @@ async function waitApplied(members: readonly Member[], index: number): Promise<v
   throw new Error(`not every node applied ${index} within 30 s`);
 }
 
-async function findLeader(members: readonly Member[]): Promise<Member> {
+export async function findLeader(members: readonly Member[]): Promise<Member> {
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
     const views = await Promise.all(members.map((member) => status(member).catch(() => null)));
@@ -486,7 +494,7 @@ async function findLeader(members: readonly Member[]): Promise<Member> {
   throw new Error("no agreed leader within 20 s");
 }
 
-async function waitLive(member: Member): Promise<void> {
+export async function waitLive(member: Member): Promise<void> {
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (member.exited) throw new Error(`${member.id} exited during start`);
@@ -502,17 +510,17 @@ async function waitLive(member: Member): Promise<void> {
   throw new Error(`${member.id} did not become live within 30 s`);
 }
 
-function quantile(sorted: readonly number[], q: number): number {
+export function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return Number.NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
-function round(value: number, digits = 0): number {
+export function round(value: number, digits = 0): number {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Run directly: the summary JSON is the last line of stdout.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -6,6 +6,7 @@ import { NotAvailableError } from "../errors.js";
 import { mixedScenario } from "./mixed.js";
 import { raftScenario } from "./raft-runner.js";
 import { ratelimitScenario } from "./ratelimit.js";
+import { scaleScenario } from "./scale.js";
 import type { Scenario } from "./types.js";
 import { verifyScenario } from "./verify.js";
 
@@ -29,4 +30,5 @@ export const scenarios: Record<ScenarioName, Scenario> = {
   raft: raftScenario,
   cluster: clusterScenario,
   counters: countersScenario,
+  scale: scaleScenario,
 };

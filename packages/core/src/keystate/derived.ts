@@ -1,19 +1,35 @@
 import { assert } from "../assert.js";
+import type { LimitCheck } from "../ratelimit/sliding-window.js";
+import { derivedCacheMax } from "./limits.js";
 import { ratelimitId } from "./ratelimit-id.js";
 import type { ConfiguredLimit, KeyDerived, KeyRecord, KeyState } from "./types.js";
 
 /**
  * The cached authorization and limit view of a key, computed on first use after any change that
  * could affect it (the machine drops cache entries on apply). Verification reads it without
- * allocating.
+ * allocating. The cache holds at most derivedCacheMax keys, the oldest entry going first: a view
+ * costs more than the key itself (about 1.4 kB), so a node whose million keys were all verified
+ * would otherwise hold them all twice over; a key past the bound is computed again when used.
  */
 export function keyDerived(state: KeyState, key: KeyRecord): KeyDerived {
   const cached = state.derived.get(key.id);
   if (cached !== undefined) return cached;
   const derived = computeDerived(state, key);
+  if (state.derived.size >= derivedCacheMax) {
+    const oldest = state.derived.keys().next();
+    if (oldest.done !== true) state.derived.delete(oldest.value);
+  }
   state.derived.set(key.id, derived);
   return derived;
 }
+
+// What most keys derive alike (no permissions, no roles, no limits), held once. Never changed:
+// the views are read only (ReadonlySet, readonly arrays).
+const noSlugs: ReadonlySet<string> = new Set();
+const noStrings: readonly string[] = Object.freeze([]);
+const noLimits: ReadonlyMap<string, ConfiguredLimit> = new Map();
+const noConfiguredLimits: readonly ConfiguredLimit[] = Object.freeze([]);
+const noChecks: readonly LimitCheck[] = Object.freeze([]);
 
 function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
   const slugs = new Set<string>();
@@ -60,18 +76,21 @@ function computeDerived(state: KeyState, key: KeyRecord): KeyDerived {
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const limitOwnerId = key.identityId ?? key.id;
   return {
-    slugs,
-    permissions: [...slugs].sort(),
-    roles: roles.sort(),
-    configuredLimits,
-    autoLimits,
+    slugs: slugs.size === 0 ? noSlugs : slugs,
+    permissions: slugs.size === 0 ? noStrings : [...slugs].sort(),
+    roles: roles.length === 0 ? noStrings : roles.sort(),
+    configuredLimits: configuredLimits.size === 0 ? noLimits : configuredLimits,
+    autoLimits: autoLimits.length === 0 ? noConfiguredLimits : autoLimits,
     limitOwnerId,
-    autoChecks: autoLimits.map((limit) => ({
-      key: limit.counterKey,
-      limit: limit.limit,
-      durationMs: limit.durationMs,
-      cost: 1,
-    })),
+    autoChecks:
+      autoLimits.length === 0
+        ? noChecks
+        : autoLimits.map((limit) => ({
+            key: limit.counterKey,
+            limit: limit.limit,
+            durationMs: limit.durationMs,
+            cost: 1,
+          })),
   };
 }
 

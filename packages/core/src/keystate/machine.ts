@@ -39,8 +39,10 @@ import type { KeyCommand } from "./commands.js";
 import type { CommandOutcome } from "./outcome.js";
 import {
   captureKeyState,
+  captureKeyStateSteps,
   restoreKeyStateInto,
   restoreKeyStateSteps,
+  type SnapshotOwnership,
   snapshotKeyState,
   type KeyStateSnapshot,
 } from "./snapshot.js";
@@ -143,9 +145,14 @@ export interface KeyStateMachine {
   snapshot(): KeyStateSnapshot;
   /** The state's records as they are now, uncopied (see captureKeyState): for encoding in slices. */
   capture(): KeyStateSnapshot;
+  /** The same capture, sorted in steps of about `elementsPerStep` elements (see captureKeyStateSteps). */
+  captureSteps(elementsPerStep: number): Generator<void, KeyStateSnapshot>;
   restore(snapshot: unknown): void;
-  /** The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps). */
-  restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void>;
+  /**
+   * The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps); with
+   * "adopt" the state takes the snapshot's records over instead of copying them.
+   */
+  restoreSteps(snapshot: unknown, recordsPerStep: number, ownership?: SnapshotOwnership): Generator<void, void>;
 }
 
 export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMachine {
@@ -154,7 +161,9 @@ export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMac
     apply: (command) => applyCommand(state, command),
     snapshot: () => snapshotKeyState(state),
     capture: () => captureKeyState(state),
+    captureSteps: (elementsPerStep) => captureKeyStateSteps(state, elementsPerStep),
     restore: (snapshot) => restoreKeyStateInto(state, snapshot),
-    restoreSteps: (snapshot, recordsPerStep) => restoreKeyStateSteps(state, snapshot, recordsPerStep),
+    restoreSteps: (snapshot, recordsPerStep, ownership) =>
+      restoreKeyStateSteps(state, snapshot, recordsPerStep, ownership),
   };
 }

@@ -3,9 +3,11 @@
 
 import { assert } from "../assert.js";
 import type { AuditEntry } from "../audit/types.js";
+import { noFloors, noLeases } from "../leases/ledger.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
+import { sortedSteps } from "./sort-steps.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
   ROOT_API_ID,
@@ -51,8 +53,8 @@ export interface KeyStateSnapshot {
 function copyLedger(ledger: CreditLedgerRecord): CreditLedgerRecord {
   return {
     ...ledger,
-    leases: ledger.leases.map((lease) => ({ ...lease })),
-    seqFloors: ledger.seqFloors.map((floor) => ({ ...floor })),
+    leases: ledger.leases.length === 0 ? noLeases : ledger.leases.map((lease) => ({ ...lease })),
+    seqFloors: ledger.seqFloors.length === 0 ? noFloors : ledger.seqFloors.map((floor) => ({ ...floor })),
   };
 }
 
@@ -65,10 +67,6 @@ export function cloneJson<T>(value: T): T {
   return copy as T;
 }
 
-function sortedById<T extends { id: string }>(records: Iterable<T>): T[] {
-  return [...records].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-}
-
 /**
  * The state at this moment, snapshot-shaped, as arrays of the live records sorted by id: nothing
  * is copied. Commands replace a record and never change one in place (a property test checks
@@ -76,20 +74,53 @@ function sortedById<T extends { id: string }>(records: Iterable<T>): T[] {
  * what lets a node encode its snapshot in slices, between other work. Read it; never change it.
  */
 export function captureKeyState(state: KeyState): KeyStateSnapshot {
-  return {
-    version: snapshotVersion,
-    apis: sortedById(state.apis.values()),
-    keys: sortedById(state.keys.values()),
-    identities: sortedById(state.identities.values()),
-    permissions: sortedById(state.permissions.values()),
-    roles: sortedById(state.roles.values()),
-    namespaces: sortedById(state.namespaces.values()),
-    overrides: sortedById(state.overrides.values()),
-    credits: [...state.creditLedgers.values()].sort((a, b) => (a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0)),
+  const steps = captureKeyStateSteps(state, Number.POSITIVE_INFINITY);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byKeyId = (a: CreditLedgerRecord, b: CreditLedgerRecord): number =>
+  a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0;
+
+/**
+ * captureKeyState in steps: the state's records are taken at once, at this moment (lists of the
+ * live records, which later commands replace but never edit), then sorted in steps of about
+ * `elementsPerStep` elements each, so the caller can let other work run between them (sorting a
+ * million keys in one piece stopped the event loop for more than two seconds). The result equals
+ * captureKeyState's at the moment of the first step.
+ */
+export function* captureKeyStateSteps(state: KeyState, elementsPerStep: number): Generator<void, KeyStateSnapshot> {
+  const taken = {
+    apis: [...state.apis.values()],
+    keys: [...state.keys.values()],
+    identities: [...state.identities.values()],
+    permissions: [...state.permissions.values()],
+    roles: [...state.roles.values()],
+    namespaces: [...state.namespaces.values()],
+    overrides: [...state.overrides.values()],
+    credits: [...state.creditLedgers.values()],
     retiredRootKeyHashes: [...state.retiredRootKeyHashes],
     // A copy of the array (later commands push and drop entries); the entries themselves never change.
     auditEntries: state.audit.entries.slice(),
     auditNextSeq: state.audit.nextSeq,
+  };
+  yield;
+  return {
+    version: snapshotVersion,
+    apis: yield* sortedSteps(taken.apis, byId, elementsPerStep),
+    keys: yield* sortedSteps(taken.keys, byId, elementsPerStep),
+    identities: yield* sortedSteps(taken.identities, byId, elementsPerStep),
+    permissions: yield* sortedSteps(taken.permissions, byId, elementsPerStep),
+    roles: yield* sortedSteps(taken.roles, byId, elementsPerStep),
+    namespaces: yield* sortedSteps(taken.namespaces, byId, elementsPerStep),
+    overrides: yield* sortedSteps(taken.overrides, byId, elementsPerStep),
+    credits: yield* sortedSteps(taken.credits, byKeyId, elementsPerStep),
+    retiredRootKeyHashes: taken.retiredRootKeyHashes,
+    auditEntries: taken.auditEntries,
+    auditNextSeq: taken.auditNextSeq,
   };
 }
 
@@ -149,7 +180,7 @@ function isSnapshot(data: unknown): data is KeyStateSnapshot {
 export function restoreKeyStateInto(state: KeyState, data: unknown): void {
   assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of a version this node reads");
   clearKeyState(state);
-  const steps = fillKeyState(state, data, Number.POSITIVE_INFINITY);
+  const steps = fillKeyState(state, data, Number.POSITIVE_INFINITY, copyRecord);
   while (!steps.next().done);
 }
 
@@ -161,17 +192,64 @@ export function restoreKeyStateInto(state: KeyState, data: unknown): void {
  * part of the new one. The result equals restoreKeyStateInto's. Throws on malformed data (then
  * `state` is unchanged).
  */
-export function* restoreKeyStateSteps(state: KeyState, data: unknown, recordsPerStep: number): Generator<void, void> {
+export function* restoreKeyStateSteps(
+  state: KeyState,
+  data: unknown,
+  recordsPerStep: number,
+  ownership: SnapshotOwnership = "copy",
+): Generator<void, void> {
   assert(recordsPerStep >= 1, "restoreKeyStateSteps: at least one record per step");
   assert(isSnapshot(data), "restoreKeyState: not a key state snapshot of a version this node reads");
   const fresh = createKeyState();
   clearKeyState(fresh);
-  yield* fillKeyState(fresh, data, recordsPerStep);
+  yield* fillKeyState(fresh, data, recordsPerStep, ownership === "adopt" ? adoptRecord : copyRecord);
   Object.assign(state, fresh);
 }
 
+/**
+ * Whether a restore copies the snapshot's records ("copy": the caller keeps using the snapshot,
+ * as tests and snapshotKeyState's users do) or takes them over ("adopt": the snapshot was just
+ * decoded from bytes and nothing else holds it, so copying a million records would only cost
+ * time and garbage; the records may then be compacted in place).
+ */
+export type SnapshotOwnership = "copy" | "adopt";
+
+interface RecordTaker {
+  key(key: KeyRecord): KeyRecord;
+  identity(identity: IdentityRecord): IdentityRecord;
+  ledger(ledger: CreditLedgerRecord): CreditLedgerRecord;
+  audit(entry: AuditEntry): AuditEntry;
+  shallow<T extends object>(record: T): T;
+}
+
+const copyRecord: RecordTaker = {
+  key: copyKey,
+  identity: copyIdentity,
+  ledger: copyLedger,
+  audit: copyAuditEntry,
+  shallow: (record) => ({ ...record }),
+};
+
+const adoptRecord: RecordTaker = {
+  key: (key) => key,
+  identity: (identity) => identity,
+  ledger: (ledger) => {
+    // Untouched ledgers share the empty lists, as created ones do.
+    if (ledger.leases.length === 0) ledger.leases = noLeases;
+    if (ledger.seqFloors.length === 0) ledger.seqFloors = noFloors;
+    return ledger;
+  },
+  audit: (entry) => entry,
+  shallow: (record) => record,
+};
+
 /** Fills an empty `state` from the snapshot, yielding after every `recordsPerStep` records. */
-function* fillKeyState(state: KeyState, data: KeyStateSnapshot, recordsPerStep: number): Generator<void, void> {
+function* fillKeyState(
+  state: KeyState,
+  data: KeyStateSnapshot,
+  recordsPerStep: number,
+  take: RecordTaker,
+): Generator<void, void> {
   let recordsInStep = 0;
   // One call per record: true when the step is full (the caller then yields).
   const counted = (): boolean => {
@@ -181,43 +259,43 @@ function* fillKeyState(state: KeyState, data: KeyStateSnapshot, recordsPerStep: 
     return true;
   };
   for (const api of data.apis) {
-    state.apis.set(api.id, { ...api });
+    state.apis.set(api.id, take.shallow(api));
     if (counted()) yield;
   }
   for (const permission of data.permissions) {
-    state.permissions.set(permission.id, { ...permission });
+    state.permissions.set(permission.id, take.shallow(permission));
     indexPermissionSlug(state, permission.slug, permission.id);
     if (counted()) yield;
   }
   for (const role of data.roles) {
-    state.roles.set(role.id, { ...role, permissionIds: [...role.permissionIds] });
+    state.roles.set(role.id, take === copyRecord ? { ...role, permissionIds: [...role.permissionIds] } : role);
     indexRoleName(state, role.name, role.id);
     if (counted()) yield;
   }
   for (const identity of data.identities) {
-    state.identities.set(identity.id, copyIdentity(identity));
+    state.identities.set(identity.id, take.identity(identity));
     state.identityIdByExternalId.set(identity.externalId, identity.id);
     if (counted()) yield;
   }
   // A snapshot's ledgers first, so indexKey only creates ledgers for keys without one (older snapshots).
   for (const ledger of data.credits ?? []) {
-    state.creditLedgers.set(ledger.keyId, copyLedger(ledger));
+    state.creditLedgers.set(ledger.keyId, take.ledger(ledger));
     if (counted()) yield;
   }
   for (const hash of data.retiredRootKeyHashes ?? []) state.retiredRootKeyHashes.add(hash);
   for (const key of data.keys) {
-    indexKey(state, copyKey(key));
+    indexKey(state, take.key(key));
     if (counted()) yield;
   }
   for (const keyId of state.creditLedgers.keys())
     assert(state.keys.has(keyId), "restoreKeyState: a credit ledger of a missing key");
   for (const namespace of data.namespaces) {
-    state.namespaces.set(namespace.id, { ...namespace });
+    state.namespaces.set(namespace.id, take.shallow(namespace));
     state.namespaceIdByName.set(namespace.name, namespace.id);
     if (counted()) yield;
   }
   for (const override of data.overrides) {
-    state.overrides.set(override.id, { ...override });
+    state.overrides.set(override.id, take.shallow(override));
     const index = state.overrideIdsByNamespace.get(override.namespaceId) ?? new Map<string, string>();
     index.set(override.identifier, override.id);
     state.overrideIdsByNamespace.set(override.namespaceId, index);
@@ -225,7 +303,7 @@ function* fillKeyState(state: KeyState, data: KeyStateSnapshot, recordsPerStep: 
     if (counted()) yield;
   }
   const auditEntries = data.auditEntries ?? [];
-  state.audit = { entries: auditEntries.map(copyAuditEntry), nextSeq: data.auditNextSeq ?? 1 };
+  state.audit = { entries: auditEntries.map(take.audit), nextSeq: data.auditNextSeq ?? 1 };
   assert(
     auditEntries.every(
       (entry, i) => entry.seq < state.audit.nextSeq && (i === 0 || auditEntries[i - 1]!.seq < entry.seq),

@@ -21,12 +21,26 @@ import type {
   SettleCreditLeaseCommand,
 } from "./types.js";
 
+// A new ledger's empty lists, one for all ledgers: apply functions replace the lists and never
+// change one in place (frozen, so a change in place would throw rather than touch every ledger).
+// One key in a million-key state then costs no list of its own until it is leased.
+export const noLeases: CreditLeaseRecord[] = Object.freeze([]) as unknown as CreditLeaseRecord[];
+export const noFloors: CreditSeqFloor[] = Object.freeze([]) as unknown as CreditSeqFloor[];
+
 /** Unsettled leases per key (open or expired); past it new grants are refused. */
 export const leasesPerKeyMax = 256;
 
 export function createCreditLedger(keyId: string, remaining: number): CreditLedgerRecord {
   assert(Number.isSafeInteger(remaining) && remaining >= 0, "createCreditLedger: remaining >= 0");
-  return { keyId, unleased: remaining, epoch: 0, epochBalance: remaining, epochSpent: 0, leases: [], seqFloors: [] };
+  return {
+    keyId,
+    unleased: remaining,
+    epoch: 0,
+    epochBalance: remaining,
+    epochSpent: 0,
+    leases: noLeases,
+    seqFloors: noFloors,
+  };
 }
 
 function compareLease(a: { nodeId: string; seq: number }, b: { nodeId: string; seq: number }): number {

@@ -73,10 +73,15 @@ export class ReplicatedKeyMachine implements StateMachine {
    * Raft loop, go on while a large state is written (one encoding blocked everything for ~0.6 s
    * at 170,000 keys).
    */
-  takeSnapshot(): Promise<Uint8Array> {
+  async takeSnapshot(): Promise<Uint8Array> {
     this.hooks.onSnapshotStarted?.();
-    const snapshot = { keys: this.machine.capture(), peers: Object.fromEntries(this.peers) };
-    return encodeSnapshotSliced(snapshot, nextTurn);
+    // The capture's first step takes the records and the address book at this applied index;
+    // sorting them (a second for a million keys in one piece) and encoding go a slice per turn.
+    const capture = this.machine.captureSteps(snapshotSliceRecords * 10);
+    const first = capture.next();
+    const peers = Object.fromEntries(this.peers);
+    const keys = first.done === true ? first.value : await runSteps(capture);
+    return encodeSnapshotSliced({ keys, peers }, nextTurn);
   }
 
   /**
@@ -87,7 +92,8 @@ export class ReplicatedKeyMachine implements StateMachine {
    */
   async installSnapshot(snapshot: Snapshot): Promise<void> {
     const decoded = await runSteps(decodeSnapshotSteps(snapshot.data));
-    await runSteps(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords));
+    // Decoded here and held by nothing else: the state adopts the records instead of copying them.
+    await runSteps(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords, "adopt"));
     this.peers.clear();
     for (const [id, url] of Object.entries(decoded.peers)) {
       this.peers.set(id, url);

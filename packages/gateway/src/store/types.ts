@@ -11,12 +11,15 @@ export interface ReplicatedStateMachine<Command, Outcome> {
   snapshot(): unknown;
   /** The state as it is now, uncopied and never changed afterwards (records are replaced, not edited): encoded in slices by the Raft snapshot. */
   capture(): unknown;
+  /** The same capture taken at once and sorted in steps of about `elementsPerStep` elements (one per event-loop turn for the caller). */
+  captureSteps(elementsPerStep: number): Generator<void, unknown>;
   restore(snapshot: unknown): void;
   /**
    * The same restore in steps of about `recordsPerStep` records, one per event-loop turn for the
-   * caller; the state changes only in the last step (readers never see half of it).
+   * caller; the state changes only in the last step (readers never see half of it). "adopt":
+   * the snapshot was just decoded and nothing else holds it, so its records are taken over, not copied.
    */
-  restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void>;
+  restoreSteps(snapshot: unknown, recordsPerStep: number, ownership?: "copy" | "adopt"): Generator<void, void>;
 }
 
 /**

@@ -82,13 +82,17 @@ export class ObservedKeyMachine implements KeyStateMachine {
     return this.inner.capture();
   }
 
+  captureSteps(elementsPerStep: number) {
+    return this.inner.captureSteps(elementsPerStep);
+  }
+
   restore(snapshot: unknown): void {
     this.inner.restore(snapshot);
     this.listener?.onRestore();
   }
 
-  *restoreSteps(snapshot: unknown, recordsPerStep: number): Generator<void, void> {
-    yield* this.inner.restoreSteps(snapshot, recordsPerStep);
+  *restoreSteps(snapshot: unknown, recordsPerStep: number, ownership?: "copy" | "adopt"): Generator<void, void> {
+    yield* this.inner.restoreSteps(snapshot, recordsPerStep, ownership);
     this.listener?.onRestore();
   }
 }
