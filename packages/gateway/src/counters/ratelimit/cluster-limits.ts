@@ -4,10 +4,11 @@
 // its successor (owner-side.ts, successor-side.ts); other nodes forward the check in batches
 // (forwarder.ts) and answer the owner's result. When the owner is down (liveness.ts) its
 // successor takes over, and hands back when the owner returns. `async: true` limits answer here
-// and reconcile through the beats (async-limits.ts). A one-member cluster judges everything
+// and reconcile through the beats (core's placement/async-limits.ts). A one-member cluster judges everything
 // here, as a single node always did: no forwarding, no reservations, no beats.
 import { randomBytes } from "node:crypto";
 import {
+  AsyncLimits,
   limiterCountersPerNamespaceMax,
   type AppliedLimit,
   rankNodes,
@@ -20,7 +21,6 @@ import {
 import type { Logger } from "pino";
 import { V1Error, type V1ErrorCode } from "../../errors.js";
 import type { CounterDurability } from "../../store/types.js";
-import { AsyncLimits } from "./async-limits.js";
 import type { RateLimitClusterConfig } from "./config.js";
 import { limitUnavailable } from "./errors.js";
 import { errorOfResult, Forwarder } from "./forwarder.js";
@@ -173,6 +173,7 @@ export class ClusterRateLimits {
         handBacks: successor.handBacks,
         asyncAdmitted: asyncLimits.admitted,
         asyncRefusedUnconfirmed: asyncLimits.refusedUnconfirmed,
+        asyncAdmittedBeyondFloor: asyncLimits.admittedBeyondFloor,
       },
       "rate limits: stopped",
     );
@@ -323,7 +324,13 @@ export class ClusterRateLimits {
     if (request.t === "handBack" || request.t === "reserve") this.refreshVoters();
     switch (request.t) {
       case "beat":
-        this.asyncLimits.merge(from, request.asyncCounts);
+        this.asyncLimits.merge(
+          from,
+          request.asyncCounts,
+          request.asyncNowMs === undefined || request.asyncUnconfirmedSinceMs === undefined
+            ? undefined
+            : { nowMs: request.asyncNowMs, unconfirmedSinceMs: request.asyncUnconfirmedSinceMs },
+        );
         return { t: "beat" };
       case "batch":
         return {
@@ -386,12 +393,12 @@ export class ClusterRateLimits {
     const voters = this.voters;
     if (voters.length <= 1) return;
     const now = nowMs();
-    const { round, reports: asyncCounts } = this.asyncLimits.report(now);
+    const { round, reports: asyncCounts, nowMs: asyncNowMs, unconfirmedSinceMs } = this.asyncLimits.report(now);
     this.confirmAsync(now);
     for (const peer of voters) {
       if (peer === this.nodeId || this.beatsInFlight.has(peer)) continue;
       this.beatsInFlight.add(peer);
-      transport.call(peer, { t: "beat", asyncCounts }).then(
+      transport.call(peer, { t: "beat", asyncCounts, asyncNowMs, asyncUnconfirmedSinceMs: unconfirmedSinceMs }).then(
         (reply) => {
           this.beatsInFlight.delete(peer);
           if (reply === "notSent") this.liveness.lost(peer);

@@ -1,7 +1,7 @@
 // Messages of the cluster rate limits on the cluster RPC (op "counters"): beats that carry the
 // async-limit counts, batches of checks forwarded to a limit's owner, reservations an owner asks
 // of its successor, and hand-backs. Plain data (msgpack on the authenticated cluster channel).
-import type { AppliedLimit, AsyncBucketCount, RatelimitRequest, VerifyResult } from "@keyraft/core";
+import type { AppliedLimit, AsyncCounts, RatelimitRequest, VerifyResult } from "@keyraft/core";
 import type { V1ErrorCode } from "../../errors.js";
 
 /** The fields of a verifyKey body the owner needs; the key itself never leaves the node (only its hash). */
@@ -44,14 +44,13 @@ export interface WireAsk {
   generation: number;
 }
 
-export interface AsyncCounts {
-  durationMs: number;
-  counts: AsyncBucketCount[];
-}
-
 export type CounterRequest =
-  /** Every reconcile period to every peer: liveness and this node's async-limit counts. */
-  | { t: "beat"; asyncCounts: AsyncCounts[] }
+  /**
+   * Every reconcile period to every peer: liveness and this node's async-limit counts, with its
+   * clock when it sent them and the time of its oldest unconfirmed async admission (the traffic
+   * weights of the async shares need both; a beat without them gives the floor share only).
+   */
+  | { t: "beat"; asyncCounts: AsyncCounts[]; asyncNowMs?: number; asyncUnconfirmedSinceMs?: number }
   | { t: "batch"; items: ForwardItem[] }
   /** Owner to successor; `boot` is the successor's boot id the generation came from. */
   | { t: "reserve"; boot: string; asks: WireAsk[] }
