@@ -7,7 +7,7 @@
 // final) and the time of its oldest unconfirmed admission, which the traffic weights need. Bound
 // (docs/counters.md, Theorem 6): in any window the cluster admits at most
 // limit + asyncOvershootMax(limit, nodes), at most a tenth over (nodes - 1 for a limit below
-// 40 * (nodes - 1)), whatever the traffic's shape. Pure: the caller passes the time, the voters and
+// 10 * (nodes - 1)), whatever the traffic's shape. Pure: the caller passes the time, the voters and
 // the peers taken for up. Counts are in memory only: a restarted node forgets its own (one more
 // window of overshoot at most, its own admissions of that window).
 import { assert } from "../assert.js";
