@@ -141,22 +141,24 @@ export class AsyncLimits {
     const nowMs = this.clock(atMs);
     const estimator = this.estimator(durationMs);
     let share: { round: number; shareMax: number } | undefined;
-    let shareMax = Number.POSITIVE_INFINITY;
+    let floor = Number.POSITIVE_INFINITY;
+    let shareMax = floor;
+    const unconfirmed = nodes > 1 ? estimator.unconfirmedOf(key) : 0;
     if (nodes > 1) {
-      shareMax = asyncShareFloor(limit, nodes);
-      if (estimator.unconfirmedOf(key) + cost > shareMax)
-        shareMax += this.weightedShare(estimator, key, limit, nodes, nowMs);
+      floor = asyncShareFloor(limit, nodes);
+      shareMax = unconfirmed + cost > floor ? floor + this.weightedShare(estimator, key, limit, nodes, nowMs) : floor;
       share = { round: this.round, shareMax };
     }
     const opensRound = share !== undefined && cost > 0 && !this.unconfirmedRounds.has(this.round);
     const full = opensRound && this.unconfirmedRounds.size >= asyncRoundsUnconfirmedMax;
     const judged = full ? { success: false, remaining: 0 } : estimator.admit(key, limit, cost, nowMs, share);
-    if (judged.success && cost > 0) {
+    const admitted = judged.success && cost > 0;
+    if (admitted) {
       this.admitted += cost;
-      if (estimator.unconfirmedOf(key) > asyncShareFloor(limit, nodes)) this.admittedBeyondFloor += cost;
+      if (unconfirmed + cost > floor) this.admittedBeyondFloor += cost;
       if (opensRound) this.unconfirmedRounds.set(this.round, nowMs);
     }
-    const shareFull = estimator.unconfirmedOf(key) + cost > shareMax;
+    const shareFull = (admitted && share !== undefined ? unconfirmed + cost : unconfirmed) + cost > shareMax;
     if (!judged.success && judged.remaining >= cost) this.refusedUnconfirmed++;
     const fitsMs = estimator.fitTimeMs(key, limit, cost, nowMs);
     const reset = fitsMs === nowMs && shareFull ? nowMs + this.confirmEveryMs : fitsMs;
