@@ -28,7 +28,7 @@ import { judgeLimitHere, type LimitAnswer } from "./judge-here.js";
 import { PeerLiveness } from "./liveness.js";
 import { OwnerSide } from "./owner-side.js";
 import { subjectOfVerification, verifySubject } from "./subject.js";
-import { SuccessorSide } from "./successor-side.js";
+import { SuccessorSide, successorOwnersMax } from "./successor-side.js";
 import {
   verifyFieldsOf,
   type CounterReply,
@@ -96,6 +96,8 @@ export class ClusterRateLimits {
   private voters: readonly string[];
   private votersKey: string;
   private readonly ranks = new Map<string, readonly string[]>();
+  /** Every node seen among the voters (at most successorOwnersMax): a new owner collects counts from them all. */
+  private readonly knownNodes = new Set<string>();
 
   constructor(private readonly options: ClusterRateLimitsOptions) {
     const { transport, limiter, durability, config, nowMs, logger } = options;
@@ -106,6 +108,7 @@ export class ClusterRateLimits {
       limiter,
       liveness: this.liveness,
       timeoutMs: config.timeoutMs,
+      knownNodes: () => [...this.knownNodes],
       nowMs,
       logger,
     });
@@ -115,6 +118,7 @@ export class ClusterRateLimits {
       limiter,
       durability,
       voters: () => transport.voters(),
+      knownNodes: () => [...this.knownNodes],
       nowMs,
       logger,
     });
@@ -129,6 +133,11 @@ export class ClusterRateLimits {
     transport.serve((from, request) => this.serve(from, request));
     this.voters = transport.voters();
     this.votersKey = this.voters.join(",");
+    this.learnNodes(this.voters);
+  }
+
+  private learnNodes(voters: readonly string[]): void {
+    for (const node of voters) if (this.knownNodes.size < successorOwnersMax) this.knownNodes.add(node);
   }
 
   private refreshVoters(): void {
@@ -138,6 +147,7 @@ export class ClusterRateLimits {
     this.options.logger.info({ voters }, "rate limits: voters changed; subjects are placed over the new set");
     this.voters = voters;
     this.votersKey = key;
+    this.learnNodes(voters);
     this.ranks.clear();
     // Subjects of a removed owner move here with their reserved counts (successor-side.ts).
     this.successor.votersChanged(voters);
@@ -341,6 +351,8 @@ export class ClusterRateLimits {
         return this.successor.accept(from, request.boot, request.asks);
       case "handBack":
         return this.successor.handBack(from, request.voters);
+      case "collect":
+        return this.successor.countsFor(from, request.voters);
       default: {
         const unknown: never = request;
         return { t: "refused", message: `unknown counters request ${String(unknown)}` };

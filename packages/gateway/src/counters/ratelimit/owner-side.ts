@@ -17,11 +17,13 @@ import type { Logger } from "pino";
 import { limitUnavailable, withTimeout } from "./errors.js";
 import type { PeerLiveness } from "./liveness.js";
 import { parseReservationKey, reservationKey } from "./subject.js";
-import type { CounterTransport, WireAsk } from "./wire.js";
+import type { CounterTransport, WireAsk, WireBucket } from "./wire.js";
 
 /** Admissions waiting for coverage per successor; past it new ones are answered 503. */
 export const coverWaitersMax = 100_000;
 /** Asks per reserve message. */
+/** Nodes a new owner asks for counts of its subjects (collect), itself and its successor included. */
+export const collectNodesMax = 64;
 export const reserveAsksMax = 1024;
 
 interface Waiter {
@@ -51,6 +53,8 @@ export interface OwnerSideOptions {
   limiter: SlidingWindowLimiter;
   liveness: PeerLiveness;
   timeoutMs: number;
+  /** Every node this one has known as a voter (itself included), at most successorOwnersMax. */
+  knownNodes(): readonly string[];
   nowMs(): number;
   logger: Logger;
 }
@@ -108,11 +112,12 @@ export class OwnerSide {
     if (reply.t !== "handBack")
       throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
     this.options.liveness.heard(successor, this.options.nowMs());
+    const others = await this.collect(successor, voters, reply.nodes ?? []);
     if (link.reservations !== null) return; // a concurrent hand-back already restored (cannot happen: one at a time)
     const nowMs = this.options.nowMs();
     const width = (bucket: { key: string }) => limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
     // Filed on the successor's clock: one bucket later here (clocks apart by less than a bucket).
-    for (const bucket of movedBuckets(reply.buckets, width, nowMs)) {
+    for (const bucket of movedBuckets([...reply.buckets, ...others], width, nowMs)) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
       limiter.restoreMovedBucket({
@@ -131,6 +136,43 @@ export class OwnerSide {
       { successor, generation: reply.generation, buckets: reply.buckets.length },
       "rate limits: hand-back restored; serving owned limits",
     );
+  }
+
+  /**
+   * The counts of this node's subjects (over `voters`) held by any node but it and its successor:
+   * after two membership changes in quick succession they may sit on a node the subjects passed
+   * through (one that took them over or had them handed back, and was replaced before it handed
+   * them on; docs/counters.md). Every node this one or its successor knows is asked, then every
+   * node those know, up to collectNodesMax; one that does not answer in time is left out (a node
+   * down with counts nobody else holds takes them along).
+   */
+  private async collect(successor: string, voters: string[], successorKnows: readonly string[]): Promise<WireBucket[]> {
+    const { transport, timeoutMs } = this.options;
+    const asked = new Set([transport.nodeId, successor]);
+    const found: WireBucket[] = [];
+    let frontier = [...new Set([...this.options.knownNodes(), ...successorKnows])].filter((node) => !asked.has(node));
+    while (frontier.length > 0) {
+      frontier = frontier.slice(0, Math.max(0, collectNodesMax - asked.size));
+      for (const node of frontier) asked.add(node);
+      const answers = await Promise.all(
+        frontier.map((node) =>
+          withTimeout(transport.call(node, { t: "collect", voters }), timeoutMs, () =>
+            limitUnavailable(`no counts from ${node} in time`),
+          ).then(
+            (answer) => (answer !== "notSent" && answer.t === "collect" ? answer : null),
+            () => null,
+          ),
+        ),
+      );
+      const next = new Set<string>();
+      for (const answer of answers) {
+        if (answer === null) continue;
+        found.push(...answer.buckets);
+        for (const node of answer.nodes) if (!asked.has(node)) next.add(node);
+      }
+      frontier = [...next];
+    }
+    return found;
   }
 
   /**
