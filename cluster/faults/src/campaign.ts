@@ -207,21 +207,33 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
           supplied.set(keyId, (supplied.get(keyId) ?? 0) + topUpCredits);
       }
     };
+    // Call and return times of admissions on the monotonic clock: a wall clock stepped back during
+    // a run would put admissions of two windows at overlapping times and report an overshoot the
+    // nodes never made (their limiters judge at their clock's high-water mark, so a step back
+    // freezes their windows instead).
+    const limitCall = async (): Promise<void> => {
+      const callMs = performance.now();
+      operations["limit"] = (operations["limit"] ?? 0) + 1;
+      const answer = await call(
+        anyUp(),
+        "/v1/ratelimits.limit",
+        { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs },
+        rootKey,
+        requestTimeoutMs,
+      );
+      if (answer.status === 200 && field(answer.body, "success") === true) {
+        operations["limitSuccess"] = (operations["limitSuccess"] ?? 0) + 1;
+        limitAdmissions.push({ callMs, returnMs: performance.now() });
+      }
+    };
     const limitWorker = async (): Promise<void> => {
       while (Date.now() < stopAtMs) {
-        const callMs = Date.now();
-        operations["limit"] = (operations["limit"] ?? 0) + 1;
-        const answer = await call(
-          anyUp(),
-          "/v1/ratelimits.limit",
-          { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs },
-          rootKey,
-          requestTimeoutMs,
-        );
-        if (answer.status === 200 && field(answer.body, "success") === true) {
-          operations["limitSuccess"] = (operations["limitSuccess"] ?? 0) + 1;
-          limitAdmissions.push({ callMs, returnMs: Date.now() });
-        }
+        if (random() < 0.1) {
+          // A burst: 5-40 calls at once, each to a random node up (the owner judges them all).
+          operations["limitBurst"] = (operations["limitBurst"] ?? 0) + 1;
+          const size = 5 + Math.floor(random() * 36);
+          await Promise.all(Array.from({ length: size }, () => limitCall()));
+        } else await limitCall();
         await sleep(20);
       }
     };

@@ -611,3 +611,108 @@ describe("membership changes under random schedules", () => {
     for (let seed = from; seed <= to; seed++) expect(await membershipSchedule(seed, true)).toBeNull();
   }, 60_000);
 });
+
+/**
+ * A seeded schedule of hits, time passing (windows of 2 s roll over), kills and restarts (memory
+ * lost, disk kept), pauses (SIGSTOP: calls to the node wait), cut links and false suspicions, on
+ * three nodes. Returns the first interval of the window holding more than the limit, or null.
+ */
+async function faultSchedule(seed: number): Promise<string | null> {
+  const trace = process.env["FSEED"] !== undefined ? (line: string) => console.log(line) : () => undefined;
+  let x = seed * 2654435761;
+  const rand = (n: number): number => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    return (x >>> 8) % n;
+  };
+  const nodeIds = ["n1", "n2", "n3"];
+  const limit = 3 + rand(20);
+  const durationMs = 2_000;
+  const limitCheck: LimitCheck = { key: `r:ns_1:${limit}:${durationMs}:user-1`, limit, durationMs, cost: 1 };
+  const cluster = new SimCluster(nodeIds);
+  await cluster.beats();
+  const admittedAt: number[] = [];
+  const paused = new Set<string>();
+  const usable = () => nodeIds.filter((id) => cluster.node(id).up && !paused.has(id));
+  for (let step = 0; step < 80; step++) {
+    const roll = rand(24);
+    if (roll < 10) {
+      const from = usable();
+      if (from.length === 0) continue;
+      const at = from[rand(from.length)]!;
+      const atMs = cluster.nowMs;
+      const answers = await Promise.all(
+        Array.from({ length: 1 + rand(4) }, () =>
+          cluster
+            .node(at)
+            .limits.limit(subject, limitCheck, false)
+            .then(
+              (answer) => answer.success,
+              () => false,
+            ),
+        ),
+      );
+      for (const admitted of answers) if (admitted) admittedAt.push(atMs);
+      trace(`${step} @${atMs}: hit at ${at}: ${answers.filter(Boolean).length} of ${answers.length}`);
+    } else if (roll < 15) {
+      cluster.nowMs += 20 + rand(500);
+      await cluster.beats();
+      trace(`${step}: time ${cluster.nowMs}, beats`);
+    } else if (roll < 16) {
+      const up = nodeIds.filter((id) => cluster.node(id).up);
+      if (up.length < 2) continue;
+      const id = up[rand(up.length)]!;
+      cluster.node(id).up = false;
+      if (paused.delete(id)) cluster.node(id).resume();
+      trace(`${step}: kill ${id}`);
+    } else if (roll < 18) {
+      const down = nodeIds.filter((id) => !cluster.node(id).up);
+      if (down.length === 0) continue;
+      const id = down[rand(down.length)]!;
+      cluster.boot(id, cluster.node(id).disk);
+      trace(`${step}: restart ${id}`);
+    } else if (roll < 19) {
+      const id = usable()[rand(Math.max(1, usable().length))];
+      if (id === undefined || usable().length < 2) continue;
+      cluster.pause(id);
+      paused.add(id);
+      trace(`${step}: pause ${id}`);
+    } else if (roll < 20) {
+      for (const id of paused) cluster.node(id).resume();
+      paused.clear();
+      trace(`${step}: resume all`);
+    } else if (roll < 21) {
+      const a = nodeIds[rand(3)]!;
+      const b = nodeIds.filter((id) => id !== a)[rand(2)]!;
+      cluster.cutLink(a, b);
+      trace(`${step}: cut ${a}-${b}`);
+    } else if (roll < 23) {
+      cluster.cut.clear();
+      trace(`${step}: heal`);
+    } else {
+      const a = nodeIds[rand(3)]!;
+      const b = nodeIds.filter((id) => id !== a)[rand(2)]!;
+      cluster.node(a).limits.liveness.lost(b);
+      trace(`${step}: ${a} suspects ${b}`);
+    }
+  }
+  for (const id of paused) cluster.node(id).resume();
+  trace(`admitted ${admittedAt.length}, limit ${limit}`);
+  admittedAt.sort((a, b) => a - b);
+  let from = 0;
+  for (let i = 0; i < admittedAt.length; i++) {
+    while (admittedAt[from]! <= admittedAt[i]! - durationMs) from++;
+    if (i - from + 1 > limit)
+      return `seed ${seed}: ${i - from + 1} admitted in (${admittedAt[i]! - durationMs}, ${admittedAt[i]}], limit ${limit}`;
+  }
+  return null;
+}
+
+describe("fault schedules", () => {
+  it("kills, restarts, pauses, cut links and false suspicions while windows roll over: never more than the limit in a window", async () => {
+    const [from, to] =
+      process.env["FSEED"] === undefined
+        ? [Number(process.env["FFROM"] ?? 1), Number(process.env["FSEEDS"] ?? 30)]
+        : [Number(process.env["FSEED"]), Number(process.env["FSEED"])];
+    for (let seed = from; seed <= to; seed++) expect(await faultSchedule(seed)).toBeNull();
+  }, 120_000);
+});
