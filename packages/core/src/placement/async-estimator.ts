@@ -192,8 +192,8 @@ export class AsyncLimitEstimator {
       if (buckets === undefined) {
         this.makeRoom(view);
         buckets = new Map();
-      } else view.delete(c.key); // re-inserted: a key of this report is never the one forgotten next
-      view.set(c.key, buckets);
+        view.set(c.key, buckets);
+      }
       buckets.set(c.bucketStartMs, Math.max(buckets.get(c.bucketStartMs) ?? 0, c.count));
     }
   }
