@@ -27,7 +27,7 @@ import { errorOfResult, Forwarder } from "./forwarder.js";
 import { judgeLimitHere, type LimitAnswer } from "./judge-here.js";
 import { PeerLiveness } from "./liveness.js";
 import { OwnerSide } from "./owner-side.js";
-import { subjectOfVerification, verifySubject } from "./subject.js";
+import { subjectOfLimiterKey, subjectOfVerification, verifySubject } from "./subject.js";
 import { SuccessorSide, successorOwnersMax } from "./successor-side.js";
 import {
   verifyFieldsOf,
@@ -109,6 +109,12 @@ export class ClusterRateLimits {
       liveness: this.liveness,
       timeoutMs: config.timeoutMs,
       knownNodes: () => [...this.knownNodes],
+      covers: (successor, limiterKey) => {
+        const subject = subjectOfLimiterKey(limiterKey);
+        if (subject === null) return false;
+        const ranked = this.rank(subject);
+        return ranked[0] === this.nodeId && ranked[1] === successor;
+      },
       nowMs,
       logger,
     });

@@ -55,6 +55,8 @@ export interface OwnerSideOptions {
   timeoutMs: number;
   /** Every node this one has known as a voter (itself included), at most successorOwnersMax. */
   knownNodes(): readonly string[];
+  /** Whether the limiter key's subject ranks this node first and `successor` second (over the voters now). */
+  covers(successor: string, limiterKey: string): boolean;
   nowMs(): number;
   logger: Logger;
 }
@@ -90,6 +92,9 @@ export class OwnerSide {
   /** null when decisions on `successor`'s subjects may be made now; else a hand-back to wait for (rejects: answer 503). */
   ready(successor: string): Promise<void> | null {
     const link = this.link(successor);
+    // A hand-back in progress holds its generation already while the counts held here are being
+    // covered at the successor: decisions wait for that too.
+    if (link.handingBack !== null) return link.handingBack;
     if (link.reservations !== null) return null;
     link.handingBack ??= this.handBack(successor, link).finally(() => {
       link.handingBack = null;
@@ -136,6 +141,17 @@ export class OwnerSide {
       { successor, generation: reply.generation, buckets: reply.buckets.length },
       "rate limits: hand-back restored; serving owned limits",
     );
+    // Every count held here of the successor's subjects (this node's own, restored from its disk
+    // or handed back) is covered there before this node serves: a successor that changed with the
+    // voters, or restarted, holds none of them, and taking over from nothing it would admit them
+    // again if this node died (the fault schedules with membership changes found it).
+    const held = limiter.snapshot(nowMs).filter((bucket) => this.options.covers(successor, bucket.key));
+    const covering = held.length === 0 ? null : this.cover(successor, held);
+    if (covering !== null)
+      await covering.catch((error: unknown) => {
+        link.reservations = null; // the next decision asks for a hand-back again
+        throw error;
+      });
   }
 
   /**
