@@ -22,6 +22,8 @@ import type { CounterTransport, WireAsk, WireBucket } from "./wire.js";
 /** Admissions waiting for coverage per successor; past it new ones are answered 503. */
 export const coverWaitersMax = 100_000;
 /** Asks per reserve message. */
+/** Buckets held at a hand-back whose coverage at the successor decisions wait for (the rest is asked for without waiting). */
+export const heldCoverWaitMax = 4096;
 /** Nodes a new owner asks for counts of its subjects (collect), itself and its successor included. */
 export const collectNodesMax = 64;
 export const reserveAsksMax = 1024;
@@ -145,8 +147,12 @@ export class OwnerSide {
     // or handed back) is covered there before this node serves: a successor that changed with the
     // voters, or restarted, holds none of them, and taking over from nothing it would admit them
     // again if this node died (the fault schedules with membership changes found it).
+    // Past heldCoverWaitMax buckets the rest is asked for without waiting (decisions would wait
+    // too long, and the waiters are bounded): their coverage then follows within a round trip.
     const held = limiter.snapshot(nowMs).filter((bucket) => this.options.covers(successor, bucket.key));
-    const covering = held.length === 0 ? null : this.cover(successor, held);
+    for (let start = heldCoverWaitMax; start < held.length; start += heldCoverWaitMax)
+      this.cover(successor, held.slice(start, start + heldCoverWaitMax))?.catch(() => undefined);
+    const covering = held.length === 0 ? null : this.cover(successor, held.slice(0, heldCoverWaitMax));
     if (covering !== null)
       await covering.catch((error: unknown) => {
         link.reservations = null; // the next decision asks for a hand-back again
