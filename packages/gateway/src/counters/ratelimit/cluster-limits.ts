@@ -155,8 +155,10 @@ export class ClusterRateLimits {
     this.votersKey = key;
     this.learnNodes(voters);
     this.ranks.clear();
-    // Subjects of a removed owner move here with their reserved counts (successor-side.ts).
+    // Subjects of a removed owner move here with their reserved counts (successor-side.ts), and
+    // the counts this node now owns are covered at their successors before it decides (owner-side.ts).
     this.successor.votersChanged(voters);
+    this.owner.votersChanged();
   }
 
   /** Owner first, then its successors (cached per subject). */

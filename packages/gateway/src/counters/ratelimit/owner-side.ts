@@ -341,17 +341,33 @@ export class OwnerSide {
    * judged in this generation and not yet covered is answered 503; the next decisions wait for a
    * hand-back.
    */
+  /**
+   * The voters changed: this node may now own subjects whose counts it took over or holds
+   * uncovered at their successor (a successor new with the voters, or one that already held a
+   * generation of this node's and so would not be asked again). Every link starts over: the next
+   * decision on a successor's subjects asks it for a hand-back, which covers every count held
+   * here of its subjects (admissions waiting for coverage meanwhile are answered 503).
+   */
+  votersChanged(): void {
+    for (const [successor, link] of this.links)
+      if (link.reservations !== null && link.handingBack === null) this.resetLink(successor, link, "voters changed");
+  }
+
   private loseGeneration(successor: string, link: Link): void {
     this.options.logger.warn(
       { successor, generation: link.reservations?.generation },
       "rate limits: successor refused a reservation (took over or restarted); asking for a hand-back",
     );
+    this.resetLink(successor, link, `${successor} took this limit over; handing back`);
+  }
+
+  private resetLink(successor: string, link: Link, why: string): void {
     link.reservations = null;
     link.inFlight.clear();
     link.queued.clear();
     const waiters = link.waiters;
     link.waiters = [];
-    for (const waiter of waiters) waiter.reject(limitUnavailable(`${successor} took this limit over; handing back`));
+    for (const waiter of waiters) waiter.reject(limitUnavailable(why));
   }
 
   /** Drops coverage of buckets that left every window. */
