@@ -193,31 +193,54 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter {
   }
 }
 
-/** The application: SimApp's digest. RaftNode hands it normal, non-empty entries only. */
+/**
+ * The application: SimApp's digest. RaftNode hands it normal, non-empty entries only. Some applies
+ * and installs take several steps (`later` says how many; the driver's loop goes on meanwhile): the
+ * work happens when the simulation completes it, and a crash abandons it.
+ */
 class SimMachine implements StateMachine {
   readonly app = new SimApp();
+  /** Calls in progress: the driver must never start one before the last finished. */
+  private busy = false;
 
   constructor(
     private readonly id: NodeId,
     private readonly checker: SafetyChecker,
+    private readonly later: (run: () => void) => Promise<void> | null,
   ) {}
 
-  apply(entry: Entry): void {
-    this.app.appliedIndex = entry.index - 1; // empty and conf entries do not reach the machine
-    this.app.apply(entry);
-    this.checker.observeApplied(this.id, entry, this.app.digest);
+  apply(entry: Entry): void | Promise<void> {
+    return this.run(() => {
+      this.app.appliedIndex = entry.index - 1; // empty and conf entries do not reach the machine
+      this.app.apply(entry);
+      this.checker.observeApplied(this.id, entry, this.app.digest);
+    });
   }
 
   takeSnapshot(): Promise<Uint8Array> {
+    if (this.busy) throw new Error(`${this.id}: takeSnapshot while an apply or install is in progress`);
     return Promise.resolve(this.app.encode(256)); // bytes handed over later: the asynchronous path
   }
 
-  installSnapshot(snapshot: Snapshot): void {
-    const { appliedIndex, digest } = SimApp.decode(snapshot.data);
-    this.app.appliedIndex = appliedIndex;
-    this.app.digest = digest;
-    if (this.checker.appliedEntry(appliedIndex) !== undefined)
-      this.checker.observeSnapshotInstalled(this.id, appliedIndex, digest);
+  installSnapshot(snapshot: Snapshot): void | Promise<void> {
+    return this.run(() => {
+      const { appliedIndex, digest } = SimApp.decode(snapshot.data);
+      this.app.appliedIndex = appliedIndex;
+      this.app.digest = digest;
+      if (this.checker.appliedEntry(appliedIndex) !== undefined)
+        this.checker.observeSnapshotInstalled(this.id, appliedIndex, digest);
+    });
+  }
+
+  private run(work: () => void): void | Promise<void> {
+    if (this.busy) throw new Error(`${this.id}: a state machine call began before the previous one finished`);
+    const pending = this.later(() => {
+      work();
+      this.busy = false;
+    });
+    if (pending === null) return work();
+    this.busy = true;
+    return pending;
   }
 }
 
@@ -227,6 +250,10 @@ interface Process {
   transport: SimTransport;
   storage: ProcessStorage;
   machine: SimMachine;
+  /** Set once start() resolved (it installs the stored snapshot first, which may take steps). */
+  started: boolean;
+  /** State machine calls that take steps: run at `completeAtStep` (a crash abandons them). */
+  machineWork: { completeAtStep: number; run: () => void; resolve: () => void }[];
 }
 
 export class DriverSimulation {
@@ -241,6 +268,9 @@ export class DriverSimulation {
   private readonly failures: string[] = [];
   private readonly trace: (line: string) => void;
   private readonly writeLatencyMax: number;
+  /** Share of state machine calls (applies, installs) that take 1..slowMachineStepsMax steps. */
+  private readonly slowMachineRate: number;
+  private readonly slowMachineStepsMax: number;
   private readonly stats = { terms: 0, appliedMax: 0, crashes: 0, readsChecked: 0, proposals: 0 };
   private readonly leaders = new Map<number, NodeId>();
   private proposalCounter = 0;
@@ -259,7 +289,13 @@ export class DriverSimulation {
       longDelayMax: electionTicks * (1 + this.random.intBelow(3)),
     });
     for (const id of this.ids) this.disks.set(id, new SimStorage(undefined, this.random.intBelow(10)));
-    this.trace(`seed ${options.seed}: ${voters} voters, write latency <= ${this.writeLatencyMax} steps`);
+    this.slowMachineRate = this.random.chance(0.5) ? this.random.nextFloat() * 0.3 : 0;
+    // Up to three election timeouts: a follower installing or applying that long must not stall its loop.
+    this.slowMachineStepsMax = 1 + this.random.intBelow(3 * electionTicks);
+    this.trace(
+      `seed ${options.seed}: ${voters} voters, write latency <= ${this.writeLatencyMax} steps, ` +
+        `${(this.slowMachineRate * 100).toFixed(0)}% of state machine calls take up to ${this.slowMachineStepsMax} steps`,
+    );
   }
 
   writeLatency(): number {
@@ -304,7 +340,12 @@ export class DriverSimulation {
     if (disk === undefined || this.processes.has(id)) return;
     const clock = new ProcessClock(this.time);
     const storage = new ProcessStorage(disk, this, id);
-    const machine = new SimMachine(id, this.checker);
+    const machineWork: Process["machineWork"] = [];
+    const machine = new SimMachine(id, this.checker, (run) => {
+      if (!this.random.chance(this.slowMachineRate)) return null;
+      const completeAtStep = this.step + 1 + this.random.intBelow(this.slowMachineStepsMax);
+      return new Promise((resolve) => machineWork.push({ completeAtStep, run, resolve }));
+    });
     const built: { transport: SimTransport | null } = { transport: null };
     const nonce = new Uint8Array(8).map(() => this.random.intBelow(256));
     const node = new RaftNode({
@@ -335,8 +376,10 @@ export class DriverSimulation {
     });
     const transport = built.transport;
     if (transport === null) throw new Error("RaftNode built no transport");
-    this.processes.set(id, { node, clock, transport, storage, machine });
+    const process: Process = { node, clock, transport, storage, machine, machineWork, started: false };
+    this.processes.set(id, process);
     await node.start();
+    process.started = true;
     this.trace(`step ${this.step}: start ${id}`);
   }
 
@@ -362,6 +405,12 @@ export class DriverSimulation {
     for (const process of this.processes.values()) {
       if (this.random.chance(0.95)) process.clock.fireDue();
       process.storage.completeDue(this.step);
+      const due = process.machineWork.filter((work) => work.completeAtStep <= this.step);
+      process.machineWork.splice(0, process.machineWork.length, ...process.machineWork.filter((w) => !due.includes(w)));
+      for (const work of due) {
+        work.run();
+        work.resolve();
+      }
     }
     // Let every loop run until it waits for a write, a message or a tick (no real I/O is pending).
     for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -371,6 +420,7 @@ export class DriverSimulation {
 
   private observeLeaders(): void {
     for (const [id, process] of this.processes) {
+      if (!process.started) continue;
       const status = process.node.status();
       if (status.role !== "leader") continue;
       this.checker.observeLeader(id, status.term, process.storage.durable);
@@ -386,6 +436,7 @@ export class DriverSimulation {
     let best: Process | null = null;
     let bestTerm = -1;
     for (const process of this.processes.values()) {
+      if (!process.started) continue;
       const status = process.node.status();
       if (status.role === "leader" && status.term > bestTerm) {
         best = process;
@@ -433,7 +484,7 @@ export class DriverSimulation {
 
   /** A read that resolves must see every write applied anywhere before it began. */
   private read(): void {
-    const process = this.pick([...this.processes.values()]);
+    const process = this.pick([...this.processes.values()].filter((p) => p.started));
     if (process === undefined) return;
     const appliedMaxAtStart = this.checker.appliedMax;
     process.node.readIndex().then(
@@ -458,7 +509,8 @@ export class DriverSimulation {
   private async checkLiveness(): Promise<void> {
     this.network.heal();
     this.network.faults = { dropRate: 0, duplicateRate: 0, delayMax: 1 };
-    for (const id of this.ids) if (!this.processes.has(id)) await this.startProcess(id);
+    // Not awaited: a start installs the stored snapshot first, which may take steps to complete.
+    for (const id of this.ids) if (!this.processes.has(id)) void this.startProcess(id);
     const bound = 100 * electionTicks;
     let committed: number | null = null;
     let proposing = false;
@@ -473,7 +525,8 @@ export class DriverSimulation {
         );
       }
       const target = committed;
-      if (target !== null && [...this.processes.values()].every((p) => p.node.status().applied >= target)) return;
+      if (target !== null && [...this.processes.values()].every((p) => p.started && p.node.status().applied >= target))
+        return;
     }
     throw new SafetyViolation(`liveness: no new proposal committed and applied everywhere within ${bound} steps`);
   }
