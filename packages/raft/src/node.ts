@@ -294,15 +294,23 @@ export class RaftNode {
     if (this.identities === null || !founding || !emptyLog) return;
     const peers = Object.keys(this.options.transport.peers).filter((id) => id !== this.id);
     const electionMs = this.config.electionTicks * this.config.tickMs;
-    const deadlineMs = Date.now() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
+    const deadlineMs = this.clock.nowMs() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
     // A dialer is authenticated one frame before its peer checks it: once every peer is connected,
     // a refusal can still be on its way, so wait a little longer for it.
     let allConnectedAtMs: number | null = null;
-    while (Date.now() < deadlineMs && this.refusedBy.size === 0) {
+    // Polled on the driver's clock (a tick at a time), so the driver simulation runs it too.
+    const nextTick = () =>
+      new Promise<void>((resolve) => {
+        const timer = this.clock.setInterval(() => {
+          this.clock.clearInterval(timer);
+          resolve();
+        }, this.config.tickMs);
+      });
+    while (this.clock.nowMs() < deadlineMs && this.refusedBy.size === 0) {
       if (allConnectedAtMs === null && peers.every((id) => this.transport.isConnected(id)))
-        allConnectedAtMs = Date.now();
-      if (allConnectedAtMs !== null && Date.now() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+        allConnectedAtMs = this.clock.nowMs();
+      if (allConnectedAtMs !== null && this.clock.nowMs() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
+      await nextTick();
     }
     if (this.refusedBy.size === 0) return;
     throw new RaftNodeError(
