@@ -54,7 +54,7 @@ import { applicationMessageType, isApplicationMessage, type WireMessage } from "
 import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
 import { PeerIdentities } from "./driver/peer-identity.js";
 import type { PeerIdentity } from "./transport/handshake.js";
-import { applyConfChange, decodeConfChange } from "./core/confchange.js";
+import { applyConfChange, bootstrapTerm, decodeConfChange } from "./core/confchange.js";
 import { ApplyQueue, type ApplyWork } from "./driver/apply-queue.js";
 
 type Input =
@@ -336,7 +336,10 @@ export class RaftNode {
     if (entry.index <= this.applied) return; // covered by an installed snapshot
     const change = decodeConfChange(entry.data);
     this.appliedConf = applyConfChange(this.appliedConf, change);
-    if (this.identities === null) return;
+    // The founding membership's entries add every founder once, at the start: they are no rejoin,
+    // and forgetting there would drop the incarnations the founding probe just recorded (a wiped
+    // founder would then be let back in as if it were new).
+    if (this.identities === null || entry.term === bootstrapTerm) return;
     if (change.type === "remove" || change.type === "addLearner") this.identities.forget(change.node, entry.index);
   }
 

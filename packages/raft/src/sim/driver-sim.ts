@@ -297,7 +297,12 @@ export class DriverSimulation {
   /** Handshakes between two transports (by object), as a real connection would do once: accepted or not. */
   private readonly handshakes = new Map<SimTransport, Map<SimTransport, boolean>>();
   /** Who sent each message in flight, as stated then (a held message may outlive its sender's process). */
-  private readonly senders = new WeakMap<Message, { transport: SimTransport; identity: PeerIdentity | null }>();
+  private readonly senders = new WeakMap<
+    Message,
+    { transport: SimTransport; identity: PeerIdentity | null; receiverIncarnation: string | null }
+  >();
+  /** The incarnation of each peer a transport last connected to: what it queues is for that incarnation. */
+  private readonly connectedIncarnations = new Map<SimTransport, Map<NodeId, string>>();
   private readonly processes = new Map<NodeId, Process>();
   private readonly failures: string[] = [];
   private readonly trace: (line: string) => void;
@@ -348,7 +353,11 @@ export class DriverSimulation {
   }
 
   send(message: Message, from: SimTransport): void {
-    this.senders.set(message, { transport: from, identity: from.handshake.identity?.() ?? null });
+    this.senders.set(message, {
+      transport: from,
+      identity: from.handshake.identity?.() ?? null,
+      receiverIncarnation: this.connectedIncarnations.get(from)?.get(message.to) ?? null,
+    });
     this.network.send(message, this.step);
   }
 
@@ -379,6 +388,17 @@ export class DriverSimulation {
     if (!bAccepts) a.transport.handshake.onIdentityRefused?.(b.id);
     if (!aAccepts) b.transport.handshake.onIdentityRefused?.(a.id);
     const ok = aAccepts && bAccepts;
+    if (ok)
+      for (const [x, y] of [
+        [a, b],
+        [b, a],
+      ] as const) {
+        const incarnation = identityOf(y)?.incarnation;
+        if (incarnation === undefined) continue;
+        const row = this.connectedIncarnations.get(x.transport) ?? new Map<NodeId, string>();
+        row.set(y.id, incarnation);
+        this.connectedIncarnations.set(x.transport, row);
+      }
     for (const [x, y] of [
       [a, b],
       [b, a],
@@ -390,10 +410,16 @@ export class DriverSimulation {
     if (!ok) this.trace(`step ${this.step}: ${a.id} and ${b.id} refuse each other's identity`);
   }
 
-  /** A message is delivered only over an accepted connection, or, from a process gone since, to a receiver that accepts who sent it. */
+  /**
+   * A message is delivered only to the incarnation its sender was connected to (if any), and over an
+   * accepted connection, or, from a process gone since, to a receiver that accepts who sent it.
+   */
   private deliverable(message: Message, to: Process): boolean {
     const sender = this.senders.get(message);
     if (sender === undefined) return true;
+    // Queued for another incarnation of the receiver: a real transport drops it when the new one connects.
+    const incarnation = to.transport.handshake.identity?.().incarnation;
+    if (sender.receiverIncarnation !== null && incarnation !== sender.receiverIncarnation) return false;
     const live = this.processes.get(message.from);
     if (live !== undefined && live.transport === sender.transport) return this.accepted(sender.transport, to.id);
     if (sender.identity === null) return true;
