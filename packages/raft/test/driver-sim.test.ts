@@ -18,12 +18,16 @@ describe("driver simulation (RaftNode under a fake clock, network and disk)", ()
       let crashes = 0;
       let wipes = 0;
       let refusedStarts = 0;
+      let heldDelivered = 0;
+      const clusterSizes = new Set<number>();
       for (let seed = firstSeed; seed < firstSeed + seedCount; seed++) {
         const result = await runDriverSimulation({ seed, steps });
         readsChecked += result.stats.readsChecked;
         crashes += result.stats.crashes;
         wipes += result.stats.wipes;
         refusedStarts += result.stats.refusedStarts;
+        heldDelivered += result.stats.heldDelivered;
+        clusterSizes.add(result.stats.voters);
         if (!result.ok) failed.push(`seed ${seed}: ${result.failure}`);
       }
       expect(failed).toEqual([]);
@@ -32,6 +36,10 @@ describe("driver simulation (RaftNode under a fake clock, network and disk)", ()
       // Wiped data directories happened, and their nodes were refused at start.
       expect(wipes).toBeGreaterThan(0);
       expect(refusedStarts).toBeGreaterThan(0);
+      // One- and two-voter clusters are in the budget, and messages held past partitions and
+      // crashes were delivered later (to restarted processes too).
+      expect([...clusterSizes].sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(heldDelivered).toBeGreaterThan(0);
     },
   );
 

@@ -42,6 +42,10 @@ export interface DriverSimResult {
   ok: boolean;
   failure?: string;
   stats: {
+    /** Voters of the cluster (one to five). */
+    voters: number;
+    /** Messages held across a partition or a crash (or delayed past an election timeout) and delivered later. */
+    heldDelivered: number;
     terms: number;
     appliedMax: number;
     crashes: number;
@@ -311,6 +315,8 @@ export class DriverSimulation {
   private readonly slowMachineRate: number;
   private readonly slowMachineStepsMax: number;
   private readonly stats = {
+    voters: 0,
+    heldDelivered: 0,
     terms: 0,
     appliedMax: 0,
     crashes: 0,
@@ -447,6 +453,8 @@ export class DriverSimulation {
 
   private result(ok: boolean, failure?: string): DriverSimResult {
     this.stats.appliedMax = this.checker.appliedMax;
+    this.stats.voters = this.ids.length;
+    this.stats.heldDelivered = this.network.heldDelivered;
     const result: DriverSimResult = { seed: this.options.seed, ok, stats: { ...this.stats } };
     if (failure !== undefined) result.failure = failure;
     return result;
