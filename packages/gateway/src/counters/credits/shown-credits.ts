@@ -73,8 +73,17 @@ export class ShownCredits {
       // A decrement since lowered the balance by exactly what it took.
       shown = Math.min(credits, Math.max(0, floor.credits - (floor.epochBalance - ledger.epochBalance)));
     }
+    // Most recently shown last (the bound forgets the oldest); the record is reused, not rebuilt, per answer.
     this.floors.delete(key.id);
-    this.floors.set(key.id, { epoch: ledger.epoch, epochBalance: ledger.epochBalance, refillMark, credits: shown });
+    if (floor === undefined)
+      this.floors.set(key.id, { epoch: ledger.epoch, epochBalance: ledger.epochBalance, refillMark, credits: shown });
+    else {
+      floor.epoch = ledger.epoch;
+      floor.epochBalance = ledger.epochBalance;
+      floor.refillMark = refillMark;
+      floor.credits = shown;
+      this.floors.set(key.id, floor);
+    }
     if (this.floors.size > shownFloorsMax) {
       const oldest = this.floors.keys().next().value;
       if (oldest !== undefined) this.floors.delete(oldest);
