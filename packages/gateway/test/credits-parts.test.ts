@@ -155,6 +155,54 @@ describe("LeaseJournalStore", () => {
     await store.close();
   });
 
+  it("records written ahead wait for company: an append, a hurry or a close writes them at once, in order", async () => {
+    const { dir, db } = await tempDb();
+    const batches: StoreOp[][] = [];
+    const real = syncedBatchWrite(db);
+    // A delay no test run reaches: what is written ahead waits until something else writes it.
+    const { store } = await LeaseJournalStore.open(db, {
+      onFatal: fatal,
+      aheadDelayMs: 600_000,
+      write: (ops) => {
+        batches.push([...ops]);
+        return real(ops);
+      },
+    });
+    await store.append([
+      { t: "request", keyId: "k", seq: 1 },
+      { t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 },
+    ]);
+    batches.length = 0;
+    // Alone, a record written ahead waits.
+    let aheadDone = false;
+    const ahead = store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 24 }]).then(() => (aheadDone = true));
+    for (let i = 0; i < 5; i++) await tick();
+    expect(batches).toHaveLength(0);
+    expect(aheadDone).toBe(false);
+    // An append someone waits for takes it along: one batch, the ahead record first.
+    await store.append([{ t: "spend", keyId: "k", seq: 1, cost: 1 }]);
+    await ahead;
+    expect(batches).toHaveLength(1);
+    // A hurry writes what waits for company without the delay.
+    const hurried = store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 2 }]);
+    store.hurry();
+    await hurried;
+    expect(batches).toHaveLength(2);
+    // A close writes what is still waiting.
+    const last = store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 3 }]);
+    await store.close();
+    await last;
+    expect(batches).toHaveLength(3);
+    await db.close();
+    const reopened = await openStoreDb(dir);
+    dbs.push(reopened);
+    // Alone, with the default delay, it is written after it.
+    const again = await LeaseJournalStore.open(reopened, { onFatal: fatal });
+    expect(replayHolderJournal(again.records).leases.get(1)).toMatchObject({ granted: 100, spent: 30 });
+    await again.store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 4 }]);
+    await again.store.close();
+  });
+
   it("deletes a pack once its leases are settled, and never brings a settled lease back from a pack kept by another", async () => {
     const { dir, db } = await tempDb();
     const { store } = await LeaseJournalStore.open(db, { onFatal: fatal });

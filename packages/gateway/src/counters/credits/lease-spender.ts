@@ -255,6 +255,8 @@ export class LeaseSpender implements CreditSpender {
         return { spend: answer, forwardTo: null };
       case "pending":
         if (cover.ahead !== null) this.writeAhead(cover.ahead);
+        // This answer waits for the journal: what was written ahead goes to disk without delay.
+        this.options.journal.hurry();
         return { spend: cover.durable.then(() => answer), forwardTo: null };
       case "write": {
         this.stats.spendWrites++;
@@ -272,7 +274,7 @@ export class LeaseSpender implements CreditSpender {
   /** Journals the next reservation of a lease while the current one still covers its spends (nothing waits for it). */
   private writeAhead(write: ReservationWrite): void {
     this.stats.spendWrites++;
-    const durable = this.options.journal.append([write.record]);
+    const durable = this.options.journal.appendAhead([write.record]);
     write.onQueued(durable);
     durable.catch((error: unknown) => this.options.onError(error));
   }
