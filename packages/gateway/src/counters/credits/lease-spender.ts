@@ -80,6 +80,8 @@ export class LeaseSpender implements CreditSpender {
     fallback: 0,
     forwarded: 0,
     spendWrites: 0,
+    // Spends from a lease whose answer waited for a journal write (GET /metrics).
+    journalWaited: 0,
     // Lease outcomes of this node applied from the log (GET /metrics): renewals are grants too; expiries are forfeits.
     granted: 0,
     forfeited: 0,
@@ -256,10 +258,12 @@ export class LeaseSpender implements CreditSpender {
       case "pending":
         if (cover.ahead !== null) this.writeAhead(cover.ahead);
         // This answer waits for the journal: what was written ahead goes to disk without delay.
+        this.stats.journalWaited++;
         this.options.journal.hurry();
         return { spend: cover.durable.then(() => answer), forwardTo: null };
       case "write": {
         this.stats.spendWrites++;
+        this.stats.journalWaited++;
         const durable = this.options.journal.append([cover.record]);
         cover.onQueued(durable);
         return { spend: durable.then(() => answer), forwardTo: null };
