@@ -153,6 +153,25 @@ describe("verification order of checks (docs/api.md, keys.verifyKey)", () => {
     expect(limited.result.ratelimit!.reset).toBeGreaterThan(t0);
   });
 
+  it("a cost for the default limit of a key without limits judges nothing (no ratelimit field), and credits are spent as usual", () => {
+    const state = setup();
+    addKey(state, { keyId: "k1", remaining: 10 });
+    addKey(state, { keyId: "k2" });
+    const limiter = new SlidingWindowLimiter();
+    for (const defaultLimitCost of [0, 2]) {
+      const credited = result(verify(state, limiter, "k1", { defaultLimitCost }));
+      expect(credited.result).toMatchObject({ valid: true, code: "VALID", remaining: 9 });
+      expect(credited.result.ratelimit).toBeUndefined();
+      expect(credited.creditSpend).toEqual({ type: "spendCredits", keyId: "k1", cost: 1, nowMs: t0 });
+      expect(credited.touched).toEqual([]);
+      const read = result(verify(state, limiter, "k1", { defaultLimitCost, creditCost: 0 }));
+      expect(read.result).toMatchObject({ code: "VALID", remaining: 10 });
+      const plain = result(verify(state, limiter, "k2", { defaultLimitCost }));
+      expect(plain.result).toMatchObject({ valid: true, code: "VALID" });
+      expect(plain.result.ratelimit).toBeUndefined();
+    }
+  });
+
   it("several limits are judged together: one rejecting consumes nothing", () => {
     const state = setup();
     addKey(state, { keyId: "k1" });

@@ -17,6 +17,7 @@ import {
   rankNodes,
   replayHolderJournal,
   type CommandOutcome,
+  type HolderJournalRecord,
   type KeyCommand,
 } from "@keyraft/core";
 import { parseCreditLeaseConfig, holderOptions } from "../src/counters/credits/config.js";
@@ -154,6 +155,54 @@ describe("LeaseJournalStore", () => {
     await store.close();
   });
 
+  it("records written ahead wait for company: an append, a hurry or a close writes them at once, in order", async () => {
+    const { dir, db } = await tempDb();
+    const batches: StoreOp[][] = [];
+    const real = syncedBatchWrite(db);
+    // A delay no test run reaches: what is written ahead waits until something else writes it.
+    const { store } = await LeaseJournalStore.open(db, {
+      onFatal: fatal,
+      aheadDelayMs: 600_000,
+      write: (ops) => {
+        batches.push([...ops]);
+        return real(ops);
+      },
+    });
+    await store.append([
+      { t: "request", keyId: "k", seq: 1 },
+      { t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 },
+    ]);
+    batches.length = 0;
+    // Alone, a record written ahead waits.
+    let aheadDone = false;
+    const ahead = store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 24 }]).then(() => (aheadDone = true));
+    for (let i = 0; i < 5; i++) await tick();
+    expect(batches).toHaveLength(0);
+    expect(aheadDone).toBe(false);
+    // An append someone waits for takes it along: one batch, the ahead record first.
+    await store.append([{ t: "spend", keyId: "k", seq: 1, cost: 1 }]);
+    await ahead;
+    expect(batches).toHaveLength(1);
+    // A hurry writes what waits for company without the delay.
+    const hurried = store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 2 }]);
+    store.hurry();
+    await hurried;
+    expect(batches).toHaveLength(2);
+    // A close writes what is still waiting.
+    const last = store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 3 }]);
+    await store.close();
+    await last;
+    expect(batches).toHaveLength(3);
+    await db.close();
+    const reopened = await openStoreDb(dir);
+    dbs.push(reopened);
+    // Alone, with the default delay, it is written after it.
+    const again = await LeaseJournalStore.open(reopened, { onFatal: fatal });
+    expect(replayHolderJournal(again.records).leases.get(1)).toMatchObject({ granted: 100, spent: 30 });
+    await again.store.appendAhead([{ t: "spend", keyId: "k", seq: 1, cost: 4 }]);
+    await again.store.close();
+  });
+
   it("deletes a pack once its leases are settled, and never brings a settled lease back from a pack kept by another", async () => {
     const { dir, db } = await tempDb();
     const { store } = await LeaseJournalStore.open(db, { onFatal: fatal });
@@ -243,57 +292,114 @@ describe("LeaseJournalStore", () => {
 });
 
 describe("SpendReservations", () => {
-  it("journals ahead in chunks: the journal always covers what was answered, never past the grant", () => {
-    fc.assert(
-      fc.property(
+  it("journals ahead: the journal covers every answer when it is given, never past the grant or a quarter lease beyond the answers", async () => {
+    await fc.assert(
+      fc.asyncProperty(
         fc.integer({ min: 1, max: 200 }),
-        fc.array(fc.integer({ min: 1, max: 9 }), { maxLength: 100 }),
-        (granted, costs) => {
+        fc.array(fc.record({ cost: fc.integer({ min: 1, max: 9 }), durableWrites: fc.integer({ min: 0, max: 3 }) }), {
+          maxLength: 100,
+        }),
+        async (granted, steps) => {
           const reservations = new SpendReservations();
-          reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted, epoch: 0 }]);
+          // Journal writes land in order: `writes` is the journal, `durableCount` of them are on disk.
+          const writes: Array<{ cost: number; resolve(): void; durable: Promise<void> }> = [];
+          let durableCount = 0;
+          const queue = (records: readonly HolderJournalRecord[]): Promise<void> => {
+            let resolve = () => undefined as void;
+            const durable = new Promise<void>((r) => (resolve = r));
+            let cost = 0;
+            for (const record of records) if (record.t === "spend") cost += record.cost;
+            writes.push({ cost, resolve, durable });
+            return durable;
+          };
+          const durableSum = () => writes.slice(0, durableCount).reduce((sum, w) => sum + w.cost, 0);
+          const journaledSum = () => writes.reduce((sum, w) => sum + w.cost, 0);
+          const settle = async (count: number) => {
+            for (let i = 0; i < count && durableCount < writes.length; i++) writes[durableCount++]!.resolve();
+            await tick();
+          };
+          const grant = reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted, epoch: 0 }]);
+          grant.onQueued(queue(grant.records));
+          const headroom = Math.ceil(granted / 4) - 1;
           let answered = 0;
-          let journaled = 0;
-          let writes = 0;
-          for (const cost of costs) {
+          let ownWrites = 0;
+          const checks: Array<Promise<void>> = [];
+          for (const { cost, durableWrites } of steps) {
             if (answered + cost > granted) break; // the holder never spends past its grant
             answered += cost;
+            const mustCover = answered;
             const cover = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost });
             if (cover.type === "write") {
-              expect(cover.record.t).toBe("spend");
-              journaled += (cover.record as { cost: number }).cost;
-              writes++;
-              cover.onQueued(Promise.resolve());
+              ownWrites++;
+              const durable = queue([cover.record]);
+              cover.onQueued(durable);
+              checks.push(durable.then(() => expect(durableSum()).toBeGreaterThanOrEqual(mustCover)));
+            } else {
+              if (cover.ahead !== null) cover.ahead.onQueued(queue([cover.ahead.record]));
+              if (cover.type === "durable") expect(durableSum()).toBeGreaterThanOrEqual(mustCover);
+              else checks.push(cover.durable.then(() => expect(durableSum()).toBeGreaterThanOrEqual(mustCover)));
             }
-            expect(journaled).toBeGreaterThanOrEqual(answered);
-            expect(journaled).toBeLessThanOrEqual(granted);
+            expect(journaledSum()).toBeGreaterThanOrEqual(answered);
+            expect(journaledSum()).toBeLessThanOrEqual(granted);
+            // The crash forfeit: under a quarter lease.
+            expect(journaledSum() - answered).toBeLessThanOrEqual(Math.max(0, headroom));
+            await settle(durableWrites);
           }
-          // About one write per quarter lease (plus one per cost larger than a chunk).
-          expect(writes).toBeLessThanOrEqual(
-            Math.min(costs.length, 5 + Math.ceil(answered / Math.max(1, Math.ceil(granted / 4)))),
-          );
+          await settle(writes.length);
+          await Promise.all(checks);
+          // Spends of 1 credit never wait for a write of their own once a lease has room ahead.
+          if (headroom >= 2 && steps.every((s) => s.cost === 1)) expect(ownWrites).toBe(0);
         },
       ),
     );
   });
 
-  it("waits for a covering write still in flight, and writes spends of untracked leases one by one", async () => {
+  it("reserves a lease's first spends with its grant, not a lease closed at once", () => {
     const reservations = new SpendReservations();
-    reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 }]);
-    const first = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 });
-    expect(first.type).toBe("write");
+    const out = reservations.observe([
+      { t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 },
+      { t: "grant", keyId: "j", seq: 2, granted: 100, epoch: 0 },
+      { t: "close", keyId: "j", seq: 2 },
+    ]);
+    expect(out.records).toEqual([
+      { t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 },
+      { t: "spend", keyId: "k", seq: 1, cost: 24 },
+      { t: "grant", keyId: "j", seq: 2, granted: 100, epoch: 0 },
+      { t: "close", keyId: "j", seq: 2 },
+    ]);
+    // A grant of at most 4 credits reserves nothing ahead (its forfeit stays under a quarter lease).
+    const small = reservations.observe([{ t: "grant", keyId: "s", seq: 3, granted: 4, epoch: 0 }]);
+    expect(small.records).toEqual([{ t: "grant", keyId: "s", seq: 3, granted: 4, epoch: 0 }]);
+  });
+
+  it("waits for the grant's write, answers from a durable reservation, and writes spends of untracked leases one by one", async () => {
+    const reservations = new SpendReservations();
+    const grant = reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 }]);
     let release = () => undefined as void;
     const durable = new Promise<void>((resolve) => (release = resolve));
-    if (first.type === "write") first.onQueued(durable);
-    const second = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 });
-    expect(second.type).toBe("pending");
+    grant.onQueued(durable);
+    const first = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 });
+    expect(first.type === "pending" && first.durable).toBe(durable);
     release();
     await durable;
     await tick();
-    expect(reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 }).type).toBe("durable");
+    expect(reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 })).toEqual({ type: "durable", ahead: null });
     reservations.observe([{ t: "close", keyId: "k", seq: 1 }]);
     const untracked = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 2 });
     expect(untracked.type === "write" && untracked.record).toEqual({ t: "spend", keyId: "k", seq: 1, cost: 2 });
     expect(reservations.tracked()).toBe(0);
+  });
+
+  it("answers nothing more from a lease once a reservation write failed", async () => {
+    const reservations = new SpendReservations();
+    const grant = reservations.observe([{ t: "grant", keyId: "k", seq: 1, granted: 100, epoch: 0 }]);
+    const failed = Promise.reject(new Error("disk full"));
+    failed.catch(() => undefined);
+    grant.onQueued(failed);
+    await tick();
+    const cover = reservations.cover({ t: "spend", keyId: "k", seq: 1, cost: 1 });
+    expect(cover.type).toBe("pending");
+    if (cover.type === "pending") await expect(cover.durable).rejects.toThrow("disk full");
   });
 });
 
@@ -439,55 +545,82 @@ describe("LeaseSpender", () => {
     await w.journal.close();
   });
 
-  it("answers a spend only once its journal record is durable (rule 1)", async () => {
+  /** A journal whose writes can be held, and a wait until none is in flight (the grant and its reservation on disk). */
+  async function heldWorld() {
     let hold = false;
+    let inFlight = 0;
     const held: Array<() => void> = [];
     const w = await world({
       write: (write) => async (ops) => {
-        if (hold) await new Promise<void>((resolve) => held.push(resolve));
-        return write(ops);
+        inFlight++;
+        try {
+          if (hold) await new Promise<void>((resolve) => held.push(resolve));
+          return await write(ops);
+        } finally {
+          inFlight--;
+        }
       },
     });
+    return {
+      w,
+      hold: () => (hold = true),
+      release: () => {
+        hold = false;
+        for (const release of held.splice(0)) release();
+      },
+      written: async () => {
+        for (let i = 0; i < 500 && inFlight > 0; i++) await tick();
+        expect(inFlight).toBe(0);
+      },
+    };
+  }
+
+  it("answers a spend only once its journal record is durable (rule 1)", async () => {
+    const { w, hold, release, written } = await heldWorld();
     w.machine.apply(createKey("k1", 100));
     expect(await w.spender.spend("k1", 1)).toBeNull();
     await untilLeased(w, "k1");
-    hold = true;
+    await written();
+    hold();
+    // The grant's write reserved 2 credits (a quarter of the 10 granted, less one): answered at once.
+    expect(await w.spender.spend("k1", 1)).toEqual({ t: "admitted", remaining: 99 });
+    expect(await w.spender.spend("k1", 1)).toEqual({ t: "admitted", remaining: 98 });
+    // Past what is on disk: the reservation ahead, asked for by the spend before, is still being written.
     let answered = false;
     const spend = w.spender.spend("k1", 1).then((answer) => {
       answered = true;
       return answer;
     });
     for (let i = 0; i < 20; i++) await tick();
-    expect(answered).toBe(false); // the chunk covering it is not on disk yet
-    hold = false;
-    for (const release of held.splice(0)) release();
-    expect(await spend).toEqual({ t: "admitted", remaining: 99 });
+    expect(answered).toBe(false);
+    release();
+    expect(await spend).toEqual({ t: "admitted", remaining: 97 });
     await w.journal.close();
   });
 
   it("spendNow answers at once (no promise) a spend its journal already covers, and waits otherwise", async () => {
-    let hold = false;
-    const held: Array<() => void> = [];
-    const w = await world({
-      write: (write) => async (ops) => {
-        if (hold) await new Promise<void>((resolve) => held.push(resolve));
-        return write(ops);
-      },
-    });
+    const { w, hold, release, written } = await heldWorld();
     w.machine.apply(createKey("k1", 100));
     expect(await w.spender.spendNow("k1", 1)).toBeNull(); // no lease yet: the log decides
     await untilLeased(w, "k1");
-    hold = true;
-    // The first spend of the lease journals a chunk: a promise, answered once that is durable.
-    const first = w.spender.spendNow("k1", 1);
-    expect(first).toBeInstanceOf(Promise);
-    // Inside the chunk in flight: still a promise (never answered before the chunk is on disk).
-    expect(w.spender.spendNow("k1", 1)).toBeInstanceOf(Promise);
-    hold = false;
-    for (const release of held.splice(0)) release();
-    expect(await first).toMatchObject({ t: "admitted" });
-    // Inside the durable chunk: a plain answer.
-    expect(w.spender.spendNow("k1", 1)).toEqual({ t: "admitted", remaining: 97 });
+    // Before the grant's write (and the reservation in it) is on disk: a promise.
+    hold();
+    const early = w.spender.spendNow("k1", 1);
+    if (early instanceof Promise) {
+      release();
+      expect(await early).toMatchObject({ t: "admitted" });
+    } else expect(early).toEqual({ t: "admitted", remaining: 99 }); // the grant's write had landed already
+    await written();
+    hold();
+    // Inside the durable reservation: a plain answer; the next reservation is written meanwhile.
+    expect(w.spender.spendNow("k1", 1)).toEqual({ t: "admitted", remaining: 98 });
+    // Past it, with the next one in flight: a promise (never answered before it is on disk).
+    const late = w.spender.spendNow("k1", 1);
+    expect(late).toBeInstanceOf(Promise);
+    release();
+    expect(await late).toEqual({ t: "admitted", remaining: 97 });
+    await written();
+    expect(w.spender.spendNow("k1", 1)).toEqual({ t: "admitted", remaining: 96 });
     await w.journal.close();
   });
 

@@ -185,8 +185,8 @@ export class LeaseHolder {
    * 0 for a lease it does not know (abandoned before the grant, or already settled).
    */
   spentOf(keyId: string, seq: number): number {
-    const lease = this.keys.get(keyId)?.leases.find((l) => l.seq === seq);
-    if (lease !== undefined) return lease.spent;
+    const hold = this.keys.get(keyId);
+    if (hold !== undefined) for (const lease of hold.leases) if (lease.seq === seq) return lease.spent;
     const owed = this.owed.get(seq);
     return owed !== undefined && owed.keyId === keyId ? owed.spent : 0;
   }
@@ -204,20 +204,24 @@ export class LeaseHolder {
     const hold = this.hold(keyId);
     if (hold === undefined) return { result: { type: "no-lease", forwardTo: null, leaseRemaining: 0 }, journal: [] };
     hold.usedAtMonoMs = nowMonoMs;
-    const live = hold.leases.filter((l) => nowMonoMs < l.deadlineMonoMs && l.granted - l.spent >= cost);
-    live.sort((a, b) => a.deadlineMonoMs - b.deadlineMonoMs);
-    const lease = live[0];
+    // The live lease that fits the cost with the earliest deadline, and the usable credits of all
+    // live leases, in one pass (runs for every spend: no arrays built).
+    let lease: HeldLease | undefined;
+    let usable = 0;
+    for (const held of hold.leases) {
+      if (nowMonoMs >= held.deadlineMonoMs) continue;
+      usable += held.granted - held.spent;
+      if (held.granted - held.spent >= cost && (lease === undefined || held.deadlineMonoMs < lease.deadlineMonoMs))
+        lease = held;
+    }
     if (lease === undefined) {
       hold.wanted = Math.max(hold.wanted, cost);
-      return {
-        result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: this.usable(hold, nowMonoMs) },
-        journal: [],
-      };
+      return { result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: usable }, journal: [] };
     }
     lease.spent += cost;
     assert(lease.spent <= lease.granted, "holder: never spends past a grant");
     return {
-      result: { type: "admitted", leaseRemaining: this.usable(hold, nowMonoMs) },
+      result: { type: "admitted", leaseRemaining: usable - cost },
       journal: [{ t: "spend", keyId, seq: lease.seq, cost }],
     };
   }

@@ -312,6 +312,8 @@ export function decideVerification(
     checks = resolved.map((limit) => limit.check);
     described = resolved;
   }
+  // A cost for the default limit of a key that has none (`ratelimit: { cost: 0 }`): nothing to judge.
+  if (checks.length === 0) return decideCredits(state, key, derived, request, nowMs, undefined, noTouched, noLimits);
   const judged = limiter.limit(checks, nowMs);
   const evicted = judged.evicted.length > 0 ? judged.evicted : noEvicted;
   const ratelimit = ratelimitField(judged, described);

@@ -213,6 +213,12 @@ export class GatewayMetrics {
       "forwarded",
     );
     credit("keyraft_credit_spends_logged_total", "Credit spends decided on the replicated log.", "counter", "fallback");
+    credit(
+      "keyraft_credit_spends_journal_waited_total",
+      "Credit spends from a lease answered only after a lease journal write (not yet covered on disk).",
+      "counter",
+      "journalWaited",
+    );
   }
 
   private registerStoreMetrics(): void {

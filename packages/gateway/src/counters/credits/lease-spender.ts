@@ -19,7 +19,7 @@ import type { LeaseJournalStore } from "./journal-store.js";
 import { creditSpendUnknown, ForwardedSpendUnknown, type ForwardedSpendReply } from "./forward.js";
 import type { LeaseOutbox } from "./outbox.js";
 import { ShownCredits } from "./shown-credits.js";
-import { SpendReservations } from "./spend-reservations.js";
+import { SpendReservations, type ReservationWrite } from "./spend-reservations.js";
 
 export interface LeaseSpenderOptions {
   holder: LeaseHolder;
@@ -80,6 +80,8 @@ export class LeaseSpender implements CreditSpender {
     fallback: 0,
     forwarded: 0,
     spendWrites: 0,
+    // Spends from a lease whose answer waited for a journal write (GET /metrics).
+    journalWaited: 0,
     // Lease outcomes of this node applied from the log (GET /metrics): renewals are grants too; expiries are forfeits.
     granted: 0,
     forfeited: 0,
@@ -112,7 +114,8 @@ export class LeaseSpender implements CreditSpender {
 
   /** Journals the holder's records now (in order) and queues its requests once they are durable. */
   private emit(out: HolderOutput): void {
-    this.reservations.observe(out.journal);
+    // The holder's records, each new lease's first reservation after its grant (one write for both).
+    const journal = this.reservations.observe(out.journal);
     for (const record of out.journal) {
       if (record.t === "request") {
         if (this.asked.size < holderKeysMax) this.asked.set(record.keyId, record.seq);
@@ -124,7 +127,8 @@ export class LeaseSpender implements CreditSpender {
       this.options.outbox.push(out.requests);
       return;
     }
-    const durable = this.options.journal.append(out.journal);
+    const durable = this.options.journal.append(journal.records);
+    journal.onQueued(durable);
     durable.then(
       () => this.options.outbox.push(out.requests),
       (error: unknown) => this.options.onError(error),
@@ -249,11 +253,17 @@ export class LeaseSpender implements CreditSpender {
     const cover = this.reservations.cover(record);
     switch (cover.type) {
       case "durable":
+        if (cover.ahead !== null) this.writeAhead(cover.ahead);
         return { spend: answer, forwardTo: null };
       case "pending":
+        if (cover.ahead !== null) this.writeAhead(cover.ahead);
+        // This answer waits for the journal: what was written ahead goes to disk without delay.
+        this.stats.journalWaited++;
+        this.options.journal.hurry();
         return { spend: cover.durable.then(() => answer), forwardTo: null };
       case "write": {
         this.stats.spendWrites++;
+        this.stats.journalWaited++;
         const durable = this.options.journal.append([cover.record]);
         cover.onQueued(durable);
         return { spend: durable.then(() => answer), forwardTo: null };
@@ -263,6 +273,14 @@ export class LeaseSpender implements CreditSpender {
         throw new Error(`unknown cover ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /** Journals the next reservation of a lease while the current one still covers its spends (nothing waits for it). */
+  private writeAhead(write: ReservationWrite): void {
+    this.stats.spendWrites++;
+    const durable = this.options.journal.appendAhead([write.record]);
+    write.onQueued(durable);
+    durable.catch((error: unknown) => this.options.onError(error));
   }
 
   /**

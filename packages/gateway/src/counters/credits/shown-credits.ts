@@ -26,6 +26,9 @@ interface Floor {
 
 export class ShownCredits {
   private readonly floors = new Map<string, Floor>();
+  /** The key `spentOfSeq` reads (set right before each synchronous use: no closure per verification). */
+  private spentKeyId = "";
+  private readonly spentOfSeq = (seq: number): number => this.holder.spentOf(this.spentKeyId, seq);
 
   constructor(
     private readonly state: KeyState,
@@ -37,7 +40,8 @@ export class ShownCredits {
   spentHere(keyId: string): number {
     const ledger = this.state.creditLedgers.get(keyId);
     if (ledger === undefined) return 0;
-    return ownUnsettledSpent(ledger, this.holder.nodeId, (seq) => this.holder.spentOf(keyId, seq));
+    this.spentKeyId = keyId;
+    return ownUnsettledSpent(ledger, this.holder.nodeId, this.spentOfSeq);
   }
 
   /** The credits shown for `keyId` now (null: unlimited or unknown), remembered as its floor. */
@@ -51,7 +55,8 @@ export class ShownCredits {
   at(key: KeyRecord, nowMs: number): number | null {
     if (key.remaining === null) return null;
     const view = creditsAt(key, nowMs, this.spentHere(key.id));
-    return this.displayed(key, view.remaining ?? 0, nowMs);
+    // The view's refill instant does not depend on the spends: no second view for the floor.
+    return this.floored(key, view.remaining ?? 0, view.lastRefillAtMs);
   }
 
   /**
@@ -59,9 +64,14 @@ export class ShownCredits {
    * this node showed last for it unless credits were added since; remembered as the new floor.
    */
   displayed(key: KeyRecord, credits: number, nowMs: number): number {
+    if (key.remaining === null) return credits;
+    return this.floored(key, credits, key.refill === null ? null : creditsAt(key, nowMs).lastRefillAtMs);
+  }
+
+  /** `displayed` with the refill instant the view applied (`refillMark`). */
+  private floored(key: KeyRecord, credits: number, refillMark: number | null): number {
     const ledger = this.state.creditLedgers.get(key.id);
     if (ledger === undefined || key.remaining === null) return credits;
-    const refillMark = creditsAt(key, nowMs).lastRefillAtMs;
     const floor = this.floors.get(key.id);
     let shown = credits;
     if (
@@ -73,8 +83,17 @@ export class ShownCredits {
       // A decrement since lowered the balance by exactly what it took.
       shown = Math.min(credits, Math.max(0, floor.credits - (floor.epochBalance - ledger.epochBalance)));
     }
+    // Most recently shown last (the bound forgets the oldest); the record is reused, not rebuilt, per answer.
     this.floors.delete(key.id);
-    this.floors.set(key.id, { epoch: ledger.epoch, epochBalance: ledger.epochBalance, refillMark, credits: shown });
+    if (floor === undefined)
+      this.floors.set(key.id, { epoch: ledger.epoch, epochBalance: ledger.epochBalance, refillMark, credits: shown });
+    else {
+      floor.epoch = ledger.epoch;
+      floor.epochBalance = ledger.epochBalance;
+      floor.refillMark = refillMark;
+      floor.credits = shown;
+      this.floors.set(key.id, floor);
+    }
     if (this.floors.size > shownFloorsMax) {
       const oldest = this.floors.keys().next().value;
       if (oldest !== undefined) this.floors.delete(oldest);
