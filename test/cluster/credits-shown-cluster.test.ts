@@ -54,6 +54,19 @@ beforeAll(async () => {
   const created = await call(leader, "/v1/apis.createApi", { name: "shown-cluster" });
   expect(created.status).toBe(200);
   apiId = created.body.apiId as string;
+  // A write sent to a follower is checked against that follower's replica first, so every member
+  // must have applied the api before keys are created through any of them.
+  for (const member of members)
+    await eventually(
+      async () =>
+        (
+          await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=${apiId}`, {
+            headers: { authorization: `Bearer ${rootKey}` },
+          })
+        ).status === 200,
+      10_000,
+      `${member.id} has the api`,
+    );
 }, 60_000);
 
 afterAll(async () => {
@@ -65,7 +78,7 @@ describe("credits shown on a three-node cluster", () => {
   it("read-your-writes on the answering node, within the bound everywhere, never rising", async () => {
     const credits = 150;
     const created = await call(members[0]!, "/v1/keys.createKey", { apiId, remaining: credits });
-    expect(created.status).toBe(200);
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
     const { key, keyId } = created.body as { key: string; keyId: string };
     for (const member of members)
       await eventually(async () => (await getRemaining(member, keyId)) === credits, 10_000, `${member.id} has the key`);
