@@ -128,6 +128,8 @@ export class RaftNode {
   private stopped: Promise<void> | null = null;
   /** The snapshot the state machine is encoding (at most one); the loop writes it once its bytes are ready. */
   private snapshotInFlight: SnapshotInFlight | null = null;
+  /** Data bytes of the entries committed since the last snapshot was captured or installed. */
+  private bytesSinceSnapshot = 0;
   private readonly counters: NodeMetrics = {
     readies: 0,
     entriesPersisted: 0,
@@ -451,7 +453,7 @@ export class RaftNode {
       const settled = await this.handleReady(ready);
       rawNode.advance(ready);
       for (const settle of settled) settle();
-      this.maybeSnapshot(rawNode);
+      this.maybeSnapshot(rawNode, ready);
       this.counters.readies++;
       const readyMs = performance.now() - startMs;
       this.counters.loopMs += readyMs;
@@ -683,15 +685,22 @@ export class RaftNode {
   }
 
   /**
-   * Snapshot policy: every snapshotEntries applied entries, the application snapshots and storage
-   * compacts. The state machine captures its state now, at `applied`, and may take its time to
+   * Snapshot policy: every snapshotEntries applied entries, or once the entries applied since the
+   * last snapshot carry snapshotBytes, the application snapshots and storage compacts. Bytes are
+   * counted from the Readies' committed entries (all applied before this is called), so a restart
+   * that replays the log counts them again. The state machine captures its state now, at `applied`, and may take its time to
    * encode it: the loop goes on (heartbeats, appends, applies) and writes the bytes when they are
    * ready (writeSnapshot), so a large state never stalls replication or causes an election.
    */
-  private maybeSnapshot(rawNode: RawNode): void {
-    const every = this.config.snapshotEntries;
-    if (this.snapshotInFlight !== null || every === 0 || this.applied - this.storage.snapshot().metadata.index < every)
-      return;
+  private maybeSnapshot(rawNode: RawNode, ready: Ready): void {
+    if (ready.snapshot !== null) this.bytesSinceSnapshot = 0;
+    for (const entry of ready.committedEntries) this.bytesSinceSnapshot += entry.data.byteLength;
+    if (this.snapshotInFlight !== null || this.applied <= this.storage.snapshot().metadata.index) return;
+    const { snapshotEntries, snapshotBytes } = this.config;
+    const byEntries = snapshotEntries > 0 && this.applied - this.storage.snapshot().metadata.index >= snapshotEntries;
+    const byBytes = snapshotBytes > 0 && this.bytesSinceSnapshot >= snapshotBytes;
+    if (!byEntries && !byBytes) return;
+    this.bytesSinceSnapshot = 0;
     const taken: SnapshotInFlight = {
       index: this.applied,
       conf: rawNode.confState(),

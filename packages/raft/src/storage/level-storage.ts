@@ -22,7 +22,7 @@ import {
   type LogMark,
 } from "./codec.js";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "./keys.js";
-import { copyConf, LogState, type LogPlan } from "./log-state.js";
+import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
 
 /** Writes queued behind the one in progress; the driver awaits each write, so a handful at most. */
 export const pendingWritesMax = 64;
@@ -34,6 +34,8 @@ export interface LevelStorageOptions {
   conf?: ConfState;
   /** Entries kept behind a new snapshot so slow followers can catch up from the log. 0 = keep none. Default 0. */
   keepEntries?: number;
+  /** Most data bytes of the entries kept behind a new snapshot (so a few large entries are not all kept). Default: no bound. */
+  keepBytes?: number;
 }
 
 type Bytes = Uint8Array;
@@ -50,7 +52,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     private readonly logLevel: ReturnType<typeof logSublevel>,
     private readonly metaLevel: ReturnType<typeof recordSublevel>,
     private readonly snapLevel: ReturnType<typeof recordSublevel>,
-    private readonly keepEntries: number,
+    private readonly keep: LogKeep,
   ) {
     super();
     this.logPrefix = new TextEncoder().encode(logLevel.prefix);
@@ -60,13 +62,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   static async open(options: LevelStorageOptions): Promise<LevelStorage> {
     const db = new Level<Bytes, Bytes>(options.path, { keyEncoding: "view", valueEncoding: "view" });
     await db.open();
-    const storage = new LevelStorage(
-      db,
-      logSublevel(db),
-      recordSublevel(db, "meta"),
-      recordSublevel(db, "snap"),
-      options.keepEntries ?? 0,
-    );
+    const storage = new LevelStorage(db, logSublevel(db), recordSublevel(db, "meta"), recordSublevel(db, "snap"), {
+      entries: options.keepEntries ?? 0,
+      bytes: options.keepBytes ?? Infinity,
+    });
     try {
       await storage.loadOrInit(options.conf ?? { voters: [], learners: [] });
     } catch (error) {
@@ -85,7 +84,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   }
 
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keepEntries), true);
+    return this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true);
   }
 
   compact(index: number): Promise<void> {
