@@ -77,12 +77,23 @@ function importedKey(apiId: string, runId: string, i: number): Record<string, un
 }
 
 /**
- * KEYRAFT_SNAPSHOT_EVERY given to the bench is given to the nodes (by default they snapshot every
- * 10,000 entries, and an import of a million keys is only about 1,000): to compare policies.
+ * The snapshot policy variables given to the bench are given to the nodes, to compare policies (by
+ * default they snapshot every 10,000 entries or 64 MiB of entries; an import of a million keys is
+ * about 1,000 entries of 300 kB). KEYRAFT_SNAPSHOT_EVERY_BYTES=0 is the policy by entries alone.
  */
+const snapshotVariables = [
+  "KEYRAFT_SNAPSHOT_EVERY",
+  "KEYRAFT_SNAPSHOT_EVERY_BYTES",
+  "KEYRAFT_RAFT_KEEP_BYTES",
+] as const;
+
 function snapshotEnv(): Record<string, string> {
-  const every = process.env["KEYRAFT_SNAPSHOT_EVERY"];
-  return every === undefined ? {} : { KEYRAFT_SNAPSHOT_EVERY: every };
+  const env: Record<string, string> = {};
+  for (const name of snapshotVariables) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
 }
 
 /** Resident set size of a process in bytes (Linux /proc); null where it cannot be read. */
