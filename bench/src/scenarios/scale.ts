@@ -26,6 +26,7 @@ import { checkBenchClusterBuild } from "./cluster.js";
 import {
   closedLoop,
   findLeader,
+  get,
   postToMember,
   quantile,
   round,
@@ -289,6 +290,9 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     );
 
     monitor.phase = "restart";
+    // What a restart has to re-apply: the entries after the latest snapshot (the import's, unless
+    // a snapshot by entries or by bytes covered them).
+    const beforeRestart = (await get(node, "/v1/cluster.status")) as { lastIndex: number; snapshotIndex: number };
     node.child.kill("SIGKILL");
     await stopMember(node);
     const restartStartMs = performance.now();
@@ -296,6 +300,11 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     members[0] = node;
     const restartMs = await untilServes(node, secretOf(runId, keys - 1), restartStartMs);
     log(`scale: restart (kill -9, start on the data dir) answered a verification after ${Math.round(restartMs)} ms`);
+    const [restartEntriesApplied] = await metricsValues(node, ["keyraft_raft_entries_applied_total"]);
+    log(
+      `scale: before the kill the log ended at ${beforeRestart.lastIndex}, the snapshot at ${beforeRestart.snapshotIndex}; ` +
+        `the restart applied ${restartEntriesApplied ?? "?"} entries`,
+    );
     const rssRestarted = rssBytes(node.child.pid);
 
     monitor.phase = "join";
@@ -347,6 +356,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       heapUsedMiB: heapUsedBytes === null || heapUsedBytes === undefined ? -1 : round(heapUsedBytes / 1048576, 1),
       externalMiB: externalBytes === null || externalBytes === undefined ? -1 : round(externalBytes / 1048576, 1),
       rssMiBAfterRestart: rssRestarted === null ? -1 : round(rssRestarted / 1048576, 1),
+      restartEntriesApplied: restartEntriesApplied ?? -1,
       joinAdminWrites: writeRun.ok,
       joinAdminWritesFailed: writeRun.failed,
       maxLoopStallMsImport: round(monitor.maxMsByPhase.get("import") ?? 0, 1),
