@@ -3,7 +3,7 @@
 // the members keep succeeding and the term stays the same; and once the new node says it serves
 // (cluster.status `stale: false`), every verification on it gets an answer, and the right one.
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -26,6 +26,8 @@ const callsInFlight = 4;
 /** Every answer on the new node must come within this (the issue's "no answer within 5 s"). */
 const answerTimeoutMs = 5_000;
 const verificationsOnJoiner = 50;
+/** Admin writes run this long before the join too: their latency is the baseline of the machine at the time. */
+const baselineMs = 3_000;
 // Entries are import calls and admin writes: a snapshot every 100 and none kept behind it, so the
 // new node catches up by snapshot.
 const clusterEnv = { KEYRAFT_SNAPSHOT_EVERY: "100", KEYRAFT_RAFT_KEEP_ENTRIES: "0" };
@@ -107,11 +109,21 @@ describe("a bulk import, then a fourth node joins", () => {
           (error: unknown) => ({ status: 0, body: String(error) }),
         );
         writeDurationsMs.push(performance.now() - startMs);
+        if (performance.now() - startMs > 80)
+          console.log(
+            "SLOW",
+            n % 3,
+            new Date(Date.now() - (performance.now() - startMs)).toISOString(),
+            (performance.now() - startMs).toFixed(0),
+          );
         writes++;
         if (answer.status !== 200) writeFailures.push(`${answer.status} ${JSON.stringify(answer.body)}`);
       }
     })();
 
+    // The same writes before the join, for comparison: what the shared machine gives them anyway.
+    await new Promise((resolve) => setTimeout(resolve, baselineMs));
+    const baselineDurationsMs = writeDurationsMs.splice(0, writeDurationsMs.length);
     const all = [...members, joiner];
     spawnMember(joiner, peersOf(all), { ...clusterEnv, KEYRAFT_JOIN: "true" });
     const added = await call(leader, "/v1/cluster.addNode", {
@@ -137,13 +149,35 @@ describe("a bulk import, then a fourth node joins", () => {
     }
     writing = false;
     await writer;
-    writeDurationsMs.sort((a, b) => a - b);
-    const p99Ms = writeDurationsMs[Math.floor(writeDurationsMs.length * 0.99)] ?? 0;
-    console.log(
-      `join after an import of ${importedKeys} keys: ${writes} admin writes during the join ` +
-        `(p99 ${p99Ms.toFixed(0)} ms), ` +
-        `new node at snapshot index ${joinerView.snapshotIndex}, applied ${joinerView.appliedIndex}`,
+    const percentileMs = (durationsMs: number[], p: number) =>
+      ([...durationsMs].sort((a, b) => a - b)[Math.floor(durationsMs.length * p)] ?? 0).toFixed(0);
+    const summary = (durationsMs: number[]) =>
+      `${durationsMs.length} writes, p50 ${percentileMs(durationsMs, 0.5)} ms, ` +
+      `p99 ${percentileMs(durationsMs, 0.99)} ms, max ${percentileMs(durationsMs, 0.9999)} ms`;
+    // The longest Ready turn of each node (how long its heartbeats could have waited) and how often
+    // its loop waited for its state machine.
+    const loops = await Promise.all(
+      all.map(async (member) => {
+        const response = await fetch(`${member.baseUrl}/v1/cluster.metrics`, {
+          headers: { authorization: `Bearer ${rootKey}` },
+        });
+        const { raft } = (await response.json()) as { raft: { readyMsMax: number; applyWaits: number } };
+        return `${member.id} ${raft.readyMsMax.toFixed(0)} ms${raft.applyWaits > 0 ? ` (${raft.applyWaits} apply waits)` : ""}`;
+      }),
     );
+    console.log(
+      `join after an import of ${importedKeys} keys: admin writes during the join: ${summary(writeDurationsMs)} ` +
+        `(before it: ${summary(baselineDurationsMs)}), ` +
+        `new node at snapshot index ${joinerView.snapshotIndex}, applied ${joinerView.appliedIndex}; ` +
+        `longest Ready turn: ${loops.join(", ")}; load average ${loadavg()[0]?.toFixed(1)}`,
+    );
+    for (const m of all) {
+      const lines = m
+        .output()
+        .split("\n")
+        .filter((l) => /slow Ready|leader changed|snapshot|waited|warn|"level":[45]0/.test(l));
+      console.log(m.id, lines.map((l) => l.slice(0, 250)).join("\n"));
+    }
     expect(unanswered).toEqual([]);
     expect(writeFailures).toEqual([]);
     expect(writes).toBeGreaterThan(0);

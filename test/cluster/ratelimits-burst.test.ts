@@ -1,13 +1,13 @@
 // `async: true` limits under bursts, across three real keyraft processes (needs `tsc -b`;
-// docs/counters.md, Theorem 5): each burst of `ratelimits.limit` calls (several sizes, spread over
+// docs/counters.md, Theorem 6): each burst of `ratelimits.limit` calls (several sizes, spread over
 // 0 to 500 ms, split over the nodes evenly or all on one) on a fresh identifier with a limit of 50
-// per minute admits at most limit + (nodes - 1) x asyncUnconfirmedShare(50, 3) = 54 (10% over at
-// most); and once the counts have been exchanged the limit is reached (the shares only delay).
+// per minute admits at most limit + asyncOvershootMax(50, 3) = 55 (10% over at most); and once the
+// counts have been exchanged the limit is reached (the shares only delay).
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { asyncUnconfirmedShare } from "@keyraft/core";
+import { asyncOvershootMax } from "@keyraft/core";
 import {
   call,
   killAllMembers,
@@ -66,7 +66,7 @@ async function burst(
 }
 
 describe("async: true limits under bursts over three nodes", () => {
-  const bound = limit + (3 - 1) * asyncUnconfirmedShare(limit, 3);
+  const bound = limit + Math.floor(asyncOvershootMax(limit, 3));
   const shapes = [
     { size: 200, spreadMs: 125, spread: "even" },
     { size: 60, spreadMs: 0, spread: "even" },

@@ -26,6 +26,12 @@ export interface CampaignOptions {
   nodes: number;
   /** Rate-limit bound as a multiple of the limit (1 = exact across the cluster, as async:false limits are since they are judged by owners). */
   ratelimitBoundFactor: number;
+  /**
+   * Each node's wall clock is offset by its own amount in [0, clockSkewMs] (KEYRAFT_CLOCK_OFFSET_MS,
+   * fixed per node across restarts). Default 150: within one bucket of the limit's window (200 ms),
+   * the clock assumption of async: false limits (docs/counters.md).
+   */
+  clockSkewMs?: number;
   log?: (line: string) => void;
   keepData?: boolean;
 }
@@ -40,6 +46,8 @@ export interface CampaignReport {
   linearizability: { register: string; set: string };
   converged: boolean;
   ratelimit: { limit: number; durationMs: number; certainWindowMax: number; bound: number };
+  /** Each node's clock offset (KEYRAFT_CLOCK_OFFSET_MS). */
+  clockOffsetsMs: Record<string, number>;
   credits: CreditObservation[];
   dataDir: string;
 }
@@ -55,6 +63,8 @@ const creditLeaseTtlMs = 1_000;
 const creditLeaseSettleWaitMs = 10_000;
 const limit = 20;
 const limitDurationMs = 2_000;
+/** Default per-node clock skew: below one bucket (a tenth) of the limit's window. */
+export const defaultClockSkewMs = 150;
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -77,12 +87,20 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const rootKey = `faults_root_${options.seed}_${"x".repeat(16)}`;
   // A short credit lease ttl: leases expire, renew and settle many times within a campaign.
   const env = { KEYRAFT_CREDIT_LEASE_TTL_MS: String(creditLeaseTtlMs) };
+  // Per-node clock skew on a stream of its own (the workload's choices per seed stay as they were).
+  const skewRandom = mulberry32(options.seed ^ 0x5bd1e995);
+  const clockSkewMs = options.clockSkewMs ?? defaultClockSkewMs;
+  const clockOffsetsMs: Record<string, number> = {};
   const cluster = await ProcessCluster.start({
     nodes: options.nodes,
     dir,
     rootKey,
     secret: `secret-${options.seed}-${"s".repeat(32)}`,
     env,
+    nodeEnv: (id) => {
+      clockOffsetsMs[id] ??= Math.floor(skewRandom() * (clockSkewMs + 1));
+      return { KEYRAFT_CLOCK_OFFSET_MS: String(clockOffsetsMs[id]) };
+    },
   });
   const faults: Record<string, number> = { kill9: 0, pause: 0, partition: 0, linkCut: 0 };
   const operations: Record<string, number> = {
@@ -106,6 +124,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     linearizability: { register: "not run", set: "not run" },
     converged: false,
     ratelimit: { limit, durationMs: limitDurationMs, certainWindowMax: 0, bound: limit * options.ratelimitBoundFactor },
+    clockOffsetsMs,
     credits: [],
     dataDir: dir,
   };
@@ -207,21 +226,33 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
           supplied.set(keyId, (supplied.get(keyId) ?? 0) + topUpCredits);
       }
     };
+    // Call and return times of admissions on the monotonic clock: a wall clock stepped back during
+    // a run would put admissions of two windows at overlapping times and report an overshoot the
+    // nodes never made (their limiters judge at their clock's high-water mark, so a step back
+    // freezes their windows instead).
+    const limitCall = async (): Promise<void> => {
+      const callMs = performance.now();
+      operations["limit"] = (operations["limit"] ?? 0) + 1;
+      const answer = await call(
+        anyUp(),
+        "/v1/ratelimits.limit",
+        { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs },
+        rootKey,
+        requestTimeoutMs,
+      );
+      if (answer.status === 200 && field(answer.body, "success") === true) {
+        operations["limitSuccess"] = (operations["limitSuccess"] ?? 0) + 1;
+        limitAdmissions.push({ callMs, returnMs: performance.now() });
+      }
+    };
     const limitWorker = async (): Promise<void> => {
       while (Date.now() < stopAtMs) {
-        const callMs = Date.now();
-        operations["limit"] = (operations["limit"] ?? 0) + 1;
-        const answer = await call(
-          anyUp(),
-          "/v1/ratelimits.limit",
-          { namespace: "faults", identifier: "hot", limit, duration: limitDurationMs },
-          rootKey,
-          requestTimeoutMs,
-        );
-        if (answer.status === 200 && field(answer.body, "success") === true) {
-          operations["limitSuccess"] = (operations["limitSuccess"] ?? 0) + 1;
-          limitAdmissions.push({ callMs, returnMs: Date.now() });
-        }
+        if (random() < 0.1) {
+          // A burst: 5-40 calls at once, each to a random node up (the owner judges them all).
+          operations["limitBurst"] = (operations["limitBurst"] ?? 0) + 1;
+          const size = 5 + Math.floor(random() * 36);
+          await Promise.all(Array.from({ length: size }, () => limitCall()));
+        } else await limitCall();
         await sleep(20);
       }
     };

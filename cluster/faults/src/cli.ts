@@ -1,8 +1,8 @@
-// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F]`:
+// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS]`:
 // a long randomized fault campaign against real node processes. Prints the seed first, the faults
 // as they strike, and last one JSON line with the report; exits 1 on any violation.
 import { parseArgs } from "node:util";
-import { runCampaign } from "./campaign.js";
+import { defaultClockSkewMs, runCampaign } from "./campaign.js";
 import { clusterUnavailableReason } from "./processes.js";
 
 const usage = `usage: npm run test:faults -- [flags]
@@ -14,6 +14,7 @@ flags:
   --duration MS                 how long the campaign runs (default 120000)
   --nodes N                     cluster size (default 3)
   --ratelimit-bound-factor F    how far over its limit a rate-limit window may go (default 1)
+  --clock-skew-ms MS            each node's clock offset is drawn from [0, MS] (default 150)
   --help                        this text`;
 
 interface CliOptions {
@@ -21,6 +22,7 @@ interface CliOptions {
   durationMs: number;
   nodes: number;
   factor: number;
+  clockSkewMs: number;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -34,6 +36,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       duration: { type: "string" },
       nodes: { type: "string" },
       "ratelimit-bound-factor": { type: "string" },
+      "clock-skew-ms": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -49,6 +52,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     durationMs: Math.floor(number("duration", values.duration, 120_000)),
     nodes: Math.max(1, Math.floor(number("nodes", values.nodes, 3))),
     factor: number("ratelimit-bound-factor", values["ratelimit-bound-factor"], 0),
+    clockSkewMs: Math.floor(number("clock-skew-ms", values["clock-skew-ms"], defaultClockSkewMs)),
   };
 }
 
@@ -74,13 +78,14 @@ async function main(): Promise<number> {
   // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
-    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes})`,
+    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs})`,
   );
   const report = await runCampaign({
     seed: options.seed,
     durationMs: options.durationMs,
     nodes: options.nodes,
     ratelimitBoundFactor: factor,
+    clockSkewMs: options.clockSkewMs,
     log: (line) => console.log(line),
   });
   for (const v of report.violations) console.log(`VIOLATION: ${v}`);

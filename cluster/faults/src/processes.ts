@@ -38,6 +38,8 @@ export interface ClusterOptions {
   rootKey: string;
   secret: string;
   env?: Record<string, string>;
+  /** Variables of one node (e.g. its clock offset), the same at every (re)start. */
+  nodeEnv?: (id: string) => Record<string, string>;
 }
 
 export class ProcessCluster {
@@ -100,6 +102,7 @@ export class ProcessCluster {
       KEYRAFT_ROOT_KEY: this.options.rootKey,
       KEYRAFT_LOG_LEVEL: "warn",
       ...this.options.env,
+      ...this.options.nodeEnv?.(id),
     };
     const child = spawn(process.execPath, [mainJs], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout?.pipe(node.log, { end: false });

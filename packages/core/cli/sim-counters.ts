@@ -1,13 +1,16 @@
-// Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation) over many seeds:
-//   npm run test:sim-counters -- [--storage-goes-back | --ratelimit [--clock-offsets]] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
+// Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation, or
+// with --async the async-limit shares simulation) over many seeds:
+//   npm run test:sim-counters -- [--storage-goes-back | --ratelimit [--clock-offsets] | --async] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
 // The simulations are pure (packages/core/src/sim-counters); this entry is the only part that
 // touches process and console, so it is its own TypeScript project with Node's types, outside the
 // src/ that core's compiler settings and packages/core/test/purity.test.ts keep free of I/O.
 import { parseArgs } from "node:util";
 import {
+  runAsyncSimulation,
   runCounterSimulation,
   runRateLimitSimulation,
+  type AsyncSimStats,
   type CounterSimStats,
   type RateLimitSimStats,
 } from "@keyraft/core/sim-counters";
@@ -24,6 +27,7 @@ flags:
   --verbose      print the trace of every step
   --ratelimit    run the rate-limit ownership simulation instead
   --clock-offsets  with --ratelimit: per-node clock offsets below a bucket, and clock steps
+  --async        run the async-limit shares simulation instead (a step is 10 simulated ms)
   --storage-goes-back  credit leases: journals wiped at some restarts (the node must refuse to start)
   --help         this text`;
 
@@ -36,6 +40,7 @@ interface CliOptions {
   ratelimit: boolean;
   clockOffsets: boolean;
   storageGoesBack: boolean;
+  async: boolean;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -53,6 +58,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       ratelimit: { type: "boolean" },
       "clock-offsets": { type: "boolean" },
       "storage-goes-back": { type: "boolean" },
+      async: { type: "boolean" },
       help: { type: "boolean" },
     },
   });
@@ -73,6 +79,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     ratelimit: values.ratelimit === true,
     clockOffsets: values["clock-offsets"] === true,
     storageGoesBack: values["storage-goes-back"] === true,
+    async: values.async === true,
   };
 }
 
@@ -89,6 +96,16 @@ function main(): number {
   if (options === "help") {
     console.log(usage);
     return 0;
+  }
+  if (options.async) {
+    return runSeeds<AsyncSimStats>(options, {
+      run: (seed, trace) => runAsyncSimulation(withTrace({ seed, durationMs: options.steps * 10 }, trace)),
+      summed: ["requests", "admitted", "admittedBeyondFloor", "refusedByShare"],
+      replayFlags: "--async ",
+      seedsFile: null,
+      printStatsOfOneSeed: true,
+      summaryPrefix: "async limits: ",
+    });
   }
   if (options.ratelimit) {
     return runSeeds<RateLimitSimStats>(options, {

@@ -52,6 +52,11 @@ export interface Config {
   metrics: MetricsConfig;
   /** The audit log's retention (audit/config.ts). */
   audit: AuditConfig;
+  /**
+   * Added to the wall clock for everything this node times (rate-limit windows, command times,
+   * refills): a clock skew without changing the machine's clock, for fault testing. Default 0.
+   */
+  clockOffsetMs: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; errors: string[] };
@@ -109,8 +114,25 @@ export function parseConfig(
     keyMigrations: parseKeyMigrations(env[keyMigrationsVariable], errors),
     metrics: parseMetricsConfig(env, errors, integer),
     audit: parseAuditConfig(integer),
+    clockOffsetMs: parseClockOffset(env[clockOffsetVariable], errors),
   };
   return errors.length === 0 ? { ok: true, config } : { ok: false, errors };
+}
+
+export const clockOffsetVariable = "KEYRAFT_CLOCK_OFFSET_MS";
+/** Bound of KEYRAFT_CLOCK_OFFSET_MS either way. */
+export const clockOffsetMsMax = 600_000;
+
+function parseClockOffset(raw: string | undefined, errors: string[]): number {
+  if (raw === undefined) return 0;
+  const value = Number(raw.trim());
+  if (!/^-?[0-9]+$/.test(raw.trim()) || !Number.isSafeInteger(value) || Math.abs(value) > clockOffsetMsMax) {
+    errors.push(
+      `${clockOffsetVariable}=${JSON.stringify(raw)} is invalid: expected an integer from -${clockOffsetMsMax} to ${clockOffsetMsMax} (default 0)`,
+    );
+    return 0;
+  }
+  return value;
 }
 
 export function parseInteger(raw: string | undefined, variable: IntegerVariable, errors: string[]): number {

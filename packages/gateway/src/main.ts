@@ -94,7 +94,9 @@ async function main(): Promise<void> {
  * what it made and how to close it; the shutdown closes them in the order written in `close`.
  */
 async function startNode(config: Config, logger: Logger, onFatal: (error: unknown) => void): Promise<Node> {
-  const nowMs = () => Date.now();
+  // The one source of wall-clock time of the node (KEYRAFT_CLOCK_OFFSET_MS skews it for fault tests).
+  const { clockOffsetMs } = config;
+  const nowMs = () => Date.now() + clockOffsetMs;
   const store = await startStore(config, logger);
   let cluster: StartedCluster | null = null;
   try {

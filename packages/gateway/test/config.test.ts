@@ -52,6 +52,7 @@ describe("parseConfig", () => {
         keyMigrations: new Map(),
         metrics: { port: null, token: null },
         audit: { retentionDays: 90 },
+        clockOffsetMs: 0,
       },
     });
   });
@@ -102,6 +103,8 @@ describe("parseConfig", () => {
       /KEYRAFT_HTTP_HEADERS_TIMEOUT_MS must not exceed KEYRAFT_HTTP_REQUEST_TIMEOUT_MS/,
     ],
     [{ KEYRAFT_CLUSTER_SECRET_PREVIOUS: "short" }, /KEYRAFT_CLUSTER_SECRET_PREVIOUS is invalid \(5 characters\)/],
+    [{ KEYRAFT_CLOCK_OFFSET_MS: "1.5" }, /KEYRAFT_CLOCK_OFFSET_MS="1.5" is invalid/],
+    [{ KEYRAFT_CLOCK_OFFSET_MS: "-600001" }, /KEYRAFT_CLOCK_OFFSET_MS="-600001" is invalid/],
   ])("refuses %j", (env, message) => {
     const result = parseConfig(env, cwd);
     expect(result.ok).toBe(false);
@@ -134,6 +137,7 @@ describe("parseConfig", () => {
         KEYRAFT_METRICS_PORT: "9464",
         KEYRAFT_METRICS_TOKEN: "scrape_0123456789abcdef",
         KEYRAFT_AUDIT_RETENTION_DAYS: "30",
+        KEYRAFT_CLOCK_OFFSET_MS: "-150",
         UNRELATED: "ignored",
       },
       cwd,
@@ -161,6 +165,7 @@ describe("parseConfig", () => {
         ]),
         metrics: { port: 9464, token: "scrape_0123456789abcdef" },
         audit: { retentionDays: 30 },
+        clockOffsetMs: -150,
       },
     });
   });

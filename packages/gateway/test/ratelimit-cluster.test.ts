@@ -405,6 +405,7 @@ describe("the successor's acknowledgements", () => {
       limiter: new SlidingWindowLimiter(),
       durability: { cover: () => null },
       voters: () => current.voters,
+      knownNodes: () => [],
       nowMs: () => nowMs,
       logger,
     });
@@ -495,85 +496,264 @@ describe("membership changes (docs/counters.md: counts move with their subjects)
   });
 });
 
+/**
+ * A seeded schedule of hits, beats and membership changes applied node by node (lagging nodes keep
+ * the old set for a while). `quick`: a change may follow the previous one before every node applied
+ * it and beat (two changes in quick succession); otherwise one change at a time. Returns the first
+ * window over the limit, or null.
+ */
+async function membershipSchedule(seed: number, quick: boolean): Promise<string | null> {
+  const log = (line: string) => {
+    if (process.env["MSEED"] !== undefined) console.log(line);
+  };
+  let x = seed * 2654435761;
+  const rand = (n: number): number => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    return (x >>> 8) % n;
+  };
+  const all = ["n1", "n2", "n3", "n4", "n5"];
+  const limit = 5 + rand(30);
+  let voters = ["n1", "n2", "n3"];
+  const cluster = new SimCluster(voters);
+  await cluster.beats();
+  let admitted = 0;
+  /** Nodes that have not applied the latest voter set yet. */
+  let lagging: string[] = [];
+  /** One change at a time: the next only once every node applied this one and beat (see docs/counters.md). */
+  let beatSinceChange = true;
+  for (let step = 0; step < 40; step++) {
+    const roll = rand(10);
+    if (roll < 5) {
+      const from = [...cluster.nodes.keys()].filter((id) => cluster.node(id).up);
+      const at = from[rand(from.length)]!;
+      log(
+        `  counts: ${[...cluster.nodes.keys()]
+          .map(
+            (id) =>
+              `${id}=${cluster
+                .node(id)
+                .limiter.snapshot(cluster.nowMs)
+                .reduce((n, b) => n + b.count, 0)}`,
+          )
+          .join(" ")}`,
+      );
+      const tally = await hit(cluster, [at], 1 + rand(4), limit);
+      admitted += tally.admitted;
+      log(`step ${step}: hit at ${at}: ${JSON.stringify(tally)} total ${admitted}`);
+    } else if (roll < 7) {
+      cluster.nowMs += 10;
+      await cluster.beats();
+      beatSinceChange = lagging.length === 0;
+      log(`step ${step}: beats`);
+    } else if (roll < 8 && lagging.length > 0) {
+      // A lagging node applies the current set.
+      const id = lagging.splice(rand(lagging.length), 1)[0]!;
+      cluster.votersOf.set(id, voters);
+      log(`step ${step}: ${id} applies ${voters.join(",")}`);
+    } else if (roll < 9 && (quick || (lagging.length === 0 && beatSinceChange))) {
+      beatSinceChange = false;
+      // A membership change: add a node, or remove one (never below 2); a few nodes lag.
+      const outside = all.filter((id) => !voters.includes(id));
+      const removed = voters[rand(voters.length)]!;
+      const next =
+        voters.length > 2 && (outside.length === 0 || rand(2) === 0)
+          ? voters.filter((id) => id !== removed)
+          : [...voters, outside[rand(outside.length)]!];
+      // Quick: a node lagging the previous change applies it now, with no beat since (so nothing
+      // has been handed over yet), and may lag this one. (A node two changes behind whose successor
+      // is too would still judge: docs/counters.md.)
+      for (const id of lagging) cluster.votersOf.set(id, voters);
+      voters = next;
+      for (const id of next)
+        if (!cluster.nodes.has(id)) {
+          cluster.votersOf.set(id, next);
+          cluster.boot(id, new MemoryDurability());
+        }
+      const known = [...cluster.nodes.keys()];
+      lagging = known.filter(() => rand(3) === 0);
+      for (const id of known) if (!lagging.includes(id)) cluster.votersOf.set(id, next);
+      log(
+        `step ${step}: voters ${next.join(",")} (ranking ${rankNodes(subject, next).join(",")}); lagging ${lagging.join(",")}`,
+      );
+    }
+    if (admitted > limit) return `seed ${seed}, step ${step}: ${admitted} admitted, limit ${limit}`;
+  }
+  // Everyone applies the last set: the limit is still the limit.
+  for (const id of cluster.nodes.keys()) cluster.votersOf.set(id, voters);
+  await cluster.beats();
+  admitted += (await hitUntilRefused(cluster, voters, limit, 15)).admitted;
+  return admitted > limit
+    ? `seed ${seed}: ${admitted} admitted after everyone applied the last set, limit ${limit}`
+    : null;
+}
+
+const membershipSeeds = (fallback: number): [number, number] =>
+  process.env["MSEED"] === undefined
+    ? [1, Number(process.env["MSEEDS"] ?? fallback)]
+    : [Number(process.env["MSEED"]), Number(process.env["MSEED"])];
+
 describe("membership changes under random schedules", () => {
   it("voters added and removed one change at a time, applied node by node (lagging nodes keep the old set): never more than the limit in the window", async () => {
-    for (let seed = Number(process.env["MSEED"] ?? 1); seed <= Number(process.env["MSEED"] ?? 200); seed++) {
-      const log = (line: string) => {
-        if (process.env["MSEED"] !== undefined) console.log(line);
-      };
-      let x = seed * 2654435761;
-      const rand = (n: number): number => {
-        x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-        return (x >>> 8) % n;
-      };
-      const all = ["n1", "n2", "n3", "n4", "n5"];
-      const limit = 5 + rand(30);
-      let voters = ["n1", "n2", "n3"];
-      const cluster = new SimCluster(voters);
-      await cluster.beats();
-      let admitted = 0;
-      /** Nodes that have not applied the latest voter set yet. */
-      let lagging: string[] = [];
-      /** One change at a time: the next only once every node applied this one and beat (see docs/counters.md). */
-      let beatSinceChange = true;
-      for (let step = 0; step < 40; step++) {
-        const roll = rand(10);
-        if (roll < 5) {
-          const from = [...cluster.nodes.keys()].filter((id) => cluster.node(id).up);
-          const at = from[rand(from.length)]!;
-          log(
-            `  counts: ${[...cluster.nodes.keys()]
-              .map(
-                (id) =>
-                  `${id}=${cluster
-                    .node(id)
-                    .limiter.snapshot(cluster.nowMs)
-                    .reduce((n, b) => n + b.count, 0)}`,
-              )
-              .join(" ")}`,
-          );
-          const tally = await hit(cluster, [at], 1 + rand(4), limit);
-          admitted += tally.admitted;
-          log(`step ${step}: hit at ${at}: ${JSON.stringify(tally)} total ${admitted}`);
-        } else if (roll < 7) {
-          cluster.nowMs += 10;
-          await cluster.beats();
-          beatSinceChange = lagging.length === 0;
-          log(`step ${step}: beats`);
-        } else if (roll < 8 && lagging.length > 0) {
-          // A lagging node applies the current set.
-          const id = lagging.splice(rand(lagging.length), 1)[0]!;
-          cluster.votersOf.set(id, voters);
-          log(`step ${step}: ${id} applies ${voters.join(",")}`);
-        } else if (roll < 9 && lagging.length === 0 && beatSinceChange) {
-          beatSinceChange = false;
-          // A membership change: add a node, or remove one (never below 2); a few nodes lag.
-          const outside = all.filter((id) => !voters.includes(id));
-          const removed = voters[rand(voters.length)]!;
-          const next =
-            voters.length > 2 && (outside.length === 0 || rand(2) === 0)
-              ? voters.filter((id) => id !== removed)
-              : [...voters, outside[rand(outside.length)]!];
-          voters = next;
-          for (const id of next)
-            if (!cluster.nodes.has(id)) {
-              cluster.votersOf.set(id, next);
-              cluster.boot(id, new MemoryDurability());
-            }
-          const known = [...cluster.nodes.keys()];
-          lagging = known.filter(() => rand(3) === 0);
-          for (const id of known) if (!lagging.includes(id)) cluster.votersOf.set(id, next);
-          log(
-            `step ${step}: voters ${next.join(",")} (ranking ${rankNodes(subject, next).join(",")}); lagging ${lagging.join(",")}`,
-          );
-        }
-        expect(admitted, `seed ${seed}, step ${step}: limit ${limit}`).toBeLessThanOrEqual(limit);
-      }
-      // Everyone applies the last set: the limit is still the limit.
-      for (const id of cluster.nodes.keys()) cluster.votersOf.set(id, voters);
-      await cluster.beats();
-      admitted += (await hitUntilRefused(cluster, voters, limit, 15)).admitted;
-      expect(admitted, `seed ${seed}: limit ${limit}`).toBeLessThanOrEqual(limit);
-    }
+    const [from, to] = membershipSeeds(200);
+    for (let seed = from; seed <= to; seed++) expect(await membershipSchedule(seed, false)).toBeNull();
   }, 60_000);
+
+  it("seed 7: counts moved to a node that is replaced as owner before it received them are collected from the node holding them", async () => {
+    // n3 owns and admits 5 (covered at n5); n3 is removed: n5 takes the counts over; n1 is added
+    // and owns, n4 is added right after and owns, n1 second: n1 never had the counts handed to it,
+    // so n4's hand-back from n1 carries nothing and only collecting them from n5 keeps the limit
+    // (without it: 7 admitted for a limit of 5; 12 of the first 200 schedules over the limit).
+    expect(await membershipSchedule(7, true)).toBeNull();
+  });
+
+  it("two changes in quick succession (the second before every node applied the first): never more than the limit in the window", async () => {
+    const [from, to] = membershipSeeds(200);
+    for (let seed = from; seed <= to; seed++) expect(await membershipSchedule(seed, true)).toBeNull();
+  }, 60_000);
+});
+
+/**
+ * A seeded schedule of hits, time passing (windows of 2 s roll over), kills and restarts (memory
+ * lost, disk kept), pauses (SIGSTOP: calls to the node wait), cut links and false suspicions, on
+ * three nodes. Returns the first interval of the window holding more than the limit, or null.
+ */
+async function faultSchedule(seed: number, membership = false): Promise<string | null> {
+  const trace = process.env["FSEED"] !== undefined ? (line: string) => console.log(line) : () => undefined;
+  let x = seed * 2654435761;
+  const rand = (n: number): number => {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    return (x >>> 8) % n;
+  };
+  const nodeIds = ["n1", "n2", "n3"];
+  let voters = [...nodeIds];
+  /** Nodes removed from the voters: never killed or paused afterwards. */
+  const removed = new Set<string>();
+  const limit = 3 + rand(20);
+  const durationMs = 2_000;
+  const limitCheck: LimitCheck = { key: `r:ns_1:${limit}:${durationMs}:user-1`, limit, durationMs, cost: 1 };
+  const cluster = new SimCluster(nodeIds);
+  await cluster.beats();
+  const admittedAt: number[] = [];
+  const paused = new Set<string>();
+  const usable = () => nodeIds.filter((id) => cluster.node(id).up && !paused.has(id));
+  for (let step = 0; step < 80; step++) {
+    const roll = rand(membership ? 26 : 24);
+    if (roll >= 24) {
+      // A membership change, applied by every node at once (one change at a time): n4 added, or
+      // a voter removed (never below 2); a removed node keeps running.
+      // A removed node keeps running and reachable (a removal, not a crash): the counts only it
+      // holds (those it admitted serving as a successor) are collected from it by the new owner.
+      const upVoters = voters.filter((id) => cluster.node(id).up && !paused.has(id));
+      const drop = upVoters[rand(Math.max(1, upVoters.length))];
+      const next =
+        !voters.includes("n4") && rand(2) === 0
+          ? [...voters, "n4"]
+          : voters.length > 2
+            ? voters.filter((id) => id !== drop)
+            : voters;
+      if (next === voters) continue;
+      if (drop !== undefined && !next.includes(drop)) removed.add(drop);
+      voters = next;
+      if (!nodeIds.includes("n4") && voters.includes("n4")) nodeIds.push("n4");
+      for (const id of nodeIds) cluster.votersOf.set(id, voters);
+      if (voters.includes("n4") && !cluster.nodes.has("n4")) cluster.boot("n4", new MemoryDurability());
+      await cluster.beats();
+      trace(`${step}: voters ${voters.join(",")} (ranking ${rankNodes(subject, voters).join(",")})`);
+    } else if (roll < 10) {
+      const from = usable();
+      if (from.length === 0) continue;
+      const at = from[rand(from.length)]!;
+      const atMs = cluster.nowMs;
+      const answers = await Promise.all(
+        Array.from({ length: 1 + rand(4) }, () =>
+          cluster
+            .node(at)
+            .limits.limit(subject, limitCheck, false)
+            .then(
+              (answer) => answer.success,
+              () => false,
+            ),
+        ),
+      );
+      for (const admitted of answers) if (admitted) admittedAt.push(atMs);
+      trace(`${step} @${atMs}: hit at ${at}: ${answers.filter(Boolean).length} of ${answers.length}`);
+    } else if (roll < 15) {
+      cluster.nowMs += 20 + rand(500);
+      await cluster.beats();
+      trace(`${step}: time ${cluster.nowMs}, beats`);
+    } else if (roll < 16) {
+      const up = nodeIds.filter((id) => cluster.node(id).up && !removed.has(id));
+      if (up.length < 2) continue;
+      const id = up[rand(up.length)]!;
+      cluster.node(id).up = false;
+      if (paused.delete(id)) cluster.node(id).resume();
+      trace(`${step}: kill ${id}`);
+    } else if (roll < 18) {
+      const down = nodeIds.filter((id) => !cluster.node(id).up);
+      if (down.length === 0) continue;
+      const id = down[rand(down.length)]!;
+      cluster.boot(id, cluster.node(id).disk);
+      trace(`${step}: restart ${id}`);
+    } else if (roll < 19) {
+      const pausable = usable().filter((node) => !removed.has(node));
+      const id = pausable[rand(Math.max(1, pausable.length))];
+      if (id === undefined || usable().length < 2) continue;
+      cluster.pause(id);
+      paused.add(id);
+      trace(`${step}: pause ${id}`);
+    } else if (roll < 20) {
+      for (const id of paused) cluster.node(id).resume();
+      paused.clear();
+      trace(`${step}: resume all`);
+    } else if (roll < 21) {
+      const a = nodeIds[rand(3)]!;
+      const b = nodeIds.filter((id) => id !== a)[rand(2)]!;
+      cluster.cutLink(a, b);
+      trace(`${step}: cut ${a}-${b}`);
+    } else if (roll < 23) {
+      cluster.cut.clear();
+      trace(`${step}: heal`);
+    } else {
+      const a = nodeIds[rand(3)]!;
+      const b = nodeIds.filter((id) => id !== a)[rand(2)]!;
+      cluster.node(a).limits.liveness.lost(b);
+      trace(`${step}: ${a} suspects ${b}`);
+    }
+  }
+  for (const id of paused) cluster.node(id).resume();
+  trace(`admitted ${admittedAt.length}, limit ${limit}`);
+  admittedAt.sort((a, b) => a - b);
+  let from = 0;
+  for (let i = 0; i < admittedAt.length; i++) {
+    while (admittedAt[from]! <= admittedAt[i]! - durationMs) from++;
+    if (i - from + 1 > limit)
+      return `seed ${seed}: ${i - from + 1} admitted in (${admittedAt[i]! - durationMs}, ${admittedAt[i]}], limit ${limit}`;
+  }
+  return null;
+}
+
+describe("fault schedules", () => {
+  it("kills, restarts, pauses, cut links and false suspicions while windows roll over: never more than the limit in a window", async () => {
+    const [from, to] =
+      process.env["FSEED"] === undefined
+        ? [Number(process.env["FFROM"] ?? 1), Number(process.env["FSEEDS"] ?? 20)]
+        : [Number(process.env["FSEED"]), Number(process.env["FSEED"])];
+    for (let seed = from; seed <= to; seed++) expect(await faultSchedule(seed)).toBeNull();
+  }, 120_000);
+
+  // n4 removed (n1, its successor, takes its counts over and owns), added back, n1 killed, n4
+  // removed again: n2 takes n1 over from what n1 covered there. n1 had kept the generation of an
+  // earlier hand-back from n2, so the counts it took over were never covered at n2 (9 admitted for
+  // a limit of 8) until a voter change made every owner link start over with a hand-back.
+  it("seed 21: counts taken over at a membership change are covered at the successor before the owner decides", async () => {
+    expect(await faultSchedule(21, true)).toBeNull();
+  });
+
+  it("the same with voters added and removed (one change at a time) among the faults", async () => {
+    const [from, to] =
+      process.env["FSEED"] === undefined
+        ? [Number(process.env["FFROM"] ?? 1), Number(process.env["FSEEDS"] ?? 20)]
+        : [Number(process.env["FSEED"]), Number(process.env["FSEED"])];
+    for (let seed = from; seed <= to; seed++) expect(await faultSchedule(seed, true)).toBeNull();
+  }, 120_000);
 });

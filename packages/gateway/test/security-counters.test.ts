@@ -1,8 +1,7 @@
 // Rate-limit counters a caller creates (the probes, scaled down): an ordinary key's inline
 // limits cannot fill the node's table for other tenants, and cannot reset a configured limit.
-import { limiterCountersPerOwnerMax, SlidingWindowLimiter } from "@keyraft/core";
+import { AsyncLimits, asyncDurationsMax, limiterCountersPerOwnerMax, SlidingWindowLimiter } from "@keyraft/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { AsyncLimits, asyncDurationsMax } from "../src/counters/ratelimit/async-limits.js";
 import { harness, type Harness } from "./app-harness.js";
 
 let h: Harness;

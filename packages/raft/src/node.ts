@@ -3,7 +3,9 @@
 // are buffered in a bounded inbox and fed to the core between Readies; each Ready is handled
 // exactly as docs/raft-core.md says:
 //   1. persist snapshot, then entries + hard state in one batch (fsynced when mustSync);
-//   2. send messages;  3. install the snapshot / apply committed entries;  4. advance.
+//   2. send messages;  3. hand the snapshot / committed entries to the applier;  4. advance.
+// The applier installs and applies what it is handed, in order, while the loop goes on with the
+// next Readies: a long install or a bulk import never holds up heartbeats, appends or commits.
 // Proposals that arrive while a Ready is being persisted are appended together in the next one:
 // that is the group commit that makes many concurrent proposers cheap.
 
@@ -36,7 +38,14 @@ import type { StateMachine } from "./driver/state-machine.js";
 import { coalesceAppends } from "./driver/coalesce.js";
 import { buildNodeStatus, type NodeStatus } from "./driver/status.js";
 import { ProposalWaiters, ReadWaiters, type Waiter } from "./driver/waiters.js";
-import { fromCoreError, NotLeaderError, RaftNodeError, ShuttingDownError, TimeoutError } from "./errors.js";
+import {
+  fromCoreError,
+  NotLeaderError,
+  RaftNodeError,
+  ShuttingDownError,
+  StorageError,
+  TimeoutError,
+} from "./errors.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { defaultTransportLimits, WsTransport } from "./transport/ws-transport.js";
 import type { TransportStats } from "./transport/transport.js";
@@ -45,7 +54,8 @@ import { applicationMessageType, isApplicationMessage, type WireMessage } from "
 import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
 import { PeerIdentities } from "./driver/peer-identity.js";
 import type { PeerIdentity } from "./transport/handshake.js";
-import { decodeConfChange } from "./core/confchange.js";
+import { applyConfChange, bootstrapTerm, decodeConfChange } from "./core/confchange.js";
+import { ApplyQueue, type ApplyWork } from "./driver/apply-queue.js";
 
 type Input =
   | { kind: "message"; message: Message }
@@ -74,6 +84,11 @@ export interface NodeMetrics {
   /** Wall time spent waiting for storage appends, and handling Readies overall (ms). */
   persistMs: number;
   loopMs: number;
+  /** The longest Ready turn (persist, send, hand over) so far (ms): how long heartbeats could wait. */
+  readyMsMax: number;
+  /** Times the loop waited for the applier to work its backlog down (applyQueueLimits), and for how long in all (ms). */
+  applyWaits: number;
+  applyWaitMs: number;
   /** Times this node saw the leader change (including to "none"). */
   leaderChanges: number;
   /** Vote and pre-vote requests this node sent (campaigns x peers). */
@@ -106,6 +121,16 @@ export class RaftNode {
   private droppedInputs = 0;
   private wakeLoop: (() => void) | null = null;
   private loopDone: Promise<void> = Promise.resolve();
+  /** Snapshots and committed entries handed over by the loop, waiting for the applier. */
+  private readonly applyQueue = new ApplyQueue();
+  private wakeApplier: (() => void) | null = null;
+  /** Called by the applier after each piece of work (the loop may be waiting for its backlog to shrink). */
+  private applierProgressed: (() => void) | null = null;
+  private applierDone: Promise<void> = Promise.resolve();
+  /** The membership as of `applied` (the core's runs ahead of it while the applier catches up): recorded with snapshots. */
+  private appliedConf: ConfState = { voters: [], learners: [] };
+  /** The write of a snapshot this node took, in the storage's queue (the loop does not wait for it). */
+  private snapshotWrite: Promise<void> | null = null;
   private tickTimer: unknown = null;
   private readonly clock: DriverClock;
   /** Snapshot chunk size and window, fitted to the transport's limits. */
@@ -128,7 +153,7 @@ export class RaftNode {
   private stopped: Promise<void> | null = null;
   /** The snapshot the state machine is encoding (at most one); the loop writes it once its bytes are ready. */
   private snapshotInFlight: SnapshotInFlight | null = null;
-  /** Data bytes of the entries committed since the last snapshot was captured or installed. */
+  /** Data bytes of the entries applied since the last snapshot was captured or installed. */
   private bytesSinceSnapshot = 0;
   private readonly counters: NodeMetrics = {
     readies: 0,
@@ -139,6 +164,9 @@ export class RaftNode {
     entriesApplied: 0,
     persistMs: 0,
     loopMs: 0,
+    readyMsMax: 0,
+    applyWaits: 0,
+    applyWaitMs: 0,
     leaderChanges: 0,
     voteRequests: 0,
     appMessagesSent: 0,
@@ -246,9 +274,11 @@ export class RaftNode {
       },
       this.storage,
     );
+    this.appliedConf = this.rawNode.confState(); // the core replayed the conf entries up to `applied`
     this.state = "running";
     this.tickTimer = this.clock.setInterval(() => this.onTick(), this.config.tickMs);
     this.loopDone = this.loop().catch((error: unknown) => this.fatal(error));
+    this.applierDone = this.applyLoop().catch((error: unknown) => this.fatal(error));
     this.logger.info({ id: this.id, port: this.boundPort, applied: this.applied }, "raft node started");
   }
 
@@ -266,15 +296,23 @@ export class RaftNode {
     if (this.identities === null || !founding || !emptyLog) return;
     const peers = Object.keys(this.options.transport.peers).filter((id) => id !== this.id);
     const electionMs = this.config.electionTicks * this.config.tickMs;
-    const deadlineMs = Date.now() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
+    const deadlineMs = this.clock.nowMs() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
     // A dialer is authenticated one frame before its peer checks it: once every peer is connected,
     // a refusal can still be on its way, so wait a little longer for it.
     let allConnectedAtMs: number | null = null;
-    while (Date.now() < deadlineMs && this.refusedBy.size === 0) {
+    // Polled on the driver's clock (a tick at a time), so the driver simulation runs it too.
+    const nextTick = () =>
+      new Promise<void>((resolve) => {
+        const timer = this.clock.setInterval(() => {
+          this.clock.clearInterval(timer);
+          resolve();
+        }, this.config.tickMs);
+      });
+    while (this.clock.nowMs() < deadlineMs && this.refusedBy.size === 0) {
       if (allConnectedAtMs === null && peers.every((id) => this.transport.isConnected(id)))
-        allConnectedAtMs = Date.now();
-      if (allConnectedAtMs !== null && Date.now() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+        allConnectedAtMs = this.clock.nowMs();
+      if (allConnectedAtMs !== null && this.clock.nowMs() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
+      await nextTick();
     }
     if (this.refusedBy.size === 0) return;
     throw new RaftNodeError(
@@ -292,10 +330,18 @@ export class RaftNode {
     );
   }
 
-  /** A committed membership change that removes or adds `node` anew forgets its recorded incarnation. */
+  /**
+   * A conf entry reached the applier: the membership as of `applied` follows it (the core applied
+   * it at advance()), and a change that removes or adds `node` anew forgets its recorded incarnation.
+   */
   private onConfEntry(entry: Entry): void {
-    if (this.identities === null) return;
+    if (entry.index <= this.applied) return; // covered by an installed snapshot
     const change = decodeConfChange(entry.data);
+    this.appliedConf = applyConfChange(this.appliedConf, change);
+    // The founding membership's entries add every founder once, at the start: they are no rejoin,
+    // and forgetting there would drop the incarnations the founding probe just recorded (a wiped
+    // founder would then be let back in as if it were new).
+    if (this.identities === null || entry.term === bootstrapTerm) return;
     if (change.type === "remove" || change.type === "addLearner") this.identities.forget(change.node, entry.index);
   }
 
@@ -364,8 +410,11 @@ export class RaftNode {
     if (this.tickTimer !== null) this.clock.clearInterval(this.tickTimer);
     this.rejectEverything(error);
     this.wakeLoop?.();
-    if (wasRunning) await this.loopDone;
+    this.wakeApplier?.();
+    this.applierProgressed?.();
+    if (wasRunning) await Promise.all([this.loopDone, this.applierDone]);
     try {
+      await this.snapshotWrite;
       await this.transport.close();
       if (this.deferredHardState !== null) await this.storage.append([], this.deferredHardState, true);
     } finally {
@@ -441,7 +490,7 @@ export class RaftNode {
     const rawNode = this.rawNode;
     if (rawNode === null) throw new RaftAssertionError("loop without a RawNode");
     while (this.state === "running") {
-      if (this.snapshotInFlight?.data) await this.writeSnapshot();
+      if (this.snapshotInFlight?.data) this.writeSnapshot();
       this.drain(rawNode);
       if (!rawNode.hasReady()) {
         await new Promise<void>((resolve) => (this.wakeLoop = resolve));
@@ -450,13 +499,16 @@ export class RaftNode {
       }
       const ready = rawNode.ready();
       const startMs = performance.now();
-      const settled = await this.handleReady(ready);
+      await this.handleReady(ready);
+      // Step 3, then 4, with nothing awaited in between: the applier starts on this work only
+      // after advance(), so the core has applied a conf entry's change before its waiter settles.
+      this.handToApplier(ready);
       rawNode.advance(ready);
-      for (const settle of settled) settle();
-      this.maybeSnapshot(rawNode, ready);
       this.counters.readies++;
       const readyMs = performance.now() - startMs;
       this.counters.loopMs += readyMs;
+      this.counters.readyMsMax = Math.max(this.counters.readyMsMax, readyMs);
+      if (this.applyQueue.backlogged) await this.waitForApplier();
       if (readyMs > slowReadyMs)
         this.logger.warn(
           {
@@ -548,8 +600,8 @@ export class RaftNode {
     }
   }
 
-  /** Steps 1-3 of the Ready contract. Returns settlements to run after advance() (membership is applied there). */
-  private async handleReady(ready: Ready): Promise<(() => void)[]> {
+  /** Steps 0-2 of the Ready contract, and the read states (step 3 is handToApplier). */
+  private async handleReady(ready: Ready): Promise<void> {
     if (ready.softState !== undefined) this.onSoftState(ready.softState.role, ready.softState.leader);
     // A leader's appends go out before its own write, so the followers' fsyncs overlap it.
     // A Ready that writes to disk flushes its messages at once: the appends must be on the wire
@@ -560,22 +612,6 @@ export class RaftNode {
     if (ready.snapshot !== null) await this.storage.applySnapshot(ready.snapshot);
     await this.persist(ready);
     this.send(coalesceAppends(ready.messages), writes);
-    if (ready.snapshot !== null) await this.installSnapshot(ready.snapshot);
-    const settled: (() => void)[] = [];
-    let sliceStartMs = this.clock.nowMs();
-    for (const entry of ready.committedEntries) {
-      // A long batch (a bulk import) yields to the event loop now and then, so the transport keeps
-      // answering pings and handshakes and reading frames while it applies.
-      if (this.clock.nowMs() - sliceStartMs >= applySliceMs) {
-        await new Promise((resolve) => setImmediate(resolve));
-        sliceStartMs = this.clock.nowMs();
-      }
-      // Awaited only when the state machine is asynchronous: no promise and no microtask per entry otherwise.
-      const applying = this.applyEntry(entry);
-      if (applying !== undefined) await applying;
-      if (entry.type === "conf") this.onConfEntry(entry);
-      this.settleEntry(entry, settled);
-    }
     for (const readState of ready.readStates) this.reads.confirm(contextKey(readState.context), readState.index);
     for (const context of ready.droppedReads) {
       const refused = new RaftNodeError("RAFT_ERR_READ_INDEX_DROPPED", "the leader did not take the read", {
@@ -584,7 +620,76 @@ export class RaftNode {
       this.reads.reject(contextKey(context), refused);
     }
     this.reads.resolveUpTo(this.applied);
-    return settled;
+  }
+
+  /**
+   * Step 3, asynchronously: the snapshot and the committed entries go to the applier, in log order,
+   * and the loop does not wait for them. This is the Ready contract's allowance (as in etcd, whose
+   * application may advance while it applies): the core counts them as applied at advance(), which
+   * only lets it hand out later entries and apply membership changes, while everything answered to
+   * callers (proposals, reads, status().applied, snapshots taken here) follows what the state
+   * machine has really applied.
+   */
+  private handToApplier(ready: Ready): void {
+    if (ready.snapshot === null && ready.committedEntries.length === 0) return;
+    if (ready.snapshot !== null) this.applyQueue.push({ kind: "snapshot", snapshot: ready.snapshot });
+    this.applyQueue.push({ kind: "entries", entries: ready.committedEntries });
+    this.wakeApplier?.();
+  }
+
+  /** Backpressure: the applier fell applyQueueLimits behind; no Ready is taken until it is back under them. */
+  private async waitForApplier(): Promise<void> {
+    const startMs = performance.now();
+    this.counters.applyWaits++;
+    while (this.applyQueue.backlogged && this.state === "running") {
+      await new Promise<void>((resolve) => (this.applierProgressed = resolve));
+      this.applierProgressed = null;
+    }
+    const waitedMs = performance.now() - startMs;
+    this.counters.applyWaitMs += waitedMs;
+    const fields = { id: this.id, waitedMs: Math.round(waitedMs), backlog: this.applyQueue.entries };
+    const message = "raft node: the loop waited for the state machine to catch up";
+    if (waitedMs > slowReadyMs) this.logger.warn(fields, message);
+    else this.logger.debug(fields, message);
+  }
+
+  /** The applier: installs and applies what the loop handed over, one piece at a time, in order. */
+  private async applyLoop(): Promise<void> {
+    while (this.state === "running") {
+      const work = this.applyQueue.shift();
+      if (work === undefined) {
+        await new Promise<void>((resolve) => (this.wakeApplier = resolve));
+        this.wakeApplier = null;
+        continue;
+      }
+      await this.applyWork(work);
+      this.reads.resolveUpTo(this.applied);
+      this.applierProgressed?.();
+      if (this.state === "running") this.maybeSnapshot();
+    }
+  }
+
+  private async applyWork(work: ApplyWork): Promise<void> {
+    if (work.kind === "snapshot") {
+      this.bytesSinceSnapshot = 0;
+      return this.installSnapshot(work.snapshot);
+    }
+    let sliceStartMs = this.clock.nowMs();
+    for (const entry of work.entries) {
+      // A long batch (a bulk import) yields to the event loop now and then, so the transport keeps
+      // answering pings and handshakes and the Ready loop keeps its heartbeats while it applies.
+      if (this.clock.nowMs() - sliceStartMs >= applySliceMs) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (this.state !== "running") return; // the rest is applied again from the log after a restart
+        sliceStartMs = this.clock.nowMs();
+      }
+      // Awaited only when the state machine is asynchronous: no promise and no microtask per entry otherwise.
+      const applying = this.applyEntry(entry);
+      if (applying !== undefined) await applying;
+      if (entry.type === "conf") this.onConfEntry(entry);
+      this.settleEntry(entry);
+      this.bytesSinceSnapshot += entry.data.byteLength;
+    }
   }
 
   /**
@@ -624,8 +729,10 @@ export class RaftNode {
   }
 
   private async installSnapshot(snapshot: Snapshot): Promise<void> {
+    if (snapshot.metadata.index <= this.applied) return; // defensive: the queue hands only newer snapshots
     await this.stateMachine.installSnapshot(snapshot);
     this.applied = snapshot.metadata.index;
+    this.appliedConf = { voters: [...snapshot.metadata.conf.voters], learners: [...snapshot.metadata.conf.learners] };
     this.identities?.forgetNonMembers(snapshot.metadata.conf, snapshot.metadata.index);
     const lost = () =>
       new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", "a snapshot replaced the log; the outcome is unknown", {
@@ -647,7 +754,7 @@ export class RaftNode {
   }
 
   /** After applyEntry: advances `applied` and settles the entry's waiter. */
-  private settleEntry(entry: Entry, settled: (() => void)[]): void {
+  private settleEntry(entry: Entry): void {
     if (entry.index <= this.applied) return;
     this.applied = entry.index;
     this.counters.entriesApplied++;
@@ -659,10 +766,7 @@ export class RaftNode {
       return;
     }
     const done = this.confChanges.take(entry.index, entry.term);
-    if (done !== null)
-      settled.push(() =>
-        done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten()),
-      );
+    if (done !== null) done.committed ? done.waiter.resolve({ index: entry.index }) : done.waiter.reject(overwritten());
   }
 
   private overwritten(index: number): () => RaftNodeError {
@@ -686,24 +790,28 @@ export class RaftNode {
 
   /**
    * Snapshot policy: every snapshotEntries applied entries, or once the entries applied since the
-   * last snapshot carry snapshotBytes, the application snapshots and storage compacts. Bytes are
-   * counted from the Readies' committed entries (all applied before this is called), so a restart
-   * that replays the log counts them again. The state machine captures its state now, at `applied`, and may take its time to
-   * encode it: the loop goes on (heartbeats, appends, applies) and writes the bytes when they are
-   * ready (writeSnapshot), so a large state never stalls replication or causes an election.
+   * last snapshot carry snapshotBytes (counted by applyWork, so a restart that replays the log counts
+   * them again), the application snapshots and storage compacts. Called by the applier between two
+   * pieces of work, so the state machine is at rest at `applied`: it captures its state now and may
+   * take its time to encode it. The loop goes on (heartbeats, appends, applies) and queues the write
+   * when the bytes are ready (writeSnapshot) without waiting for it, so a large state never stalls
+   * replication or causes an election.
    */
-  private maybeSnapshot(rawNode: RawNode, ready: Ready): void {
-    if (ready.snapshot !== null) this.bytesSinceSnapshot = 0;
-    for (const entry of ready.committedEntries) this.bytesSinceSnapshot += entry.data.byteLength;
-    if (this.snapshotInFlight !== null || this.applied <= this.storage.snapshot().metadata.index) return;
+  private maybeSnapshot(): void {
+    if (this.snapshotInFlight !== null || this.snapshotWrite !== null) return;
     const { snapshotEntries, snapshotBytes } = this.config;
-    const byEntries = snapshotEntries > 0 && this.applied - this.storage.snapshot().metadata.index >= snapshotEntries;
-    const byBytes = snapshotBytes > 0 && this.bytesSinceSnapshot >= snapshotBytes;
+    const entriesSince = this.applied - this.storage.snapshot().metadata.index;
+    const byEntries = snapshotEntries > 0 && entriesSince >= snapshotEntries;
+    const byBytes = snapshotBytes > 0 && entriesSince > 0 && this.bytesSinceSnapshot >= snapshotBytes;
     if (!byEntries && !byBytes) return;
     this.bytesSinceSnapshot = 0;
+    const status = this.rawNode?.status();
+    // Paired with the core: once the applier has caught up, its membership is the core's.
+    if (status !== undefined && status.applied === this.applied)
+      assertSameConf(this.appliedConf, status.conf, this.applied);
     const taken: SnapshotInFlight = {
       index: this.applied,
-      conf: rawNode.confState(),
+      conf: { voters: [...this.appliedConf.voters], learners: [...this.appliedConf.learners] },
       startMs: performance.now(),
       data: null,
     };
@@ -719,17 +827,34 @@ export class RaftNode {
     );
   }
 
-  private async writeSnapshot(): Promise<void> {
+  /**
+   * Queues the snapshot's write in storage and goes on: the storage runs its writes one at a time in
+   * the order issued, so the loop's appends follow it, and no Ready waits for it to be issued.
+   */
+  private writeSnapshot(): void {
     const taken = this.snapshotInFlight;
     if (taken === null || taken.data === null) throw new RaftAssertionError("writeSnapshot without encoded bytes");
     this.snapshotInFlight = null;
     // A snapshot from the leader installed meanwhile is newer: this one is of no use.
     if (taken.index <= this.storage.snapshot().metadata.index) return;
-    await this.storage.createSnapshot(taken.index, taken.conf, taken.data);
-    const durationMs = Math.round(performance.now() - taken.startMs);
-    this.logger.info(
-      { id: this.id, index: taken.index, bytes: taken.data.byteLength, durationMs },
-      "raft node: snapshot taken, log compacted",
+    const data = taken.data;
+    const writeStartMs = performance.now();
+    this.snapshotWrite = this.storage.createSnapshot(taken.index, taken.conf, data).then(
+      () => {
+        this.snapshotWrite = null;
+        const durationMs = Math.round(performance.now() - taken.startMs);
+        const writeMs = Math.round(performance.now() - writeStartMs);
+        this.logger.info(
+          { id: this.id, index: taken.index, bytes: data.byteLength, durationMs, writeMs },
+          "raft node: snapshot taken, log compacted",
+        );
+      },
+      (error: unknown) => {
+        this.snapshotWrite = null;
+        // A snapshot from the leader, written after this one was issued, made it useless.
+        if (error instanceof StorageError && error.code === "RAFT_ERR_SNAPSHOT_OUT_OF_DATE") return;
+        if (this.state === "running") this.fatal(error);
+      },
     );
   }
 
@@ -757,6 +882,15 @@ export class RaftNode {
     ).catch(() => undefined);
     this.options.onFatal?.(error);
   }
+}
+
+function assertSameConf(applied: ConfState, core: ConfState, index: number): void {
+  const same = (a: readonly NodeId[], b: readonly NodeId[]) =>
+    a.length === b.length && [...a].sort().every((id, i) => id === [...b].sort()[i]);
+  if (!same(applied.voters, core.voters) || !same(applied.learners, core.learners))
+    throw new RaftAssertionError(
+      `membership at applied ${index}: ${JSON.stringify(applied)} differs from the core's ${JSON.stringify(core)}`,
+    );
 }
 
 function contextKey(context: Uint8Array): string {

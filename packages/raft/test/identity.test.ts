@@ -2,6 +2,7 @@
 // term): every data directory has an incarnation, peers remember it, the handshake checks it, and
 // the member rejoins only as a new member through a membership change.
 import { afterEach, describe, expect, it } from "vitest";
+import { freePort } from "../src/driver/free-port.js";
 import { foundingClusterId, MemoryIdentityStore, PeerIdentities } from "../src/driver/peer-identity.js";
 import { RaftNodeError } from "../src/errors.js";
 import { RaftNode } from "../src/node.js";
@@ -130,5 +131,46 @@ describe("RaftNode with identities", () => {
     await until(() => rejoined.machine.commands.includes("after the rejoin"), 10_000, "the new n3 caught up");
     expect(rejoined.machine.commands).toEqual(survivingLeader.machine.commands);
     expect(fatal).toEqual([]);
+  });
+
+  it("founders that met during the founding probe still refuse a wiped founder", async () => {
+    // Addresses known up front (as KEYRAFT_PEERS gives them): the founders authenticate each other
+    // before they found, and the founding membership's entries must not forget what they recorded.
+    const ids = ["n1", "n2", "n3"];
+    const cluster = foundingClusterId(ids, clusterSecret);
+    const ports = await Promise.all(ids.map(() => freePort()));
+    const url = (id: string) => `ws://127.0.0.1:${ports[ids.indexOf(id)] ?? 0}`;
+    const startFounder = (id: string): Member => {
+      const machine = new RecordingMachine();
+      const storage = new MemoryStorage({ keepEntries: 5 });
+      const node = new RaftNode({
+        id,
+        voters: ids,
+        storage,
+        stateMachine: machine,
+        transport: {
+          secret: clusterSecret,
+          port: ports[ids.indexOf(id)] ?? 0,
+          peers: Object.fromEntries(ids.filter((peer) => peer !== id).map((peer) => [peer, url(peer)])),
+          limits: { backoffBaseMs: 10, backoffMaxMs: 100 },
+        },
+        tickMs: 10,
+        identity: { store: new MemoryIdentityStore(), cluster, foundingProbeMs: 2000 },
+      });
+      return { id, node, machine, storage };
+    };
+    const members = ids.map(startFounder);
+    await Promise.all(members.map((m) => m.node.start()));
+    running.push(...members);
+    const leader = await leaderOf(members);
+    await leader.node.propose(bytes("before the wipe"));
+    const n3 = members.find((m) => m.id === "n3");
+    if (n3 === undefined) throw new Error("no n3");
+    await n3.node.stop();
+    running = members.filter((m) => m !== n3);
+
+    const wiped = startFounder("n3"); // the same address, an empty log, a new incarnation
+    const refused = await wiped.node.start().catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: "RAFT_ERR_IDENTITY_REFUSED" });
   });
 });

@@ -1,6 +1,6 @@
 // End to end over real WebSockets with the default transport limits (a 64 MiB per-peer queue that
 // drops its oldest message): a learner joining a cluster whose snapshot is larger than that queue
-// receives and installs it, and the leader keeps its term meanwhile. Before snapshot flow control
+// receives and installs it while writes go on, and the leader keeps its term meanwhile. Before snapshot flow control
 // was bounded in bytes, the first ~64 MiB of chunks evicted the chunk the learner needed, forever.
 import { afterEach, describe, expect, it } from "vitest";
 import type { Snapshot } from "../src/core/types.js";
@@ -48,7 +48,7 @@ afterEach(async () => {
 
 describe("RaftNode: a snapshot larger than the transport's per-peer queue", () => {
   it(
-    `a learner installs a ${snapshotBytes / MiB} MiB snapshot over loopback; the leader keeps its term`,
+    `a learner installs a ${snapshotBytes / MiB} MiB snapshot over loopback while writes go on; the leader keeps its term`,
     { timeout: 120_000 },
     async () => {
       const ids = ["n1", "n2", "n3"];
@@ -68,8 +68,29 @@ describe("RaftNode: a snapshot larger than the transport's per-peer queue", () =
       const learner = await startMember("n4", [], { machine, snapshotEntries: 0 });
       running.push(learner);
       connect([...members, learner]);
+      // Writes go on through the transfer and the install: each one is committed, none fails.
+      let writing = true;
+      let writes = 0;
+      const writeFailures: string[] = [];
+      const writer = (async () => {
+        for (let n = 0; writing; n++) {
+          await leader.node.propose(bytes(`during-${n}`)).then(
+            () => void writes++,
+            (error: unknown) => void writeFailures.push(String(error)),
+          );
+        }
+      })();
       await leader.node.addLearner("n4");
       await until(() => machine.snapshotsInstalled > 0, 90_000, "the learner installed the snapshot");
+      writing = false;
+      await writer;
+      console.log(
+        `${snapshotBytes / MiB} MiB snapshot: ${writes} writes committed during the transfer and install; ` +
+          `longest Ready turn: leader ${leader.node.metrics().readyMsMax.toFixed(0)} ms, ` +
+          `learner ${learner.node.metrics().readyMsMax.toFixed(0)} ms`,
+      );
+      expect(writeFailures).toEqual([]);
+      expect(writes).toBeGreaterThan(0);
       await leader.node.propose(bytes("after the snapshot"));
       await until(() => machine.commands.includes("after the snapshot"), 30_000, "the learner caught up");
       expect(machine.installedBytes).toBeGreaterThan(snapshotBytes);

@@ -113,7 +113,14 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     const term = leader.node.status().term;
     const slow = followers(members, leader)[0];
     if (slow === undefined) throw new Error("no follower");
-    slow.machine.stallMs = 600; // the leader's heartbeats and the ticks pile up meanwhile
+    // Its disk stalls on the write of "stall" (the state machine no longer holds the loop up): the
+    // leader's heartbeats and the ticks pile up meanwhile.
+    const append = slow.storage.append.bind(slow.storage);
+    slow.storage.append = async (entries, hardState, sync) => {
+      if (entries.some((entry) => new TextDecoder().decode(entry.data) === "stall"))
+        await new Promise((resolve) => setTimeout(resolve, 600));
+      return append(entries, hardState, sync);
+    };
     const before = slow.node.metrics();
     await leader.node.propose(bytes("stall"));
     await until(() => slow.machine.commands.includes("stall"));
@@ -125,6 +132,51 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
       leaderChanges: before.leaderChanges,
     });
     expect(leader.node.status()).toMatchObject({ role: "leader", term });
+  });
+
+  it("a follower goes on acknowledging while its state machine is busy: the leader commits through it", async () => {
+    const members = await cluster(["n1", "n2", "n3"]);
+    const leader = await leaderOf(members);
+    const [busy, other] = followers(members, leader);
+    if (busy === undefined || other === undefined) throw new Error("no followers");
+    busy.machine.stallMs = 3000;
+    await other.node.stop(); // from now on every commit needs busy's acknowledgement
+    await leader.node.propose(bytes("stall"));
+    await until(() => busy.machine.stalling, 5000, "busy applies the stall");
+    let readDone = false;
+    void busy.node.readIndex().then(() => (readDone = true));
+    for (let i = 0; i < 5; i++) await leader.node.propose(bytes(`during${i}`));
+    // Committed through busy while its state machine was still on "stall": its loop persisted and
+    // acknowledged the appends; what it answers (a read, its applied index) waits for the state machine.
+    expect(busy.machine.stalling).toBe(true);
+    expect(busy.node.metrics().readyMsMax).toBeLessThan(busy.machine.stallMs);
+    expect(readDone).toBe(false);
+    expect(busy.node.status().applied).toBeLessThan(leader.node.status().commit);
+    await until(() => readDone, 10_000, "busy's read");
+    expect(busy.machine.commands.slice(-6)).toEqual(["stall", ...Array.from({ length: 5 }, (_, i) => `during${i}`)]);
+    expect(busy.node.status().applied).toBeGreaterThanOrEqual(leader.node.status().applied);
+  });
+
+  it("a learner installing a snapshot slowly persists and acknowledges the entries that follow it meanwhile", async () => {
+    const members = await cluster(["n1", "n2", "n3"], { snapshotEntries: 10 });
+    const leader = await leaderOf(members);
+    for (let i = 0; i < 25; i++) await leader.node.propose(bytes(`m${i}`)); // compacted: n4 needs the snapshot
+    const machine = new RecordingMachine();
+    machine.installDelayMs = 3000;
+    const joiner = await startMember("n4", [], { snapshotEntries: 10, machine });
+    running.push(joiner);
+    connect([...members, joiner]);
+    await leader.node.addLearner("n4");
+    await until(() => machine.installing, 10_000, "the install starts");
+    for (let i = 0; i < 5; i++) await leader.node.propose(bytes(`tail${i}`));
+    const lastIndex = leader.node.status().lastIndex;
+    await until(() => (leader.node.status().peers["n4"]?.lag ?? 1) === 0, 10_000, "n4 acknowledges the tail");
+    expect(joiner.storage.lastIndex()).toBeGreaterThanOrEqual(lastIndex);
+    expect(machine.installing).toBe(true); // all of it while the state machine was still installing
+    expect(joiner.node.status().applied).toBe(0);
+    await until(() => joiner.machine.commands.includes("tail4"), 10_000, "n4 applies the tail");
+    expect(joiner.machine.commands).toEqual(leader.machine.commands);
+    expect(joiner.machine.snapshotsInstalled).toBe(1);
   });
 
   it("hands leadership over with transferLeadership", async () => {

@@ -107,3 +107,78 @@ describe("LevelStorage compaction on disk", () => {
     }
   });
 });
+
+describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
+  const conf = { voters: ["n1"], learners: [] };
+  const bytesOf = (length: number) => Uint8Array.from({ length }, (_, i) => (i * 7) & 0xff);
+
+  async function snapKeys(path: string): Promise<string[]> {
+    const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+    const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
+    const keys: string[] = [];
+    for await (const key of snap.keys()) keys.push(key);
+    await db.close();
+    return keys;
+  }
+
+  it("is written in pieces that appends issued meanwhile go between, and reads back whole", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 20 },
+        true,
+      );
+      const data = bytesOf(100); // 7 pieces
+      const done: string[] = [];
+      const snapshot = storage.createSnapshot(15, conf, data).then(() => done.push("snapshot"));
+      const append = storage.append([entry(21, 1)], null, true).then(() => done.push("append"));
+      await Promise.all([snapshot, append]);
+      expect(done).toEqual(["append", "snapshot"]);
+      expect(storage.snapshot().data).toEqual(data);
+      await storage.close();
+      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(7);
+      expect(await snapKeys(path)).not.toContain("data");
+
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      expect(reopened.snapshot()).toEqual({ metadata: { index: 15, term: 1, conf }, data });
+      expect([reopened.firstIndex(), reopened.lastIndex()]).toEqual([16, 21]);
+      // A smaller snapshot later is one value again, and the pieces go.
+      await reopened.createSnapshot(18, conf, bytesOf(10));
+      await reopened.close();
+      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toEqual([]);
+      const again = await LevelStorage.open({ path });
+      expect(again.snapshot().data).toEqual(bytesOf(10));
+      await again.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+
+  it("left half written by a crash, its pieces are cleared on open and the previous snapshot stays", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 20 },
+        true,
+      );
+      const first = bytesOf(40);
+      await storage.createSnapshot(10, conf, first);
+      await storage.close();
+      // The pieces of a snapshot at 18 reached the disk, the batch recording it did not.
+      const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+      const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
+      await snap.put(`piece!${String(18).padStart(16, "0")}!${String(0).padStart(10, "0")}`, bytesOf(16));
+      await db.close();
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      expect(reopened.snapshot()).toEqual({ metadata: { index: 10, term: 1, conf }, data: first });
+      await reopened.close();
+      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(3); // 40 bytes: 3 pieces
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+});

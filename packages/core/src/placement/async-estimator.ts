@@ -7,10 +7,10 @@
 // u is capped by the node's *unconfirmed share*: admissions are tagged with the exchange round
 // they will travel in, and a round is confirmed once every live peer acknowledged merging it. A
 // node admits only while its unconfirmed admissions of the identifier plus the cost stay within
-// its share (`asyncUnconfirmedShare`: a tenth of the limit split over the other nodes), so a burst
-// admits at most that much per round trip on each node and the overshoot is bounded by the shares,
-// not by R or by the traffic's shape. Answers stay local: a request past the share is refused
-// now, never held for the network. Counts per bucket, as the limiter.
+// its share (async-shares.ts: a floor plus a part that follows the traffic, `trafficWeight`), so
+// the overshoot is bounded by the shares, not by R or by the traffic's shape. Answers stay local:
+// a request past the share is refused now, never held for the network. Counts per bucket, as the
+// limiter.
 import { assert } from "../assert.js";
 
 /** Buckets kept per node view; past it the oldest are dropped (they have left the window). */
@@ -24,6 +24,14 @@ export const asyncBucketsMax = 100_000;
  */
 export const asyncKeysMax = 100_000;
 
+/** What a node last heard of a peer's beats (the highest of each, so reordered beats never lower them). */
+export interface AsyncPeerBeat {
+  /** The peer's clock when it sent its latest beat: its counts of earlier buckets are final. */
+  nowMs: number;
+  /** Every admission the peer has not had confirmed, now or later, was made at or after this time of its clock. */
+  unconfirmedSinceMs: number;
+}
+
 export interface AsyncBucketCount {
   key: string;
   bucketStartMs: number;
@@ -35,16 +43,6 @@ export const asyncUnconfirmedKeysMax = 100_000;
 
 /** The overshoot allowed per limit, as a fraction of it (docs/counters.md). */
 export const asyncOvershootFraction = 0.1;
-
-/**
- * The most one node may have admitted of a limit that not every other node has heard of: the
- * overshoot budget (a tenth of the limit) split over the other nodes, at least 1 (so a limit
- * below 10 * (nodes - 1) may overshoot by nodes - 1). Unlimited on a single node.
- */
-export function asyncUnconfirmedShare(limit: number, nodes: number): number {
-  if (nodes <= 1) return Number.POSITIVE_INFINITY;
-  return Math.max(1, Math.floor((asyncOvershootFraction * limit) / (nodes - 1)));
-}
 
 /** The exchange round an admission travels in, and the share it must stay within. */
 export interface AsyncUnconfirmed {
@@ -201,6 +199,38 @@ export class AsyncLimitEstimator {
   }
 
   /**
+   * This node's traffic weight for `key` in the epoch (bucket) starting at `epochStartMs`: its
+   * admissions in the bucket two before, over everyone's in that bucket (itself and every peer in
+   * `beats`, the live ones), or an equal split when nobody admitted. Undefined unless every live
+   * peer's counts of that bucket are final here: it reported from a later bucket of its own clock
+   * (it files admissions in its current bucket only) with that bucket inside its window. Every node
+   * with final counts of a bucket computes its weight over a superset of the nodes that admit, so
+   * the weights of one epoch sum to at most 1 over those nodes (docs/counters-proofs.md, Theorem 6).
+   */
+  trafficWeight(
+    key: string,
+    epochStartMs: number,
+    nowMs: number,
+    beats: ReadonlyMap<string, AsyncPeerBeat>,
+  ): number | undefined {
+    const bucketMs = epochStartMs - 2 * this.bucketWidthMs;
+    if (bucketMs < this.windowStart(nowMs)) return undefined; // pruned here already
+    let total = this.own.get(key)?.get(bucketMs) ?? 0;
+    const own = total;
+    for (const [peer, beat] of beats) {
+      const peerBucketMs = Math.floor(beat.nowMs / this.bucketWidthMs) * this.bucketWidthMs;
+      if (peerBucketMs <= bucketMs || this.windowStart(beat.nowMs) > bucketMs) return undefined;
+      total += this.peers.get(peer)?.get(key)?.get(bucketMs) ?? 0;
+    }
+    return total === 0 ? 1 / (beats.size + 1) : own / total;
+  }
+
+  /** The bucket width of this estimator's window (an epoch of the traffic weights). */
+  get epochMs(): number {
+    return this.bucketWidthMs;
+  }
+
+  /**
    * Before a new identifier in `m`: at asyncKeysMax the least recently used is forgotten (O(1);
    * it is usually one whose buckets left the window already).
    */
@@ -226,7 +256,7 @@ export class AsyncLimitEstimator {
 /**
  * The stated overshoot bound of an async limit: the most a window admits beyond `limit`, given
  * `admittedPerNodePerReconcile`, the most one node admits that the others have not heard of yet.
- * With unconfirmed shares (`admit` with a share) that is at most `asyncUnconfirmedShare(limit, nodes)`.
+ * With the shares of AsyncLimits the whole overshoot is at most `asyncOvershootMax(limit, nodes)`.
  */
 export function asyncOvershootBound(limit: number, nodes: number, admittedPerNodePerReconcile: number): number {
   return (nodes - 1) * Math.min(limit, admittedPerNodePerReconcile);

@@ -4,3 +4,5 @@ export { runCounterSimulation } from "./simulation.js";
 export type { CounterSimOptions, CounterSimResult, CounterSimStats } from "./simulation.js";
 export { runRateLimitSimulation } from "./ratelimit-simulation.js";
 export type { RateLimitSimOptions, RateLimitSimResult, RateLimitSimStats } from "./ratelimit-simulation.js";
+export { runAsyncSimulation } from "./async-simulation.js";
+export type { AsyncSimOptions, AsyncSimResult, AsyncSimStats } from "./async-simulation.js";

@@ -11,6 +11,13 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /** Encodes a ConfChange as the data of a "conf" entry (JSON: small, readable in dumps). */
+/**
+ * The term of a founding member's first entries: its initial membership as conf entries 1..k,
+ * committed by fiat (Raft.bootstrap). No leader is ever elected in it (campaigns start at the next
+ * term), so a conf entry of this term is one of those.
+ */
+export const bootstrapTerm = 1;
+
 export function encodeConfChange(change: ConfChange): Uint8Array {
   const data = encoder.encode(JSON.stringify({ type: change.type, node: change.node }));
   assert(decodeConfChange(data).node === change.node, "conf change must round-trip");

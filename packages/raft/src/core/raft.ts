@@ -2,7 +2,13 @@
 // per-role handlers, `become*` transitions. Pure: no I/O, no clock, no global randomness.
 import { assert, unreachable } from "./assert.js";
 import { messagesPerReadyMax, pendingReadIndexMax, readStatesMax, type ResolvedConfig } from "./config.js";
-import { applyConfChange, decodeConfChange, encodeConfChange, validateConfChange } from "./confchange.js";
+import {
+  applyConfChange,
+  bootstrapTerm,
+  decodeConfChange,
+  encodeConfChange,
+  validateConfChange,
+} from "./confchange.js";
 import { RaftError } from "./errors.js";
 import { entryBytes, RaftLog } from "./log.js";
 import { isLeaderMessage, type Message, type SnapshotChunkMessage } from "./messages.js";
@@ -110,12 +116,12 @@ export class Raft {
       ...learners.map((node): ConfChange => ({ type: "addLearner", node })),
     ];
     const entries = changes.map((change, i): Entry => ({
-      term: 1,
+      term: bootstrapTerm,
       index: i + 1,
       type: "conf",
       data: encodeConfChange(change),
     }));
-    this.becomeFollower(1, "");
+    this.becomeFollower(bootstrapTerm, "");
     this.log.append(entries);
     this.log.commitTo(entries.length);
     assert(this.conf.voters.length === 0, "bootstrap over an existing configuration");

@@ -21,9 +21,15 @@ export interface ReadState {
  * 0. `messagesBeforePersist` may be sent at once, before or while persisting (or with `messages`);
  * 1. persist `snapshot` (if any), then `entries` and `hardState` in ONE atomic batch, fsynced when `mustSync`;
  * 2. then send `messages` (they may depend on what was just persisted);
- * 3. then install `snapshot` into the state machine (if any) and apply `committedEntries` in order;
+ * 3. then hand `snapshot` (if any) and then `committedEntries` to the application, to install and
+ *    apply in log order, each once;
  * 4. then call `advance(ready)`.
  * Between `ready()` and `advance()` no other RawNode method may be called (buffer inputs meanwhile).
+ * Step 3 may finish after advance(): the application may still be installing or applying while the
+ * driver takes the next Readies (their committed entries queue behind). advance() counts what was
+ * handed over as applied: the core then hands out later entries and applies membership changes.
+ * Whatever depends on the application's state (answering a proposal or a read, taking a snapshot
+ * and the membership recorded with it) must follow what the application has really applied.
  */
 export interface Ready {
   /** Set when leader or role changed since the last Ready. */
@@ -32,7 +38,7 @@ export interface Ready {
   hardState: HardState | null;
   /** Entries to append to stable storage (truncating any conflicting suffix at entries[0].index). */
   entries: Entry[];
-  /** A snapshot received from the leader, to persist and install; null if none. */
+  /** A snapshot received from the leader, to persist and install (before `committedEntries`); null if none. */
   snapshot: Snapshot | null;
   /** Entries committed and not yet applied, to apply in order (after `snapshot`). */
   committedEntries: Entry[];

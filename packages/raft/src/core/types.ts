@@ -70,7 +70,11 @@ export interface RaftStorage {
   snapshot(): Snapshot;
 }
 
-/** What the driver writes. Implementations must make `append` atomic and, when `sync`, durable before resolving. */
+/**
+ * What the driver writes. Implementations must make `append` atomic and, when `sync`, durable before
+ * resolving. A write may be issued before the previous one has resolved (the driver queues a
+ * snapshot's write and goes on appending): writes take effect one at a time, in the order issued.
+ */
 export interface RaftStorageWriter {
   /** Truncates any entries at or after entries[0].index, appends `entries`, and stores `hardState` when given: one atomic batch. */
   append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void>;

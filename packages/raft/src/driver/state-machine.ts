@@ -1,9 +1,11 @@
 import type { Entry, Snapshot } from "../core/types.js";
 
 /**
- * The application replicated by a RaftNode. Called only from the driver's loop, one call at a time,
- * in log order. `apply` and `installSnapshot` may return a promise, which the loop waits for before
- * going on; `takeSnapshot`'s promise it does not wait for (below).
+ * The application replicated by a RaftNode. Called only from the driver's applier, one call at a
+ * time, in log order. `apply` and `installSnapshot` may return a promise, which the applier waits
+ * for before the next call; the Ready loop waits for neither (it goes on persisting, sending and
+ * committing while the applier works through what it handed over, up to applyQueueLimits).
+ * `takeSnapshot` is called between two of those calls; its promise nobody waits for (below).
  */
 export interface StateMachine {
   /**

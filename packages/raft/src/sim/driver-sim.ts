@@ -10,6 +10,8 @@ import { Xoshiro128 } from "../core/prng.js";
 import type { ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "../core/types.js";
 import type { DriverClock } from "../driver/clock.js";
 import type { DriverTransport } from "../driver/options.js";
+import { MemoryIdentityStore } from "../driver/peer-identity.js";
+import type { PeerIdentity } from "../transport/handshake.js";
 import type { StateMachine } from "../driver/state-machine.js";
 import { RaftNodeError } from "../errors.js";
 import { RaftNode } from "../node.js";
@@ -28,13 +30,32 @@ export interface DriverSimOptions {
   seed: number;
   steps: number;
   trace?: (line: string) => void;
+  /**
+   * Whether nodes carry an identity (cluster, incarnation) checked in every handshake. Default true;
+   * false shows what a wiped data directory does without it (the tests keep such seeds).
+   */
+  identityChecks?: boolean;
 }
 
 export interface DriverSimResult {
   seed: number;
   ok: boolean;
   failure?: string;
-  stats: { terms: number; appliedMax: number; crashes: number; readsChecked: number; proposals: number };
+  stats: {
+    /** Voters of the cluster (one to five). */
+    voters: number;
+    /** Messages held across a partition or a crash (or delayed past an election timeout) and delivered later. */
+    heldDelivered: number;
+    terms: number;
+    appliedMax: number;
+    crashes: number;
+    readsChecked: number;
+    proposals: number;
+    /** Crashes after which the node came back with an empty data directory (a new incarnation). */
+    wipes: number;
+    /** Starts that RaftNode refused (RAFT_ERR_IDENTITY_REFUSED): a peer knew another incarnation. */
+    refusedStarts: number;
+  };
 }
 
 /** One timer list per process, over the simulation's shared time: a crash clears that process's timers. */
@@ -72,6 +93,13 @@ class ProcessClock implements DriverClock {
   }
 }
 
+/** What the handshake of a real connection does with identities (transport/handshake.ts), for the simulation to model. */
+interface SimHandshake {
+  identity?: () => PeerIdentity;
+  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => string | null;
+  onIdentityRefused?: (peer: NodeId) => void;
+}
+
 /** The transport RaftNode sees: sends go into the simulated network; the simulation delivers. */
 class SimTransport implements DriverTransport {
   closed = false;
@@ -80,6 +108,7 @@ class SimTransport implements DriverTransport {
     private readonly id: NodeId,
     private readonly sim: DriverSimulation,
     readonly onMessage: (message: Message) => void,
+    readonly handshake: SimHandshake,
   ) {}
 
   start(): Promise<{ port: number }> {
@@ -88,7 +117,7 @@ class SimTransport implements DriverTransport {
 
   send(messages: readonly { type: string; to: NodeId }[]): number {
     if (this.closed) return 0;
-    for (const message of messages) this.sim.send(message as Message);
+    for (const message of messages) this.sim.send(message as Message, this);
     return messages.length;
   }
 
@@ -99,7 +128,7 @@ class SimTransport implements DriverTransport {
   removePeer(): void {}
 
   isConnected(id: NodeId): boolean {
-    return !this.closed && this.sim.reachable(this.id, id);
+    return !this.closed && this.sim.reachable(this.id, id) && this.sim.accepted(this, id);
   }
 
   stats(): TransportStats {
@@ -193,40 +222,68 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter {
   }
 }
 
-/** The application: SimApp's digest. RaftNode hands it normal, non-empty entries only. */
+/**
+ * The application: SimApp's digest. RaftNode hands it normal, non-empty entries only. Some applies
+ * and installs take several steps (`later` says how many; the driver's loop goes on meanwhile): the
+ * work happens when the simulation completes it, and a crash abandons it.
+ */
 class SimMachine implements StateMachine {
   readonly app = new SimApp();
+  /** Calls in progress: the driver must never start one before the last finished. */
+  private busy = false;
 
   constructor(
     private readonly id: NodeId,
     private readonly checker: SafetyChecker,
+    private readonly later: (run: () => void) => Promise<void> | null,
   ) {}
 
-  apply(entry: Entry): void {
-    this.app.appliedIndex = entry.index - 1; // empty and conf entries do not reach the machine
-    this.app.apply(entry);
-    this.checker.observeApplied(this.id, entry, this.app.digest);
+  apply(entry: Entry): void | Promise<void> {
+    return this.run(() => {
+      this.app.appliedIndex = entry.index - 1; // empty and conf entries do not reach the machine
+      this.app.apply(entry);
+      this.checker.observeApplied(this.id, entry, this.app.digest);
+    });
   }
 
   takeSnapshot(): Promise<Uint8Array> {
+    if (this.busy) throw new Error(`${this.id}: takeSnapshot while an apply or install is in progress`);
     return Promise.resolve(this.app.encode(256)); // bytes handed over later: the asynchronous path
   }
 
-  installSnapshot(snapshot: Snapshot): void {
-    const { appliedIndex, digest } = SimApp.decode(snapshot.data);
-    this.app.appliedIndex = appliedIndex;
-    this.app.digest = digest;
-    if (this.checker.appliedEntry(appliedIndex) !== undefined)
-      this.checker.observeSnapshotInstalled(this.id, appliedIndex, digest);
+  installSnapshot(snapshot: Snapshot): void | Promise<void> {
+    return this.run(() => {
+      const { appliedIndex, digest } = SimApp.decode(snapshot.data);
+      this.app.appliedIndex = appliedIndex;
+      this.app.digest = digest;
+      if (this.checker.appliedEntry(appliedIndex) !== undefined)
+        this.checker.observeSnapshotInstalled(this.id, appliedIndex, digest);
+    });
+  }
+
+  private run(work: () => void): void | Promise<void> {
+    if (this.busy) throw new Error(`${this.id}: a state machine call began before the previous one finished`);
+    const pending = this.later(() => {
+      work();
+      this.busy = false;
+    });
+    if (pending === null) return work();
+    this.busy = true;
+    return pending;
   }
 }
 
 interface Process {
+  id: NodeId;
   node: RaftNode;
   clock: ProcessClock;
   transport: SimTransport;
   storage: ProcessStorage;
   machine: SimMachine;
+  /** Set once start() resolved (it installs the stored snapshot first, which may take steps). */
+  started: boolean;
+  /** State machine calls that take steps: run at `completeAtStep` (a crash abandons them). */
+  machineWork: { completeAtStep: number; run: () => void; resolve: () => void }[];
 }
 
 export class DriverSimulation {
@@ -237,11 +294,37 @@ export class DriverSimulation {
   private readonly time = { nowMs: 1_000_000 };
   private readonly ids: NodeId[];
   private readonly disks = new Map<NodeId, SimStorage>();
+  /** Each data directory's identity file (peer-identity.ts): wiped with the disk, kept across crashes. */
+  private readonly identityStores = new Map<NodeId, MemoryIdentityStore>();
+  /** Nodes whose data directory was wiped (at most one per run, in clusters of three voters or more). */
+  private readonly wiped = new Set<NodeId>();
+  /** Handshakes between two transports (by object), as a real connection would do once: accepted or not. */
+  private readonly handshakes = new Map<SimTransport, Map<SimTransport, boolean>>();
+  /** Who sent each message in flight, as stated then (a held message may outlive its sender's process). */
+  private readonly senders = new WeakMap<
+    Message,
+    { transport: SimTransport; identity: PeerIdentity | null; receiverIncarnation: string | null }
+  >();
+  /** The incarnation of each peer a transport last connected to: what it queues is for that incarnation. */
+  private readonly connectedIncarnations = new Map<SimTransport, Map<NodeId, string>>();
   private readonly processes = new Map<NodeId, Process>();
   private readonly failures: string[] = [];
   private readonly trace: (line: string) => void;
   private readonly writeLatencyMax: number;
-  private readonly stats = { terms: 0, appliedMax: 0, crashes: 0, readsChecked: 0, proposals: 0 };
+  /** Share of state machine calls (applies, installs) that take 1..slowMachineStepsMax steps. */
+  private readonly slowMachineRate: number;
+  private readonly slowMachineStepsMax: number;
+  private readonly stats = {
+    voters: 0,
+    heldDelivered: 0,
+    terms: 0,
+    appliedMax: 0,
+    crashes: 0,
+    readsChecked: 0,
+    proposals: 0,
+    wipes: 0,
+    refusedStarts: 0,
+  };
   private readonly leaders = new Map<number, NodeId>();
   private proposalCounter = 0;
 
@@ -258,15 +341,29 @@ export class DriverSimulation {
       holdRate: this.random.chance(0.5) ? this.random.nextFloat() * 0.2 : 0,
       longDelayMax: electionTicks * (1 + this.random.intBelow(3)),
     });
-    for (const id of this.ids) this.disks.set(id, new SimStorage(undefined, this.random.intBelow(10)));
-    this.trace(`seed ${options.seed}: ${voters} voters, write latency <= ${this.writeLatencyMax} steps`);
+    for (const id of this.ids) {
+      this.disks.set(id, new SimStorage(undefined, this.random.intBelow(10)));
+      this.identityStores.set(id, new MemoryIdentityStore());
+    }
+    this.slowMachineRate = this.random.chance(0.5) ? this.random.nextFloat() * 0.3 : 0;
+    // Up to three election timeouts: a follower installing or applying that long must not stall its loop.
+    this.slowMachineStepsMax = 1 + this.random.intBelow(3 * electionTicks);
+    this.trace(
+      `seed ${options.seed}: ${voters} voters, write latency <= ${this.writeLatencyMax} steps, ` +
+        `${(this.slowMachineRate * 100).toFixed(0)}% of state machine calls take up to ${this.slowMachineStepsMax} steps`,
+    );
   }
 
   writeLatency(): number {
     return this.random.intBelow(this.writeLatencyMax + 1);
   }
 
-  send(message: Message): void {
+  send(message: Message, from: SimTransport): void {
+    this.senders.set(message, {
+      transport: from,
+      identity: from.handshake.identity?.() ?? null,
+      receiverIncarnation: this.connectedIncarnations.get(from)?.get(message.to) ?? null,
+    });
     this.network.send(message, this.step);
   }
 
@@ -274,9 +371,71 @@ export class DriverSimulation {
     return this.processes.has(to) && this.network.connected(from, to);
   }
 
+  /** Whether `from` and the running process of `to` accepted each other's identity (see handshake). */
+  accepted(from: SimTransport, to: NodeId): boolean {
+    const other = this.processes.get(to)?.transport;
+    return other !== undefined && this.handshakes.get(from)?.get(other) === true;
+  }
+
+  /**
+   * The identity check of a real connection's handshake, once per pair of processes that can reach
+   * each other: each side checks the other's identity (recording a first incarnation durably), and
+   * a side refused is told so, as the close code tells a real dialer.
+   */
+  private handshake(a: Process, b: Process): void {
+    if (this.handshakes.get(a.transport)?.has(b.transport) === true) return;
+    const identityOf = (p: Process) => p.transport.handshake.identity?.() ?? null;
+    const check = (checker: Process, peer: Process): boolean => {
+      const identity = identityOf(peer);
+      return identity === null || (checker.transport.handshake.checkIdentity?.(peer.id, identity) ?? null) === null;
+    };
+    const aAccepts = check(a, b);
+    const bAccepts = check(b, a);
+    if (!bAccepts) a.transport.handshake.onIdentityRefused?.(b.id);
+    if (!aAccepts) b.transport.handshake.onIdentityRefused?.(a.id);
+    const ok = aAccepts && bAccepts;
+    if (ok)
+      for (const [x, y] of [
+        [a, b],
+        [b, a],
+      ] as const) {
+        const incarnation = identityOf(y)?.incarnation;
+        if (incarnation === undefined) continue;
+        const row = this.connectedIncarnations.get(x.transport) ?? new Map<NodeId, string>();
+        row.set(y.id, incarnation);
+        this.connectedIncarnations.set(x.transport, row);
+      }
+    for (const [x, y] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const row = this.handshakes.get(x.transport) ?? new Map<SimTransport, boolean>();
+      row.set(y.transport, ok);
+      this.handshakes.set(x.transport, row);
+    }
+    if (!ok) this.trace(`step ${this.step}: ${a.id} and ${b.id} refuse each other's identity`);
+  }
+
+  /**
+   * A message is delivered only to the incarnation its sender was connected to (if any), and over an
+   * accepted connection, or, from a process gone since, to a receiver that accepts who sent it.
+   */
+  private deliverable(message: Message, to: Process): boolean {
+    const sender = this.senders.get(message);
+    if (sender === undefined) return true;
+    // Queued for another incarnation of the receiver: a real transport drops it when the new one connects.
+    const incarnation = to.transport.handshake.identity?.().incarnation;
+    if (sender.receiverIncarnation !== null && incarnation !== sender.receiverIncarnation) return false;
+    const live = this.processes.get(message.from);
+    if (live !== undefined && live.transport === sender.transport) return this.accepted(sender.transport, to.id);
+    if (sender.identity === null) return true;
+    return (to.transport.handshake.checkIdentity?.(message.from, sender.identity) ?? null) === null;
+  }
+
   async run(): Promise<DriverSimResult> {
     try {
-      for (const id of this.ids) await this.startProcess(id);
+      // Not awaited: a founding member first probes its peers' handshakes, which takes steps.
+      for (const id of this.ids) this.launch(id);
       for (let i = 0; i < this.options.steps; i++) {
         this.injectFaults();
         await this.advance();
@@ -294,9 +453,18 @@ export class DriverSimulation {
 
   private result(ok: boolean, failure?: string): DriverSimResult {
     this.stats.appliedMax = this.checker.appliedMax;
+    this.stats.voters = this.ids.length;
+    this.stats.heldDelivered = this.network.heldDelivered;
     const result: DriverSimResult = { seed: this.options.seed, ok, stats: { ...this.stats } };
     if (failure !== undefined) result.failure = failure;
     return result;
+  }
+
+  /** Starts a process without waiting for it (its start completes over later steps); a failure is a failure of the run. */
+  private launch(id: NodeId): void {
+    this.startProcess(id).catch((error: unknown) =>
+      this.failures.push(`${id} failed to start: ${error instanceof Error ? error.stack : String(error)}`),
+    );
   }
 
   private async startProcess(id: NodeId): Promise<void> {
@@ -304,15 +472,28 @@ export class DriverSimulation {
     if (disk === undefined || this.processes.has(id)) return;
     const clock = new ProcessClock(this.time);
     const storage = new ProcessStorage(disk, this, id);
-    const machine = new SimMachine(id, this.checker);
+    const machineWork: Process["machineWork"] = [];
+    const machine = new SimMachine(id, this.checker, (run) => {
+      if (!this.random.chance(this.slowMachineRate)) return null;
+      const completeAtStep = this.step + 1 + this.random.intBelow(this.slowMachineStepsMax);
+      return new Promise((resolve) => machineWork.push({ completeAtStep, run, resolve }));
+    });
     const built: { transport: SimTransport | null } = { transport: null };
+    const identityStore = this.identityStores.get(id);
+    if (identityStore === undefined) return;
     const nonce = new Uint8Array(8).map(() => this.random.intBelow(256));
     const node = new RaftNode({
       id,
       voters: this.ids,
       storage,
       stateMachine: machine,
-      transport: { secret: "driver simulation secret", peers: {} },
+      transport: {
+        secret: "driver simulation secret",
+        peers: Object.fromEntries(this.ids.filter((peer) => peer !== id).map((peer) => [peer, `sim://${peer}`])),
+      },
+      ...(this.options.identityChecks === false
+        ? {}
+        : { identity: { store: identityStore, cluster: "driver-simulation" } }),
       tickMs,
       electionTicks,
       heartbeatTicks: 1 + this.random.intBelow(2),
@@ -327,7 +508,11 @@ export class DriverSimulation {
       readContextNonce: nonce,
       clock,
       transportFactory: (options) => {
-        built.transport = new SimTransport(id, this, (message) => options.onMessage(message));
+        const handshake: SimHandshake = {};
+        if (options.identity !== undefined) handshake.identity = options.identity;
+        if (options.checkIdentity !== undefined) handshake.checkIdentity = options.checkIdentity;
+        if (options.onIdentityRefused !== undefined) handshake.onIdentityRefused = options.onIdentityRefused;
+        built.transport = new SimTransport(id, this, (message) => options.onMessage(message), handshake);
         return built.transport;
       },
       onFatal: (error) =>
@@ -335,8 +520,20 @@ export class DriverSimulation {
     });
     const transport = built.transport;
     if (transport === null) throw new Error("RaftNode built no transport");
-    this.processes.set(id, { node, clock, transport, storage, machine });
-    await node.start();
+    const process: Process = { id, node, clock, transport, storage, machine, machineWork, started: false };
+    this.processes.set(id, process);
+    try {
+      await node.start();
+    } catch (error) {
+      if (this.processes.get(id) === process) this.processes.delete(id);
+      if (!(error instanceof RaftNodeError) || error.code !== "RAFT_ERR_IDENTITY_REFUSED") throw error;
+      // A peer knew another incarnation: only a wiped data directory may be refused.
+      this.stats.refusedStarts++;
+      this.trace(`step ${this.step}: ${id} refuses to found a cluster (a peer knew another incarnation)`);
+      if (!this.wiped.has(id)) this.failures.push(`${id} was refused at start though its disk was never wiped`);
+      return;
+    }
+    process.started = true;
     this.trace(`step ${this.step}: start ${id}`);
   }
 
@@ -355,13 +552,22 @@ export class DriverSimulation {
     this.step++;
     this.time.nowMs += tickMs;
     const isUp = (id: NodeId) => this.processes.has(id);
+    const up = [...this.processes.values()];
+    for (const a of up) for (const b of up) if (a.id < b.id && this.network.connected(a.id, b.id)) this.handshake(a, b);
     for (const message of this.network.deliverDue(this.step, isUp)) {
       const process = this.processes.get(message.to);
-      if (process !== undefined && !process.transport.closed) process.transport.onMessage(message);
+      if (process !== undefined && !process.transport.closed && this.deliverable(message, process))
+        process.transport.onMessage(message);
     }
     for (const process of this.processes.values()) {
       if (this.random.chance(0.95)) process.clock.fireDue();
       process.storage.completeDue(this.step);
+      const due = process.machineWork.filter((work) => work.completeAtStep <= this.step);
+      process.machineWork.splice(0, process.machineWork.length, ...process.machineWork.filter((w) => !due.includes(w)));
+      for (const work of due) {
+        work.run();
+        work.resolve();
+      }
     }
     // Let every loop run until it waits for a write, a message or a tick (no real I/O is pending).
     for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
@@ -371,6 +577,7 @@ export class DriverSimulation {
 
   private observeLeaders(): void {
     for (const [id, process] of this.processes) {
+      if (!process.started) continue;
       const status = process.node.status();
       if (status.role !== "leader") continue;
       this.checker.observeLeader(id, status.term, process.storage.durable);
@@ -386,6 +593,7 @@ export class DriverSimulation {
     let best: Process | null = null;
     let bestTerm = -1;
     for (const process of this.processes.values()) {
+      if (!process.started) continue;
       const status = process.node.status();
       if (status.role === "leader" && status.term > bestTerm) {
         best = process;
@@ -404,11 +612,20 @@ export class DriverSimulation {
         this.crash(victim);
         this.stats.crashes++;
         this.trace(`step ${this.step}: crash ${victim}`);
+        // Its data directory is lost: it comes back empty, with a new incarnation. One per run, and
+        // only where the others still make a majority.
+        if (this.ids.length >= 3 && this.wiped.size === 0 && this.random.chance(0.2)) {
+          this.wiped.add(victim);
+          this.disks.set(victim, new SimStorage(undefined, this.random.intBelow(10)));
+          this.identityStores.set(victim, new MemoryIdentityStore());
+          this.stats.wipes++;
+          this.trace(`step ${this.step}: wipe ${victim}'s data directory`);
+        }
       }
     }
     if (this.random.chance(0.04)) {
       const down = this.pick(this.ids.filter((id) => !this.processes.has(id)));
-      if (down !== undefined) void this.startProcess(down);
+      if (down !== undefined) this.launch(down);
     }
     if (this.random.chance(0.01)) {
       const groups = new Map(this.ids.map((id) => [id, this.random.intBelow(2)] as const));
@@ -433,7 +650,7 @@ export class DriverSimulation {
 
   /** A read that resolves must see every write applied anywhere before it began. */
   private read(): void {
-    const process = this.pick([...this.processes.values()]);
+    const process = this.pick([...this.processes.values()].filter((p) => p.started));
     if (process === undefined) return;
     const appliedMaxAtStart = this.checker.appliedMax;
     process.node.readIndex().then(
@@ -458,7 +675,8 @@ export class DriverSimulation {
   private async checkLiveness(): Promise<void> {
     this.network.heal();
     this.network.faults = { dropRate: 0, duplicateRate: 0, delayMax: 1 };
-    for (const id of this.ids) if (!this.processes.has(id)) await this.startProcess(id);
+    // Not awaited: a start installs the stored snapshot first, which may take steps to complete.
+    for (const id of this.ids) if (!this.processes.has(id)) this.launch(id);
     const bound = 100 * electionTicks;
     let committed: number | null = null;
     let proposing = false;
@@ -473,7 +691,13 @@ export class DriverSimulation {
         );
       }
       const target = committed;
-      if (target !== null && [...this.processes.values()].every((p) => p.node.status().applied >= target)) return;
+      if (
+        target !== null &&
+        [...this.processes.values()].every(
+          (p) => this.wiped.has(p.id) || (p.started && p.node.status().applied >= target),
+        )
+      )
+        return;
     }
     throw new SafetyViolation(`liveness: no new proposal committed and applied everywhere within ${bound} steps`);
   }

@@ -3,9 +3,13 @@
 //   meta!hardState      -> msgpack { term, vote, commit }
 //   meta!compacted      -> msgpack { index, term } of the entry just before firstIndex
 //   snap!meta           -> msgpack { index, term, conf };  snap!data -> the application's bytes
-// Every change is ONE atomic batch across the sublevels. Writes are serialized (abstract-level
-// defines no order between overlapping writes). The log is mirrored in memory (LogState) so the
-// core's reads stay synchronous; memory changes only after the batch is on disk.
+//   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it was taken
+//                          here and is larger than a piece (then snap!data is absent)
+// Every change is ONE atomic batch across the sublevels, except that the pieces of a large
+// snapshot taken here go first, one unsynced batch each, and its synced batch (metadata and
+// compaction) then makes them part of the state. Writes are serialized (abstract-level defines no
+// order between overlapping writes). The log is mirrored in memory (LogState) so the core's reads
+// stay synchronous; memory changes only after the batch is on disk.
 
 import { Level } from "level";
 import { assert } from "../core/assert.js";
@@ -27,6 +31,13 @@ import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
 /** Writes queued behind the one in progress; the driver awaits each write, so a handful at most. */
 export const pendingWritesMax = 64;
 
+/**
+ * Largest piece of a snapshot's bytes written in one batch. The driver queues a snapshot it took
+ * and goes on appending; written whole, a 150 MB snapshot held the next append for about half a
+ * second (an election timeout). In pieces, an append waits for one piece at most.
+ */
+export const defaultSnapshotPieceBytes = 4 << 20;
+
 export interface LevelStorageOptions {
   /** Directory of the LevelDB database (created if missing). */
   path: string;
@@ -36,6 +47,8 @@ export interface LevelStorageOptions {
   keepEntries?: number;
   /** Most data bytes of the entries kept behind a new snapshot (so a few large entries are not all kept). Default: no bound. */
   keepBytes?: number;
+  /** Bytes per piece of a snapshot taken here (createSnapshot). Default defaultSnapshotPieceBytes. */
+  snapshotPieceBytes?: number;
 }
 
 type Bytes = Uint8Array;
@@ -53,6 +66,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     private readonly metaLevel: ReturnType<typeof recordSublevel>,
     private readonly snapLevel: ReturnType<typeof recordSublevel>,
     private readonly keep: LogKeep,
+    private readonly snapshotPieceBytes: number,
   ) {
     super();
     this.logPrefix = new TextEncoder().encode(logLevel.prefix);
@@ -62,10 +76,18 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   static async open(options: LevelStorageOptions): Promise<LevelStorage> {
     const db = new Level<Bytes, Bytes>(options.path, { keyEncoding: "view", valueEncoding: "view" });
     await db.open();
-    const storage = new LevelStorage(db, logSublevel(db), recordSublevel(db, "meta"), recordSublevel(db, "snap"), {
-      entries: options.keepEntries ?? 0,
-      bytes: options.keepBytes ?? Infinity,
-    });
+    const storage = new LevelStorage(
+      db,
+      logSublevel(db),
+      recordSublevel(db, "meta"),
+      recordSublevel(db, "snap"),
+      { entries: options.keepEntries ?? 0, bytes: options.keepBytes ?? Infinity },
+      options.snapshotPieceBytes ?? defaultSnapshotPieceBytes,
+    );
+    assert(
+      Number.isSafeInteger(storage.snapshotPieceBytes) && storage.snapshotPieceBytes > 0,
+      "level storage: snapshotPieceBytes must be a positive integer",
+    );
     try {
       await storage.loadOrInit(options.conf ?? { voters: [], learners: [] });
     } catch (error) {
@@ -83,8 +105,24 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     return this.enqueue(() => this.planApplySnapshot(snapshot), true);
   }
 
+  /**
+   * A snapshot larger than a piece is written a piece per batch, each queued only once the previous
+   * one is done, so writes issued meanwhile (the driver's appends) go in between; then the synced
+   * batch that records it and compacts. A crash before that batch leaves pieces that open() clears.
+   */
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true);
+    const pieced = data.byteLength > this.snapshotPieceBytes;
+    const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true, pieced);
+    if (!pieced) return record();
+    const pieces = Math.ceil(data.byteLength / this.snapshotPieceBytes);
+    let written: Promise<void> = Promise.resolve();
+    for (let n = 0; n < pieces; n++) {
+      const piece = data.subarray(n * this.snapshotPieceBytes, (n + 1) * this.snapshotPieceBytes);
+      written = written.then(() =>
+        this.enqueueRaw((batch) => batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel })),
+      );
+    }
+    return written.then(record);
   }
 
   compact(index: number): Promise<void> {
@@ -98,8 +136,26 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     await this.db.close();
   }
 
+  /** A batch that changes nothing the log state mirrors (a snapshot's piece), unsynced, in the write queue. */
+  private enqueueRaw(fill: (batch: ReturnType<Level<Bytes, Bytes>["batch"]>) => void): Promise<void> {
+    if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
+    assert(this.pendingWrites < pendingWritesMax, "level storage: pendingWritesMax overlapping writes");
+    this.pendingWrites++;
+    const run = this.tail.then(async () => {
+      const batch = this.db.batch();
+      fill(batch);
+      await batch.write({ sync: false });
+    });
+    this.tail = run.then(
+      () => void this.pendingWrites--,
+      () => void this.pendingWrites--,
+    );
+    return run;
+  }
+
   /** Plans against the state left by the previous write (hence inside the queue), writes, then mirrors in memory. */
-  private enqueue(plan: () => LogPlan, sync: boolean): Promise<void> {
+  /** `pieced`: the plan's snapshot bytes are already on disk in pieces (createSnapshot). */
+  private enqueue(plan: () => LogPlan, sync: boolean, pieced = false): Promise<void> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
     assert(
       this.pendingWrites < pendingWritesMax,
@@ -108,7 +164,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     this.pendingWrites++;
     const run = this.tail.then(async () => {
       const planned = plan();
-      await this.write(planned, sync);
+      await this.write(planned, sync, pieced);
       this.apply(planned);
     });
     this.tail = run.then(
@@ -124,7 +180,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
    * after the mark), so they are cleared after the batch by one native range delete: compacting tens
    * of thousands of entries must not cost one JavaScript `del` each on the event loop.
    */
-  private async write(plan: LogPlan, sync: boolean): Promise<void> {
+  private async write(plan: LogPlan, sync: boolean, pieced = false): Promise<void> {
     const batch = this.db.batch();
     const atomicFrom = Math.max(plan.deleteFrom, plan.mark.index + 1);
     // Log operations carry the sublevel prefix themselves: identical bytes on disk, without
@@ -137,13 +193,38 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
       batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
     if (plan.snapshot !== null) {
       batch.put("meta", encodeRecord(plan.snapshot.metadata), { sublevel: this.snapLevel });
-      batch.put("data", plan.snapshot.data, { sublevel: this.snapLevel });
+      if (pieced)
+        batch.del("data", { sublevel: this.snapLevel }); // its pieces, written before, are the data
+      else batch.put("data", plan.snapshot.data, { sublevel: this.snapLevel });
     }
     if (batch.length === 0) await batch.close();
     else await batch.write({ sync });
     const clearTo = Math.min(plan.deleteTo, plan.mark.index);
     if (plan.deleteFrom <= clearTo)
       await this.logLevel.clear({ gte: encodeLogKey(plan.deleteFrom), lte: encodeLogKey(clearTo) });
+    if (plan.snapshot !== null) await this.clearPiecesExcept(pieced ? plan.snapshot.metadata.index : null);
+  }
+
+  /** Deletes every snapshot piece but those of the snapshot at `keep` (a replaced snapshot's, or a crashed write's). */
+  private async clearPiecesExcept(keep: number | null): Promise<void> {
+    if (keep === null) return this.snapLevel.clear({ gte: piecesPrefix, lt: piecesEnd });
+    await this.snapLevel.clear({ gte: piecesPrefix, lt: pieceKeyPrefix(keep) });
+    await this.snapLevel.clear({ gt: `${pieceKeyPrefix(keep)}~`, lt: piecesEnd });
+  }
+
+  /** The pieces of the snapshot at `index`, joined; null when it has none. */
+  private async readPieces(index: number): Promise<Uint8Array | null> {
+    const pieces: Uint8Array[] = [];
+    for await (const value of this.snapLevel.values({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` }))
+      pieces.push(value);
+    if (pieces.length === 0) return null;
+    const data = new Uint8Array(pieces.reduce((bytes, piece) => bytes + piece.byteLength, 0));
+    let at = 0;
+    for (const piece of pieces) {
+      data.set(piece, at);
+      at += piece.byteLength;
+    }
+    return data;
   }
 
   private async loadOrInit(conf: ConfState): Promise<void> {
@@ -165,8 +246,12 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     }
     const hardStateValue = await this.metaLevel.get("hardState");
     const markValue = await this.metaLevel.get("compacted");
-    const snapData = await this.snapLevel.get("data");
     const metadata = decodeSnapshotMetadata(snapMeta);
+    const whole = await this.snapLevel.get("data");
+    const pieces = whole === undefined ? await this.readPieces(metadata.index) : null;
+    // Pieces of a snapshot write cut short by a crash, or of one replaced just before it.
+    await this.clearPiecesExcept(pieces === null ? null : metadata.index);
+    const snapData = whole ?? pieces;
     const mark: LogMark = markValue === undefined ? { index: 0, term: 0 } : decodeLogMark(markValue);
     await this.logLevel.clear({ lte: encodeLogKey(mark.index) }); // leftovers of a compaction cut short by a crash
     const log = await this.readLog(mark);
@@ -178,7 +263,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
       );
     this.load({
       hardState,
-      snapshot: { metadata, data: snapData === undefined ? new Uint8Array(0) : copyBytes(snapData) },
+      snapshot: { metadata, data: snapData === null ? new Uint8Array(0) : copyBytes(snapData) },
       mark,
       log,
     });
@@ -196,6 +281,18 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     }
     return log;
   }
+}
+
+/** Keys of snapshot pieces in the snap sublevel: fixed-width decimal, so key order is (index, piece) order. */
+const piecesPrefix = "piece!";
+const piecesEnd = "piece!~";
+
+function pieceKeyPrefix(index: number): string {
+  return `${piecesPrefix}${String(index).padStart(16, "0")}!`;
+}
+
+function pieceKey(index: number, piece: number): string {
+  return `${pieceKeyPrefix(index)}${String(piece).padStart(10, "0")}`;
 }
 
 function logSublevel(db: Level<Bytes, Bytes>) {

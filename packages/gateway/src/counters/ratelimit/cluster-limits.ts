@@ -4,10 +4,11 @@
 // its successor (owner-side.ts, successor-side.ts); other nodes forward the check in batches
 // (forwarder.ts) and answer the owner's result. When the owner is down (liveness.ts) its
 // successor takes over, and hands back when the owner returns. `async: true` limits answer here
-// and reconcile through the beats (async-limits.ts). A one-member cluster judges everything
+// and reconcile through the beats (core's placement/async-limits.ts). A one-member cluster judges everything
 // here, as a single node always did: no forwarding, no reservations, no beats.
 import { randomBytes } from "node:crypto";
 import {
+  AsyncLimits,
   limiterCountersPerNamespaceMax,
   type AppliedLimit,
   rankNodes,
@@ -20,15 +21,14 @@ import {
 import type { Logger } from "pino";
 import { V1Error, type V1ErrorCode } from "../../errors.js";
 import type { CounterDurability } from "../../store/types.js";
-import { AsyncLimits } from "./async-limits.js";
 import type { RateLimitClusterConfig } from "./config.js";
 import { limitUnavailable } from "./errors.js";
 import { errorOfResult, Forwarder } from "./forwarder.js";
 import { judgeLimitHere, type LimitAnswer } from "./judge-here.js";
 import { PeerLiveness } from "./liveness.js";
 import { OwnerSide } from "./owner-side.js";
-import { subjectOfVerification, verifySubject } from "./subject.js";
-import { SuccessorSide } from "./successor-side.js";
+import { subjectOfLimiterKey, subjectOfVerification, verifySubject } from "./subject.js";
+import { SuccessorSide, successorOwnersMax } from "./successor-side.js";
 import {
   verifyFieldsOf,
   type CounterReply,
@@ -96,6 +96,8 @@ export class ClusterRateLimits {
   private voters: readonly string[];
   private votersKey: string;
   private readonly ranks = new Map<string, readonly string[]>();
+  /** Every node seen among the voters (at most successorOwnersMax): a new owner collects counts from them all. */
+  private readonly knownNodes = new Set<string>();
 
   constructor(private readonly options: ClusterRateLimitsOptions) {
     const { transport, limiter, durability, config, nowMs, logger } = options;
@@ -106,6 +108,13 @@ export class ClusterRateLimits {
       limiter,
       liveness: this.liveness,
       timeoutMs: config.timeoutMs,
+      knownNodes: () => [...this.knownNodes],
+      covers: (successor, limiterKey) => {
+        const subject = subjectOfLimiterKey(limiterKey);
+        if (subject === null) return false;
+        const ranked = this.rank(subject);
+        return ranked[0] === this.nodeId && ranked[1] === successor;
+      },
       nowMs,
       logger,
     });
@@ -115,6 +124,7 @@ export class ClusterRateLimits {
       limiter,
       durability,
       voters: () => transport.voters(),
+      knownNodes: () => [...this.knownNodes],
       nowMs,
       logger,
     });
@@ -129,6 +139,11 @@ export class ClusterRateLimits {
     transport.serve((from, request) => this.serve(from, request));
     this.voters = transport.voters();
     this.votersKey = this.voters.join(",");
+    this.learnNodes(this.voters);
+  }
+
+  private learnNodes(voters: readonly string[]): void {
+    for (const node of voters) if (this.knownNodes.size < successorOwnersMax) this.knownNodes.add(node);
   }
 
   private refreshVoters(): void {
@@ -138,9 +153,12 @@ export class ClusterRateLimits {
     this.options.logger.info({ voters }, "rate limits: voters changed; subjects are placed over the new set");
     this.voters = voters;
     this.votersKey = key;
+    this.learnNodes(voters);
     this.ranks.clear();
-    // Subjects of a removed owner move here with their reserved counts (successor-side.ts).
+    // Subjects of a removed owner move here with their reserved counts (successor-side.ts), and
+    // the counts this node now owns are covered at their successors before it decides (owner-side.ts).
     this.successor.votersChanged(voters);
+    this.owner.votersChanged();
   }
 
   /** Owner first, then its successors (cached per subject). */
@@ -173,6 +191,7 @@ export class ClusterRateLimits {
         handBacks: successor.handBacks,
         asyncAdmitted: asyncLimits.admitted,
         asyncRefusedUnconfirmed: asyncLimits.refusedUnconfirmed,
+        asyncAdmittedBeyondFloor: asyncLimits.admittedBeyondFloor,
       },
       "rate limits: stopped",
     );
@@ -323,7 +342,13 @@ export class ClusterRateLimits {
     if (request.t === "handBack" || request.t === "reserve") this.refreshVoters();
     switch (request.t) {
       case "beat":
-        this.asyncLimits.merge(from, request.asyncCounts);
+        this.asyncLimits.merge(
+          from,
+          request.asyncCounts,
+          request.asyncNowMs === undefined || request.asyncUnconfirmedSinceMs === undefined
+            ? undefined
+            : { nowMs: request.asyncNowMs, unconfirmedSinceMs: request.asyncUnconfirmedSinceMs },
+        );
         return { t: "beat" };
       case "batch":
         return {
@@ -334,6 +359,8 @@ export class ClusterRateLimits {
         return this.successor.accept(from, request.boot, request.asks);
       case "handBack":
         return this.successor.handBack(from, request.voters);
+      case "collect":
+        return this.successor.countsFor(from, request.voters);
       default: {
         const unknown: never = request;
         return { t: "refused", message: `unknown counters request ${String(unknown)}` };
@@ -386,12 +413,12 @@ export class ClusterRateLimits {
     const voters = this.voters;
     if (voters.length <= 1) return;
     const now = nowMs();
-    const { round, reports: asyncCounts } = this.asyncLimits.report(now);
+    const { round, reports: asyncCounts, nowMs: asyncNowMs, unconfirmedSinceMs } = this.asyncLimits.report(now);
     this.confirmAsync(now);
     for (const peer of voters) {
       if (peer === this.nodeId || this.beatsInFlight.has(peer)) continue;
       this.beatsInFlight.add(peer);
-      transport.call(peer, { t: "beat", asyncCounts }).then(
+      transport.call(peer, { t: "beat", asyncCounts, asyncNowMs, asyncUnconfirmedSinceMs: unconfirmedSinceMs }).then(
         (reply) => {
           this.beatsInFlight.delete(peer);
           if (reply === "notSent") this.liveness.lost(peer);

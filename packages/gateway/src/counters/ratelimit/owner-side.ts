@@ -17,11 +17,15 @@ import type { Logger } from "pino";
 import { limitUnavailable, withTimeout } from "./errors.js";
 import type { PeerLiveness } from "./liveness.js";
 import { parseReservationKey, reservationKey } from "./subject.js";
-import type { CounterTransport, WireAsk } from "./wire.js";
+import type { CounterTransport, WireAsk, WireBucket } from "./wire.js";
 
 /** Admissions waiting for coverage per successor; past it new ones are answered 503. */
 export const coverWaitersMax = 100_000;
 /** Asks per reserve message. */
+/** Buckets held at a hand-back whose coverage at the successor decisions wait for (the rest is asked for without waiting). */
+export const heldCoverWaitMax = 4096;
+/** Nodes a new owner asks for counts of its subjects (collect), itself and its successor included. */
+export const collectNodesMax = 64;
 export const reserveAsksMax = 1024;
 
 interface Waiter {
@@ -51,6 +55,10 @@ export interface OwnerSideOptions {
   limiter: SlidingWindowLimiter;
   liveness: PeerLiveness;
   timeoutMs: number;
+  /** Every node this one has known as a voter (itself included), at most successorOwnersMax. */
+  knownNodes(): readonly string[];
+  /** Whether the limiter key's subject ranks this node first and `successor` second (over the voters now). */
+  covers(successor: string, limiterKey: string): boolean;
   nowMs(): number;
   logger: Logger;
 }
@@ -86,6 +94,9 @@ export class OwnerSide {
   /** null when decisions on `successor`'s subjects may be made now; else a hand-back to wait for (rejects: answer 503). */
   ready(successor: string): Promise<void> | null {
     const link = this.link(successor);
+    // A hand-back in progress holds its generation already while the counts held here are being
+    // covered at the successor: decisions wait for that too.
+    if (link.handingBack !== null) return link.handingBack;
     if (link.reservations !== null) return null;
     link.handingBack ??= this.handBack(successor, link).finally(() => {
       link.handingBack = null;
@@ -108,11 +119,12 @@ export class OwnerSide {
     if (reply.t !== "handBack")
       throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
     this.options.liveness.heard(successor, this.options.nowMs());
+    const others = await this.collect(successor, voters, reply.nodes ?? []);
     if (link.reservations !== null) return; // a concurrent hand-back already restored (cannot happen: one at a time)
     const nowMs = this.options.nowMs();
     const width = (bucket: { key: string }) => limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
     // Filed on the successor's clock: one bucket later here (clocks apart by less than a bucket).
-    for (const bucket of movedBuckets(reply.buckets, width, nowMs)) {
+    for (const bucket of movedBuckets([...reply.buckets, ...others], width, nowMs)) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
       limiter.restoreMovedBucket({
@@ -131,6 +143,58 @@ export class OwnerSide {
       { successor, generation: reply.generation, buckets: reply.buckets.length },
       "rate limits: hand-back restored; serving owned limits",
     );
+    // Every count held here of the successor's subjects (this node's own, restored from its disk
+    // or handed back) is covered there before this node serves: a successor that changed with the
+    // voters, or restarted, holds none of them, and taking over from nothing it would admit them
+    // again if this node died (the fault schedules with membership changes found it).
+    // Past heldCoverWaitMax buckets the rest is asked for without waiting (decisions would wait
+    // too long, and the waiters are bounded): their coverage then follows within a round trip.
+    const held = limiter.snapshot(nowMs).filter((bucket) => this.options.covers(successor, bucket.key));
+    for (let start = heldCoverWaitMax; start < held.length; start += heldCoverWaitMax)
+      this.cover(successor, held.slice(start, start + heldCoverWaitMax))?.catch(() => undefined);
+    const covering = held.length === 0 ? null : this.cover(successor, held.slice(0, heldCoverWaitMax));
+    if (covering !== null)
+      await covering.catch((error: unknown) => {
+        link.reservations = null; // the next decision asks for a hand-back again
+        throw error;
+      });
+  }
+
+  /**
+   * The counts of this node's subjects (over `voters`) held by any node but it and its successor:
+   * after two membership changes in quick succession they may sit on a node the subjects passed
+   * through (one that took them over or had them handed back, and was replaced before it handed
+   * them on; docs/counters.md). Every node this one or its successor knows is asked, then every
+   * node those know, up to collectNodesMax; one that does not answer in time is left out (a node
+   * down with counts nobody else holds takes them along).
+   */
+  private async collect(successor: string, voters: string[], successorKnows: readonly string[]): Promise<WireBucket[]> {
+    const { transport, timeoutMs } = this.options;
+    const asked = new Set([transport.nodeId, successor]);
+    const found: WireBucket[] = [];
+    let frontier = [...new Set([...this.options.knownNodes(), ...successorKnows])].filter((node) => !asked.has(node));
+    while (frontier.length > 0) {
+      frontier = frontier.slice(0, Math.max(0, collectNodesMax - asked.size));
+      for (const node of frontier) asked.add(node);
+      const answers = await Promise.all(
+        frontier.map((node) =>
+          withTimeout(transport.call(node, { t: "collect", voters }), timeoutMs, () =>
+            limitUnavailable(`no counts from ${node} in time`),
+          ).then(
+            (answer) => (answer !== "notSent" && answer.t === "collect" ? answer : null),
+            () => null,
+          ),
+        ),
+      );
+      const next = new Set<string>();
+      for (const answer of answers) {
+        if (answer === null) continue;
+        found.push(...answer.buckets);
+        for (const node of answer.nodes) if (!asked.has(node)) next.add(node);
+      }
+      frontier = [...next];
+    }
+    return found;
   }
 
   /**
@@ -277,17 +341,33 @@ export class OwnerSide {
    * judged in this generation and not yet covered is answered 503; the next decisions wait for a
    * hand-back.
    */
+  /**
+   * The voters changed: this node may now own subjects whose counts it took over or holds
+   * uncovered at their successor (a successor new with the voters, or one that already held a
+   * generation of this node's and so would not be asked again). Every link starts over: the next
+   * decision on a successor's subjects asks it for a hand-back, which covers every count held
+   * here of its subjects (admissions waiting for coverage meanwhile are answered 503).
+   */
+  votersChanged(): void {
+    for (const [successor, link] of this.links)
+      if (link.reservations !== null && link.handingBack === null) this.resetLink(successor, link, "voters changed");
+  }
+
   private loseGeneration(successor: string, link: Link): void {
     this.options.logger.warn(
       { successor, generation: link.reservations?.generation },
       "rate limits: successor refused a reservation (took over or restarted); asking for a hand-back",
     );
+    this.resetLink(successor, link, `${successor} took this limit over; handing back`);
+  }
+
+  private resetLink(successor: string, link: Link, why: string): void {
     link.reservations = null;
     link.inFlight.clear();
     link.queued.clear();
     const waiters = link.waiters;
     link.waiters = [];
-    for (const waiter of waiters) waiter.reject(limitUnavailable(`${successor} took this limit over; handing back`));
+    for (const waiter of waiters) waiter.reject(limitUnavailable(why));
   }
 
   /** Drops coverage of buckets that left every window. */

@@ -20,7 +20,7 @@ import {
 import type { Logger } from "pino";
 import type { CounterDurability } from "../../store/types.js";
 import { parseReservationKey, reservationKey, subjectOfLimiterKey } from "./subject.js";
-import type { CounterReply, WireAsk } from "./wire.js";
+import type { CounterReply, WireAsk, WireBucket } from "./wire.js";
 
 /** Owners tracked (one per other member). */
 export const successorOwnersMax = 64;
@@ -38,6 +38,8 @@ export interface SuccessorSideOptions {
   limiter: SlidingWindowLimiter;
   durability: CounterDurability;
   voters(): readonly string[];
+  /** Every node this one has known as a voter (told to a node collecting counts). */
+  knownNodes(): readonly string[];
   nowMs(): number;
   logger: Logger;
 }
@@ -184,6 +186,28 @@ export class SuccessorSide {
     }
   }
 
+  /**
+   * Every count this node's limiter holds of subjects that rank `asker` first over `askerVoters`,
+   * whatever this node's own voters: after two membership changes in quick succession the counts
+   * of a subject may sit on a node that is no longer its owner or successor (one that took them
+   * over, or had them handed back, and was replaced before it handed them on). Read-only.
+   */
+  countsFor(asker: string, askerVoters: readonly string[]): CounterReply {
+    const buckets: WireBucket[] = [];
+    for (const bucket of this.options.limiter.snapshot(this.options.nowMs())) {
+      const subject = subjectOfLimiterKey(bucket.key);
+      if (subject === null || rankNodes(subject, askerVoters)[0] !== asker) continue;
+      buckets.push({
+        key: reservationKey(bucket.durationMs, bucket.key),
+        limit: bucket.limit,
+        bucketStartMs: bucket.bucketStartMs,
+        count: bucket.count,
+      });
+    }
+    const nodes = [...this.options.knownNodes()];
+    return { t: "collect", buckets: buckets.length > handBackBucketsMax ? mergePerKey(buckets) : buckets, nodes };
+  }
+
   /** The owner asks to serve again (it is back or just started): stop serving and hand every count of its subjects back. */
   handBack(owner: string, ownerVoters?: readonly string[]): CounterReply {
     const state = this.state(owner);
@@ -216,7 +240,8 @@ export class SuccessorSide {
       "rate limits: handing limits back to their owner",
     );
     const buckets = handBack.buckets.length > handBackBucketsMax ? mergePerKey(handBack.buckets) : handBack.buckets;
-    return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets };
+    const nodes = [...this.options.knownNodes()];
+    return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets, nodes };
   }
 }
 

@@ -1,7 +1,7 @@
 // Messages of the cluster rate limits on the cluster RPC (op "counters"): beats that carry the
 // async-limit counts, batches of checks forwarded to a limit's owner, reservations an owner asks
 // of its successor, and hand-backs. Plain data (msgpack on the authenticated cluster channel).
-import type { AppliedLimit, AsyncBucketCount, RatelimitRequest, VerifyResult } from "@keyraft/core";
+import type { AppliedLimit, AsyncCounts, RatelimitRequest, VerifyResult } from "@keyraft/core";
 import type { V1ErrorCode } from "../../errors.js";
 
 /** The fields of a verifyKey body the owner needs; the key itself never leaves the node (only its hash). */
@@ -44,26 +44,36 @@ export interface WireAsk {
   generation: number;
 }
 
-export interface AsyncCounts {
-  durationMs: number;
-  counts: AsyncBucketCount[];
-}
+/** A bucket's count on the wire, without a generation (hand-backs, collected counts). */
+export type WireBucket = Omit<WireAsk, "generation">;
 
 export type CounterRequest =
-  /** Every reconcile period to every peer: liveness and this node's async-limit counts. */
-  | { t: "beat"; asyncCounts: AsyncCounts[] }
+  /**
+   * Every reconcile period to every peer: liveness and this node's async-limit counts, with its
+   * clock when it sent them and the time of its oldest unconfirmed async admission (the traffic
+   * weights of the async shares need both; a beat without them gives the floor share only).
+   */
+  | { t: "beat"; asyncCounts: AsyncCounts[]; asyncNowMs?: number; asyncUnconfirmedSinceMs?: number }
   | { t: "batch"; items: ForwardItem[] }
   /** Owner to successor; `boot` is the successor's boot id the generation came from. */
   | { t: "reserve"; boot: string; asks: WireAsk[] }
   /** Owner to successor: stop serving my subjects and give me their counts. */
-  | { t: "handBack"; voters?: string[] };
+  | { t: "handBack"; voters?: string[] }
+  /**
+   * Owner to every other node it knows (with a hand-back): the counts you hold of subjects that
+   * rank me first over `voters` (a node they passed through in quick membership changes).
+   */
+  | { t: "collect"; voters: string[] };
 
 export type CounterReply =
   | { t: "beat" }
   | { t: "batch"; results: ForwardResult[] }
   /** One per ask, same order: the acknowledgement, or null when refused (fenced, other generation or boot). */
   | { t: "reserve"; acks: (WireAsk | null)[] }
-  | { t: "handBack"; boot: string; generation: number; buckets: Omit<WireAsk, "generation">[] }
+  /** `nodes`: every node the successor knows (the owner asks them for counts too). */
+  | { t: "handBack"; boot: string; generation: number; buckets: WireBucket[]; nodes?: string[] }
+  /** The counts asked for, and every node the answering one knows (asked next). */
+  | { t: "collect"; buckets: WireBucket[]; nodes: string[] }
   /** The receiver cannot take the request (e.g. not started yet). */
   | { t: "refused"; message: string };
 
