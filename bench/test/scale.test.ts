@@ -43,6 +43,8 @@ describe.skipIf(!built)("scale scenario", () => {
     expect(figures["maxLoopStallMs"]).toBeGreaterThanOrEqual(0);
     expect(figures["verifyRatioLargeToSmall"]).toBeGreaterThan(0);
     expect(Number.isFinite(figures["bytesPerKey"])).toBe(true);
+    // The restarted node applied at least the entries it wrote itself, and read its own metrics.
+    expect(figures["restartEntriesApplied"]).toBeGreaterThan(0);
     expect(lines.some((line) => line.includes("a second node joined"))).toBe(true);
   });
 });

@@ -26,6 +26,7 @@ import { checkBenchClusterBuild } from "./cluster.js";
 import {
   closedLoop,
   findLeader,
+  get,
   postToMember,
   quantile,
   round,
@@ -77,12 +78,23 @@ function importedKey(apiId: string, runId: string, i: number): Record<string, un
 }
 
 /**
- * KEYRAFT_SNAPSHOT_EVERY given to the bench is given to the nodes (by default they snapshot every
- * 10,000 entries, and an import of a million keys is only about 1,000): to compare policies.
+ * The snapshot policy variables given to the bench are given to the nodes, to compare policies (by
+ * default they snapshot every 10,000 entries or 64 MiB of entries; an import of a million keys is
+ * about 1,000 entries of 300 kB). KEYRAFT_SNAPSHOT_EVERY_BYTES=0 is the policy by entries alone.
  */
+const snapshotVariables = [
+  "KEYRAFT_SNAPSHOT_EVERY",
+  "KEYRAFT_SNAPSHOT_EVERY_BYTES",
+  "KEYRAFT_RAFT_KEEP_BYTES",
+] as const;
+
 function snapshotEnv(): Record<string, string> {
-  const every = process.env["KEYRAFT_SNAPSHOT_EVERY"];
-  return every === undefined ? {} : { KEYRAFT_SNAPSHOT_EVERY: every };
+  const env: Record<string, string> = {};
+  for (const name of snapshotVariables) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
 }
 
 /** Resident set size of a process in bytes (Linux /proc); null where it cannot be read. */
@@ -278,6 +290,9 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     );
 
     monitor.phase = "restart";
+    // What a restart has to re-apply: the entries after the latest snapshot (the import's, unless
+    // a snapshot by entries or by bytes covered them).
+    const beforeRestart = (await get(node, "/v1/cluster.status")) as { lastIndex: number; snapshotIndex: number };
     node.child.kill("SIGKILL");
     await stopMember(node);
     const restartStartMs = performance.now();
@@ -285,6 +300,11 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     members[0] = node;
     const restartMs = await untilServes(node, secretOf(runId, keys - 1), restartStartMs);
     log(`scale: restart (kill -9, start on the data dir) answered a verification after ${Math.round(restartMs)} ms`);
+    const [restartEntriesApplied] = await metricsValues(node, ["keyraft_raft_entries_applied_total"]);
+    log(
+      `scale: before the kill the log ended at ${beforeRestart.lastIndex}, the snapshot at ${beforeRestart.snapshotIndex}; ` +
+        `the restart applied ${restartEntriesApplied ?? "?"} entries`,
+    );
     const rssRestarted = rssBytes(node.child.pid);
 
     monitor.phase = "join";
@@ -336,6 +356,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       heapUsedMiB: heapUsedBytes === null || heapUsedBytes === undefined ? -1 : round(heapUsedBytes / 1048576, 1),
       externalMiB: externalBytes === null || externalBytes === undefined ? -1 : round(externalBytes / 1048576, 1),
       rssMiBAfterRestart: rssRestarted === null ? -1 : round(rssRestarted / 1048576, 1),
+      restartEntriesApplied: restartEntriesApplied ?? -1,
       joinAdminWrites: writeRun.ok,
       joinAdminWritesFailed: writeRun.failed,
       maxLoopStallMsImport: round(monitor.maxMsByPhase.get("import") ?? 0, 1),

@@ -30,6 +30,8 @@ export interface Config {
   logLevel: LogLevel;
   /** Snapshot the key state (and compact the command log) every this many commands. */
   snapshotEveryEntries: number;
+  /** Also snapshot once the entries since the last snapshot carry this many bytes (0: never by bytes). */
+  snapshotEveryBytes: number;
   /** Largest request body accepted, in bytes; larger bodies get 413 with the v1 error body. */
   bodyLimitBytes: number;
   /** Most admin writes waiting for the disk before new ones are refused (503). */
@@ -69,6 +71,12 @@ export interface IntegerVariable {
 export const integerVariables = {
   port: { name: "PORT", defaultValue: 8080, min: 0, max: 65_535 },
   snapshotEveryEntries: { name: "KEYRAFT_SNAPSHOT_EVERY", defaultValue: 10_000, min: 1, max: 10_000_000 },
+  snapshotEveryBytes: {
+    name: "KEYRAFT_SNAPSHOT_EVERY_BYTES",
+    defaultValue: 64 * 1_048_576,
+    min: 0,
+    max: 4096 * 1_048_576,
+  },
   bodyLimitBytes: { name: "KEYRAFT_BODY_LIMIT_BYTES", defaultValue: 1_048_576, min: 1024, max: 64 * 1_048_576 },
   writeQueueEntriesMax: { name: "KEYRAFT_WRITE_QUEUE_MAX", defaultValue: 10_000, min: 1, max: 1_000_000 },
   shutdownTimeoutMs: { name: "KEYRAFT_SHUTDOWN_TIMEOUT_MS", defaultValue: 10_000, min: 0, max: 600_000 },
@@ -95,6 +103,7 @@ export function parseConfig(
     rootKey: parseRootKey(env["KEYRAFT_ROOT_KEY"], errors),
     logLevel: parseLogLevel(env["KEYRAFT_LOG_LEVEL"], errors),
     snapshotEveryEntries: integer(integerVariables.snapshotEveryEntries),
+    snapshotEveryBytes: integer(integerVariables.snapshotEveryBytes),
     bodyLimitBytes: integer(integerVariables.bodyLimitBytes),
     writeQueueEntriesMax: integer(integerVariables.writeQueueEntriesMax),
     shutdownTimeoutMs: integer(integerVariables.shutdownTimeoutMs),

@@ -192,6 +192,7 @@ async function startCluster(
     raftDir,
     machine,
     snapshotEntries: config.snapshotEveryEntries,
+    snapshotBytes: config.snapshotEveryBytes,
     pendingMax: config.writeQueueEntriesMax,
     logger,
     nowMs,

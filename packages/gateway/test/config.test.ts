@@ -17,6 +17,7 @@ const singleNodeCluster = {
   electionTicks: 10,
   heartbeatTicks: 2,
   keepEntries: 1000,
+  keepBytes: 16 * 1_048_576,
   requestTimeoutMs: 5000,
 };
 
@@ -33,6 +34,7 @@ describe("parseConfig", () => {
         rootKey: null,
         logLevel: "info",
         snapshotEveryEntries: 10_000,
+        snapshotEveryBytes: 64 * 1_048_576,
         bodyLimitBytes: 1_048_576,
         writeQueueEntriesMax: 10_000,
         shutdownTimeoutMs: 10_000,
@@ -120,6 +122,7 @@ describe("parseConfig", () => {
         KEYRAFT_ROOT_KEY: "root_0123456789abcdef",
         KEYRAFT_LOG_LEVEL: "DEBUG",
         KEYRAFT_SNAPSHOT_EVERY: "500",
+        KEYRAFT_SNAPSHOT_EVERY_BYTES: "0",
         KEYRAFT_BODY_LIMIT_BYTES: "2048",
         KEYRAFT_WRITE_QUEUE_MAX: "7",
         KEYRAFT_SHUTDOWN_TIMEOUT_MS: "0",
@@ -148,6 +151,7 @@ describe("parseConfig", () => {
         rootKey: "root_0123456789abcdef",
         logLevel: "debug",
         snapshotEveryEntries: 500,
+        snapshotEveryBytes: 0,
         bodyLimitBytes: 2048,
         writeQueueEntriesMax: 7,
         shutdownTimeoutMs: 0,
@@ -295,6 +299,7 @@ describe("parseConfig: the cluster", () => {
         KEYRAFT_RAFT_ELECTION_TICKS: "20",
         KEYRAFT_RAFT_HEARTBEAT_TICKS: "3",
         KEYRAFT_RAFT_KEEP_ENTRIES: "0",
+        KEYRAFT_RAFT_KEEP_BYTES: "4096",
         KEYRAFT_REQUEST_TIMEOUT_MS: "2000",
         KEYRAFT_JOIN: "true",
         KEYRAFT_RAFT_LISTEN_HOST: "0.0.0.0",
@@ -322,6 +327,7 @@ describe("parseConfig: the cluster", () => {
       electionTicks: 20,
       heartbeatTicks: 3,
       keepEntries: 0,
+      keepBytes: 4096,
       requestTimeoutMs: 2000,
     });
   });

@@ -324,6 +324,53 @@ describe("LevelCommandLog", () => {
     expect((await storeSublevel(db, "log").keys().all()).length).toBe(0);
   });
 
+  it("snapshots once the entries since the last snapshot hold snapshotEveryBytes, and replays only what follows", async () => {
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    const machine = newMachine();
+    const options = { snapshotEveryEntries: 10_000, snapshotEveryBytes: 2500 };
+    const log = await openLog(db, machine, options);
+    // Each entry encodes to a little over 1,000 bytes: the third one crosses 2,500.
+    const blob = (i: number): Command => ({
+      type: "blob",
+      name: `b${i}`,
+      data: new Uint8Array(1000).fill(i),
+      tags: new Map(),
+    });
+    for (let i = 1; i <= 7; i++) await log.append(blob(i));
+    expect(log.statistics()).toMatchObject({ snapshotIndex: 6, snapshotsTaken: 2 });
+    await log.close();
+    expect((await storeSublevel(db, "log").keys().all()).map(parseLogIndexKey)).toEqual([7]);
+    await db.close();
+
+    db = await openDb(dir);
+    const restarted = newMachine();
+    let replayed = 0;
+    const apply = restarted.apply.bind(restarted);
+    restarted.apply = (command) => {
+      replayed += 1;
+      return apply(command);
+    };
+    const reopened = await openLog(db, restarted, options);
+    expect(replayed).toBe(1);
+    expect(reopened.appliedIndex()).toBe(7);
+    expect(isDeepStrictEqual(restarted.snapshot(), machine.snapshot())).toBe(true);
+    // The replayed entry counts toward the next snapshot: two more take one at 9.
+    await reopened.append(blob(8));
+    await reopened.append(blob(9));
+    expect(reopened.statistics()).toMatchObject({ snapshotIndex: 9 });
+    await reopened.close();
+  });
+
+  it("takes snapshotEveryBytes 0 as only by entries", async () => {
+    const db = await openDb(await freshDir());
+    const log = await openLog(db, newMachine(), { snapshotEveryEntries: 10_000, snapshotEveryBytes: 0 });
+    for (let i = 0; i < 5; i++)
+      await log.append({ type: "blob", name: "b", data: new Uint8Array(100_000), tags: new Map() });
+    expect(log.statistics()).toMatchObject({ snapshotIndex: 0, snapshotsTaken: 0 });
+    await log.close();
+  });
+
   it("refuses to start on a gap in the log, an undecodable entry, or an unknown format", async () => {
     const dir = await freshDir();
     let db = await openDb(dir);

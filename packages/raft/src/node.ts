@@ -153,6 +153,8 @@ export class RaftNode {
   private stopped: Promise<void> | null = null;
   /** The snapshot the state machine is encoding (at most one); the loop writes it once its bytes are ready. */
   private snapshotInFlight: SnapshotInFlight | null = null;
+  /** Data bytes of the entries applied since the last snapshot was captured or installed. */
+  private bytesSinceSnapshot = 0;
   private readonly counters: NodeMetrics = {
     readies: 0,
     entriesPersisted: 0,
@@ -668,7 +670,10 @@ export class RaftNode {
   }
 
   private async applyWork(work: ApplyWork): Promise<void> {
-    if (work.kind === "snapshot") return this.installSnapshot(work.snapshot);
+    if (work.kind === "snapshot") {
+      this.bytesSinceSnapshot = 0;
+      return this.installSnapshot(work.snapshot);
+    }
     let sliceStartMs = this.clock.nowMs();
     for (const entry of work.entries) {
       // A long batch (a bulk import) yields to the event loop now and then, so the transport keeps
@@ -683,6 +688,7 @@ export class RaftNode {
       if (applying !== undefined) await applying;
       if (entry.type === "conf") this.onConfEntry(entry);
       this.settleEntry(entry);
+      this.bytesSinceSnapshot += entry.data.byteLength;
     }
   }
 
@@ -783,21 +789,22 @@ export class RaftNode {
   }
 
   /**
-   * Snapshot policy: every snapshotEntries applied entries, the application snapshots and storage
-   * compacts. Called by the applier between two pieces of work, so the state machine is at rest at
-   * `applied`: it captures its state now and may take its time to encode it. The loop goes on
-   * (heartbeats, appends, applies) and queues the write when the bytes are ready (writeSnapshot)
-   * without waiting for it, so a large state never stalls replication or causes an election.
+   * Snapshot policy: every snapshotEntries applied entries, or once the entries applied since the
+   * last snapshot carry snapshotBytes (counted by applyWork, so a restart that replays the log counts
+   * them again), the application snapshots and storage compacts. Called by the applier between two
+   * pieces of work, so the state machine is at rest at `applied`: it captures its state now and may
+   * take its time to encode it. The loop goes on (heartbeats, appends, applies) and queues the write
+   * when the bytes are ready (writeSnapshot) without waiting for it, so a large state never stalls
+   * replication or causes an election.
    */
   private maybeSnapshot(): void {
-    const every = this.config.snapshotEntries;
-    if (
-      this.snapshotInFlight !== null ||
-      this.snapshotWrite !== null ||
-      every === 0 ||
-      this.applied - this.storage.snapshot().metadata.index < every
-    )
-      return;
+    if (this.snapshotInFlight !== null || this.snapshotWrite !== null) return;
+    const { snapshotEntries, snapshotBytes } = this.config;
+    const entriesSince = this.applied - this.storage.snapshot().metadata.index;
+    const byEntries = snapshotEntries > 0 && entriesSince >= snapshotEntries;
+    const byBytes = snapshotBytes > 0 && entriesSince > 0 && this.bytesSinceSnapshot >= snapshotBytes;
+    if (!byEntries && !byBytes) return;
+    this.bytesSinceSnapshot = 0;
     const status = this.rawNode?.status();
     // Paired with the core: once the applier has caught up, its membership is the core's.
     if (status !== undefined && status.applied === this.applied)

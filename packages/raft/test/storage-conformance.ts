@@ -8,7 +8,7 @@ export type Storage = RaftStorage & RaftStorageWriter;
 
 export interface StorageHarness {
   /** Opens the storage: fresh on the first call, the same data again after close() when durable. */
-  open(options?: { keepEntries?: number; conf?: ConfState }): Promise<Storage>;
+  open(options?: { keepEntries?: number; keepBytes?: number; conf?: ConfState }): Promise<Storage>;
   /** True when data survives close() + open(). */
   durable: boolean;
   cleanup(): Promise<void>;
@@ -144,6 +144,42 @@ export function storageConformance(name: string, makeHarness: () => Promise<Stor
         expect(s.initialState().conf).toEqual(conf);
         await expect(s.createSnapshot(8, conf, new Uint8Array())).rejects.toThrow(/SNAPSHOT_OUT_OF_DATE/);
         await expect(s.createSnapshot(11, conf, new Uint8Array())).rejects.toThrow(/UNAVAILABLE/);
+        await s.close();
+      }),
+    );
+
+    it(
+      "createSnapshot keeps behind it only the entries that fit in keepBytes, however many keepEntries allows",
+      run(async (h) => {
+        const s = await h.open({ keepEntries: 5, keepBytes: 10 });
+        const fourBytes = (index: number) => entry(index, 1, `e${String(index).padStart(3, "0")}`);
+        await s.append([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(fourBytes), { term: 1, vote: "n1", commit: 10 }, true);
+        await s.createSnapshot(8, conf, new Uint8Array([8]));
+        expect(s.firstIndex()).toBe(7); // 8 and 7 are 8 bytes; with 6 they would be 12
+        expect(s.entries(7, 11, Infinity).map((e) => e.index)).toEqual([7, 8, 9, 10]);
+        await s.createSnapshot(10, conf, new Uint8Array([10]));
+        expect(s.firstIndex()).toBe(9);
+        await s.close();
+        if (!h.durable) return;
+        const reopened = await h.open({ keepEntries: 5, keepBytes: 10 });
+        expect(reopened.firstIndex()).toBe(9);
+        expect(reopened.snapshot().metadata.index).toBe(10);
+        await reopened.close();
+      }),
+    );
+
+    it(
+      "createSnapshot keeps nothing behind it when one entry is larger than keepBytes",
+      run(async (h) => {
+        const s = await h.open({ keepEntries: 5, keepBytes: 3 });
+        await s.append(
+          range(1, 10, 1).map((e) => ({ ...e, data: new Uint8Array(4) })),
+          null,
+          true,
+        );
+        await s.createSnapshot(8, conf, new Uint8Array());
+        expect(s.firstIndex()).toBe(9);
+        expect(s.term(8)).toBe(1);
         await s.close();
       }),
     );

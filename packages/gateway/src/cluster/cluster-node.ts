@@ -41,6 +41,8 @@ export interface ClusterNodeOptions {
   machine: ReplicatedStateMachine<KeyCommand, CommandOutcome>;
   /** Snapshot + compaction every this many applied entries. */
   snapshotEntries: number;
+  /** Also snapshot + compact once the entries since the last snapshot carry this many bytes (0: never by bytes). */
+  snapshotBytes: number;
   /** Most admin writes waiting at once on this node. */
   pendingMax: number;
   logger: Logger;
@@ -180,6 +182,7 @@ export class ClusterNode {
       electionTicks: config.electionTicks,
       heartbeatTicks: config.heartbeatTicks,
       snapshotEntries: options.snapshotEntries,
+      snapshotBytes: options.snapshotBytes,
       requestTimeoutMs: config.requestTimeoutMs,
       pendingProposalsMax: Math.max(options.pendingMax, 1024),
       logger: logger.child({ component: "raft" }),
@@ -226,7 +229,11 @@ export class ClusterNode {
   }
 
   static async open(options: ClusterNodeOptions): Promise<ClusterNode> {
-    const storage = await LevelStorage.open({ path: options.raftDir, keepEntries: options.config.keepEntries });
+    const storage = await LevelStorage.open({
+      path: options.raftDir,
+      keepEntries: options.config.keepEntries,
+      keepBytes: options.config.keepBytes,
+    });
     return new ClusterNode(options, storage);
   }
 

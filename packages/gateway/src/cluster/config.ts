@@ -39,6 +39,8 @@ export interface ClusterConfig {
   heartbeatTicks: number;
   /** Log entries kept behind a snapshot, so a slightly slow follower catches up from the log. */
   keepEntries: number;
+  /** Of those, only as many as fit in this many bytes: a bulk import's large entries are not kept in memory. */
+  keepBytes: number;
   /** Deadline of an admin write (proposal, forwarding, waiting for the local apply). */
   requestTimeoutMs: number;
 }
@@ -62,6 +64,7 @@ export const clusterIntegerVariables = {
   electionTicks: { name: "KEYRAFT_RAFT_ELECTION_TICKS", defaultValue: 10, min: 3, max: 1000 },
   heartbeatTicks: { name: "KEYRAFT_RAFT_HEARTBEAT_TICKS", defaultValue: 2, min: 1, max: 999 },
   keepEntries: { name: "KEYRAFT_RAFT_KEEP_ENTRIES", defaultValue: 1000, min: 0, max: 10_000_000 },
+  keepBytes: { name: "KEYRAFT_RAFT_KEEP_BYTES", defaultValue: 16 * 1_048_576, min: 0, max: 4096 * 1_048_576 },
   requestTimeoutMs: { name: "KEYRAFT_REQUEST_TIMEOUT_MS", defaultValue: 5000, min: 100, max: 600_000 },
 } as const satisfies Record<string, IntegerVariable>;
 
@@ -115,6 +118,7 @@ export function parseClusterConfig(
     electionTicks,
     heartbeatTicks,
     keepEntries: integer(clusterIntegerVariables.keepEntries),
+    keepBytes: integer(clusterIntegerVariables.keepBytes),
     requestTimeoutMs: integer(clusterIntegerVariables.requestTimeoutMs),
   };
 }

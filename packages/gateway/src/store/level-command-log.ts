@@ -25,6 +25,11 @@ import {
 export interface CommandLogOptions {
   /** Take a snapshot (and drop the entries it covers) every this many entries. */
   snapshotEveryEntries: number;
+  /**
+   * Also take one once the entries since the last snapshot hold this many encoded bytes (0: only by
+   * entries), so a few large commands (a bulk import) are not all replayed on restart.
+   */
+  snapshotEveryBytes: number;
   /** Most entries in one fsynced batch. */
   batchEntriesMax: number;
   /** Bytes at which a batch stops taking more entries (one larger entry is written alone). */
@@ -39,6 +44,7 @@ export interface CommandLogOptions {
 
 export const commandLogDefaults = {
   snapshotEveryEntries: 10_000,
+  snapshotEveryBytes: 64 * 1024 * 1024,
   batchEntriesMax: 1024,
   batchBytesMax: 4 * 1024 * 1024,
   queueEntriesMax: 10_000,
@@ -64,6 +70,8 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
   private lastIndex: number;
   private snapshotIndex: number;
   private snapshotsTaken = 0;
+  /** Encoded bytes of the entries after the latest snapshot. */
+  private bytesSinceSnapshot: number;
   private closed = false;
   /** Set when apply threw: the machine may be half-changed, so nothing more is accepted. */
   private applyFailure: Error | null = null;
@@ -74,11 +82,12 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
     private readonly logLevel: StoreSublevel,
     private readonly snapLevel: StoreSublevel,
     private readonly options: Required<CommandLogOptions>,
-    recovered: { lastIndex: number; snapshotIndex: number },
+    recovered: { lastIndex: number; snapshotIndex: number; bytesSinceSnapshot: number },
   ) {
     assert(recovered.lastIndex >= recovered.snapshotIndex, "command log: the log ends at or after the snapshot");
     this.lastIndex = recovered.lastIndex;
     this.snapshotIndex = recovered.snapshotIndex;
+    this.bytesSinceSnapshot = recovered.bytesSinceSnapshot;
     this.writer = new GroupCommitWriter(what, options.write, options, options.onFatal);
   }
 
@@ -99,8 +108,12 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
     const snapshot = await readSnapshot(snapLevel);
     if (snapshot !== undefined) machine.restore(snapshot.state);
     const snapshotIndex = snapshot?.index ?? 0;
-    const lastIndex = await replay(logLevel, machine, snapshotIndex);
-    return new LevelCommandLog(machine, logLevel, snapLevel, resolved, { lastIndex, snapshotIndex });
+    const { lastIndex, bytes } = await replay(logLevel, machine, snapshotIndex);
+    return new LevelCommandLog(machine, logLevel, snapLevel, resolved, {
+      lastIndex,
+      snapshotIndex,
+      bytesSinceSnapshot: bytes,
+    });
   }
 
   /**
@@ -137,7 +150,13 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
       [{ type: "put", sublevel: this.logLevel, key: logIndexKey(index), value }],
       value.byteLength,
     );
-    if (index - this.snapshotIndex >= this.options.snapshotEveryEntries) this.takeSnapshot(index);
+    this.bytesSinceSnapshot += value.byteLength;
+    const { snapshotEveryEntries, snapshotEveryBytes } = this.options;
+    if (
+      index - this.snapshotIndex >= snapshotEveryEntries ||
+      (snapshotEveryBytes > 0 && this.bytesSinceSnapshot >= snapshotEveryBytes)
+    )
+      this.takeSnapshot(index);
     return durable.then(() => outcome);
   }
 
@@ -169,6 +188,7 @@ export class LevelCommandLog<Command, Outcome> implements CommandLog<Command, Ou
       ops.push({ type: "del", sublevel: this.logLevel, key: logIndexKey(covered) });
     }
     this.snapshotIndex = index;
+    this.bytesSinceSnapshot = 0;
     this.snapshotsTaken += 1;
     // A failure reaches the appenders and onFatal through the writer; nothing awaits this one.
     this.writer.enqueue(ops, value.byteLength).catch(() => undefined);
@@ -181,6 +201,7 @@ function resolveOptions(
 ): Required<CommandLogOptions> {
   const resolved: Required<CommandLogOptions> = {
     snapshotEveryEntries: options.snapshotEveryEntries ?? commandLogDefaults.snapshotEveryEntries,
+    snapshotEveryBytes: options.snapshotEveryBytes ?? commandLogDefaults.snapshotEveryBytes,
     batchEntriesMax: options.batchEntriesMax ?? commandLogDefaults.batchEntriesMax,
     batchBytesMax: options.batchBytesMax ?? commandLogDefaults.batchBytesMax,
     queueEntriesMax: options.queueEntriesMax ?? commandLogDefaults.queueEntriesMax,
@@ -192,6 +213,10 @@ function resolveOptions(
     if (!Number.isSafeInteger(value) || value < 1)
       throw new RangeError(`${what}: ${name} must be a positive integer, got ${value}`);
   }
+  if (!Number.isSafeInteger(resolved.snapshotEveryBytes) || resolved.snapshotEveryBytes < 0)
+    throw new RangeError(
+      `${what}: snapshotEveryBytes must be a non-negative integer, got ${resolved.snapshotEveryBytes}`,
+    );
   return resolved;
 }
 
@@ -228,13 +253,14 @@ async function readSnapshot(snapLevel: StoreSublevel): Promise<StoredSnapshot | 
   return { index, state: stored.state };
 }
 
-/** Applies every entry after `snapshotIndex`, checking they are contiguous; returns the last index. */
+/** Applies every entry after `snapshotIndex`, checking they are contiguous; returns the last index and their bytes. */
 async function replay<Command, Outcome>(
   logLevel: StoreSublevel,
   machine: ReplicatedStateMachine<Command, Outcome>,
   snapshotIndex: number,
-): Promise<number> {
+): Promise<{ lastIndex: number; bytes: number }> {
   let lastIndex = snapshotIndex;
+  let bytes = 0;
   for await (const [key, value] of logLevel.iterator({ gt: logIndexKey(snapshotIndex) })) {
     let index: number;
     try {
@@ -245,8 +271,9 @@ async function replay<Command, Outcome>(
     if (index !== lastIndex + 1) throw corruptError(what, `log gap: expected index ${lastIndex + 1}, found ${index}`);
     machine.apply(decodeOrCorrupt(value, `entry ${index}`) as Command);
     lastIndex = index;
+    bytes += value.byteLength;
   }
-  return lastIndex;
+  return { lastIndex, bytes };
 }
 
 function decodeOrCorrupt(bytes: Uint8Array, name: string): unknown {

@@ -53,6 +53,12 @@ export interface RaftNodeOptions {
   heartbeatTicks?: number;
   /** Take an application snapshot (and compact the log) every this many applied entries. 0 = never. Default 10_000. */
   snapshotEntries?: number;
+  /**
+   * Also take one when the entries applied since the last snapshot carry this many data bytes, so
+   * a few large entries (a bulk import) do not stay in the log and get replayed on restart. 0 = never.
+   * Default 64 MiB.
+   */
+  snapshotBytes?: number;
   /** Deadline of propose(), readIndex(), membership changes and transfers, in ms. Default 5000. */
   requestTimeoutMs?: number;
   /** Proposals (and membership changes) waiting to be applied on this node. Default 65_536. */
@@ -98,6 +104,7 @@ export interface ResolvedNodeOptions {
   electionTicks: number;
   heartbeatTicks: number;
   snapshotEntries: number;
+  snapshotBytes: number;
   requestTimeoutMs: number;
   pendingProposalsMax: number;
   pendingReadsMax: number;
@@ -142,12 +149,17 @@ export function resolveNodeOptions(options: RaftNodeOptions): ResolvedNodeOption
     electionTicks: options.electionTicks ?? 10,
     heartbeatTicks: options.heartbeatTicks ?? 2,
     snapshotEntries: options.snapshotEntries ?? 10_000,
+    snapshotBytes: options.snapshotBytes ?? 64 * 1024 * 1024,
     requestTimeoutMs: options.requestTimeoutMs ?? 5000,
     pendingProposalsMax: options.pendingProposalsMax ?? 65_536,
     pendingReadsMax: options.pendingReadsMax ?? 4096,
   };
   for (const [name, value] of Object.entries(resolved)) {
-    if (!Number.isInteger(value) || value < 0 || (value === 0 && name !== "snapshotEntries")) {
+    if (
+      !Number.isInteger(value) ||
+      value < 0 ||
+      (value === 0 && name !== "snapshotEntries" && name !== "snapshotBytes")
+    ) {
       throw new RangeError(`RaftNode option ${name} must be a positive integer, got ${value}`);
     }
   }

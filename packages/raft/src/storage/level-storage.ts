@@ -26,7 +26,7 @@ import {
   type LogMark,
 } from "./codec.js";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "./keys.js";
-import { copyConf, LogState, type LogPlan } from "./log-state.js";
+import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
 
 /** Writes queued behind the one in progress; the driver awaits each write, so a handful at most. */
 export const pendingWritesMax = 64;
@@ -45,6 +45,8 @@ export interface LevelStorageOptions {
   conf?: ConfState;
   /** Entries kept behind a new snapshot so slow followers can catch up from the log. 0 = keep none. Default 0. */
   keepEntries?: number;
+  /** Most data bytes of the entries kept behind a new snapshot (so a few large entries are not all kept). Default: no bound. */
+  keepBytes?: number;
   /** Bytes per piece of a snapshot taken here (createSnapshot). Default defaultSnapshotPieceBytes. */
   snapshotPieceBytes?: number;
 }
@@ -63,7 +65,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     private readonly logLevel: ReturnType<typeof logSublevel>,
     private readonly metaLevel: ReturnType<typeof recordSublevel>,
     private readonly snapLevel: ReturnType<typeof recordSublevel>,
-    private readonly keepEntries: number,
+    private readonly keep: LogKeep,
     private readonly snapshotPieceBytes: number,
   ) {
     super();
@@ -79,7 +81,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
       logSublevel(db),
       recordSublevel(db, "meta"),
       recordSublevel(db, "snap"),
-      options.keepEntries ?? 0,
+      { entries: options.keepEntries ?? 0, bytes: options.keepBytes ?? Infinity },
       options.snapshotPieceBytes ?? defaultSnapshotPieceBytes,
     );
     assert(
@@ -110,7 +112,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
    */
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
     const pieced = data.byteLength > this.snapshotPieceBytes;
-    const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keepEntries), true, pieced);
+    const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true, pieced);
     if (!pieced) return record();
     const pieces = Math.ceil(data.byteLength / this.snapshotPieceBytes);
     let written: Promise<void> = Promise.resolve();

@@ -22,6 +22,14 @@ export interface LogPlan {
   snapshot: Snapshot | null;
 }
 
+/** What a new snapshot keeps of the log behind it, so slow followers can catch up from the log. */
+export interface LogKeep {
+  /** Most entries kept. */
+  entries: number;
+  /** Most data bytes kept (the entries' payloads); Infinity: no bound. */
+  bytes: number;
+}
+
 export class LogState implements RaftStorage {
   hardState: HardState = { term: 0, vote: "", commit: 0 };
   snap: Snapshot = { metadata: { index: 0, term: 0, conf: { voters: [], learners: [] } }, data: new Uint8Array(0) };
@@ -127,8 +135,12 @@ export class LogState implements RaftStorage {
     };
   }
 
-  /** Records the application's snapshot at `index` and compacts up to `index - keepEntries`. */
-  planCreateSnapshot(index: number, conf: ConfState, data: Uint8Array, keepEntries: number): LogPlan {
+  /**
+   * Records the application's snapshot at `index` and compacts the entries behind it, keeping at
+   * most `keep.entries` entries and, of those, only as many as fit in `keep.bytes` of data: a few
+   * large entries (a bulk import) must not stay in memory for the sake of an entry count.
+   */
+  planCreateSnapshot(index: number, conf: ConfState, data: Uint8Array, keep: LogKeep): LogPlan {
     if (index <= this.snap.metadata.index) {
       throw new StorageError(
         "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
@@ -138,7 +150,7 @@ export class LogState implements RaftStorage {
     if (index > this.lastIndex())
       throw new RaftStorageError("unavailable", `createSnapshot(${index}): past lastIndex (${this.lastIndex()})`);
     const snapshot: Snapshot = { metadata: { index, term: this.term(index), conf: copyConf(conf) }, data };
-    const compactTo = index - keepEntries;
+    const compactTo = this.keptFrom(index, keep) - 1;
     const compacts = compactTo > this.mark.index;
     return {
       put: [],
@@ -149,6 +161,21 @@ export class LogState implements RaftStorage {
       hardState: this.hardState.commit >= index ? null : { ...this.hardState, commit: index },
       snapshot,
     };
+  }
+
+  /** The first index kept behind a snapshot at `index` (index + 1 when none is kept). */
+  private keptFrom(index: number, keep: LogKeep): number {
+    let first = index + 1;
+    let bytes = 0;
+    const lowest = Math.max(index - keep.entries + 1, this.firstIndex());
+    for (let candidate = index; candidate >= lowest; candidate--) {
+      const entry = this.log[candidate - this.mark.index - 1];
+      assert(entry !== undefined && entry.index === candidate, `log state: entry ${candidate} out of place`);
+      bytes += entry.data.byteLength;
+      if (bytes > keep.bytes) break;
+      first = candidate;
+    }
+    return first;
   }
 
   /** Applies a plan made by one of the plan* methods against the current state (no other change in between). */

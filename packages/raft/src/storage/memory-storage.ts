@@ -2,22 +2,24 @@
 
 import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot } from "../core/types.js";
 import { StorageError } from "../errors.js";
-import { copyConf, LogState } from "./log-state.js";
+import { copyConf, LogState, type LogKeep } from "./log-state.js";
 
 export interface MemoryStorageOptions {
   /** Membership before any snapshot; leave empty to let the core use its configured voters. Default: empty. */
   conf?: ConfState;
   /** Entries kept behind a new snapshot so slow followers can still catch up from the log. 0 = keep none. Default 0. */
   keepEntries?: number;
+  /** Most data bytes of the entries kept behind a new snapshot. Default: no bound. */
+  keepBytes?: number;
 }
 
 export class MemoryStorage extends LogState implements RaftStorageWriter {
-  private readonly keepEntries: number;
+  private readonly keep: LogKeep;
   private closed = false;
 
   constructor(options: MemoryStorageOptions = {}) {
     super();
-    this.keepEntries = options.keepEntries ?? 0;
+    this.keep = { entries: options.keepEntries ?? 0, bytes: options.keepBytes ?? Infinity };
     if (options.conf !== undefined)
       this.snap = { ...this.snap, metadata: { ...this.snap.metadata, conf: copyConf(options.conf) } };
   }
@@ -31,7 +33,7 @@ export class MemoryStorage extends LogState implements RaftStorageWriter {
   }
 
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.run(() => this.apply(this.planCreateSnapshot(index, conf, data, this.keepEntries)));
+    return this.run(() => this.apply(this.planCreateSnapshot(index, conf, data, this.keep)));
   }
 
   compact(index: number): Promise<void> {
