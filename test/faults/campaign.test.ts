@@ -1,5 +1,5 @@
-// The short fault campaign of CI: three real nodes, kill -9 / SIGSTOP / partitions / link cuts for
-// ~25 s of workload, then heal and check (credits never overspent, rate limits within their bound,
+// The short fault campaign of CI: three real nodes, kill -9 / SIGSTOP / partitions / link cuts and
+// one membership change (a voter removed and added back) for ~25 s of workload, then heal and check (credits never overspent, rate limits within their bound,
 // no acknowledged write lost, register and set histories linearizable, convergence).
 // Needs the build (`npm test` runs `tsc -b` first); `npm run test:faults` runs the long campaign.
 import { describe, expect, it } from "vitest";
@@ -21,11 +21,12 @@ describe("fault campaign (short)", () => {
         durationMs: 25_000,
         nodes,
         ratelimitBoundFactor: 1,
+        membershipChanges: 1,
         log: (line) => lines.push(line),
       });
       const replay =
         `replay: FAULTS_SEED=${seed} npx vitest run test/faults/campaign.test.ts ` +
-        `(or npm run test:faults -- --seed ${seed} --duration 25000)`;
+        `(or npm run test:faults -- --seed ${seed} --duration 25000 --membership-changes 1)`;
       const context = `${replay}\n${lines.join("\n")}\n${JSON.stringify(report)}`;
       expect(report.violations, context).toEqual([]);
       expect(report.converged, context).toBe(true);
@@ -35,6 +36,11 @@ describe("fault campaign (short)", () => {
         Object.values(report.faults).reduce((a, b) => a + b, 0),
         context,
       ).toBeGreaterThan(0);
+      // The voter was removed, added back, and a voter again (the convergence above also needs it).
+      expect(report.faults["memberRemoved"], context).toBe(1);
+      expect(report.faults["memberAdded"], context).toBe(1);
+      expect(report.membership[0]?.voterAgainAfterMs, context).not.toBeNull();
+      expect(report.addedBackConnections.identified, context).toBeGreaterThan(0);
       expect(report.operations["verifyValid"], context).toBeGreaterThan(0);
       expect(report.operations["limitSuccess"], context).toBeGreaterThan(0);
       expect(report.operations["writeAcked"], context).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 // One randomized fault campaign against a real cluster: workloads (credit verifications, rate
-// limits, admin register and set writes) run while faults (kill -9, SIGSTOP/SIGCONT, partitions)
-// strike; then everything heals and the checks run. Fully described by its seed (the schedule;
+// limits, admin register and set writes) run while faults (kill -9, SIGSTOP/SIGCONT, partitions,
+// link cuts, and membership changes: a voter removed and added back) strike; then everything heals
+// and the checks run. Fully described by its seed (the schedule;
 // timing still varies between runs, as with any real cluster).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +33,12 @@ export interface CampaignOptions {
    * the clock assumption of async: false limits (docs/counters.md).
    */
   clockSkewMs?: number;
+  /**
+   * Membership changes during the run (default 0): each removes a voter (cluster.removeNode),
+   * stops it, then starts it on its data dir and adds it back (cluster.addNode) until it is a
+   * voter again, while the other faults go on.
+   */
+  membershipChanges?: number;
   log?: (line: string) => void;
   keepData?: boolean;
 }
@@ -49,7 +56,20 @@ export interface CampaignReport {
   /** Each node's clock offset (KEYRAFT_CLOCK_OFFSET_MS). */
   clockOffsetsMs: Record<string, number>;
   credits: CreditObservation[];
+  /** What each membership change did. */
+  membership: MembershipStep[];
+  /** Connections to nodes added back, through the proxy: identified by source, or dropped unidentified. */
+  addedBackConnections: { identified: number; unidentified: number };
   dataDir: string;
+}
+
+export interface MembershipStep {
+  nodeId: string;
+  /** Raft index of the removal and of the addition (as a learner); null when it did not happen. */
+  removedAtIndex: number | null;
+  addedAtIndex: number | null;
+  /** From the addition until a member listed it among the voters again; null when it never did in time. */
+  voterAgainAfterMs: number | null;
 }
 
 const requestTimeoutMs = 3_000;
@@ -65,6 +85,8 @@ const limit = 20;
 const limitDurationMs = 2_000;
 /** Default per-node clock skew: below one bucket (a tenth) of the limit's window. */
 export const defaultClockSkewMs = 150;
+/** How long one membership request (remove, add) is retried, and how long an added node may take to become a voter. */
+const membershipStepWaitMs = 30_000;
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -102,7 +124,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       return { KEYRAFT_CLOCK_OFFSET_MS: String(clockOffsetsMs[id]) };
     },
   });
-  const faults: Record<string, number> = { kill9: 0, pause: 0, partition: 0, linkCut: 0 };
+  const faults: Record<string, number> = {
+    kill9: 0,
+    pause: 0,
+    partition: 0,
+    linkCut: 0,
+    memberRemoved: 0,
+    memberAdded: 0,
+  };
+  const membership: MembershipStep[] = [];
   const operations: Record<string, number> = {
     verify: 0,
     verifyValid: 0,
@@ -126,6 +156,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     ratelimit: { limit, durationMs: limitDurationMs, certainWindowMax: 0, bound: limit * options.ratelimitBoundFactor },
     clockOffsetsMs,
     credits: [],
+    membership,
+    addedBackConnections: cluster.proxy.inboundCounts,
     dataDir: dir,
   };
   const anyUp = (): string => cluster.url(pick(cluster.upIds()) ?? cluster.ids[0] ?? "n1");
@@ -361,7 +393,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       while (Date.now() < stopAtMs - 1_000) {
         await sleep(500 + random() * 1_500);
         const kind = Math.floor(random() * 4);
-        const victims = [...cluster.ids]
+        const victims = cluster
+          .memberIds()
           .sort(() => random() - 0.5)
           .slice(0, Math.max(1, Math.floor(random() * minority) + 1));
         const holdMs = 500 + random() * 2_000;
@@ -379,14 +412,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
           for (const id of victims) cluster.resume(id);
         } else if (kind === 2) {
           faults["partition"] = (faults["partition"] ?? 0) + 1;
-          const rest = cluster.ids.filter((id) => !victims.includes(id));
+          const rest = cluster.memberIds().filter((id) => !victims.includes(id));
           log(`fault: partition [${victims.join(",")}] | [${rest.join(",")}] for ${Math.round(holdMs)} ms`);
           cluster.proxy.partition([victims, rest]);
           await sleep(holdMs);
           cluster.proxy.healAll();
         } else {
-          const a = pick(cluster.ids) ?? "n1";
-          const b = pick(cluster.ids.filter((id) => id !== a)) ?? "n2";
+          const a = pick(cluster.memberIds()) ?? "n1";
+          const b = pick(cluster.memberIds().filter((id) => id !== a)) ?? "n2";
           faults["linkCut"] = (faults["linkCut"] ?? 0) + 1;
           log(`fault: cut link ${a}-${b} for ${Math.round(holdMs)} ms`);
           cluster.proxy.cutLink(a, b);
@@ -396,7 +429,72 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       }
     };
 
+    // A membership request through any member up (forwarded to the leader), retried while no
+    // leader takes it; both are idempotent (a member already in or out answers 200).
+    const membershipCall = async (path: string, body: unknown): Promise<number | null> => {
+      const deadline = Date.now() + membershipStepWaitMs;
+      while (Date.now() < deadline) {
+        const answer = await call(anyUp(), path, body, rootKey, requestTimeoutMs);
+        if (answer.status === 200) return Number(field(answer.body, "index"));
+        if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) {
+          violations.push(`${path} ${JSON.stringify(body)} refused: ${answer.status} ${JSON.stringify(answer.body)}`);
+          return null;
+        }
+        await sleep(250);
+      }
+      violations.push(`${path} ${JSON.stringify(body)} not taken within ${membershipStepWaitMs} ms`);
+      return null;
+    };
+    const isVoterSomewhere = async (id: string): Promise<boolean> => {
+      for (const other of cluster.upIds()) {
+        const answer = await call(cluster.url(other), "/v1/cluster.status", undefined, rootKey, requestTimeoutMs);
+        const voters = field(answer.body, "voters");
+        if (answer.status === 200 && field(answer.body, "role") === "leader")
+          return Array.isArray(voters) && voters.includes(id);
+      }
+      return false;
+    };
+    const membershipWorker = async (): Promise<void> => {
+      // Its own stream: which voter, when and for how long depend on the seed only.
+      const random = mulberry32(options.seed ^ 0x27d4eb2f);
+      const changes = options.membershipChanges ?? 0;
+      const startMs = Date.now();
+      // Each change starts inside its slot of the run (the first half of it), so they spread over the run.
+      const slotMs = Math.max(0, options.durationMs - 3_000) / Math.max(1, changes);
+      for (let i = 0; i < changes; i++) {
+        const startAtMs = startMs + slotMs * (i + random() * 0.5);
+        const holdMs = 500 + random() * 2_000;
+        const members = cluster.memberIds();
+        const nodeId = members[Math.floor(random() * members.length)] ?? "n1";
+        await sleep(Math.max(0, startAtMs - Date.now()));
+        const step: MembershipStep = { nodeId, removedAtIndex: null, addedAtIndex: null, voterAgainAfterMs: null };
+        membership.push(step);
+        log(`fault: remove ${nodeId} from the cluster, add it back after ${Math.round(holdMs)} ms`);
+        step.removedAtIndex = await membershipCall("/v1/cluster.removeNode", { nodeId });
+        if (step.removedAtIndex === null) return;
+        faults["memberRemoved"] = (faults["memberRemoved"] ?? 0) + 1;
+        await cluster.stopRemoved(nodeId);
+        await sleep(holdMs);
+        cluster.startRemoved(nodeId);
+        const address = await cluster.addBackAddress(nodeId);
+        step.addedAtIndex = await membershipCall("/v1/cluster.addNode", { nodeId, address });
+        if (step.addedAtIndex === null) return;
+        faults["memberAdded"] = (faults["memberAdded"] ?? 0) + 1;
+        const addedAtMs = Date.now();
+        while (Date.now() - addedAtMs < membershipStepWaitMs && !(await isVoterSomewhere(nodeId))) await sleep(250);
+        if (await isVoterSomewhere(nodeId)) step.voterAgainAfterMs = Date.now() - addedAtMs;
+        else {
+          violations.push(
+            `${nodeId} added back at index ${step.addedAtIndex} but not a voter within ${membershipStepWaitMs} ms`,
+          );
+          return;
+        }
+        log(`membership: ${nodeId} a voter again ${step.voterAgainAfterMs} ms after its addition`);
+      }
+    };
+
     await Promise.all([
+      membershipWorker(),
       verifyWorker(),
       verifyWorker(),
       topUpWorker(),
@@ -409,6 +507,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       faultWorker(),
     ]);
     log("workload done; healing");
+    if (faults["memberAdded"] !== 0 && cluster.proxy.inboundCounts.identified === 0)
+      violations.push("nodes were added back but no connection reached them through the proxy");
     cluster.healAll();
 
     // Convergence: every node serves and reports the same applied index, and the same register values.
@@ -422,6 +522,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       const applied = statuses.map((s) => Number(field(s.body, "appliedIndex")));
       const commits = statuses.map((s) => Number(field(s.body, "commitIndex")));
       if (new Set(applied).size !== 1 || applied[0] !== Math.max(...commits)) continue;
+      // Every node is a voter again on every node (membership changes all undone).
+      const everyVoter = statuses.every((s) => {
+        const voters = field(s.body, "voters");
+        return Array.isArray(voters) && cluster.ids.every((id) => voters.includes(id));
+      });
+      if (!everyVoter) continue;
       const views = await Promise.all(
         cluster.ids.map(async (id) =>
           (

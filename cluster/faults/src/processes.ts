@@ -1,5 +1,6 @@
 // Runs N real keyraft nodes (`node packages/gateway/dist/main.js`) with their Raft links through a
-// LinkProxy, and injects process faults: kill -9 and restart, SIGSTOP and SIGCONT.
+// LinkProxy, and injects process faults: kill -9 and restart, SIGSTOP and SIGCONT, and stops and
+// starts around a node's removal from and addition back to the cluster.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
@@ -20,7 +21,8 @@ export function clusterUnavailableReason(): string | null {
   return null;
 }
 
-export type NodeState = "up" | "killed" | "paused";
+/** "removed": out of the cluster (cluster.removeNode) and stopped; only startRemoved brings it back. */
+export type NodeState = "up" | "killed" | "paused" | "removed";
 
 interface ClusterNode {
   id: string;
@@ -29,6 +31,8 @@ interface ClusterNode {
   dataDir: string;
   child: ChildProcess | null;
   state: NodeState;
+  /** Removed from the cluster: restarts and healing leave it down. */
+  removed: boolean;
   log: WriteStream;
 }
 
@@ -66,6 +70,7 @@ export class ProcessCluster {
         dataDir,
         child: null,
         state: "killed",
+        removed: false,
         log: createWriteStream(join(options.dir, `${id}.log`), { flags: "a" }),
       });
     }
@@ -110,7 +115,7 @@ export class ProcessCluster {
     child.on("exit", () => {
       if (node.child === child) {
         node.child = null;
-        node.state = "killed";
+        node.state = node.removed ? "removed" : "killed";
       }
     });
     node.child = child;
@@ -142,8 +147,46 @@ export class ProcessCluster {
 
   restart(id: string): void {
     const node = this.node(id);
-    if (node.child !== null) return;
+    if (node.child !== null || node.removed) return;
     this.spawn(id);
+  }
+
+  /** Nodes not removed from the cluster (up, killed or paused). */
+  memberIds(): string[] {
+    return this.ids.filter((id) => !this.node(id).removed);
+  }
+
+  /**
+   * Stops a node removed from the cluster (SIGTERM, as an operator stops it after
+   * cluster.removeNode); it stays down, its data dir kept, until startRemoved.
+   */
+  async stopRemoved(id: string): Promise<void> {
+    const node = this.node(id);
+    node.removed = true;
+    const child = node.child;
+    if (child === null) {
+      node.state = "removed";
+      return;
+    }
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    if (node.state === "paused") child.kill("SIGCONT");
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Starts a removed node again on its data dir, before it is added back (cluster.addNode). */
+  startRemoved(id: string): void {
+    const node = this.node(id);
+    if (!node.removed) return;
+    node.removed = false;
+    if (node.child === null) this.spawn(id);
+  }
+
+  /** The Raft address every member reaches node `id` at once it is added back (through the proxy). */
+  addBackAddress(id: string): Promise<string> {
+    return this.proxy.inboundAddress(id);
   }
 
   pause(id: string): void {
@@ -160,7 +203,7 @@ export class ProcessCluster {
     node.state = "up";
   }
 
-  /** Everything back: links healed, paused nodes continued, killed nodes restarted. */
+  /** Everything back: links healed, paused nodes continued, killed nodes restarted (removed ones stay down). */
   healAll(): void {
     this.proxy.healAll();
     for (const id of this.ids) {
