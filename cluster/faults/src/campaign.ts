@@ -5,7 +5,7 @@
 // timing still varies between runs, as with any real cluster).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { certainWindowMax, creditViolations, type Admission, type CreditObservation } from "./checks.js";
 import { call, certainlyNotApplied, field } from "./http.js";
 import {
@@ -39,6 +39,11 @@ export interface CampaignOptions {
    * voter again, while the other faults go on.
    */
   membershipChanges?: number;
+  /**
+   * Power cuts during the run (default 0): one node, chosen by the seed, runs under strace; each
+   * cut kills it and drops every write it had not fsynced (power-cut.ts), then restarts it.
+   */
+  powerCuts?: number;
   log?: (line: string) => void;
   keepData?: boolean;
 }
@@ -58,9 +63,20 @@ export interface CampaignReport {
   credits: CreditObservation[];
   /** What each membership change did. */
   membership: MembershipStep[];
+  /** What each power cut dropped. */
+  powerCuts: PowerCutStep[];
   /** Connections to nodes added back, through the proxy: identified by source, or dropped unidentified. */
   addedBackConnections: { identified: number; unidentified: number };
   dataDir: string;
+}
+
+export interface PowerCutStep {
+  nodeId: string;
+  /** Files cut back, and the unsynced bytes dropped from them. */
+  filesCut: number;
+  bytesDropped: number;
+  /** Files with unsynced positional writes, left whole. */
+  filesKeptWhole: number;
 }
 
 export interface MembershipStep {
@@ -113,12 +129,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const skewRandom = mulberry32(options.seed ^ 0x5bd1e995);
   const clockSkewMs = options.clockSkewMs ?? defaultClockSkewMs;
   const clockOffsetsMs: Record<string, number> = {};
+  // The node that runs under strace for power cuts, on a stream of its own.
+  const powerCutRandom = mulberry32(options.seed ^ 0x165667b1);
+  const powerCutNode = `n${1 + Math.floor(powerCutRandom() * options.nodes)}`;
   const cluster = await ProcessCluster.start({
     nodes: options.nodes,
     dir,
     rootKey,
     secret: `secret-${options.seed}-${"s".repeat(32)}`,
     env,
+    traced: new Set((options.powerCuts ?? 0) > 0 ? [powerCutNode] : []),
     nodeEnv: (id) => {
       clockOffsetsMs[id] ??= Math.floor(skewRandom() * (clockSkewMs + 1));
       return { KEYRAFT_CLOCK_OFFSET_MS: String(clockOffsetsMs[id]) };
@@ -131,8 +151,10 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     linkCut: 0,
     memberRemoved: 0,
     memberAdded: 0,
+    powerCut: 0,
   };
   const membership: MembershipStep[] = [];
+  const powerCuts: PowerCutStep[] = [];
   const operations: Record<string, number> = {
     verify: 0,
     verifyValid: 0,
@@ -157,6 +179,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     clockOffsetsMs,
     credits: [],
     membership,
+    powerCuts,
     addedBackConnections: cluster.proxy.inboundCounts,
     dataDir: dir,
   };
@@ -493,7 +516,41 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       }
     };
 
+    const powerCutWorker = async (): Promise<void> => {
+      const cuts = options.powerCuts ?? 0;
+      const startMs = Date.now();
+      const slotMs = Math.max(0, options.durationMs - 3_000) / Math.max(1, cuts);
+      for (let i = 0; i < cuts; i++) {
+        const startAtMs = startMs + slotMs * (i + powerCutRandom() * 0.5);
+        const holdMs = 500 + powerCutRandom() * 2_000;
+        await sleep(Math.max(0, startAtMs - Date.now()));
+        // A node removed or already down has no power to cut: counted as not done.
+        if (cluster.state(powerCutNode) !== "up") {
+          log(`power cut of ${powerCutNode} skipped: it is ${cluster.state(powerCutNode)}`);
+          continue;
+        }
+        const plan = await cluster.powerCut(powerCutNode);
+        if (plan === null) continue;
+        faults["powerCut"] = (faults["powerCut"] ?? 0) + 1;
+        const step: PowerCutStep = {
+          nodeId: powerCutNode,
+          filesCut: plan.truncations.length,
+          bytesDropped: plan.truncations.reduce((sum, t) => sum + t.fromBytes - t.toBytes, 0),
+          filesKeptWhole: plan.keptWhole.length,
+        };
+        powerCuts.push(step);
+        log(
+          `fault: power cut ${powerCutNode} for ${Math.round(holdMs)} ms: ${step.bytesDropped} unsynced bytes dropped from ${step.filesCut} files` +
+            ` (${plan.truncations.map((t) => `${relative(dir, t.path)} ${t.fromBytes}->${t.toBytes}`).join(", ")})` +
+            (plan.keptWhole.length === 0 ? "" : `, kept whole (positional writes): ${plan.keptWhole.join(", ")}`),
+        );
+        await sleep(holdMs);
+        cluster.restart(powerCutNode);
+      }
+    };
+
     await Promise.all([
+      powerCutWorker(),
       membershipWorker(),
       verifyWorker(),
       verifyWorker(),

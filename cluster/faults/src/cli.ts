@@ -1,10 +1,10 @@
-// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS] [--membership-changes N]`:
+// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS] [--membership-changes N] [--power-cuts N]`:
 // a long randomized fault campaign against real node processes. Prints the seed first, the faults
 // as they strike, and last one JSON line with the report; exits 1 on any violation.
 import { parseArgs } from "node:util";
 import { defaultClockSkewMs, runCampaign } from "./campaign.js";
 import { summaryTable } from "./summary.js";
-import { clusterUnavailableReason } from "./processes.js";
+import { clusterUnavailableReason, powerCutUnavailableReason } from "./processes.js";
 
 const usage = `usage: npm run test:faults -- [flags]
 
@@ -17,6 +17,7 @@ flags:
   --ratelimit-bound-factor F    how far over its limit a rate-limit window may go (default 1)
   --clock-skew-ms MS            each node's clock offset is drawn from [0, MS] (default 150)
   --membership-changes N        remove a voter and add it back N times during the run (default 0)
+  --power-cuts N                cut one node's power N times, dropping its unsynced writes (needs strace; default 0)
   --help                        this text`;
 
 interface CliOptions {
@@ -26,6 +27,7 @@ interface CliOptions {
   factor: number;
   clockSkewMs: number;
   membershipChanges: number;
+  powerCuts: number;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -41,6 +43,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       "ratelimit-bound-factor": { type: "string" },
       "clock-skew-ms": { type: "string" },
       "membership-changes": { type: "string" },
+      "power-cuts": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -58,6 +61,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     factor: number("ratelimit-bound-factor", values["ratelimit-bound-factor"], 0),
     clockSkewMs: Math.floor(number("clock-skew-ms", values["clock-skew-ms"], defaultClockSkewMs)),
     membershipChanges: Math.floor(number("membership-changes", values["membership-changes"], 0)),
+    powerCuts: Math.floor(number("power-cuts", values["power-cuts"], 0)),
   };
 }
 
@@ -75,7 +79,7 @@ async function main(): Promise<number> {
     console.log(usage);
     return 0;
   }
-  const missing = clusterUnavailableReason();
+  const missing = clusterUnavailableReason() ?? (options.powerCuts > 0 ? powerCutUnavailableReason() : null);
   if (missing !== null) {
     console.error(`test:faults cannot run: ${missing}`);
     return 2;
@@ -83,7 +87,7 @@ async function main(): Promise<number> {
   // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
-    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges})`,
+    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges} --power-cuts ${options.powerCuts})`,
   );
   const report = await runCampaign({
     seed: options.seed,
@@ -92,6 +96,7 @@ async function main(): Promise<number> {
     ratelimitBoundFactor: factor,
     clockSkewMs: options.clockSkewMs,
     membershipChanges: options.membershipChanges,
+    powerCuts: options.powerCuts,
     log: (line) => console.log(line),
   });
   console.log(summaryTable(report));

@@ -34,6 +34,15 @@ export function summaryTable(report: CampaignReport): string {
           `  connections to added-back nodes: ${report.addedBackConnections.identified} identified, ` +
             `${report.addedBackConnections.unidentified} dropped unidentified`,
         ]),
+    ...rows(
+      "power cuts",
+      report.powerCuts.length === 0
+        ? [["(none)", ""]]
+        : report.powerCuts.map((step, i) => [
+            `${i + 1}. ${step.nodeId}`,
+            `${step.bytesDropped} unsynced bytes dropped from ${step.filesCut} files, ${step.filesKeptWhole} kept whole`,
+          ]),
+    ),
     ...rows("workload", [
       ["verifications (valid)", `${o["verify"] ?? 0} (${o["verifyValid"] ?? 0})`],
       ["admin writes (acked, unknown)", `${o["write"] ?? 0} (${o["writeAcked"] ?? 0}, ${o["writeUnknown"] ?? 0})`],
