@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { certainWindowMax, creditViolations, type Admission, type CreditObservation } from "./checks.js";
+import { certainWindowPeak, creditViolations, type Admission, type CreditObservation } from "./checks.js";
 import { call, certainlyNotApplied, field } from "./http.js";
 import {
   checkLinearizable,
@@ -57,7 +57,14 @@ export interface CampaignReport {
   violations: string[];
   linearizability: { register: string; set: string };
   converged: boolean;
-  ratelimit: { limit: number; durationMs: number; certainWindowMax: number; bound: number };
+  ratelimit: {
+    limit: number;
+    durationMs: number;
+    certainWindowMax: number;
+    /** When the first window reaching that maximum began, in ms since the campaign started (the log's clock). */
+    peakAtMs: number | null;
+    bound: number;
+  };
   /** Each node's clock offset (KEYRAFT_CLOCK_OFFSET_MS). */
   clockOffsetsMs: Record<string, number>;
   credits: CreditObservation[];
@@ -118,7 +125,10 @@ function mulberry32(seed: number): () => number {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignReport> {
-  const log = options.log ?? (() => {});
+  // Log lines carry the time since the start on the monotonic clock the admissions are timed on.
+  const campaignStartMs = performance.now();
+  const log = (line: string): void =>
+    options.log?.(`+${((performance.now() - campaignStartMs) / 1000).toFixed(2)}s ${line}`);
   const random = mulberry32(options.seed);
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   const dir = mkdtempSync(join(tmpdir(), "keyraft-faults-"));
@@ -175,7 +185,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     violations,
     linearizability: { register: "not run", set: "not run" },
     converged: false,
-    ratelimit: { limit, durationMs: limitDurationMs, certainWindowMax: 0, bound: limit * options.ratelimitBoundFactor },
+    ratelimit: {
+      limit,
+      durationMs: limitDurationMs,
+      certainWindowMax: 0,
+      peakAtMs: null,
+      bound: limit * options.ratelimitBoundFactor,
+    },
     clockOffsetsMs,
     credits: [],
     membership,
@@ -696,10 +712,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       report.credits.push(outcome);
     }
     violations.push(...creditViolations(report.credits));
-    report.ratelimit.certainWindowMax = certainWindowMax(limitAdmissions, limitDurationMs);
+    const peak = certainWindowPeak(limitAdmissions, limitDurationMs);
+    report.ratelimit.certainWindowMax = peak.count;
+    report.ratelimit.peakAtMs = peak.fromMs === null ? null : Math.round(peak.fromMs - campaignStartMs);
     if (report.ratelimit.certainWindowMax > report.ratelimit.bound) {
       violations.push(
-        `rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms, bound ${report.ratelimit.bound}`,
+        `rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms from +${report.ratelimit.peakAtMs} ms, bound ${report.ratelimit.bound}`,
       );
     }
     return report;

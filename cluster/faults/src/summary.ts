@@ -53,7 +53,7 @@ export function summaryTable(report: CampaignReport): string {
       ],
       [
         "max admitted in one window",
-        `${r.certainWindowMax} (limit ${r.limit} per ${r.durationMs} ms, bound ${r.bound})`,
+        `${r.certainWindowMax} (limit ${r.limit} per ${r.durationMs} ms, bound ${r.bound}; first at +${r.peakAtMs ?? "-"} ms)`,
       ],
     ]),
     ...rows(
