@@ -296,7 +296,8 @@ function tracedChild(pid: number): number | null {
 
 /** Whether strace can trace here (power cuts need it); null when it can, else why not. */
 export function powerCutUnavailableReason(): string | null {
-  const probe = spawnSync("strace", ["-qq", "-e", "trace=none", "true"], { stdio: "ignore" });
+  // The same flags as the campaign's (seccomp-bpf needs a recent strace and kernel).
+  const probe = spawnSync("strace", straceArgs("/dev/null", ["true"]), { stdio: "ignore" });
   if (probe.error !== undefined) return `strace is missing (${probe.error.message})`;
   if (probe.status !== 0) return `strace cannot trace here (exit ${probe.status})`;
   return null;
