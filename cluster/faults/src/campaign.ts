@@ -484,7 +484,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       violations.push(`${path} ${JSON.stringify(body)} not taken within ${membershipStepWaitMs} ms`);
       return null;
     };
-    const isVoterSomewhere = async (id: string): Promise<boolean> => {
+    /** Whether a node up that says it leads lists `id` among its voters. */
+    const leaderListsVoter = async (id: string): Promise<boolean> => {
       for (const other of cluster.upIds()) {
         const answer = await call(cluster.url(other), "/v1/cluster.status", undefined, rootKey, requestTimeoutMs);
         const voters = field(answer.body, "voters");
@@ -520,8 +521,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
         if (step.addedAtIndex === null) return;
         faults["memberAdded"] = (faults["memberAdded"] ?? 0) + 1;
         const addedAtMs = Date.now();
-        while (Date.now() - addedAtMs < membershipStepWaitMs && !(await isVoterSomewhere(nodeId))) await sleep(250);
-        if (await isVoterSomewhere(nodeId)) step.voterAgainAfterMs = Date.now() - addedAtMs;
+        let voter = await leaderListsVoter(nodeId);
+        while (!voter && Date.now() - addedAtMs < membershipStepWaitMs) {
+          await sleep(250);
+          voter = await leaderListsVoter(nodeId);
+        }
+        if (voter) step.voterAgainAfterMs = Date.now() - addedAtMs;
         else {
           violations.push(
             `${nodeId} added back at index ${step.addedAtIndex} but not a voter within ${membershipStepWaitMs} ms`,
