@@ -347,6 +347,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
             });
           } else if (!certainlyNotApplied(answer)) {
             operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
+            // By status (0: no answer): what made outcomes unknown.
+            operations[`writeUnknown${answer.status}`] = (operations[`writeUnknown${answer.status}`] ?? 0) + 1;
             registerHistory.push({
               key: keyId,
               clientId,
@@ -398,6 +400,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
             });
           } else if (!certainlyNotApplied(answer)) {
             operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
+            // By status (0: no answer): what made outcomes unknown.
+            operations[`writeUnknown${answer.status}`] = (operations[`writeUnknown${answer.status}`] ?? 0) + 1;
             setHistory.push({
               key: "set",
               clientId,
