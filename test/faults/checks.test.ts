@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { certainWindowMax, creditViolations } from "../../cluster/faults/src/checks.js";
+import { certainWindowMax, certainWindowPeak, creditViolations } from "../../cluster/faults/src/checks.js";
 
 describe("fault harness checks", () => {
   it("certainWindowMax counts only admissions certainly inside one window", () => {
@@ -9,6 +9,9 @@ describe("fault harness checks", () => {
     // Spread over more than a window: at most those within 1000 ms of each other.
     const spread = Array.from({ length: 10 }, (_, i) => ({ callMs: i * 300, returnMs: i * 300 + 1 }));
     expect(certainWindowMax(spread, 1000)).toBe(4);
+    // Where: the first window that reaches the maximum starts at the first call.
+    expect(certainWindowPeak(spread, 1000)).toEqual({ count: 4, fromMs: 0 });
+    expect(certainWindowPeak([], 1000)).toEqual({ count: 0, fromMs: null });
     // A slow answer (long interval) may have been decided outside the window: not counted there.
     expect(
       certainWindowMax(

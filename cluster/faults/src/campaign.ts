@@ -1,11 +1,12 @@
 // One randomized fault campaign against a real cluster: workloads (credit verifications, rate
-// limits, admin register and set writes) run while faults (kill -9, SIGSTOP/SIGCONT, partitions)
-// strike; then everything heals and the checks run. Fully described by its seed (the schedule;
+// limits, admin register and set writes) run while faults (kill -9, SIGSTOP/SIGCONT, partitions,
+// link cuts, and membership changes: a voter removed and added back) strike; then everything heals
+// and the checks run. Fully described by its seed (the schedule;
 // timing still varies between runs, as with any real cluster).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { certainWindowMax, creditViolations, type Admission, type CreditObservation } from "./checks.js";
+import { join, relative } from "node:path";
+import { certainWindowPeak, creditViolations, type Admission, type CreditObservation } from "./checks.js";
 import { call, certainlyNotApplied, field } from "./http.js";
 import {
   checkLinearizable,
@@ -32,6 +33,17 @@ export interface CampaignOptions {
    * the clock assumption of async: false limits (docs/counters.md).
    */
   clockSkewMs?: number;
+  /**
+   * Membership changes during the run (default 0): each removes a voter (cluster.removeNode),
+   * stops it, then starts it on its data dir and adds it back (cluster.addNode) until it is a
+   * voter again, while the other faults go on.
+   */
+  membershipChanges?: number;
+  /**
+   * Power cuts during the run (default 0): one node, chosen by the seed, runs under strace; each
+   * cut kills it and drops every write it had not fsynced (power-cut.ts), then restarts it.
+   */
+  powerCuts?: number;
   log?: (line: string) => void;
   keepData?: boolean;
 }
@@ -45,11 +57,46 @@ export interface CampaignReport {
   violations: string[];
   linearizability: { register: string; set: string };
   converged: boolean;
-  ratelimit: { limit: number; durationMs: number; certainWindowMax: number; bound: number };
+  ratelimit: {
+    limit: number;
+    durationMs: number;
+    certainWindowMax: number;
+    /** When the first window reaching that maximum began, in ms since the campaign started (the log's clock). */
+    peakAtMs: number | null;
+    bound: number;
+  };
   /** Each node's clock offset (KEYRAFT_CLOCK_OFFSET_MS). */
   clockOffsetsMs: Record<string, number>;
   credits: CreditObservation[];
+  /** What each membership change did. */
+  membership: MembershipStep[];
+  /** What each power cut dropped. */
+  powerCuts: PowerCutStep[];
+  /**
+   * Connections to nodes added back, through their inbound listener: identified by source, or
+   * dropped unidentified. 0 identified is possible: a node added back dials its peers itself
+   * (through its own links), and a Raft connection carries both directions.
+   */
+  addedBackConnections: { identified: number; unidentified: number };
   dataDir: string;
+}
+
+export interface PowerCutStep {
+  nodeId: string;
+  /** Files cut back, and the unsynced bytes dropped from them. */
+  filesCut: number;
+  bytesDropped: number;
+  /** Files with unsynced positional writes, left whole. */
+  filesKeptWhole: number;
+}
+
+export interface MembershipStep {
+  nodeId: string;
+  /** Raft index of the removal and of the addition (as a learner); null when it did not happen. */
+  removedAtIndex: number | null;
+  addedAtIndex: number | null;
+  /** From the addition until a member listed it among the voters again; null when it never did in time. */
+  voterAgainAfterMs: number | null;
 }
 
 const requestTimeoutMs = 3_000;
@@ -65,6 +112,8 @@ const limit = 20;
 const limitDurationMs = 2_000;
 /** Default per-node clock skew: below one bucket (a tenth) of the limit's window. */
 export const defaultClockSkewMs = 150;
+/** How long one membership request (remove, add) is retried, and how long an added node may take to become a voter. */
+const membershipStepWaitMs = 30_000;
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -80,7 +129,10 @@ function mulberry32(seed: number): () => number {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runCampaign(options: CampaignOptions): Promise<CampaignReport> {
-  const log = options.log ?? (() => {});
+  // Log lines carry the time since the start on the monotonic clock the admissions are timed on.
+  const campaignStartMs = performance.now();
+  const log = (line: string): void =>
+    options.log?.(`+${((performance.now() - campaignStartMs) / 1000).toFixed(2)}s ${line}`);
   const random = mulberry32(options.seed);
   const pick = <T>(items: readonly T[]): T | undefined => items[Math.floor(random() * items.length)];
   const dir = mkdtempSync(join(tmpdir(), "keyraft-faults-"));
@@ -91,18 +143,32 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const skewRandom = mulberry32(options.seed ^ 0x5bd1e995);
   const clockSkewMs = options.clockSkewMs ?? defaultClockSkewMs;
   const clockOffsetsMs: Record<string, number> = {};
+  // The node that runs under strace for power cuts, on a stream of its own.
+  const powerCutRandom = mulberry32(options.seed ^ 0x165667b1);
+  const powerCutNode = `n${1 + Math.floor(powerCutRandom() * options.nodes)}`;
   const cluster = await ProcessCluster.start({
     nodes: options.nodes,
     dir,
     rootKey,
     secret: `secret-${options.seed}-${"s".repeat(32)}`,
     env,
+    traced: new Set((options.powerCuts ?? 0) > 0 ? [powerCutNode] : []),
     nodeEnv: (id) => {
       clockOffsetsMs[id] ??= Math.floor(skewRandom() * (clockSkewMs + 1));
       return { KEYRAFT_CLOCK_OFFSET_MS: String(clockOffsetsMs[id]) };
     },
   });
-  const faults: Record<string, number> = { kill9: 0, pause: 0, partition: 0, linkCut: 0 };
+  const faults: Record<string, number> = {
+    kill9: 0,
+    pause: 0,
+    partition: 0,
+    linkCut: 0,
+    memberRemoved: 0,
+    memberAdded: 0,
+    powerCut: 0,
+  };
+  const membership: MembershipStep[] = [];
+  const powerCuts: PowerCutStep[] = [];
   const operations: Record<string, number> = {
     verify: 0,
     verifyValid: 0,
@@ -123,9 +189,18 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     violations,
     linearizability: { register: "not run", set: "not run" },
     converged: false,
-    ratelimit: { limit, durationMs: limitDurationMs, certainWindowMax: 0, bound: limit * options.ratelimitBoundFactor },
+    ratelimit: {
+      limit,
+      durationMs: limitDurationMs,
+      certainWindowMax: 0,
+      peakAtMs: null,
+      bound: limit * options.ratelimitBoundFactor,
+    },
     clockOffsetsMs,
     credits: [],
+    membership,
+    powerCuts,
+    addedBackConnections: cluster.proxy.inboundCounts,
     dataDir: dir,
   };
   const anyUp = (): string => cluster.url(pick(cluster.upIds()) ?? cluster.ids[0] ?? "n1");
@@ -276,6 +351,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
             });
           } else if (!certainlyNotApplied(answer)) {
             operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
+            // By status (0: no answer): what made outcomes unknown.
+            operations[`writeUnknown${answer.status}`] = (operations[`writeUnknown${answer.status}`] ?? 0) + 1;
             registerHistory.push({
               key: keyId,
               clientId,
@@ -327,6 +404,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
             });
           } else if (!certainlyNotApplied(answer)) {
             operations["writeUnknown"] = (operations["writeUnknown"] ?? 0) + 1;
+            // By status (0: no answer): what made outcomes unknown.
+            operations[`writeUnknown${answer.status}`] = (operations[`writeUnknown${answer.status}`] ?? 0) + 1;
             setHistory.push({
               key: "set",
               clientId,
@@ -361,7 +440,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       while (Date.now() < stopAtMs - 1_000) {
         await sleep(500 + random() * 1_500);
         const kind = Math.floor(random() * 4);
-        const victims = [...cluster.ids]
+        const victims = cluster
+          .memberIds()
           .sort(() => random() - 0.5)
           .slice(0, Math.max(1, Math.floor(random() * minority) + 1));
         const holdMs = 500 + random() * 2_000;
@@ -379,14 +459,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
           for (const id of victims) cluster.resume(id);
         } else if (kind === 2) {
           faults["partition"] = (faults["partition"] ?? 0) + 1;
-          const rest = cluster.ids.filter((id) => !victims.includes(id));
+          const rest = cluster.memberIds().filter((id) => !victims.includes(id));
           log(`fault: partition [${victims.join(",")}] | [${rest.join(",")}] for ${Math.round(holdMs)} ms`);
           cluster.proxy.partition([victims, rest]);
           await sleep(holdMs);
           cluster.proxy.healAll();
         } else {
-          const a = pick(cluster.ids) ?? "n1";
-          const b = pick(cluster.ids.filter((id) => id !== a)) ?? "n2";
+          const a = pick(cluster.memberIds()) ?? "n1";
+          const b = pick(cluster.memberIds().filter((id) => id !== a)) ?? "n2";
           faults["linkCut"] = (faults["linkCut"] ?? 0) + 1;
           log(`fault: cut link ${a}-${b} for ${Math.round(holdMs)} ms`);
           cluster.proxy.cutLink(a, b);
@@ -396,7 +476,111 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       }
     };
 
+    // A membership request through any member up (forwarded to the leader), retried while no
+    // leader takes it; both are idempotent (a member already in or out answers 200).
+    const membershipCall = async (path: string, body: unknown): Promise<number | null> => {
+      const deadline = Date.now() + membershipStepWaitMs;
+      while (Date.now() < deadline) {
+        const answer = await call(anyUp(), path, body, rootKey, requestTimeoutMs);
+        if (answer.status === 200) return Number(field(answer.body, "index"));
+        if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) {
+          violations.push(`${path} ${JSON.stringify(body)} refused: ${answer.status} ${JSON.stringify(answer.body)}`);
+          return null;
+        }
+        await sleep(250);
+      }
+      violations.push(`${path} ${JSON.stringify(body)} not taken within ${membershipStepWaitMs} ms`);
+      return null;
+    };
+    /** Whether a node up that says it leads lists `id` among its voters. */
+    const leaderListsVoter = async (id: string): Promise<boolean> => {
+      for (const other of cluster.upIds()) {
+        const answer = await call(cluster.url(other), "/v1/cluster.status", undefined, rootKey, requestTimeoutMs);
+        const voters = field(answer.body, "voters");
+        if (answer.status === 200 && field(answer.body, "role") === "leader")
+          return Array.isArray(voters) && voters.includes(id);
+      }
+      return false;
+    };
+    const membershipWorker = async (): Promise<void> => {
+      // Its own stream: which voter, when and for how long depend on the seed only.
+      const random = mulberry32(options.seed ^ 0x27d4eb2f);
+      const changes = options.membershipChanges ?? 0;
+      const startMs = Date.now();
+      // Each change starts inside its slot of the run (the first half of it), so they spread over the run.
+      const slotMs = Math.max(0, options.durationMs - 3_000) / Math.max(1, changes);
+      for (let i = 0; i < changes; i++) {
+        const startAtMs = startMs + slotMs * (i + random() * 0.5);
+        const holdMs = 500 + random() * 2_000;
+        const members = cluster.memberIds();
+        const nodeId = members[Math.floor(random() * members.length)] ?? "n1";
+        await sleep(Math.max(0, startAtMs - Date.now()));
+        const step: MembershipStep = { nodeId, removedAtIndex: null, addedAtIndex: null, voterAgainAfterMs: null };
+        membership.push(step);
+        log(`fault: remove ${nodeId} from the cluster, add it back after ${Math.round(holdMs)} ms`);
+        step.removedAtIndex = await membershipCall("/v1/cluster.removeNode", { nodeId });
+        if (step.removedAtIndex === null) return;
+        faults["memberRemoved"] = (faults["memberRemoved"] ?? 0) + 1;
+        await cluster.stopRemoved(nodeId);
+        await sleep(holdMs);
+        cluster.startRemoved(nodeId);
+        const address = await cluster.addBackAddress(nodeId);
+        step.addedAtIndex = await membershipCall("/v1/cluster.addNode", { nodeId, address });
+        if (step.addedAtIndex === null) return;
+        faults["memberAdded"] = (faults["memberAdded"] ?? 0) + 1;
+        const addedAtMs = Date.now();
+        let voter = await leaderListsVoter(nodeId);
+        while (!voter && Date.now() - addedAtMs < membershipStepWaitMs) {
+          await sleep(250);
+          voter = await leaderListsVoter(nodeId);
+        }
+        if (voter) step.voterAgainAfterMs = Date.now() - addedAtMs;
+        else {
+          violations.push(
+            `${nodeId} added back at index ${step.addedAtIndex} but not a voter within ${membershipStepWaitMs} ms`,
+          );
+          return;
+        }
+        log(`membership: ${nodeId} a voter again ${step.voterAgainAfterMs} ms after its addition`);
+      }
+    };
+
+    const powerCutWorker = async (): Promise<void> => {
+      const cuts = options.powerCuts ?? 0;
+      const startMs = Date.now();
+      const slotMs = Math.max(0, options.durationMs - 3_000) / Math.max(1, cuts);
+      for (let i = 0; i < cuts; i++) {
+        const startAtMs = startMs + slotMs * (i + powerCutRandom() * 0.5);
+        const holdMs = 500 + powerCutRandom() * 2_000;
+        await sleep(Math.max(0, startAtMs - Date.now()));
+        // A node removed or already down has no power to cut: counted as not done.
+        if (cluster.state(powerCutNode) !== "up") {
+          log(`power cut of ${powerCutNode} skipped: it is ${cluster.state(powerCutNode)}`);
+          continue;
+        }
+        const plan = await cluster.powerCut(powerCutNode);
+        if (plan === null) continue;
+        faults["powerCut"] = (faults["powerCut"] ?? 0) + 1;
+        const step: PowerCutStep = {
+          nodeId: powerCutNode,
+          filesCut: plan.truncations.length,
+          bytesDropped: plan.truncations.reduce((sum, t) => sum + t.fromBytes - t.toBytes, 0),
+          filesKeptWhole: plan.keptWhole.length,
+        };
+        powerCuts.push(step);
+        log(
+          `fault: power cut ${powerCutNode} for ${Math.round(holdMs)} ms: ${step.bytesDropped} unsynced bytes dropped from ${step.filesCut} files` +
+            ` (${plan.truncations.map((t) => `${relative(dir, t.path)} ${t.fromBytes}->${t.toBytes}`).join(", ")})` +
+            (plan.keptWhole.length === 0 ? "" : `, kept whole (positional writes): ${plan.keptWhole.join(", ")}`),
+        );
+        await sleep(holdMs);
+        cluster.restart(powerCutNode);
+      }
+    };
+
     await Promise.all([
+      powerCutWorker(),
+      membershipWorker(),
       verifyWorker(),
       verifyWorker(),
       topUpWorker(),
@@ -422,6 +606,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       const applied = statuses.map((s) => Number(field(s.body, "appliedIndex")));
       const commits = statuses.map((s) => Number(field(s.body, "commitIndex")));
       if (new Set(applied).size !== 1 || applied[0] !== Math.max(...commits)) continue;
+      // Every node is a voter again on every node (membership changes all undone).
+      const everyVoter = statuses.every((s) => {
+        const voters = field(s.body, "voters");
+        return Array.isArray(voters) && cluster.ids.every((id) => voters.includes(id));
+      });
+      if (!everyVoter) continue;
       const views = await Promise.all(
         cluster.ids.map(async (id) =>
           (
@@ -533,10 +723,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       report.credits.push(outcome);
     }
     violations.push(...creditViolations(report.credits));
-    report.ratelimit.certainWindowMax = certainWindowMax(limitAdmissions, limitDurationMs);
+    const peak = certainWindowPeak(limitAdmissions, limitDurationMs);
+    report.ratelimit.certainWindowMax = peak.count;
+    report.ratelimit.peakAtMs = peak.fromMs === null ? null : Math.round(peak.fromMs - campaignStartMs);
     if (report.ratelimit.certainWindowMax > report.ratelimit.bound) {
       violations.push(
-        `rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms, bound ${report.ratelimit.bound}`,
+        `rate limit admitted ${report.ratelimit.certainWindowMax} within one window of ${limitDurationMs} ms from +${report.ratelimit.peakAtMs} ms, bound ${report.ratelimit.bound}`,
       );
     }
     return report;

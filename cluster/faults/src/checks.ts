@@ -33,8 +33,17 @@ export interface Admission {
  * are less than `durationMs` apart certainly shares a window. Never over-reports.
  */
 export function certainWindowMax(admissions: readonly Admission[], durationMs: number): number {
+  return certainWindowPeak(admissions, durationMs).count;
+}
+
+/** certainWindowMax, and the earliest call time of a window that reaches it (null when none). */
+export function certainWindowPeak(
+  admissions: readonly Admission[],
+  durationMs: number,
+): { count: number; fromMs: number | null } {
   const sorted = [...admissions].sort((a, b) => a.callMs - b.callMs);
   let best = 0;
+  let fromMs: number | null = null;
   for (let i = 0; i < sorted.length; i++) {
     const start = sorted[i]?.callMs ?? 0;
     let count = 0;
@@ -43,7 +52,10 @@ export function certainWindowMax(admissions: readonly Admission[], durationMs: n
       if (a === undefined || a.callMs >= start + durationMs) break;
       if (a.returnMs < start + durationMs) count++;
     }
-    best = Math.max(best, count);
+    if (count > best) {
+      best = count;
+      fromMs = start;
+    }
   }
-  return best;
+  return { count: best, fromMs };
 }

@@ -1,9 +1,10 @@
-// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS]`:
+// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS] [--membership-changes N] [--power-cuts N]`:
 // a long randomized fault campaign against real node processes. Prints the seed first, the faults
 // as they strike, and last one JSON line with the report; exits 1 on any violation.
 import { parseArgs } from "node:util";
 import { defaultClockSkewMs, runCampaign } from "./campaign.js";
-import { clusterUnavailableReason } from "./processes.js";
+import { summaryTable } from "./summary.js";
+import { clusterUnavailableReason, powerCutUnavailableReason } from "./processes.js";
 
 const usage = `usage: npm run test:faults -- [flags]
 
@@ -15,6 +16,8 @@ flags:
   --nodes N                     cluster size (default 3)
   --ratelimit-bound-factor F    how far over its limit a rate-limit window may go (default 1)
   --clock-skew-ms MS            each node's clock offset is drawn from [0, MS] (default 150)
+  --membership-changes N        remove a voter and add it back N times during the run (default 0)
+  --power-cuts N                cut one node's power N times, dropping its unsynced writes (needs strace; default 0)
   --help                        this text`;
 
 interface CliOptions {
@@ -23,6 +26,8 @@ interface CliOptions {
   nodes: number;
   factor: number;
   clockSkewMs: number;
+  membershipChanges: number;
+  powerCuts: number;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -37,6 +42,8 @@ function readOptions(argv: string[]): CliOptions | "help" {
       nodes: { type: "string" },
       "ratelimit-bound-factor": { type: "string" },
       "clock-skew-ms": { type: "string" },
+      "membership-changes": { type: "string" },
+      "power-cuts": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -53,6 +60,8 @@ function readOptions(argv: string[]): CliOptions | "help" {
     nodes: Math.max(1, Math.floor(number("nodes", values.nodes, 3))),
     factor: number("ratelimit-bound-factor", values["ratelimit-bound-factor"], 0),
     clockSkewMs: Math.floor(number("clock-skew-ms", values["clock-skew-ms"], defaultClockSkewMs)),
+    membershipChanges: Math.floor(number("membership-changes", values["membership-changes"], 0)),
+    powerCuts: Math.floor(number("power-cuts", values["power-cuts"], 0)),
   };
 }
 
@@ -70,7 +79,7 @@ async function main(): Promise<number> {
     console.log(usage);
     return 0;
   }
-  const missing = clusterUnavailableReason();
+  const missing = clusterUnavailableReason() ?? (options.powerCuts > 0 ? powerCutUnavailableReason() : null);
   if (missing !== null) {
     console.error(`test:faults cannot run: ${missing}`);
     return 2;
@@ -78,7 +87,7 @@ async function main(): Promise<number> {
   // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
-    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs})`,
+    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges} --power-cuts ${options.powerCuts})`,
   );
   const report = await runCampaign({
     seed: options.seed,
@@ -86,8 +95,11 @@ async function main(): Promise<number> {
     nodes: options.nodes,
     ratelimitBoundFactor: factor,
     clockSkewMs: options.clockSkewMs,
+    membershipChanges: options.membershipChanges,
+    powerCuts: options.powerCuts,
     log: (line) => console.log(line),
   });
+  console.log(summaryTable(report));
   for (const v of report.violations) console.log(`VIOLATION: ${v}`);
   console.log(JSON.stringify(report));
   return report.violations.length === 0 ? 0 : 1;

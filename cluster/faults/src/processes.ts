@@ -1,10 +1,12 @@
 // Runs N real keyraft nodes (`node packages/gateway/dist/main.js`) with their Raft links through a
-// LinkProxy, and injects process faults: kill -9 and restart, SIGSTOP and SIGCONT.
-import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, existsSync, mkdirSync, type WriteStream } from "node:fs";
+// LinkProxy, and injects process faults: kill -9 and restart, SIGSTOP and SIGCONT, and stops and
+// starts around a node's removal from and addition back to the cluster.
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, readFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@keyraft/raft/testing";
+import { applyPowerCut, straceArgs, type PowerCutPlan } from "./power-cut.js";
 import { LinkProxy } from "./proxy.js";
 
 export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -20,7 +22,8 @@ export function clusterUnavailableReason(): string | null {
   return null;
 }
 
-export type NodeState = "up" | "killed" | "paused";
+/** "removed": out of the cluster (cluster.removeNode) and stopped; only startRemoved brings it back. */
+export type NodeState = "up" | "killed" | "paused" | "removed";
 
 interface ClusterNode {
   id: string;
@@ -29,6 +32,11 @@ interface ClusterNode {
   dataDir: string;
   child: ChildProcess | null;
   state: NodeState;
+  /** Removed from the cluster: restarts and healing leave it down. */
+  removed: boolean;
+  /** Runs under strace (power cuts): the current incarnation's trace, and how many there were. */
+  tracePath: string | null;
+  incarnations: number;
   log: WriteStream;
 }
 
@@ -40,6 +48,8 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Variables of one node (e.g. its clock offset), the same at every (re)start. */
   nodeEnv?: (id: string) => Record<string, string>;
+  /** Nodes run under strace, so that a power cut can drop their unsynced writes (power-cut.ts). */
+  traced?: ReadonlySet<string>;
 }
 
 export class ProcessCluster {
@@ -66,6 +76,9 @@ export class ProcessCluster {
         dataDir,
         child: null,
         state: "killed",
+        removed: false,
+        tracePath: null,
+        incarnations: 0,
         log: createWriteStream(join(options.dir, `${id}.log`), { flags: "a" }),
       });
     }
@@ -104,17 +117,49 @@ export class ProcessCluster {
       ...this.options.env,
       ...this.options.nodeEnv?.(id),
     };
-    const child = spawn(process.execPath, [mainJs], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+    node.incarnations++;
+    const traced = this.options.traced?.has(id) === true;
+    node.tracePath = traced ? join(this.options.dir, `${id}.trace.${node.incarnations}`) : null;
+    const command = [process.execPath, mainJs];
+    const child =
+      node.tracePath === null
+        ? spawn(process.execPath, [mainJs], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] })
+        : spawn("strace", straceArgs(node.tracePath, command), {
+            cwd: repoRoot,
+            env,
+            stdio: ["ignore", "pipe", "pipe"],
+          });
     child.stdout?.pipe(node.log, { end: false });
     child.stderr?.pipe(node.log, { end: false });
     child.on("exit", () => {
       if (node.child === child) {
         node.child = null;
-        node.state = "killed";
+        node.state = node.removed ? "removed" : "killed";
       }
     });
     node.child = child;
     node.state = "up";
+  }
+
+  /**
+   * Sends `signal` to the node's process: under strace, to the traced node (strace's child), since
+   * a SIGKILL or SIGSTOP of strace itself would leave the node running.
+   */
+  private signal(node: ClusterNode, signal: NodeJS.Signals): void {
+    const child = node.child;
+    if (child === null) return;
+    if (node.tracePath !== null && child.pid !== undefined) {
+      const tracee = tracedChild(child.pid);
+      if (tracee !== null) {
+        try {
+          process.kill(tracee, signal);
+          return;
+        } catch {
+          // gone already: strace exits after it
+        }
+      }
+    }
+    child.kill(signal);
   }
 
   url(id: string): string {
@@ -135,32 +180,82 @@ export class ProcessCluster {
     const child = node.child;
     if (child === null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    if (node.state === "paused") child.kill("SIGCONT");
-    child.kill("SIGKILL");
+    if (node.state === "paused") this.signal(node, "SIGCONT");
+    this.signal(node, "SIGKILL");
     await exited;
+  }
+
+  /**
+   * A power cut of a traced node: SIGKILL, then every write it made since its last fsync of the
+   * file is dropped from its data dir (power-cut.ts). The node stays down until restart.
+   */
+  async powerCut(id: string): Promise<PowerCutPlan | null> {
+    const node = this.node(id);
+    const tracePath = node.tracePath;
+    if (node.child === null || tracePath === null) return null;
+    await this.kill9(id);
+    return applyPowerCut(readFileSync(tracePath, "utf8"), node.dataDir);
   }
 
   restart(id: string): void {
     const node = this.node(id);
-    if (node.child !== null) return;
+    if (node.child !== null || node.removed) return;
     this.spawn(id);
+  }
+
+  /** Nodes not removed from the cluster (up, killed or paused). */
+  memberIds(): string[] {
+    return this.ids.filter((id) => !this.node(id).removed);
+  }
+
+  /**
+   * Stops a node removed from the cluster (SIGTERM, as an operator stops it after
+   * cluster.removeNode); it stays down, its data dir kept, until startRemoved.
+   */
+  async stopRemoved(id: string): Promise<void> {
+    const node = this.node(id);
+    node.removed = true;
+    const child = node.child;
+    if (child === null) {
+      node.state = "removed";
+      return;
+    }
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    if (node.state === "paused") this.signal(node, "SIGCONT");
+    this.signal(node, "SIGTERM");
+    const timer = setTimeout(() => this.signal(node, "SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  /** Starts a removed node again on its data dir, before it is added back (cluster.addNode). */
+  startRemoved(id: string): void {
+    const node = this.node(id);
+    if (!node.removed) return;
+    node.removed = false;
+    if (node.child === null) this.spawn(id);
+  }
+
+  /** The Raft address every member reaches node `id` at once it is added back (through the proxy). */
+  addBackAddress(id: string): Promise<string> {
+    return this.proxy.inboundAddress(id);
   }
 
   pause(id: string): void {
     const node = this.node(id);
     if (node.child === null || node.state !== "up") return;
-    node.child.kill("SIGSTOP");
+    this.signal(node, "SIGSTOP");
     node.state = "paused";
   }
 
   resume(id: string): void {
     const node = this.node(id);
     if (node.child === null || node.state !== "paused") return;
-    node.child.kill("SIGCONT");
+    this.signal(node, "SIGCONT");
     node.state = "up";
   }
 
-  /** Everything back: links healed, paused nodes continued, killed nodes restarted. */
+  /** Everything back: links healed, paused nodes continued, killed nodes restarted (removed ones stay down). */
   healAll(): void {
     this.proxy.healAll();
     for (const id of this.ids) {
@@ -177,9 +272,9 @@ export class ProcessCluster {
         const child = node.child;
         if (child === null) return;
         const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-        if (node.state === "paused") child.kill("SIGCONT");
-        child.kill("SIGTERM");
-        const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+        if (node.state === "paused") this.signal(node, "SIGCONT");
+        this.signal(node, "SIGTERM");
+        const timer = setTimeout(() => this.signal(node, "SIGKILL"), graceMs);
         await exited;
         clearTimeout(timer);
       }),
@@ -187,4 +282,23 @@ export class ProcessCluster {
     for (const node of this.nodes.values()) node.log.end();
     await this.proxy.close();
   }
+}
+
+/** The first child of process `pid` (the program strace runs), from /proc; null when none. */
+function tracedChild(pid: number): number | null {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/)[0];
+    return first === undefined || first === "" ? null : Number(first);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether strace can trace here (power cuts need it); null when it can, else why not. */
+export function powerCutUnavailableReason(): string | null {
+  // The same flags as the campaign's (seccomp-bpf needs a recent strace and kernel).
+  const probe = spawnSync("strace", straceArgs("/dev/null", ["true"]), { stdio: "ignore" });
+  if (probe.error !== undefined) return `strace is missing (${probe.error.message})`;
+  if (probe.status !== 0) return `strace cannot trace here (exit ${probe.status})`;
+  return null;
 }

@@ -1,12 +1,22 @@
 // A TCP proxy for every ordered pair of nodes: node a reaches node b's Raft port through the
 // listener of link (a -> b), so links can be cut and healed one by one. A cut destroys the
 // link's open connections (both directions) and refuses new ones until it is healed.
+//
+// A node added at run time (cluster.addNode) is reached by every member at ONE address, the one
+// its addition replicated. For it the proxy opens an inbound listener per target that learns each
+// connection's source from the Raft handshake (the dialer's hello names it, see
+// packages/raft/src/transport/handshake.ts) and then applies that source's link state, so cuts and
+// partitions still hold for a node added back.
 import { createServer, connect, type Server, type Socket } from "node:net";
 
 /** Connections held open per link (a Raft pair needs a couple; more is a leak). */
 export const connectionsPerLinkMax = 64;
 
+/** Bytes of a connection read while looking for its hello (the upgrade request and the hello are a few hundred). */
+export const helloScanBytesMax = 4096;
+
 interface Link {
+  /** The source node; "*" for an inbound listener that learns it from each connection's hello. */
   from: string;
   to: string;
   server: Server;
@@ -24,12 +34,20 @@ function linkName(from: string, to: string): string {
 export class LinkProxy {
   private readonly links = new Map<string, Link>();
   private readonly cut = new Set<string>();
+  /** Inbound listeners' connections whose source is known: socket -> [source, target]. */
+  private readonly identified = new Map<Socket, readonly [string, string]>();
+  /** Connections through inbound listeners: identified by their hello, dropped unidentified. */
+  readonly inboundCounts = { identified: 0, unidentified: 0 };
 
-  private constructor(private readonly host: string) {}
+  private constructor(
+    private readonly host: string,
+    /** The node ids, to recognize a hello's source. */
+    private readonly nodes: ReadonlySet<string>,
+  ) {}
 
   /** Starts one listener per ordered pair of `targets` (node id -> its real Raft port). */
   static async start(targets: ReadonlyMap<string, number>, host = "127.0.0.1"): Promise<LinkProxy> {
-    const proxy = new LinkProxy(host);
+    const proxy = new LinkProxy(host, new Set(targets.keys()));
     for (const from of targets.keys()) {
       for (const [to, targetPort] of targets) {
         if (from !== to) await proxy.open(from, to, targetPort);
@@ -53,6 +71,10 @@ export class LinkProxy {
   }
 
   private accept(link: Link, client: Socket): void {
+    if (link.from === "*") {
+      this.acceptInbound(link, client);
+      return;
+    }
     if (this.isCut(link.from, link.to) || link.sockets.size >= connectionsPerLinkMax) {
       client.destroy();
       return;
@@ -82,6 +104,71 @@ export class LinkProxy {
     }
   }
 
+  /**
+   * A connection to an inbound listener: forwarded at once (the WebSocket upgrade needs its
+   * answer before the hello is sent), its source read from the first hello; from then on it is
+   * that link's connection (refused when the link is cut, destroyed when it is cut later). The
+   * hello's chunk is checked before it is forwarded, so a cut link carries no frame.
+   */
+  private acceptInbound(link: Link, client: Socket): void {
+    if (link.sockets.size >= connectionsPerLinkMax) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(link.targetPort, this.host);
+    link.sockets.add(client);
+    link.sockets.add(upstream);
+    let scanned = Buffer.alloc(0);
+    let source: string | null = null;
+    const drop = (): void => {
+      client.destroy();
+      upstream.destroy();
+      link.sockets.delete(client);
+      link.sockets.delete(upstream);
+      this.identified.delete(client);
+    };
+    client.on("data", (chunk: Buffer) => {
+      if (source === null) {
+        scanned = Buffer.concat([scanned, chunk]);
+        source = helloSource(scanned, this.nodes);
+        if (source === null && scanned.length > helloScanBytesMax) {
+          this.inboundCounts.unidentified++;
+          return drop();
+        }
+        if (source !== null) {
+          this.inboundCounts.identified++;
+          if (this.isCut(source, link.to)) return drop();
+          this.identified.set(client, [source, link.to]);
+        }
+      }
+      link.bytes += chunk.length;
+      if (!upstream.write(chunk)) client.pause();
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      link.bytes += chunk.length;
+      if (!client.write(chunk)) upstream.pause();
+    });
+    upstream.on("drain", () => client.resume());
+    client.on("drain", () => upstream.resume());
+    for (const s of [client, upstream]) {
+      s.on("error", drop);
+      s.on("close", drop);
+    }
+  }
+
+  /** Opens (once) the inbound listener of node `to`, for every source; returns its address. */
+  async inboundAddress(to: string): Promise<string> {
+    const name = linkName("*", to);
+    if (!this.links.has(name)) {
+      const targetPort = [...this.links.values()].find((link) => link.to === to)?.targetPort;
+      if (targetPort === undefined) throw new Error(`proxy: no node ${to}`);
+      await this.open("*", to, targetPort);
+    }
+    const link = this.links.get(name);
+    if (link === undefined) throw new Error(`proxy: no link ${name}`);
+    return `${this.host}:${link.port}`;
+  }
+
   /** The address node `from` must use to reach node `to`. */
   address(from: string, to: string): string {
     const link = this.links.get(linkName(from, to));
@@ -106,10 +193,14 @@ export class LinkProxy {
     ] as const) {
       this.cut.add(linkName(from, to));
       const link = this.links.get(linkName(from, to));
-      if (link === undefined) continue;
-      for (const s of link.sockets) s.destroy();
-      link.sockets.clear();
+      if (link !== undefined) {
+        for (const s of link.sockets) s.destroy();
+        link.sockets.clear();
+      }
     }
+    // Their connections through inbound listeners: destroying the client side drops its upstream.
+    for (const [socket, [source, target]] of this.identified)
+      if ((source === a && target === b) || (source === b && target === a)) socket.destroy();
   }
 
   healLink(a: string, b: string): void {
@@ -122,6 +213,7 @@ export class LinkProxy {
     const groupOf = new Map<string, number>();
     groups.forEach((g, i) => g.forEach((id) => groupOf.set(id, i)));
     for (const link of this.links.values()) {
+      if (link.from === "*") continue; // its connections are cut with their source's link
       if (groupOf.get(link.from) === groupOf.get(link.to)) this.healLink(link.from, link.to);
       else this.cutLink(link.from, link.to);
     }
@@ -144,4 +236,31 @@ export class LinkProxy {
     }
     this.links.clear();
   }
+}
+
+/** msgpack of the map key "from" (a fixstr of 4 bytes). */
+const fromKey = Buffer.from([0xa4, ...Buffer.from("from")]);
+
+/**
+ * The source named by the first hello in `bytes` (the Raft dialer masks its frames with zero, so a
+ * frame's msgpack is readable as sent), when it is one of `nodes`; null until it is readable.
+ */
+export function helloSource(bytes: Buffer, nodes: ReadonlySet<string>): string | null {
+  for (let at = bytes.indexOf(fromKey); at !== -1; at = bytes.indexOf(fromKey, at + 1)) {
+    const header = bytes[at + fromKey.length];
+    if (header === undefined) return null;
+    let start = at + fromKey.length + 1;
+    let length: number;
+    if (header >= 0xa0 && header <= 0xbf) length = header & 0x1f;
+    else if (header === 0xd9) {
+      const size = bytes[start];
+      if (size === undefined) return null;
+      length = size;
+      start++;
+    } else continue;
+    if (start + length > bytes.length) return null;
+    const id = bytes.subarray(start, start + length).toString("utf8");
+    if (nodes.has(id)) return id;
+  }
+  return null;
 }
