@@ -156,6 +156,51 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
     }
   });
 
+  it("reads any byte range of its data from disk, from the pieces the range falls in", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 20 },
+        true,
+      );
+      const data = bytesOf(100); // pieces of 16 bytes, the last one 4
+      await storage.createSnapshot(15, conf, data);
+      const ranges: Array<[number, number]> = [
+        [0, 0],
+        [0, 1],
+        [0, 16],
+        [5, 11],
+        [15, 2],
+        [10, 40],
+        [96, 4],
+        [0, 100],
+        [33, 67],
+      ];
+      for (const [offset, length] of ranges)
+        expect(await storage.readSnapshotData(15, offset, length)).toEqual(data.subarray(offset, offset + length));
+      await expect(storage.readSnapshotData(14, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      await expect(storage.readSnapshotData(15, 90, 11)).rejects.toThrow(/past the data/);
+      await storage.close();
+
+      // Reopened with another piece size, the pieces on disk keep the size they were written with.
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 7 });
+      for (const [offset, length] of ranges)
+        expect(await reopened.readSnapshotData(15, offset, length)).toEqual(data.subarray(offset, offset + length));
+      // A snapshot of one value (no pieces) reads the same way; the older one is gone.
+      const small = bytesOf(10);
+      await reopened.createSnapshot(18, conf, small);
+      expect(await reopened.readSnapshotData(18, 3, 5)).toEqual(small.subarray(3, 8));
+      await expect(reopened.readSnapshotData(15, 0, 1)).rejects.toMatchObject({
+        code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      });
+      await reopened.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+
   it("left half written by a crash, its pieces are cleared on open and the previous snapshot stays", async () => {
     const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
     try {

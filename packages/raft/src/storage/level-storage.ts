@@ -57,6 +57,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   private tail: Promise<void> = Promise.resolve();
   private pendingWrites = 0;
   private closed = false;
+  /** Piece size of the pieced snapshot last read by readSnapshotData (read once from its first piece). */
+  private pieceBytesCache: { index: number; bytes: number } | null = null;
   /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
   private readonly logPrefix: Uint8Array;
 
@@ -123,6 +125,53 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
       );
     }
     return written.then(record);
+  }
+
+  /**
+   * Bytes [offset, offset + length) of the data of the held snapshot at `index`, read from disk and
+   * only from the pieces that range falls in: a 1 MiB chunk for a follower reads one 4 MiB piece,
+   * not the whole snapshot. Throws RAFT_ERR_SNAPSHOT_OUT_OF_DATE when the snapshot at `index` is not
+   * (or stops being, during the read) the one held.
+   */
+  async readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    if (this.closed) throw new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed");
+    const totalBytes = this.snap.data.byteLength;
+    assert(
+      Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
+      `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
+    );
+    this.assertSnapshotHeld(index);
+    assert(
+      offset + length <= totalBytes,
+      `readSnapshotData: ${offset}+${length} is past the data (${totalBytes} bytes)`,
+    );
+    if (length === 0) return new Uint8Array(0);
+    const whole = await this.snapLevel.get("data");
+    if (whole !== undefined) {
+      this.assertSnapshotHeld(index);
+      return copyBytes(whole.subarray(offset, offset + length));
+    }
+    const pieceBytes = await this.pieceBytesOf(index);
+    const firstPiece = Math.floor(offset / pieceBytes);
+    const lastPiece = Math.floor((offset + length - 1) / pieceBytes);
+    const data = new Uint8Array(length);
+    let piece = firstPiece;
+    for await (const value of this.snapLevel.values({
+      gte: pieceKey(index, firstPiece),
+      lte: pieceKey(index, lastPiece),
+    })) {
+      const pieceStart = piece * pieceBytes;
+      const from = Math.max(offset, pieceStart);
+      const to = Math.min(offset + length, pieceStart + value.byteLength);
+      data.set(value.subarray(from - pieceStart, to - pieceStart), from - offset);
+      piece++;
+    }
+    // A newer snapshot's write clears these pieces before it replaces the held one: a short read
+    // while the snapshot is still held means pieces are missing from disk.
+    this.assertSnapshotHeld(index);
+    if (piece !== lastPiece + 1)
+      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: pieces ${piece}..${lastPiece} missing`);
+    return data;
   }
 
   compact(index: number): Promise<void> {
@@ -210,6 +259,26 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     if (keep === null) return this.snapLevel.clear({ gte: piecesPrefix, lt: piecesEnd });
     await this.snapLevel.clear({ gte: piecesPrefix, lt: pieceKeyPrefix(keep) });
     await this.snapLevel.clear({ gt: `${pieceKeyPrefix(keep)}~`, lt: piecesEnd });
+  }
+
+  private assertSnapshotHeld(index: number): void {
+    if (this.snap.metadata.index !== index)
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is not the one held (at ${this.snap.metadata.index})`,
+      );
+  }
+
+  /** Bytes per piece of the pieced snapshot at `index` (its first piece's size: every piece but the last is as large). */
+  private async pieceBytesOf(index: number): Promise<number> {
+    if (this.pieceBytesCache?.index === index) return this.pieceBytesCache.bytes;
+    const first = await this.snapLevel.get(pieceKey(index, 0));
+    if (first === undefined || first.byteLength === 0) {
+      this.assertSnapshotHeld(index); // cleared because the snapshot at `index` was just replaced
+      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: no first piece`);
+    }
+    this.pieceBytesCache = { index, bytes: first.byteLength };
+    return first.byteLength;
   }
 
   /** The pieces of the snapshot at `index`, joined; null when it has none. */
