@@ -227,3 +227,61 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
     }
   });
 });
+
+describe("LevelStorage: a received snapshot larger than a piece", () => {
+  const conf = { voters: ["n1", "n2"], learners: [] };
+  const bytesOf = (length: number, seed: number) => Uint8Array.from({ length }, (_, i) => (i * 7 + seed) & 0xff);
+
+  async function pieceValues(path: string): Promise<Map<string, Uint8Array>> {
+    const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+    const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
+    const pieces = new Map<string, Uint8Array>();
+    for await (const [key, value] of snap.iterator({ gte: "piece!", lt: "piece!~" })) pieces.set(key, value);
+    await db.close();
+    return pieces;
+  }
+
+  it("is written in pieces, read back by range and whole after reopen", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append([entry(1, 1), entry(2, 1)], { term: 1, vote: "", commit: 1 }, true);
+      const data = bytesOf(50, 3); // 4 pieces
+      await storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data });
+      expect([storage.firstIndex(), storage.lastIndex(), storage.initialState().hardState.commit]).toEqual([
+        31, 30, 30,
+      ]);
+      expect(await storage.readSnapshotData(30, 10, 30)).toEqual(data.subarray(10, 40));
+      await storage.close();
+      expect(await pieceValues(path)).toHaveProperty("size", 4);
+
+      const reopened = await LevelStorage.open({ path });
+      expect(reopened.snapshot()).toEqual({ metadata: { index: 30, term: 2, conf }, data });
+      await reopened.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+
+  it("not newer than the held one, is refused before any of its pieces overwrites the held one's", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      const held = bytesOf(40, 1);
+      await storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data: held });
+      await expect(
+        storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data: bytesOf(40, 9) }),
+      ).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      await expect(storage.createSnapshot(30, conf, bytesOf(40, 5))).rejects.toMatchObject({
+        code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      });
+      expect(await storage.readSnapshotData(30, 0, 40)).toEqual(held);
+      await storage.close();
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      expect(reopened.snapshot().data).toEqual(held);
+      await reopened.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+});

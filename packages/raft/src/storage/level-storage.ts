@@ -3,11 +3,11 @@
 //   meta!hardState      -> msgpack { term, vote, commit }
 //   meta!compacted      -> msgpack { index, term } of the entry just before firstIndex
 //   snap!meta           -> msgpack { index, term, conf };  snap!data -> the application's bytes
-//   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it was taken
-//                          here and is larger than a piece (then snap!data is absent)
+//   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it is larger
+//                          than a piece, taken here or received (then snap!data is absent)
 // Every change is ONE atomic batch across the sublevels, except that the pieces of a large
-// snapshot taken here go first, one unsynced batch each, and its synced batch (metadata and
-// compaction) then makes them part of the state. Writes are serialized (abstract-level defines no
+// snapshot go first, one unsynced batch each, and its synced batch (metadata and compaction, or
+// the log it replaces) then makes them part of the state. Writes are serialized (abstract-level defines no
 // order between overlapping writes). The log is mirrored in memory (LogState) so the core's reads
 // stay synchronous; memory changes only after the batch is on disk.
 
@@ -103,8 +103,11 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     return this.enqueue(() => this.planAppend(entries, hardState), sync);
   }
 
+  /** A snapshot larger than a piece is written in pieces first, as createSnapshot does (so it is read back a piece at a time). */
   applySnapshot(snapshot: Snapshot): Promise<void> {
-    return this.enqueue(() => this.planApplySnapshot(snapshot), true);
+    const pieced = snapshot.data.byteLength > this.snapshotPieceBytes;
+    const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, pieced);
+    return pieced ? this.writePieces(snapshot.metadata.index, snapshot.data).then(record) : record();
   }
 
   /**
@@ -115,16 +118,32 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
     const pieced = data.byteLength > this.snapshotPieceBytes;
     const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true, pieced);
-    if (!pieced) return record();
+    return pieced ? this.writePieces(index, data).then(record) : record();
+  }
+
+  /**
+   * Writes the pieces of the snapshot at `index`, one unsynced batch each, each queued once the
+   * previous one is done. Refuses (before writing) a snapshot not newer than the held one: its
+   * pieces would overwrite the held snapshot's under the same keys.
+   */
+  private writePieces(index: number, data: Uint8Array): Promise<void> {
     const pieces = Math.ceil(data.byteLength / this.snapshotPieceBytes);
     let written: Promise<void> = Promise.resolve();
     for (let n = 0; n < pieces; n++) {
       const piece = data.subarray(n * this.snapshotPieceBytes, (n + 1) * this.snapshotPieceBytes);
       written = written.then(() =>
-        this.enqueueRaw((batch) => batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel })),
+        this.enqueueRaw((batch) => {
+          if (index <= this.snap.metadata.index) {
+            throw new StorageError(
+              "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+              `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+            );
+          }
+          batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
+        }),
       );
     }
-    return written.then(record);
+    return written;
   }
 
   /**
@@ -192,7 +211,12 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     this.pendingWrites++;
     const run = this.tail.then(async () => {
       const batch = this.db.batch();
-      fill(batch);
+      try {
+        fill(batch);
+      } catch (error) {
+        await batch.close();
+        throw error;
+      }
       await batch.write({ sync: false });
     });
     this.tail = run.then(
@@ -203,7 +227,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   }
 
   /** Plans against the state left by the previous write (hence inside the queue), writes, then mirrors in memory. */
-  /** `pieced`: the plan's snapshot bytes are already on disk in pieces (createSnapshot). */
+  /** `pieced`: the plan's snapshot bytes are already on disk in pieces (createSnapshot, applySnapshot). */
   private enqueue(plan: () => LogPlan, sync: boolean, pieced = false): Promise<void> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
     assert(
