@@ -156,6 +156,51 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
     }
   });
 
+  it("reads any byte range of its data from disk, from the pieces the range falls in", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 20 },
+        true,
+      );
+      const data = bytesOf(100); // pieces of 16 bytes, the last one 4
+      await storage.createSnapshot(15, conf, data);
+      const ranges: Array<[number, number]> = [
+        [0, 0],
+        [0, 1],
+        [0, 16],
+        [5, 11],
+        [15, 2],
+        [10, 40],
+        [96, 4],
+        [0, 100],
+        [33, 67],
+      ];
+      for (const [offset, length] of ranges)
+        expect(await storage.readSnapshotData(15, offset, length)).toEqual(data.subarray(offset, offset + length));
+      await expect(storage.readSnapshotData(14, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      await expect(storage.readSnapshotData(15, 90, 11)).rejects.toThrow(/past the data/);
+      await storage.close();
+
+      // Reopened with another piece size, the pieces on disk keep the size they were written with.
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 7 });
+      for (const [offset, length] of ranges)
+        expect(await reopened.readSnapshotData(15, offset, length)).toEqual(data.subarray(offset, offset + length));
+      // A snapshot of one value (no pieces) reads the same way; the older one is gone.
+      const small = bytesOf(10);
+      await reopened.createSnapshot(18, conf, small);
+      expect(await reopened.readSnapshotData(18, 3, 5)).toEqual(small.subarray(3, 8));
+      await expect(reopened.readSnapshotData(15, 0, 1)).rejects.toMatchObject({
+        code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      });
+      await reopened.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+
   it("left half written by a crash, its pieces are cleared on open and the previous snapshot stays", async () => {
     const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
     try {
@@ -177,6 +222,64 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       expect(reopened.snapshot()).toEqual({ metadata: { index: 10, term: 1, conf }, data: first });
       await reopened.close();
       expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(3); // 40 bytes: 3 pieces
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("LevelStorage: a received snapshot larger than a piece", () => {
+  const conf = { voters: ["n1", "n2"], learners: [] };
+  const bytesOf = (length: number, seed: number) => Uint8Array.from({ length }, (_, i) => (i * 7 + seed) & 0xff);
+
+  async function pieceValues(path: string): Promise<Map<string, Uint8Array>> {
+    const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+    const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
+    const pieces = new Map<string, Uint8Array>();
+    for await (const [key, value] of snap.iterator({ gte: "piece!", lt: "piece!~" })) pieces.set(key, value);
+    await db.close();
+    return pieces;
+  }
+
+  it("is written in pieces, read back by range and whole after reopen", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append([entry(1, 1), entry(2, 1)], { term: 1, vote: "", commit: 1 }, true);
+      const data = bytesOf(50, 3); // 4 pieces
+      await storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data });
+      expect([storage.firstIndex(), storage.lastIndex(), storage.initialState().hardState.commit]).toEqual([
+        31, 30, 30,
+      ]);
+      expect(await storage.readSnapshotData(30, 10, 30)).toEqual(data.subarray(10, 40));
+      await storage.close();
+      expect(await pieceValues(path)).toHaveProperty("size", 4);
+
+      const reopened = await LevelStorage.open({ path });
+      expect(reopened.snapshot()).toEqual({ metadata: { index: 30, term: 2, conf }, data });
+      await reopened.close();
+    } finally {
+      await rm(path, { recursive: true, force: true });
+    }
+  });
+
+  it("not newer than the held one, is refused before any of its pieces overwrites the held one's", async () => {
+    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+    try {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      const held = bytesOf(40, 1);
+      await storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data: held });
+      await expect(
+        storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data: bytesOf(40, 9) }),
+      ).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      await expect(storage.createSnapshot(30, conf, bytesOf(40, 5))).rejects.toMatchObject({
+        code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      });
+      expect(await storage.readSnapshotData(30, 0, 40)).toEqual(held);
+      await storage.close();
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      expect(reopened.snapshot().data).toEqual(held);
+      await reopened.close();
     } finally {
       await rm(path, { recursive: true, force: true });
     }

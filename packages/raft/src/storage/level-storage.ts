@@ -3,11 +3,11 @@
 //   meta!hardState      -> msgpack { term, vote, commit }
 //   meta!compacted      -> msgpack { index, term } of the entry just before firstIndex
 //   snap!meta           -> msgpack { index, term, conf };  snap!data -> the application's bytes
-//   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it was taken
-//                          here and is larger than a piece (then snap!data is absent)
+//   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it is larger
+//                          than a piece, taken here or received (then snap!data is absent)
 // Every change is ONE atomic batch across the sublevels, except that the pieces of a large
-// snapshot taken here go first, one unsynced batch each, and its synced batch (metadata and
-// compaction) then makes them part of the state. Writes are serialized (abstract-level defines no
+// snapshot go first, one unsynced batch each, and its synced batch (metadata and compaction, or
+// the log it replaces) then makes them part of the state. Writes are serialized (abstract-level defines no
 // order between overlapping writes). The log is mirrored in memory (LogState) so the core's reads
 // stay synchronous; memory changes only after the batch is on disk.
 
@@ -57,6 +57,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   private tail: Promise<void> = Promise.resolve();
   private pendingWrites = 0;
   private closed = false;
+  /** Piece size of the pieced snapshot last read by readSnapshotData (read once from its first piece). */
+  private pieceBytesCache: { index: number; bytes: number } | null = null;
   /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
   private readonly logPrefix: Uint8Array;
 
@@ -101,8 +103,11 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     return this.enqueue(() => this.planAppend(entries, hardState), sync);
   }
 
+  /** A snapshot larger than a piece is written in pieces first, as createSnapshot does (so it is read back a piece at a time). */
   applySnapshot(snapshot: Snapshot): Promise<void> {
-    return this.enqueue(() => this.planApplySnapshot(snapshot), true);
+    const pieced = snapshot.data.byteLength > this.snapshotPieceBytes;
+    const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, pieced);
+    return pieced ? this.writePieces(snapshot.metadata.index, snapshot.data).then(record) : record();
   }
 
   /**
@@ -113,16 +118,79 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
     const pieced = data.byteLength > this.snapshotPieceBytes;
     const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true, pieced);
-    if (!pieced) return record();
+    return pieced ? this.writePieces(index, data).then(record) : record();
+  }
+
+  /**
+   * Writes the pieces of the snapshot at `index`, one unsynced batch each, each queued once the
+   * previous one is done. Refuses (before writing) a snapshot not newer than the held one: its
+   * pieces would overwrite the held snapshot's under the same keys.
+   */
+  private writePieces(index: number, data: Uint8Array): Promise<void> {
     const pieces = Math.ceil(data.byteLength / this.snapshotPieceBytes);
     let written: Promise<void> = Promise.resolve();
     for (let n = 0; n < pieces; n++) {
       const piece = data.subarray(n * this.snapshotPieceBytes, (n + 1) * this.snapshotPieceBytes);
       written = written.then(() =>
-        this.enqueueRaw((batch) => batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel })),
+        this.enqueueRaw((batch) => {
+          if (index <= this.snap.metadata.index) {
+            throw new StorageError(
+              "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+              `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+            );
+          }
+          batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
+        }),
       );
     }
-    return written.then(record);
+    return written;
+  }
+
+  /**
+   * Bytes [offset, offset + length) of the data of the held snapshot at `index`, read from disk and
+   * only from the pieces that range falls in: a 1 MiB chunk for a follower reads one 4 MiB piece,
+   * not the whole snapshot. Throws RAFT_ERR_SNAPSHOT_OUT_OF_DATE when the snapshot at `index` is not
+   * (or stops being, during the read) the one held.
+   */
+  async readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    if (this.closed) throw new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed");
+    const totalBytes = this.snap.data.byteLength;
+    assert(
+      Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
+      `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
+    );
+    this.assertSnapshotHeld(index);
+    assert(
+      offset + length <= totalBytes,
+      `readSnapshotData: ${offset}+${length} is past the data (${totalBytes} bytes)`,
+    );
+    if (length === 0) return new Uint8Array(0);
+    const whole = await this.snapLevel.get("data");
+    if (whole !== undefined) {
+      this.assertSnapshotHeld(index);
+      return copyBytes(whole.subarray(offset, offset + length));
+    }
+    const pieceBytes = await this.pieceBytesOf(index);
+    const firstPiece = Math.floor(offset / pieceBytes);
+    const lastPiece = Math.floor((offset + length - 1) / pieceBytes);
+    const data = new Uint8Array(length);
+    let piece = firstPiece;
+    for await (const value of this.snapLevel.values({
+      gte: pieceKey(index, firstPiece),
+      lte: pieceKey(index, lastPiece),
+    })) {
+      const pieceStart = piece * pieceBytes;
+      const from = Math.max(offset, pieceStart);
+      const to = Math.min(offset + length, pieceStart + value.byteLength);
+      data.set(value.subarray(from - pieceStart, to - pieceStart), from - offset);
+      piece++;
+    }
+    // A newer snapshot's write clears these pieces before it replaces the held one: a short read
+    // while the snapshot is still held means pieces are missing from disk.
+    this.assertSnapshotHeld(index);
+    if (piece !== lastPiece + 1)
+      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: pieces ${piece}..${lastPiece} missing`);
+    return data;
   }
 
   compact(index: number): Promise<void> {
@@ -143,7 +211,12 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     this.pendingWrites++;
     const run = this.tail.then(async () => {
       const batch = this.db.batch();
-      fill(batch);
+      try {
+        fill(batch);
+      } catch (error) {
+        await batch.close();
+        throw error;
+      }
       await batch.write({ sync: false });
     });
     this.tail = run.then(
@@ -154,7 +227,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
   }
 
   /** Plans against the state left by the previous write (hence inside the queue), writes, then mirrors in memory. */
-  /** `pieced`: the plan's snapshot bytes are already on disk in pieces (createSnapshot). */
+  /** `pieced`: the plan's snapshot bytes are already on disk in pieces (createSnapshot, applySnapshot). */
   private enqueue(plan: () => LogPlan, sync: boolean, pieced = false): Promise<void> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
     assert(
@@ -210,6 +283,26 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     if (keep === null) return this.snapLevel.clear({ gte: piecesPrefix, lt: piecesEnd });
     await this.snapLevel.clear({ gte: piecesPrefix, lt: pieceKeyPrefix(keep) });
     await this.snapLevel.clear({ gt: `${pieceKeyPrefix(keep)}~`, lt: piecesEnd });
+  }
+
+  private assertSnapshotHeld(index: number): void {
+    if (this.snap.metadata.index !== index)
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is not the one held (at ${this.snap.metadata.index})`,
+      );
+  }
+
+  /** Bytes per piece of the pieced snapshot at `index` (its first piece's size: every piece but the last is as large). */
+  private async pieceBytesOf(index: number): Promise<number> {
+    if (this.pieceBytesCache?.index === index) return this.pieceBytesCache.bytes;
+    const first = await this.snapLevel.get(pieceKey(index, 0));
+    if (first === undefined || first.byteLength === 0) {
+      this.assertSnapshotHeld(index); // cleared because the snapshot at `index` was just replaced
+      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: no first piece`);
+    }
+    this.pieceBytesCache = { index, bytes: first.byteLength };
+    return first.byteLength;
   }
 
   /** The pieces of the snapshot at `index`, joined; null when it has none. */
