@@ -494,8 +494,14 @@ describe("npm run cluster (cluster/run.mjs) and cluster:ctl", () => {
         30_000,
         "a status line naming the leader, and the root key",
       );
-      // ctl asks n2 below: wait until a status line shows it serving (it listens once it has caught up).
-      await eventually(async () => /\| n2 (leader|follower) term/.test(out), 30_000, "a status line with n2 serving");
+      // ctl asks n2 below, and the stop is of three serving nodes: wait until one status line shows
+      // every node serving (a node listens once it has caught up). A stop that reaches a node still
+      // starting is the test above ("stopped while starting").
+      await eventually(
+        async () => out.split("\n").some((line) => (line.match(/\| n\d (leader|follower) term/g) ?? []).length === 3),
+        30_000,
+        "a status line with every node serving",
+      );
       const rootKeys = out.match(/root key \(shown once, store it now\): (\S+)/g) ?? [];
       expect(rootKeys).toHaveLength(1); // one root key, printed once
       const generatedRootKey = rootKeys[0]?.split(" ").at(-1) ?? "";

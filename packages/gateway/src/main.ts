@@ -65,13 +65,19 @@ async function main(): Promise<void> {
 
   // A stop asked for while the node starts (it may wait long for a quorum) ends the process at
   // once with 0: nothing was acknowledged yet, and every write so far is synced, so this is no
-  // different from a crash the store is built to survive. handleSignals takes over once it is up.
-  const onSignalWhileStarting = (signal: NodeJS.Signals) => {
+  // different from a crash the store is built to survive. Once it is up, the graceful stop
+  // (stopOnSignal) answers instead. One listener for the process's life, not one swapped for
+  // another: Node delivers a signal to the listener that was registered when the event loop reads
+  // it, so a signal that came in during the start's last synchronous work was dropped when its
+  // listener was removed in the same turn (the node then ran on as if never asked to stop).
+  let onSignalWhenUp: ((signal: NodeJS.Signals) => void) | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (onSignalWhenUp !== null) return onSignalWhenUp(signal);
     logger.info({ signal }, "stopped while starting");
     process.exit(0);
   };
-  process.on("SIGTERM", onSignalWhileStarting);
-  process.on("SIGINT", onSignalWhileStarting);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
   let node: Node;
   try {
     node = await startNode(config, logger, (error) =>
@@ -82,9 +88,7 @@ async function main(): Promise<void> {
     die("could not start", error);
     return;
   }
-  process.off("SIGTERM", onSignalWhileStarting);
-  process.off("SIGINT", onSignalWhileStarting);
-  handleSignals(node, config, logger);
+  onSignalWhenUp = stopOnSignal(node, config, logger);
 }
 
 /**
@@ -481,9 +485,9 @@ async function waitUntilFresh(cluster: ClusterNode, logger: Logger): Promise<voi
 }
 
 /** SIGTERM/SIGINT: graceful stop then exit 0; a second signal, or the timeout, exits at once with 1. */
-function handleSignals(node: Node, config: Config, logger: Logger): void {
+function stopOnSignal(node: Node, config: Config, logger: Logger): (signal: NodeJS.Signals) => void {
   let stopping = false;
-  const onSignal = (signal: NodeJS.Signals) => {
+  return (signal: NodeJS.Signals) => {
     if (stopping) {
       logger.warn({ signal }, "second signal: exiting without finishing the shutdown");
       process.exit(exitCodeFatal);
@@ -506,8 +510,6 @@ function handleSignals(node: Node, config: Config, logger: Logger): void {
       },
     );
   };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
 }
 
 function describeStartError(error: unknown, config: Config): string {
