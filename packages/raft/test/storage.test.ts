@@ -26,6 +26,28 @@ storageConformance("LevelStorage", async (): Promise<StorageHarness> => {
   };
 });
 
+/** A fresh data directory for fn, removed afterwards whatever fn did. */
+async function inTempDir(fn: (path: string) => Promise<void>): Promise<void> {
+  const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
+  try {
+    await fn(path);
+  } finally {
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+/** Every record of the closed storage's snapshot sublevel, by key (what is on disk). */
+async function snapRecords(path: string): Promise<Map<string, Uint8Array>> {
+  const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+  const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
+  const records = new Map<string, Uint8Array>();
+  for await (const [key, value] of snap.iterator()) records.set(key, value);
+  await db.close();
+  return records;
+}
+
+const bytesOf = (length: number, seed = 0) => Uint8Array.from({ length }, (_, i) => (i * 7 + seed) & 0xff);
+
 describe("log keys", () => {
   it("are fixed-width big-endian: byte order equals numeric order", () => {
     const indexes = [0, 1, 2, 9, 10, 255, 256, 65_535, 2 ** 32 - 1, 2 ** 32, 2 ** 40 + 7, Number.MAX_SAFE_INTEGER];
@@ -55,8 +77,7 @@ describe("log keys", () => {
 
 describe("LevelStorage on disk", () => {
   it("reads a large log back in index order after reopen (keys 2 < 10 < 256 numerically)", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path });
       const entries = Array.from({ length: 300 }, (_, i) => entry(i + 1, 1));
       await storage.append(entries, { term: 1, vote: "", commit: 300 }, true);
@@ -64,9 +85,7 @@ describe("LevelStorage on disk", () => {
       const reopened = await LevelStorage.open({ path });
       expect(reopened.entries(1, 301, Infinity).map((e) => e.index)).toEqual(entries.map((e) => e.index));
       await reopened.close();
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 });
 
@@ -81,8 +100,7 @@ describe("LevelStorage compaction on disk", () => {
   }
 
   it("removes compacted entries from disk, and clears leftovers of an interrupted compaction on open", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, keepEntries: 10 });
       await storage.append(
         Array.from({ length: 300 }, (_, i) => entry(i + 1, 1)),
@@ -102,28 +120,17 @@ describe("LevelStorage compaction on disk", () => {
       expect([reopened.firstIndex(), reopened.lastIndex(), reopened.term(240)]).toEqual([241, 300, 1]);
       await reopened.close();
       expect((await logKeys(path))[0]).toBe(241);
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
   const conf = { voters: ["n1"], learners: [] };
-  const bytesOf = (length: number) => Uint8Array.from({ length }, (_, i) => (i * 7) & 0xff);
 
-  async function snapKeys(path: string): Promise<string[]> {
-    const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
-    const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
-    const keys: string[] = [];
-    for await (const key of snap.keys()) keys.push(key);
-    await db.close();
-    return keys;
-  }
+  const snapKeys = async (path: string): Promise<string[]> => [...(await snapRecords(path)).keys()];
 
   it("is written in pieces that appends issued meanwhile go between, and reads back whole", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       await storage.append(
         Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
@@ -151,14 +158,11 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       const again = await LevelStorage.open({ path });
       expect(again.snapshot().data).toEqual(bytesOf(10));
       await again.close();
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 
   it("reads any byte range of its data from disk, from the pieces the range falls in", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       await storage.append(
         Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
@@ -196,14 +200,11 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
         code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
       });
       await reopened.close();
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 
   it("left half written by a crash, its pieces are cleared on open and the previous snapshot stays", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       await storage.append(
         Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
@@ -222,28 +223,18 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       expect(reopened.snapshot()).toEqual({ metadata: { index: 10, term: 1, conf }, data: first });
       await reopened.close();
       expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(3); // 40 bytes: 3 pieces
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 });
 
 describe("LevelStorage: a received snapshot larger than a piece", () => {
   const conf = { voters: ["n1", "n2"], learners: [] };
-  const bytesOf = (length: number, seed: number) => Uint8Array.from({ length }, (_, i) => (i * 7 + seed) & 0xff);
 
-  async function pieceValues(path: string): Promise<Map<string, Uint8Array>> {
-    const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
-    const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
-    const pieces = new Map<string, Uint8Array>();
-    for await (const [key, value] of snap.iterator({ gte: "piece!", lt: "piece!~" })) pieces.set(key, value);
-    await db.close();
-    return pieces;
-  }
+  const pieceValues = async (path: string): Promise<Map<string, Uint8Array>> =>
+    new Map([...(await snapRecords(path))].filter(([key]) => key.startsWith("piece!")));
 
   it("is written in pieces, read back by range and whole after reopen", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       await storage.append([entry(1, 1), entry(2, 1)], { term: 1, vote: "", commit: 1 }, true);
       const data = bytesOf(50, 3); // 4 pieces
@@ -258,14 +249,11 @@ describe("LevelStorage: a received snapshot larger than a piece", () => {
       const reopened = await LevelStorage.open({ path });
       expect(reopened.snapshot()).toEqual({ metadata: { index: 30, term: 2, conf }, data });
       await reopened.close();
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 
   it("not newer than the held one, is refused before any of its pieces overwrites the held one's", async () => {
-    const path = await mkdtemp(join(tmpdir(), "keyraft-level-"));
-    try {
+    await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       const held = bytesOf(40, 1);
       await storage.applySnapshot({ metadata: { index: 30, term: 2, conf }, data: held });
@@ -280,8 +268,6 @@ describe("LevelStorage: a received snapshot larger than a piece", () => {
       const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       expect(reopened.snapshot().data).toEqual(held);
       await reopened.close();
-    } finally {
-      await rm(path, { recursive: true, force: true });
-    }
+    });
   });
 });
