@@ -11,6 +11,7 @@
 // this node's monotonic clock, so a leader that saw the grant applied for ttl * (1 + drift) +
 // margin of its own time knows the holder has stopped (see LeaseExpiryTracker).
 import { assert } from "../assert.js";
+import { DueQueue } from "./due-queue.js";
 import type { HolderJournalRecord } from "./journal.js";
 import { replayHolderJournal } from "./journal.js";
 import type { CreditLeaseOutcome, GrantCreditLeaseCommand, SettleCreditLeaseCommand } from "./types.js";
@@ -51,6 +52,11 @@ export const leaseHolderDefaults: LeaseHolderOptions = {
 export const holderKeysMax = 100_000;
 /** Leases held at once per key (the current one and its renewal). */
 export const holderLeasesPerKeyMax = 2;
+/**
+ * Entries in the poll's due queue (stale ones included: a key scheduled earlier than it was leaves
+ * its later entry behind); past it the queue is rebuilt from the keys, one entry each.
+ */
+export const holderDueQueueMax = 4 * holderKeysMax;
 
 export type HolderRequest = GrantCreditLeaseCommand | SettleCreditLeaseCommand;
 
@@ -91,6 +97,10 @@ interface KeyHold {
   usedAtMonoMs: number;
   /** Highest ledger epoch of this key seen in the local replica: older grants are closed at once. */
   epochSeen: number;
+  /** When the key was first held (a poll visits its due keys in this order, as a sweep over every key would). */
+  order: number;
+  /** The earliest time a poll must look at this key (its entry in the due queue); Infinity: only when something happens to it. */
+  dueMs: number;
 }
 
 export type HolderVerify =
@@ -107,6 +117,11 @@ export interface HolderOutput {
 export class LeaseHolder {
   private readonly keys = new Map<string, KeyHold>();
   private readonly owed = new Map<number, OwedSettle>();
+  /** Keys by the time a poll must look at them (deadlines, timeouts, renewals, back-offs, and now after a change). */
+  private readonly due = new DueQueue();
+  private nextOrder = 0;
+  /** No owed settle is due for a resend before this time. */
+  private owedDueMs = Number.POSITIVE_INFINITY;
   private nextSeq: number;
 
   private constructor(
@@ -142,7 +157,7 @@ export class LeaseHolder {
     for (const lease of leases.values()) {
       if (lease.settled) continue;
       if (!lease.closed) out.push({ t: "close", keyId: lease.keyId, seq: lease.seq });
-      holder.owed.set(lease.seq, { keyId: lease.keyId, seq: lease.seq, spent: lease.spent, lastSentMonoMs: -Infinity });
+      holder.owe({ keyId: lease.keyId, seq: lease.seq, spent: lease.spent, lastSentMonoMs: -Infinity });
     }
     return { holder, journal: out };
   }
@@ -161,6 +176,8 @@ export class LeaseHolder {
         requestSize: this.options.requestCredits,
         usedAtMonoMs: -Infinity,
         epochSeen: 0,
+        order: this.nextOrder++,
+        dueMs: Number.POSITIVE_INFINITY,
       };
       this.keys.set(keyId, hold);
     }
@@ -208,7 +225,11 @@ export class LeaseHolder {
     // live leases, in one pass (runs for every spend: no arrays built).
     let lease: HeldLease | undefined;
     let usable = 0;
+    // Every lease within the renewal window of its deadline (a renewal may be due).
+    let allNearDeadline = true;
+    const renewWindowMs = this.options.ttlMs * this.options.renewFraction;
     for (const held of hold.leases) {
+      if (held.deadlineMonoMs - nowMonoMs >= renewWindowMs) allNearDeadline = false;
       if (nowMonoMs >= held.deadlineMonoMs) continue;
       usable += held.granted - held.spent;
       if (held.granted - held.spent >= cost && (lease === undefined || held.deadlineMonoMs < lease.deadlineMonoMs))
@@ -216,10 +237,19 @@ export class LeaseHolder {
     }
     if (lease === undefined) {
       hold.wanted = Math.max(hold.wanted, cost);
+      this.schedule(keyId, hold, nowMonoMs);
       return { result: { type: "no-lease", forwardTo: hold.forwardTo, leaseRemaining: usable }, journal: [] };
     }
     lease.spent += cost;
     assert(lease.spent <= lease.granted, "holder: never spends past a grant");
+    // What the next poll acts on (a lease used up, a renewal running low or near its deadline):
+    // the key is due now; otherwise its time-driven due time stands.
+    if (
+      lease.spent === lease.granted ||
+      usable - cost < hold.lastGranted * this.options.renewFraction ||
+      allNearDeadline
+    )
+      this.schedule(keyId, hold, nowMonoMs);
     return {
       result: { type: "admitted", leaseRemaining: usable - cost },
       journal: [{ t: "spend", keyId, seq: lease.seq, cost }],
@@ -229,48 +259,128 @@ export class LeaseHolder {
   private close(keyId: string, hold: KeyHold, lease: HeldLease, nowMonoMs: number, out: HolderOutput): void {
     hold.leases = hold.leases.filter((l) => l !== lease);
     out.journal.push({ t: "close", keyId, seq: lease.seq });
-    this.owed.set(lease.seq, { keyId, seq: lease.seq, spent: lease.spent, lastSentMonoMs: nowMonoMs });
+    this.owe({ keyId, seq: lease.seq, spent: lease.spent, lastSentMonoMs: nowMonoMs });
     out.requests.push({ type: "settleCreditLease", keyId, nodeId: this.nodeId, seq: lease.seq, spent: lease.spent });
   }
 
-  /** Timers: closes leases past their deadline or used up, asks for leases, abandons and resends. */
+  /**
+   * Timers: closes leases past their deadline or used up, asks for leases, abandons and resends.
+   * Looks only at the keys that are due (a deadline, a request timeout, a renewal window or a
+   * back-off reached, or a verification or an outcome changed the key since), in the order the
+   * keys were first held: the same outputs as `pollEveryKey`, at O(due · log keys).
+   */
   poll(nowMonoMs: number): HolderOutput {
     const out: HolderOutput = { journal: [], requests: [] };
-    for (const [keyId, hold] of this.keys) {
-      // Runs for every key every poll: no copy of the leases unless one closes (close replaces the array).
-      let closing = false;
-      for (const lease of hold.leases)
-        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted) closing = true;
-      if (closing) {
-        for (const lease of [...hold.leases]) {
-          if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted)
-            this.close(keyId, hold, lease, nowMonoMs, out);
-        }
-      }
-      if (hold.pending !== null && nowMonoMs - hold.pending.sentAtMonoMs >= this.options.requestTimeoutMs) {
-        // Abandon: the settle with 0 spent returns the grant if it was applied, or fences it if not.
-        const seq = hold.pending.seq;
-        hold.pending = null;
-        out.journal.push({ t: "close", keyId, seq });
-        this.owed.set(seq, { keyId, seq, spent: 0, lastSentMonoMs: nowMonoMs });
-        out.requests.push({ type: "settleCreditLease", keyId, nodeId: this.nodeId, seq, spent: 0 });
-      }
-      this.maybeRequest(keyId, hold, nowMonoMs, out);
-      if (hold.leases.length === 0 && hold.pending === null && hold.wanted === 0 && hold.forwardTo === null)
-        this.keys.delete(keyId);
+    const due: Array<{ keyId: string; hold: KeyHold }> = [];
+    for (let entry = this.due.popDue(nowMonoMs); entry !== undefined; entry = this.due.popDue(nowMonoMs)) {
+      const hold = this.keys.get(entry.keyId);
+      if (hold === undefined || hold.dueMs !== entry.dueMs) continue; // stale: rescheduled, or the key was dropped
+      hold.dueMs = Number.POSITIVE_INFINITY;
+      due.push({ keyId: entry.keyId, hold });
     }
-    for (const settle of this.owed.values()) {
-      if (nowMonoMs - settle.lastSentMonoMs < this.options.settleRetryMs) continue;
-      settle.lastSentMonoMs = nowMonoMs;
-      out.requests.push({
-        type: "settleCreditLease",
-        keyId: settle.keyId,
-        nodeId: this.nodeId,
-        seq: settle.seq,
-        spent: settle.spent,
-      });
-    }
+    if (due.length > 1) due.sort((a, b) => a.hold.order - b.hold.order);
+    for (const { keyId, hold } of due) this.visit(keyId, hold, nowMonoMs, out);
+    this.resendOwed(nowMonoMs, out);
     return out;
+  }
+
+  /** `poll` looking at every key, due or not: the reference the due queue must agree with (tests). */
+  pollEveryKey(nowMonoMs: number): HolderOutput {
+    const out: HolderOutput = { journal: [], requests: [] };
+    for (const [keyId, hold] of this.keys) this.visit(keyId, hold, nowMonoMs, out);
+    this.resendOwed(nowMonoMs, out);
+    return out;
+  }
+
+  /** One key's timers: closes, abandons, asks; drops the key when nothing is left, else schedules its next look. */
+  private visit(keyId: string, hold: KeyHold, nowMonoMs: number, out: HolderOutput): void {
+    // No copy of the leases unless one closes (close replaces the array).
+    let closing = false;
+    for (const lease of hold.leases)
+      if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted) closing = true;
+    if (closing) {
+      for (const lease of [...hold.leases]) {
+        if (nowMonoMs >= lease.deadlineMonoMs || lease.spent === lease.granted)
+          this.close(keyId, hold, lease, nowMonoMs, out);
+      }
+    }
+    if (hold.pending !== null && nowMonoMs - hold.pending.sentAtMonoMs >= this.options.requestTimeoutMs) {
+      // Abandon: the settle with 0 spent returns the grant if it was applied, or fences it if not.
+      const seq = hold.pending.seq;
+      hold.pending = null;
+      out.journal.push({ t: "close", keyId, seq });
+      this.owe({ keyId, seq, spent: 0, lastSentMonoMs: nowMonoMs });
+      out.requests.push({ type: "settleCreditLease", keyId, nodeId: this.nodeId, seq, spent: 0 });
+    }
+    this.maybeRequest(keyId, hold, nowMonoMs, out);
+    if (hold.leases.length === 0 && hold.pending === null && hold.wanted === 0 && hold.forwardTo === null) {
+      this.keys.delete(keyId);
+      return;
+    }
+    this.schedule(keyId, hold, this.nextDueMs(hold, nowMonoMs));
+  }
+
+  /**
+   * The next time after `nowMonoMs` at which time alone may give a poll something to do for the
+   * key: a lease's deadline or the start of its renewal window, the pending request's timeout,
+   * the end of a back-off. (Everything else that makes a key due is a call: verify, onOutcome,
+   * onEpoch.) Infinity when there is none.
+   */
+  private nextDueMs(hold: KeyHold, nowMonoMs: number): number {
+    let dueMs = Number.POSITIVE_INFINITY;
+    const renewWindowMs = this.options.ttlMs * this.options.renewFraction;
+    for (const lease of hold.leases) {
+      if (lease.deadlineMonoMs > nowMonoMs && lease.deadlineMonoMs < dueMs) dueMs = lease.deadlineMonoMs;
+      // The renewal window opens just after renewAt (nearDeadline is strict): a key looked at
+      // exactly then is looked at again by the next poll.
+      const renewAtMs = lease.deadlineMonoMs - renewWindowMs;
+      if (renewAtMs >= nowMonoMs && renewAtMs < dueMs) dueMs = renewAtMs;
+    }
+    if (hold.pending !== null) {
+      const timeoutAtMs = hold.pending.sentAtMonoMs + this.options.requestTimeoutMs;
+      if (timeoutAtMs > nowMonoMs && timeoutAtMs < dueMs) dueMs = timeoutAtMs;
+    }
+    if (hold.retryAtMonoMs > nowMonoMs && hold.retryAtMonoMs < dueMs) dueMs = hold.retryAtMonoMs;
+    return dueMs;
+  }
+
+  /** The key is due at `dueMs` (or earlier, if it already was). */
+  private schedule(keyId: string, hold: KeyHold, dueMs: number): void {
+    if (dueMs >= hold.dueMs) return;
+    hold.dueMs = dueMs;
+    if (this.due.size >= holderDueQueueMax) {
+      // Mostly stale entries: one per key that has a due time.
+      this.due.clear();
+      for (const [id, held] of this.keys) if (held.dueMs !== Number.POSITIVE_INFINITY) this.due.push(held.dueMs, id);
+      return;
+    }
+    this.due.push(dueMs, keyId);
+  }
+
+  /** A settle is owed (sent at `lastSentMonoMs`): resent every `settleRetryMs` until the ledger answers. */
+  private owe(settle: OwedSettle): void {
+    this.owed.set(settle.seq, settle);
+    this.owedDueMs = Math.min(this.owedDueMs, settle.lastSentMonoMs + this.options.settleRetryMs);
+  }
+
+  /** Resends the owed settles not answered within `settleRetryMs`; looks at them only when one is due. */
+  private resendOwed(nowMonoMs: number, out: HolderOutput): void {
+    if (nowMonoMs < this.owedDueMs) return;
+    let nextDueMs = Number.POSITIVE_INFINITY;
+    for (const settle of this.owed.values()) {
+      if (nowMonoMs - settle.lastSentMonoMs >= this.options.settleRetryMs) {
+        settle.lastSentMonoMs = nowMonoMs;
+        out.requests.push({
+          type: "settleCreditLease",
+          keyId: settle.keyId,
+          nodeId: this.nodeId,
+          seq: settle.seq,
+          spent: settle.spent,
+        });
+      }
+      nextDueMs = Math.min(nextDueMs, settle.lastSentMonoMs + this.options.settleRetryMs);
+    }
+    this.owedDueMs = nextDueMs;
   }
 
   private maybeRequest(keyId: string, hold: KeyHold, nowMonoMs: number, out: HolderOutput): void {
@@ -307,6 +417,14 @@ export class LeaseHolder {
 
   /** An outcome of a lease command this node proposed (or saw applied for its own node id). */
   onOutcome(outcome: CreditLeaseOutcome, nowMonoMs: number): HolderOutput {
+    const out = this.applyOutcome(outcome, nowMonoMs);
+    // A grant or a refusal changes what the key's next poll does (a settle, an expiry do not).
+    const hold = outcome.type === "granted" || outcome.type === "refused" ? this.keys.get(outcome.keyId) : undefined;
+    if (hold !== undefined && outcome.nodeId === this.nodeId) this.schedule(outcome.keyId, hold, nowMonoMs);
+    return out;
+  }
+
+  private applyOutcome(outcome: CreditLeaseOutcome, nowMonoMs: number): HolderOutput {
     const out: HolderOutput = { journal: [], requests: [] };
     if (outcome.nodeId !== this.nodeId) return out;
     const hold = this.keys.get(outcome.keyId);
@@ -317,7 +435,7 @@ export class LeaseHolder {
         if (hold === undefined || pending === null) {
           // Not waited for (abandoned, or from before a restart): its settle is owed already or now.
           if (!this.owed.has(outcome.seq)) {
-            this.owed.set(outcome.seq, { keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
+            this.owe({ keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
             out.requests.push({
               type: "settleCreditLease",
               keyId: outcome.keyId,
@@ -359,7 +477,7 @@ export class LeaseHolder {
           // The answer to a duplicate of the request: the first copy may have been granted and its
           // answer lost. Abandon it like a timed-out request: settle 0, which returns any grant.
           out.journal.push({ t: "close", keyId: outcome.keyId, seq: outcome.seq });
-          this.owed.set(outcome.seq, { keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
+          this.owe({ keyId: outcome.keyId, seq: outcome.seq, spent: 0, lastSentMonoMs: nowMonoMs });
           out.requests.push({
             type: "settleCreditLease",
             keyId: outcome.keyId,
@@ -392,6 +510,7 @@ export class LeaseHolder {
     if (hold === undefined) return out;
     hold.epochSeen = Math.max(hold.epochSeen, epoch);
     for (const lease of [...hold.leases]) if (lease.epoch < epoch) this.close(keyId, hold, lease, nowMonoMs, out);
+    this.schedule(keyId, hold, nowMonoMs);
     return out;
   }
 

@@ -285,7 +285,8 @@ export class LeaseSpender implements CreditSpender {
 
   /**
    * Asks for the lease soon rather than at the next timer tick: a poll at most every
-   * `requestSoonMinMs` (a poll walks every key the holder tracks).
+   * `requestSoonMinMs` (a poll looks at the keys that are due, which a burst of first
+   * verifications makes many: one poll takes them together).
    */
   private requestSoon(): void {
     if (this.pollSoon) return;
