@@ -123,6 +123,7 @@ describe("LeaseHolder poll by due time", () => {
       100,
     );
     holder.poll(100);
+    expect(holder.verify("k", 1, 700).result.type).toBe("admitted"); // in use within the window
     // Deadline 1000, window 250: at 750 the deadline is not yet nearer than the window.
     expect(holder.poll(750)).toEqual({ journal: [], requests: [] });
     expect(holder.poll(800).requests).toEqual([

@@ -96,6 +96,46 @@ describe("LeaseHolder", () => {
     expect(requestedNext()).toBe(20);
   });
 
+  it("renews near the deadline only a key used within the renewal window; a key whose traffic stopped lets its lease lapse", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    holder.onOutcome(granted(1, 10), 10);
+    holder.verify("k", 1, 20);
+    // Deadline 1000, window 250: last used 780 ms before 800, no renewal for an idle key.
+    expect(holder.poll(800)).toEqual({ journal: [], requests: [] });
+    // A use inside the window asks for the renewal (the current lease still serves it).
+    expect(holder.verify("k", 1, 900).result.type).toBe("admitted");
+    expect(holder.poll(900).requests).toEqual([
+      { type: "grantCreditLease", keyId: "k", nodeId: "n1", seq: 2, requested: 10 },
+    ]);
+    // A key used once and never again: its lease closes at the deadline, nothing is asked.
+    const idle = LeaseHolder.create("n1", options);
+    idle.verify("k", 1, 0);
+    idle.poll(0);
+    idle.onOutcome(granted(1, 10), 10);
+    idle.verify("k", 1, 20);
+    expect(idle.poll(800).requests).toEqual([]);
+    expect(idle.poll(1000).requests).toEqual([
+      { type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 1 },
+    ]);
+  });
+
+  it("verifications that found no lease while it was on its way spend from it, and ask for no second one", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    expect(holder.poll(0).requests).toHaveLength(1);
+    expect(holder.verify("k", 2, 5).result.type).toBe("no-lease"); // waits for the lease asked for
+    holder.onOutcome(granted(1, 10), 10);
+    expect(holder.verify("k", 2, 11).result.type).toBe("admitted");
+    expect(holder.poll(12)).toEqual({ journal: [], requests: [] });
+    // A want the grant does not meet stands: a costlier verification asks for its cost.
+    expect(holder.verify("k", 9, 13).result.type).toBe("no-lease");
+    expect(holder.poll(14).requests).toEqual([
+      { type: "grantCreditLease", keyId: "k", nodeId: "n1", seq: 2, requested: 10 },
+    ]);
+  });
+
   it("abandons an unanswered request by settling it with 0 spent, and ignores its late grant", () => {
     const holder = LeaseHolder.create("n1", options);
     holder.verify("k", 1, 0);

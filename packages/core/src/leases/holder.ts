@@ -387,11 +387,15 @@ export class LeaseHolder {
     if (hold.pending !== null || nowMonoMs < hold.retryAtMonoMs) return;
     if (hold.leases.length >= holderLeasesPerKeyMax) return;
     const usable = this.usable(hold, nowMonoMs);
+    const renewWindowMs = this.options.ttlMs * this.options.renewFraction;
     const inUse = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs;
     const runningLow = inUse && usable < hold.lastGranted * this.options.renewFraction;
-    let nearDeadline = inUse;
-    for (const lease of hold.leases)
-      if (lease.deadlineMonoMs - nowMonoMs >= this.options.ttlMs * this.options.renewFraction) nearDeadline = false;
+    // Renewed ahead of its deadline only for a key used within the renewal window: a key whose
+    // traffic stopped lets its lease lapse instead of taking one it would not spend (a grant, a
+    // settle and their journal records for nothing); one used at least once per window keeps a
+    // lease without a gap (its use inside the window asks for the renewal).
+    let nearDeadline = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < renewWindowMs;
+    for (const lease of hold.leases) if (lease.deadlineMonoMs - nowMonoMs >= renewWindowMs) nearDeadline = false;
     if (hold.wanted === 0 && !runningLow && !nearDeadline) return;
     this.adaptRequestSize(hold, runningLow, nowMonoMs);
     const requested = Math.max(hold.requestSize, hold.wanted);
@@ -449,6 +453,9 @@ export class LeaseHolder {
         hold.pending = null;
         hold.forwardTo = outcome.low && outcome.ownerNodeId !== this.nodeId ? outcome.ownerNodeId : null;
         hold.lastGranted = outcome.granted;
+        // The verifications that found no lease while this one was on its way spend from it: their
+        // want is met (left standing, it would ask for a second lease at once).
+        if (outcome.granted >= hold.wanted) hold.wanted = 0;
         const lease: HeldLease = {
           seq: outcome.seq,
           granted: outcome.granted,
