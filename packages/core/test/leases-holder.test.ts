@@ -96,28 +96,42 @@ describe("LeaseHolder", () => {
     expect(requestedNext()).toBe(20);
   });
 
-  it("renews near the deadline only a key used within the renewal window; a key whose traffic stopped lets its lease lapse", () => {
+  it("renews near the deadline a key in use whose lease was spent from; a renewal never spent from is not renewed again", () => {
     const holder = LeaseHolder.create("n1", options);
     holder.verify("k", 1, 0);
     holder.poll(0);
     holder.onOutcome(granted(1, 10), 10);
     holder.verify("k", 1, 20);
-    // Deadline 1000, window 250: last used 780 ms before 800, no renewal for an idle key.
-    expect(holder.poll(800)).toEqual({ journal: [], requests: [] });
-    // A use inside the window asks for the renewal (the current lease still serves it).
-    expect(holder.verify("k", 1, 900).result.type).toBe("admitted");
-    expect(holder.poll(900).requests).toEqual([
+    // Deadline 1000, window 250: last used 780 ms ago (within the ttl) and the lease was spent from.
+    expect(holder.poll(800).requests).toEqual([
       { type: "grantCreditLease", keyId: "k", nodeId: "n1", seq: 2, requested: 10 },
     ]);
-    // A key used once and never again: its lease closes at the deadline, nothing is asked.
-    const idle = LeaseHolder.create("n1", options);
-    idle.verify("k", 1, 0);
-    idle.poll(0);
-    idle.onOutcome(granted(1, 10), 10);
-    idle.verify("k", 1, 20);
-    expect(idle.poll(800).requests).toEqual([]);
-    expect(idle.poll(1000).requests).toEqual([
-      { type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 1 },
+    holder.onOutcome(granted(2, 10), 810);
+    expect(holder.verify("k", 1, 900).result.type).toBe("admitted"); // from lease 1 (earliest deadline)
+    expect(holder.poll(1000).requests).toEqual([
+      { type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 1, spent: 2 },
+    ]);
+    holder.onOutcome({ type: "settled", keyId: "k", nodeId: "n1", seq: 1, returned: 8 }, 1001);
+    // Lease 2 (deadline 1800) was never spent from and the key was not used in its window: it lapses.
+    expect(holder.poll(1600)).toEqual({ journal: [], requests: [] });
+    expect(holder.poll(1800).requests).toEqual([
+      { type: "settleCreditLease", keyId: "k", nodeId: "n1", seq: 2, spent: 0 },
+    ]);
+  });
+
+  it("a use inside the renewal window asks for the renewal, even of a lease not spent from before", () => {
+    const holder = LeaseHolder.create("n1", options);
+    holder.verify("k", 1, 0);
+    holder.poll(0);
+    holder.onOutcome(granted(1, 10), 10);
+    holder.verify("k", 1, 20);
+    holder.poll(800);
+    holder.onOutcome(granted(2, 10), 810);
+    holder.poll(1000); // lease 1 closes
+    holder.onOutcome({ type: "settled", keyId: "k", nodeId: "n1", seq: 1, returned: 9 }, 1001);
+    expect(holder.verify("k", 1, 1600).result.type).toBe("admitted"); // lease 2, inside its window
+    expect(holder.poll(1610).requests).toEqual([
+      { type: "grantCreditLease", keyId: "k", nodeId: "n1", seq: 3, requested: 10 },
     ]);
   });
 

@@ -390,11 +390,14 @@ export class LeaseHolder {
     const renewWindowMs = this.options.ttlMs * this.options.renewFraction;
     const inUse = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < this.options.ttlMs;
     const runningLow = inUse && usable < hold.lastGranted * this.options.renewFraction;
-    // Renewed ahead of its deadline only for a key used within the renewal window: a key whose
-    // traffic stopped lets its lease lapse instead of taking one it would not spend (a grant, a
-    // settle and their journal records for nothing); one used at least once per window keeps a
-    // lease without a gap (its use inside the window asks for the renewal).
-    let nearDeadline = hold.leases.length > 0 && nowMonoMs - hold.usedAtMonoMs < renewWindowMs;
+    // Renewed ahead of its deadline for a key used within the renewal window (its use inside the
+    // window asks for it), or used within the ttl while its newest lease was spent from: a gap in
+    // a key's traffic shorter than about a ttl is bridged, and a key whose traffic stopped takes
+    // at most one renewal it does not spend (its unspent renewal is not renewed again) rather
+    // than one every ttl while it was in use.
+    const newest = hold.leases[hold.leases.length - 1];
+    let nearDeadline =
+      newest !== undefined && (nowMonoMs - hold.usedAtMonoMs < renewWindowMs || (inUse && newest.spent > 0));
     for (const lease of hold.leases) if (lease.deadlineMonoMs - nowMonoMs >= renewWindowMs) nearDeadline = false;
     if (hold.wanted === 0 && !runningLow && !nearDeadline) return;
     this.adaptRequestSize(hold, runningLow, nowMonoMs);
