@@ -183,7 +183,8 @@ export class OwnerSide {
    * through (one that took them over or had them handed back, and was replaced before it handed
    * them on; docs/counters.md). Every node this one or its successor knows is asked, then every
    * node those know, up to collectNodesMax; one that does not answer in time is left out (a node
-   * down with counts nobody else holds takes them along).
+   * down with counts nobody else holds takes them along). With `confirmVoters` (the first hand-back
+   * after a voter change) every voter must answer that it applied `voters`, else this rejects (503).
    */
   private async collect(
     successor: string,
@@ -199,10 +200,11 @@ export class OwnerSide {
     // covered elsewhere since), so its answer must say it no longer can. The successor said so
     // by handing back (a hand-back is refused over other voters).
     const mustConfirm = new Set(confirmVoters ? voters.filter((node) => !asked.has(node)) : []);
-    for (const node of mustConfirm)
-      if (!this.options.knownNodes().includes(node)) successorKnows = [...successorKnows, node];
     const found: WireBucket[] = [];
-    let frontier = [...new Set([...this.options.knownNodes(), ...successorKnows])].filter((node) => !asked.has(node));
+    // The voters first: the frontier is cut at collectNodesMax.
+    let frontier = [...new Set([...mustConfirm, ...this.options.knownNodes(), ...successorKnows])].filter(
+      (node) => !asked.has(node),
+    );
     while (frontier.length > 0) {
       frontier = frontier.slice(0, Math.max(0, collectNodesMax - asked.size));
       for (const node of frontier) asked.add(node);
