@@ -484,13 +484,21 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     };
 
     // A membership request through any member up (forwarded to the leader), retried while no
-    // leader takes it; both are idempotent (a member already in or out answers 200).
+    // leader takes it (or it was lost with one, or another change is pending); both are idempotent
+    // (a member already in or out answers 200).
     const membershipCall = async (path: string, body: unknown): Promise<number | null> => {
       const deadline = Date.now() + membershipStepWaitMs;
       while (Date.now() < deadline) {
         const answer = await call(anyUp(), path, body, rootKey, requestTimeoutMs);
         if (answer.status === 200) return Number(field(answer.body, "index"));
-        if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) {
+        // Transient, retried as 429 is: a change right after another (a removal after an addition's
+        // promotion) waits until the leader applied that one; a change whose entry a new leader
+        // overwrote was not made.
+        const answerText = JSON.stringify(answer.body);
+        const transient =
+          answer.status === 412 &&
+          (answerText.includes("RAFT_ERR_CONF_CHANGE_PENDING") || answerText.includes("RAFT_ERR_LEADERSHIP_LOST"));
+        if (answer.status >= 400 && answer.status < 500 && answer.status !== 429 && !transient) {
           violations.push(`${path} ${JSON.stringify(body)} refused: ${answer.status} ${JSON.stringify(answer.body)}`);
           return null;
         }
