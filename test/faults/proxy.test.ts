@@ -82,6 +82,36 @@ describe("LinkProxy", () => {
     proxy.healAll();
     expect(await roundTrip(proxy.address("a", "b"), "ok")).toBe("ok");
   });
+
+  it("a node added at run time gets a link to and from every node, cut and partitioned like the others", async () => {
+    const own = await LinkProxy.start(
+      new Map([
+        ["a", await echoServer()],
+        ["b", await echoServer()],
+      ]),
+    );
+    try {
+      await own.addNode("c", await echoServer());
+      await expect(own.addNode("c", 1)).rejects.toThrow(/exists/);
+      for (const [from, to] of [
+        ["c", "a"],
+        ["a", "c"],
+        ["c", "b"],
+        ["b", "c"],
+      ] as const)
+        expect(await roundTrip(own.address(from, to), `${from}${to}`)).toBe(`${from}${to}`);
+      own.partition([["a", "b"], ["c"]]);
+      expect(await roundTrip(own.address("a", "c"), "x", 300)).toBe("closed");
+      expect(await roundTrip(own.address("c", "b"), "x", 300)).toBe("closed");
+      expect(await roundTrip(own.address("a", "b"), "ab")).toBe("ab");
+      own.healAll();
+      // Its inbound listener recognizes it as a source.
+      expect(await sendBytes(await own.inboundAddress("a"), dialerBytes("c", "a"))).toBeGreaterThan(0);
+      expect(own.inboundCounts).toEqual({ identified: 1, unidentified: 0 });
+    } finally {
+      await own.close();
+    }
+  });
 });
 
 // A dialer's first bytes as a Raft node sends them: the WebSocket upgrade request, then the hello

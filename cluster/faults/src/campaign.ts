@@ -40,6 +40,11 @@ export interface CampaignOptions {
    */
   membershipChanges?: number;
   /**
+   * Each membership change adds a brand-new node instead (an empty data dir, KEYRAFT_JOIN=true),
+   * waits until it is a voter, then removes another voter for good (stopped, never started again).
+   */
+  membershipFresh?: boolean;
+  /**
    * Power cuts during the run (default 0): one node, chosen by the seed, runs under strace; each
    * cut kills it and drops every write it had not fsynced (power-cut.ts), then restarts it.
    */
@@ -91,11 +96,13 @@ export interface PowerCutStep {
 }
 
 export interface MembershipStep {
+  /** The node removed (and added back, unless `addedNodeId` names the brand-new node added instead). */
   nodeId: string;
+  addedNodeId?: string;
   /** Raft index of the removal and of the addition (as a learner); null when it did not happen. */
   removedAtIndex: number | null;
   addedAtIndex: number | null;
-  /** From the addition until a member listed it among the voters again; null when it never did in time. */
+  /** From the addition until a member listed the added node (back, or new) among the voters; null when it never did in time. */
   voterAgainAfterMs: number | null;
 }
 
@@ -477,13 +484,21 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     };
 
     // A membership request through any member up (forwarded to the leader), retried while no
-    // leader takes it; both are idempotent (a member already in or out answers 200).
+    // leader takes it (or it was lost with one, or another change is pending); both are idempotent
+    // (a member already in or out answers 200).
     const membershipCall = async (path: string, body: unknown): Promise<number | null> => {
       const deadline = Date.now() + membershipStepWaitMs;
       while (Date.now() < deadline) {
         const answer = await call(anyUp(), path, body, rootKey, requestTimeoutMs);
         if (answer.status === 200) return Number(field(answer.body, "index"));
-        if (answer.status >= 400 && answer.status < 500 && answer.status !== 429) {
+        // Transient, retried as 429 is: a change right after another (a removal after an addition's
+        // promotion) waits until the leader applied that one; a change whose entry a new leader
+        // overwrote was not made.
+        const answerText = JSON.stringify(answer.body);
+        const transient =
+          answer.status === 412 &&
+          (answerText.includes("RAFT_ERR_CONF_CHANGE_PENDING") || answerText.includes("RAFT_ERR_LEADERSHIP_LOST"));
+        if (answer.status >= 400 && answer.status < 500 && answer.status !== 429 && !transient) {
           violations.push(`${path} ${JSON.stringify(body)} refused: ${answer.status} ${JSON.stringify(answer.body)}`);
           return null;
         }
@@ -502,6 +517,50 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       }
       return false;
     };
+    /** Until a node up that leads lists `id` among its voters; the time it took, or null after membershipStepWaitMs. */
+    const untilVoter = async (id: string): Promise<number | null> => {
+      const addedAtMs = Date.now();
+      let voter = await leaderListsVoter(id);
+      while (!voter && Date.now() - addedAtMs < membershipStepWaitMs) {
+        await sleep(250);
+        voter = await leaderListsVoter(id);
+      }
+      return voter ? Date.now() - addedAtMs : null;
+    };
+    /** A brand-new node added, then another voter (`pickAt` of the others) removed for good; false: give up. */
+    const freshChange = async (pickAt: number): Promise<boolean> => {
+      const added = await cluster.addFresh();
+      const others = cluster.memberIds().filter((id) => id !== added);
+      const nodeId = others[Math.floor(pickAt * others.length)] ?? "n1";
+      const step: MembershipStep = {
+        nodeId,
+        addedNodeId: added,
+        removedAtIndex: null,
+        addedAtIndex: null,
+        voterAgainAfterMs: null,
+      };
+      membership.push(step);
+      log(`fault: add ${added} (new), then remove ${nodeId} for good`);
+      step.addedAtIndex = await membershipCall("/v1/cluster.addNode", {
+        nodeId: added,
+        address: await cluster.addBackAddress(added),
+      });
+      if (step.addedAtIndex === null) return false;
+      faults["memberAdded"] = (faults["memberAdded"] ?? 0) + 1;
+      step.voterAgainAfterMs = await untilVoter(added);
+      if (step.voterAgainAfterMs === null) {
+        violations.push(
+          `${added} added at index ${step.addedAtIndex} but not a voter within ${membershipStepWaitMs} ms`,
+        );
+        return false;
+      }
+      log(`membership: ${added} a voter ${step.voterAgainAfterMs} ms after its addition`);
+      step.removedAtIndex = await membershipCall("/v1/cluster.removeNode", { nodeId });
+      if (step.removedAtIndex === null) return false;
+      faults["memberRemoved"] = (faults["memberRemoved"] ?? 0) + 1;
+      await cluster.stopRemoved(nodeId);
+      return true;
+    };
     const membershipWorker = async (): Promise<void> => {
       // Its own stream: which voter, when and for how long depend on the seed only.
       const random = mulberry32(options.seed ^ 0x27d4eb2f);
@@ -512,9 +571,14 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
       for (let i = 0; i < changes; i++) {
         const startAtMs = startMs + slotMs * (i + random() * 0.5);
         const holdMs = 500 + random() * 2_000;
-        const members = cluster.memberIds();
-        const nodeId = members[Math.floor(random() * members.length)] ?? "n1";
+        const pickAt = random();
         await sleep(Math.max(0, startAtMs - Date.now()));
+        if (options.membershipFresh === true) {
+          if (!(await freshChange(pickAt))) return;
+          continue;
+        }
+        const members = cluster.memberIds();
+        const nodeId = members[Math.floor(pickAt * members.length)] ?? "n1";
         const step: MembershipStep = { nodeId, removedAtIndex: null, addedAtIndex: null, voterAgainAfterMs: null };
         membership.push(step);
         log(`fault: remove ${nodeId} from the cluster, add it back after ${Math.round(holdMs)} ms`);
@@ -600,35 +664,39 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     while (Date.now() < convergeDeadline && !report.converged) {
       await sleep(500);
       const statuses = await Promise.all(
-        cluster.ids.map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, rootKey, requestTimeoutMs)),
+        cluster
+          .memberIds()
+          .map((id) => call(cluster.url(id), "/v1/cluster.status", undefined, rootKey, requestTimeoutMs)),
       );
       if (!statuses.every((s) => s.status === 200)) continue;
       const applied = statuses.map((s) => Number(field(s.body, "appliedIndex")));
       const commits = statuses.map((s) => Number(field(s.body, "commitIndex")));
       if (new Set(applied).size !== 1 || applied[0] !== Math.max(...commits)) continue;
-      // Every node is a voter again on every node (membership changes all undone).
+      // Every member is a voter on every member (membership changes undone, or new nodes in).
       const everyVoter = statuses.every((s) => {
         const voters = field(s.body, "voters");
-        return Array.isArray(voters) && cluster.ids.every((id) => voters.includes(id));
+        return Array.isArray(voters) && cluster.memberIds().every((id) => voters.includes(id));
       });
       if (!everyVoter) continue;
       const views = await Promise.all(
-        cluster.ids.map(async (id) =>
-          (
-            await Promise.all(
-              registers.map((k) =>
-                call(cluster.url(id), `/v1/keys.getKey?keyId=${k}`, undefined, rootKey, requestTimeoutMs),
-              ),
-            )
-          ).map((a) => JSON.stringify(field(a.body, "name"))),
-        ),
+        cluster
+          .memberIds()
+          .map(async (id) =>
+            (
+              await Promise.all(
+                registers.map((k) =>
+                  call(cluster.url(id), `/v1/keys.getKey?keyId=${k}`, undefined, rootKey, requestTimeoutMs),
+                ),
+              )
+            ).map((a) => JSON.stringify(field(a.body, "name"))),
+          ),
       );
       report.converged = views.every((v) => JSON.stringify(v) === JSON.stringify(views[0]));
     }
     if (!report.converged) violations.push("nodes did not converge within 60 s after healing");
 
     // Final reads on every node join the histories: after healing, nothing acknowledged may be missing.
-    for (const id of cluster.ids) {
+    for (const id of cluster.memberIds()) {
       for (const keyId of registers) {
         const callMs = Date.now();
         const answer = await call(

@@ -17,6 +17,7 @@ flags:
   --ratelimit-bound-factor F    how far over its limit a rate-limit window may go (default 1)
   --clock-skew-ms MS            each node's clock offset is drawn from [0, MS] (default 150)
   --membership-changes N        remove a voter and add it back N times during the run (default 0)
+  --membership-fresh            each membership change adds a brand-new node (empty data dir), then removes another voter for good
   --power-cuts N                cut one node's power N times, dropping its unsynced writes (needs strace; default 0)
   --help                        this text`;
 
@@ -27,6 +28,7 @@ interface CliOptions {
   factor: number;
   clockSkewMs: number;
   membershipChanges: number;
+  membershipFresh: boolean;
   powerCuts: number;
 }
 
@@ -43,6 +45,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       "ratelimit-bound-factor": { type: "string" },
       "clock-skew-ms": { type: "string" },
       "membership-changes": { type: "string" },
+      "membership-fresh": { type: "boolean" },
       "power-cuts": { type: "string" },
       help: { type: "boolean" },
     },
@@ -61,6 +64,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     factor: number("ratelimit-bound-factor", values["ratelimit-bound-factor"], 0),
     clockSkewMs: Math.floor(number("clock-skew-ms", values["clock-skew-ms"], defaultClockSkewMs)),
     membershipChanges: Math.floor(number("membership-changes", values["membership-changes"], 0)),
+    membershipFresh: values["membership-fresh"] === true,
     powerCuts: Math.floor(number("power-cuts", values["power-cuts"], 0)),
   };
 }
@@ -87,7 +91,7 @@ async function main(): Promise<number> {
   // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
-    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges} --power-cuts ${options.powerCuts})`,
+    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges}${options.membershipFresh ? " --membership-fresh" : ""} --power-cuts ${options.powerCuts})`,
   );
   const report = await runCampaign({
     seed: options.seed,
@@ -96,6 +100,7 @@ async function main(): Promise<number> {
     ratelimitBoundFactor: factor,
     clockSkewMs: options.clockSkewMs,
     membershipChanges: options.membershipChanges,
+    membershipFresh: options.membershipFresh,
     powerCuts: options.powerCuts,
     log: (line) => console.log(line),
   });

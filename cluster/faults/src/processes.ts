@@ -34,6 +34,8 @@ interface ClusterNode {
   state: NodeState;
   /** Removed from the cluster: restarts and healing leave it down. */
   removed: boolean;
+  /** Added at run time with an empty data dir: starts with KEYRAFT_JOIN=true (it never founds a cluster). */
+  joiner: boolean;
   /** Runs under strace (power cuts): the current incarnation's trace, and how many there were. */
   tracePath: string | null;
   incarnations: number;
@@ -53,12 +55,18 @@ export interface ClusterOptions {
 }
 
 export class ProcessCluster {
+  /** The nodes that founded the cluster (their KEYRAFT_PEERS). */
+  private readonly founders: readonly string[];
+
   private constructor(
+    /** Every node, founders first, then those added at run time (addFresh). */
     readonly ids: string[],
     private readonly nodes: Map<string, ClusterNode>,
     readonly proxy: LinkProxy,
     private readonly options: ClusterOptions,
-  ) {}
+  ) {
+    this.founders = [...ids];
+  }
 
   static async start(options: ClusterOptions): Promise<ProcessCluster> {
     const ids = Array.from({ length: options.nodes }, (_, i) => `n${i + 1}`);
@@ -77,6 +85,7 @@ export class ProcessCluster {
         child: null,
         state: "killed",
         removed: false,
+        joiner: false,
         tracePath: null,
         incarnations: 0,
         log: createWriteStream(join(options.dir, `${id}.log`), { flags: "a" }),
@@ -93,9 +102,12 @@ export class ProcessCluster {
     return node;
   }
 
-  /** Node `id`'s peers: itself at its real Raft port, every other node through the proxy. */
+  /**
+   * Node `id`'s peers: itself at its real Raft port, every other node through the proxy (a founder
+   * lists the founders; a node added at run time lists every node there is when it starts).
+   */
   private peersFor(id: string): string {
-    return this.ids
+    return (this.node(id).joiner ? this.ids : this.founders)
       .map((other) =>
         other === id ? `${id}=127.0.0.1:${this.node(id).raftPort}` : `${other}=${this.proxy.address(id, other)}`,
       )
@@ -114,6 +126,7 @@ export class ProcessCluster {
       KEYRAFT_DATA_DIR: node.dataDir,
       KEYRAFT_ROOT_KEY: this.options.rootKey,
       KEYRAFT_LOG_LEVEL: "warn",
+      ...(node.joiner ? { KEYRAFT_JOIN: "true" } : {}),
       ...this.options.env,
       ...this.options.nodeEnv?.(id),
     };
@@ -226,6 +239,34 @@ export class ProcessCluster {
     const timer = setTimeout(() => this.signal(node, "SIGKILL"), 5_000);
     await exited;
     clearTimeout(timer);
+  }
+
+  /**
+   * Starts a brand-new node (the next id, an empty data dir) that waits to be added
+   * (cluster.addNode at addBackAddress); returns its id.
+   */
+  async addFresh(): Promise<string> {
+    const id = `n${this.ids.length + 1}`;
+    const raftPort = await freePort();
+    await this.proxy.addNode(id, raftPort);
+    const dataDir = join(this.options.dir, id);
+    mkdirSync(dataDir, { recursive: true });
+    this.nodes.set(id, {
+      id,
+      httpPort: await freePort(),
+      raftPort,
+      dataDir,
+      child: null,
+      state: "killed",
+      removed: false,
+      joiner: true,
+      tracePath: null,
+      incarnations: 0,
+      log: createWriteStream(join(this.options.dir, `${id}.log`), { flags: "a" }),
+    });
+    this.ids.push(id);
+    this.spawn(id);
+    return id;
   }
 
   /** Starts a removed node again on its data dir, before it is added back (cluster.addNode). */

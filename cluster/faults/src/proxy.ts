@@ -41,8 +41,8 @@ export class LinkProxy {
 
   private constructor(
     private readonly host: string,
-    /** The node ids, to recognize a hello's source. */
-    private readonly nodes: ReadonlySet<string>,
+    /** The node ids, to recognize a hello's source (nodes added at run time join it). */
+    private readonly nodes: Set<string>,
   ) {}
 
   /** Starts one listener per ordered pair of `targets` (node id -> its real Raft port). */
@@ -153,6 +153,22 @@ export class LinkProxy {
     for (const s of [client, upstream]) {
       s.on("error", drop);
       s.on("close", drop);
+    }
+  }
+
+  /**
+   * A brand-new node (joining at run time, `targetPort` its real Raft port): a link from it to every
+   * node and from every node to it, and its id among the sources a hello may name.
+   */
+  async addNode(id: string, targetPort: number): Promise<void> {
+    if (this.nodes.has(id)) throw new Error(`proxy: node ${id} exists`);
+    const others = [...this.nodes];
+    this.nodes.add(id);
+    for (const other of others) {
+      const otherPort = [...this.links.values()].find((link) => link.to === other)?.targetPort;
+      if (otherPort === undefined) throw new Error(`proxy: no port of ${other}`);
+      await this.open(id, other, otherPort);
+      await this.open(other, id, targetPort);
     }
   }
 

@@ -24,8 +24,10 @@ export function summaryTable(report: CampaignReport): string {
         ? [["(none)", ""]]
         : report.membership.map((step, i) => [
             `${i + 1}. ${step.nodeId}`,
-            `removed at ${step.removedAtIndex ?? "-"}, added back at ${step.addedAtIndex ?? "-"}, ` +
-              `voter again after ${step.voterAgainAfterMs === null ? "-" : `${step.voterAgainAfterMs} ms`}`,
+            (step.addedNodeId === undefined
+              ? `removed at ${step.removedAtIndex ?? "-"}, added back at ${step.addedAtIndex ?? "-"}, `
+              : `${step.addedNodeId} (new) added at ${step.addedAtIndex ?? "-"}, then ${step.nodeId} removed for good at ${step.removedAtIndex ?? "-"}, `) +
+              `${step.addedNodeId === undefined ? "voter again" : "a voter"} after ${step.voterAgainAfterMs === null ? "-" : `${step.voterAgainAfterMs} ms`}`,
           ]),
     ),
     ...(report.membership.length === 0

@@ -1,6 +1,6 @@
 // Runs the credit-lease simulation (or, with --ratelimit, the rate-limit ownership simulation, or
 // with --async the async-limit shares simulation) over many seeds:
-//   npm run test:sim-counters -- [--storage-goes-back | --ratelimit [--clock-offsets] | --async] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
+//   npm run test:sim-counters -- [--storage-goes-back | --ratelimit [--clock-offsets] [--removals] | --async] --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
 // On failure it prints the seed and the command that replays it, and exits 1.
 // The simulations are pure (packages/core/src/sim-counters); this entry is the only part that
 // touches process and console, so it is its own TypeScript project with Node's types, outside the
@@ -27,6 +27,7 @@ flags:
   --verbose      print the trace of every step
   --ratelimit    run the rate-limit ownership simulation instead
   --clock-offsets  with --ratelimit: per-node clock offsets below a bucket, and clock steps
+  --removals     with --ratelimit: a serving successor may leave a key's ranking for good (removed, its counts gone)
   --async        run the async-limit shares simulation instead (a step is 10 simulated ms)
   --storage-goes-back  credit leases: journals wiped at some restarts (the node must refuse to start)
   --help         this text`;
@@ -39,6 +40,7 @@ interface CliOptions {
   verbose: boolean;
   ratelimit: boolean;
   clockOffsets: boolean;
+  removals: boolean;
   storageGoesBack: boolean;
   async: boolean;
 }
@@ -57,6 +59,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       verbose: { type: "boolean" },
       ratelimit: { type: "boolean" },
       "clock-offsets": { type: "boolean" },
+      removals: { type: "boolean" },
       "storage-goes-back": { type: "boolean" },
       async: { type: "boolean" },
       help: { type: "boolean" },
@@ -78,6 +81,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
     verbose: values.verbose === true,
     ratelimit: values.ratelimit === true,
     clockOffsets: values["clock-offsets"] === true,
+    removals: values.removals === true,
     storageGoesBack: values["storage-goes-back"] === true,
     async: values.async === true,
   };
@@ -110,9 +114,23 @@ function main(): number {
   if (options.ratelimit) {
     return runSeeds<RateLimitSimStats>(options, {
       run: (seed, trace) =>
-        runRateLimitSimulation(withTrace({ seed, steps: options.steps, clockOffsets: options.clockOffsets }, trace)),
-      summed: ["requests", "admitted", "refusedUnavailable", "takeovers", "handBacks", "crashes", "partitions"],
-      replayFlags: options.clockOffsets ? "--ratelimit --clock-offsets " : "--ratelimit ",
+        runRateLimitSimulation(
+          withTrace(
+            { seed, steps: options.steps, clockOffsets: options.clockOffsets, removals: options.removals },
+            trace,
+          ),
+        ),
+      summed: [
+        "requests",
+        "admitted",
+        "refusedUnavailable",
+        "takeovers",
+        "handBacks",
+        "crashes",
+        "partitions",
+        "removals",
+      ],
+      replayFlags: `--ratelimit ${options.clockOffsets ? "--clock-offsets " : ""}${options.removals ? "--removals " : ""}`,
       seedsFile: null,
       printStatsOfOneSeed: false,
       summaryPrefix: "rate limits: ",

@@ -255,6 +255,38 @@ describe("reservations across a takeover", () => {
     expect(() => new OwnerReservations(0)).toThrow();
   });
 
+  it("a takeover needs the owner's word that it covered what it held, in a generation after the last voter change", () => {
+    const successor = new SuccessorReservations();
+    const bucket = { key: "k", limit: 10, bucketStartMs: 0, count: 4 };
+    const first = successor.handBack([]);
+    // Handed back, but the owner has not yet covered here what it holds (its own counts, and those
+    // it collected from other nodes): a takeover would serve from too little.
+    expect(successor.handedBack()).toBe(false);
+    successor.ownerCovered(first.generation - 1); // another generation's word counts for nothing
+    expect(successor.handedBack()).toBe(false);
+    expect(successor.accept({ ...bucket, generation: first.generation })).toMatchObject({ count: 4 });
+    successor.ownerCovered(first.generation);
+    expect(successor.handedBack()).toBe(true);
+    // The voters change: the owner may cover at another node for a while. Asks of the old
+    // generation are refused, what was reserved stays (it is still reported), and no takeover
+    // until the next hand-back and the owner's word.
+    successor.requireHandBack();
+    expect(successor.handedBack()).toBe(false);
+    expect(successor.accept({ ...bucket, count: 6, generation: first.generation })).toBeNull();
+    expect(successor.held()).toEqual([{ key: "k", limit: 10, bucketStartMs: 0, count: 4 }]);
+    successor.ownerCovered(first.generation);
+    expect(successor.handedBack()).toBe(false);
+    const second = successor.handBack([]);
+    expect(second.buckets).toEqual([{ key: "k", limit: 10, bucketStartMs: 0, count: 4 }]);
+    successor.ownerCovered(second.generation);
+    expect(successor.handedBack()).toBe(true);
+    // A takeover fences: the owner's word in the fenced generation does not make it current again.
+    successor.takeOver();
+    successor.requireHandBack();
+    successor.ownerCovered(second.generation + 1);
+    successor.ownerCovered(second.generation + 2);
+    expect(successor.handedBack()).toBe(false);
+  });
   it("nextReservation grows by ceil(limit/8), capped at the limit", () => {
     expect(nextReservation(0, 100)).toBe(13);
     expect(nextReservation(95, 100)).toBe(100);

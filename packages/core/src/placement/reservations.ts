@@ -98,6 +98,11 @@ export class SuccessorReservations {
   private fenced = false;
   /** 0 until the first hand-back: nothing is acknowledged before an owner restored counts. */
   private generation = 0;
+  /**
+   * Whether the owner said it covered here every count it held after the current generation's
+   * hand-back (`ownerCovered`), with no `requireHandBack` since: a takeover needs it.
+   */
+  private current = false;
 
   /** Returns the acknowledgement to send back, or null when fenced, of another generation, or full (fail closed). */
   accept(bucket: ReservationAsk): ReservationAsk | null {
@@ -139,16 +144,46 @@ export class SuccessorReservations {
     }
     this.fenced = false;
     this.generation++;
+    // Not yet a base for a takeover: the owner restores these, collects what other nodes hold,
+    // and covers all of it here before it serves (ownerCovered).
+    this.current = false;
     return { generation: this.generation, buckets: [...this.reserved.values()] };
   }
 
   /**
-   * Whether an owner ever got a hand-back here (this process): before that this side never
-   * acknowledged it anything, so the counts of its subjects are elsewhere (an earlier successor,
-   * or the owner) and a takeover from here would serve them from nothing.
+   * The owner covered here every count it held after this generation's hand-back (counts it
+   * collected from other nodes included): from now on a takeover serves from at least them.
+   */
+  ownerCovered(generation: number): void {
+    if (generation === this.generation && !this.fenced && this.generation > 0) this.current = true;
+  }
+
+  /**
+   * The pair may have been apart (the voters changed): the owner may since have had its
+   * admissions covered at another node, so what is reserved here no longer covers them. A new
+   * generation fences every ask of the old one, and no takeover is possible until the owner's
+   * next hand-back (whose counts it then covers here before it serves). What is reserved stays
+   * (it only ever over-counts).
+   */
+  requireHandBack(): void {
+    if (this.generation > 0) this.generation++;
+    this.current = false;
+  }
+
+  /**
+   * Whether the owner got a hand-back here (this process) and covered what it held
+   * (`ownerCovered`) since the pair last may have been apart (`requireHandBack`): before that this
+   * side never acknowledged it anything, or what it acknowledged misses what the owner held or
+   * had covered elsewhere meanwhile, so a takeover from here would serve its subjects from too
+   * little.
    */
   handedBack(): boolean {
-    return this.generation > 0;
+    return this.current;
+  }
+
+  /** What is reserved here now (a copy): a node collecting counts of these subjects counts them too. */
+  held(): ReservationBucket[] {
+    return [...this.reserved.values()].map((bucket) => ({ ...bucket }));
   }
 
   isFenced(): boolean {

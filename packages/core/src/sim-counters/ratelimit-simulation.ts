@@ -15,6 +15,13 @@
 // current bucket (movedBuckets, added to what the bucket holds). Windows are then checked in real
 // time over durationMs less the most any clock moved forward, since a clock stepped forward by s
 // ages its buckets s early.
+//
+// With `removals`, a successor serving after a takeover may leave a key's ranking for good (the
+// node removed from the voters and stopped, its counts gone with it): the key's third node becomes
+// its successor. The serving successor keeps a copy of every admission, and of the counts it
+// restored at the takeover, at the third node before it answers (the gateway's copy-side.ts); the
+// new successor hands those back to the owner, and serves from them if it takes over in turn. A
+// key left with two nodes has no third: its successor no longer takes over (503 instead).
 import {
   OwnerReservations,
   SuccessorReservations,
@@ -34,6 +41,10 @@ export interface RateLimitSimOptions {
   clockOffsets?: boolean;
   /** Mutation check only: restore moved counts where they were filed, keeping the higher count (as before movedBuckets). */
   unmovedRestores?: boolean;
+  /** A serving successor may leave a key's ranking for good (see the header). */
+  removals?: boolean;
+  /** Mutation check only (with `removals`): a serving successor keeps no copy at the third node. */
+  noCopies?: boolean;
 }
 
 export interface RateLimitSimStats {
@@ -46,6 +57,8 @@ export interface RateLimitSimStats {
   handBacks: number;
   crashes: number;
   partitions: number;
+  /** Serving successors that left a key's ranking for good (`removals`). */
+  removals: number;
 }
 
 export interface RateLimitSimResult {
@@ -78,6 +91,8 @@ interface KeySpec {
   durationMs: number;
   owner: string;
   successor: string;
+  /** Rank 2, which keeps copies of a serving successor's admissions; null once the key has two nodes. */
+  third: string | null;
 }
 
 interface OwnerSide {
@@ -91,6 +106,8 @@ interface SuccessorSide {
   reservations: SuccessorReservations;
   serving: boolean;
   served: Map<number, ReservationBucket>;
+  /** Copies kept here of a serving successor's admissions (per bucket start, the highest count). */
+  copies: Map<number, ReservationBucket>;
   // Memory:
   lostOwnerSteps: number;
 }
@@ -111,13 +128,14 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   const ids = Array.from({ length: nodeCount }, (_, i) => `n${i + 1}`);
   const keys: KeySpec[] = Array.from({ length: 1 + random.intBelow(3) }, (_, i) => {
     const key = `ns:id${i}`;
-    const [owner, successor] = rankNodes(key, ids);
+    const [owner, successor, third] = rankNodes(key, ids);
     return {
       key,
       limit: 1 + random.intBelow(20),
       durationMs: 100 + random.intBelow(8) * 100,
       owner: owner ?? "n1",
       successor: successor ?? "n2",
+      third: third ?? null,
     };
   });
   let dropRate = random.nextFloat() * 0.2;
@@ -141,6 +159,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
     handBacks: 0,
     crashes: 0,
     partitions: 0,
+    removals: 0,
   };
 
   const freshNode = (id: string, durable: Map<string, SuccessorSide> | null): NodeState => {
@@ -159,6 +178,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
           reservations: new SuccessorReservations(),
           serving: false,
           served: new Map(),
+          copies: new Map(),
           lostOwnerSteps: 0,
         });
       }
@@ -178,6 +198,42 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
   const nowMs = (): number => 1_700_000_000_000 + step * stepMs;
   // Clock offsets come from their own generator, so the seeds without them replay as before.
   const clockRandom = new SimRandom(options.seed ^ 0x5eed_c10c);
+  // Removals on a stream of their own too; copies kept per node and key, durable.
+  const removalRandom = new SimRandom(options.seed ^ 0x2e30_7a15);
+  const removals = options.removals === true;
+  const copying = removals && options.noCopies !== true;
+  const kept = new Map<string, Map<string, Map<number, ReservationBucket>>>();
+  const keptAt = (id: string, key: string): Map<number, ReservationBucket> => {
+    let byKey = kept.get(id);
+    if (byKey === undefined) {
+      byKey = new Map();
+      kept.set(id, byKey);
+    }
+    let buckets = byKey.get(key);
+    if (buckets === undefined) {
+      buckets = new Map();
+      byKey.set(key, buckets);
+    }
+    return buckets;
+  };
+  /**
+   * A serving successor's copy of its counts of `s` at the key's third node, before it answers:
+   * false when the third node cannot take it (down or cut off; the admission is not answered).
+   */
+  const copyToThird = (n: NodeState, s: KeySpec, buckets: readonly ReservationBucket[]): boolean => {
+    if (!copying) return true;
+    const third = s.third;
+    if (third === null || !node(third).up || !connected(n.id, third)) return false;
+    const at = keptAt(third, s.key);
+    for (const b of buckets)
+      at.set(b.bucketStartMs, { ...b, count: Math.max(at.get(b.bucketStartMs)?.count ?? 0, b.count) });
+    return true;
+  };
+  const countsOf = (n: NodeState, s: KeySpec): ReservationBucket[] =>
+    n.limiter
+      .snapshot(nodeNowMs(n))
+      .filter((b) => b.key === s.key)
+      .map((b) => ({ key: b.key, limit: b.limit, bucketStartMs: b.bucketStartMs, count: b.count }));
   const widthMinMs = Math.min(...keys.map((k) => Math.ceil(k.durationMs / 10)));
   const offsetMaxMs = options.clockOffsets === true ? widthMinMs - 1 : 0;
   const offsets = new Map(ids.map((id) => [id, offsetMaxMs === 0 ? 0 : clockRandom.intBelow(offsetMaxMs + 1)]));
@@ -282,7 +338,7 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
               .snapshot(nodeNowMs(to))
               .filter((b) => b.key === m.key)
               .map((b) => ({ key: b.key, limit: b.limit, bucketStartMs: b.bucketStartMs, count: b.count }))
-          : [...side.served.values()];
+          : [...side.served.values(), ...side.copies.values()];
         const handBack = side.reservations.handBack(served, wasServing);
         side.served.clear();
         stats.handBacks++;
@@ -336,12 +392,9 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       const result = n.limiter.limit([check(s)], nodeNowMs(n));
       const touched = result.touched[0];
       if (!result.success || touched === undefined) return;
-      succ.served.set(touched.bucketStartMs, {
-        key: s.key,
-        limit: s.limit,
-        bucketStartMs: touched.bucketStartMs,
-        count: touched.count,
-      }); // durable before the answer
+      const bucket = { key: s.key, limit: s.limit, bucketStartMs: touched.bucketStartMs, count: touched.count };
+      succ.served.set(touched.bucketStartMs, bucket); // durable before the answer
+      if (!copyToThird(n, s, [bucket])) return; // no copy: not answered (the count stays)
       admit(s.key, nowMs(), n.id);
     }
   };
@@ -378,9 +431,12 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
       const lost = !o.up || !connected(o.id, n.id);
       succ.lostOwnerSteps = lost ? succ.lostOwnerSteps + 1 : 0;
       if (succ.lostOwnerSteps >= takeoverAfterSteps || random.chance(suspicionRate)) {
+        // With removals a successor takes over only with a third node to keep its copies, reachable.
+        if (removals && (s.third === null || (copying && (!node(s.third).up || !connected(n.id, s.third))))) continue;
         succ.serving = true;
         succ.lostOwnerSteps = 0;
-        restore(n, s, succ.reservations.takeOver());
+        restore(n, s, [...succ.reservations.takeOver(), ...succ.copies.values()]);
+        copyToThird(n, s, countsOf(n, s));
         stats.takeovers++;
         trace?.(`step ${step}: ${n.id} takes ${s.key} over from ${o.id}`);
       }
@@ -401,6 +457,34 @@ export function runRateLimitSimulation(options: RateLimitSimOptions): RateLimitS
         }
         nodes.set(n.id, restarted);
         trace?.(`step ${step}: restart ${n.id}`);
+      }
+    }
+    if (removals) {
+      for (const s of keys) {
+        const succ = node(s.successor).succeeding.get(s.key);
+        if (s.third === null || succ?.serving !== true || !removalRandom.chance(0.02)) continue;
+        // The serving successor leaves the key's ranking for good: the third node succeeds the
+        // owner, holding the copies; the owner's link starts over (a voter change), and it is
+        // handed back by the new successor.
+        const gone = s.successor;
+        const next = s.third;
+        node(gone).succeeding.delete(s.key);
+        s.successor = next;
+        s.third = null;
+        node(next).succeeding.set(s.key, {
+          reservations: new SuccessorReservations(),
+          serving: false,
+          served: new Map(),
+          copies: new Map(keptAt(next, s.key)),
+          lostOwnerSteps: 0,
+        });
+        const owned = node(s.owner).owned.get(s.key);
+        if (owned !== undefined) {
+          owned.reservations = null;
+          owned.waiting = [];
+        }
+        stats.removals++;
+        trace?.(`step ${step}: ${gone}, serving ${s.key}, leaves its ranking for good; ${next} succeeds ${s.owner}`);
       }
     }
     if (random.chance(partitionRate)) {

@@ -22,6 +22,7 @@ import type { Logger } from "pino";
 import { V1Error, type V1ErrorCode } from "../../errors.js";
 import type { CounterDurability } from "../../store/types.js";
 import type { RateLimitClusterConfig } from "./config.js";
+import { CopySide } from "./copy-side.js";
 import { limitUnavailable } from "./errors.js";
 import { errorOfResult, Forwarder } from "./forwarder.js";
 import { judgeLimitHere, type LimitAnswer } from "./judge-here.js";
@@ -39,6 +40,8 @@ import {
   type VerifyFields,
 } from "./wire.js";
 
+/** Voters needed for a successor to take over: itself, and a node to keep a copy of its admissions. */
+export const takeoverVotersMin = 3;
 /** Subjects whose ranking is cached (cleared when full or when the voters change). */
 export const rankCacheMax = 100_000;
 /** How long reservations of the owner side are kept (longer windows just ask again). */
@@ -80,12 +83,15 @@ export class ClusterRateLimits {
   readonly liveness: PeerLiveness;
   readonly owner: OwnerSide;
   readonly successor: SuccessorSide;
+  readonly copies: CopySide;
   readonly asyncLimits: AsyncLimits;
   private readonly forwarder: Forwarder;
   private readonly nodeId: string;
   private localVerifier: LocalVerifier | null = null;
   private beatTimer: NodeJS.Timeout | null = null;
   private readonly beatsInFlight = new Set<string>();
+  /** Copies in flight of the counts restored at a takeover, per owner taken over (copyRestored). */
+  private readonly restoredCopies = new Map<string, Promise<void>>();
   private lastPruneMs = 0;
   /** Checks sent to the node serving their subject, and checks no node could serve (a 503); read by GET /metrics. */
   readonly placements = { forwarded: 0, unavailable: 0 };
@@ -128,6 +134,7 @@ export class ClusterRateLimits {
       nowMs,
       logger,
     });
+    this.copies = new CopySide({ transport, liveness: this.liveness, timeoutMs: config.timeoutMs, nowMs });
     this.asyncLimits = new AsyncLimits(limiter, config.reconcileMs);
     this.forwarder = new Forwarder({
       transport,
@@ -146,10 +153,11 @@ export class ClusterRateLimits {
     for (const node of voters) if (this.knownNodes.size < successorOwnersMax) this.knownNodes.add(node);
   }
 
-  private refreshVoters(): void {
+  /** Takes the voters this node applied now; true when they changed. */
+  private refreshVoters(): boolean {
     const voters = this.options.transport.voters();
     const key = voters.join(",");
-    if (key === this.votersKey) return;
+    if (key === this.votersKey) return false;
     this.options.logger.info({ voters }, "rate limits: voters changed; subjects are placed over the new set");
     this.voters = voters;
     this.votersKey = key;
@@ -159,6 +167,27 @@ export class ClusterRateLimits {
     // the counts this node now owns are covered at their successors before it decides (owner-side.ts).
     this.successor.votersChanged(voters);
     this.owner.votersChanged();
+    this.coverHeldNow();
+    return true;
+  }
+
+  /**
+   * After a voter change, the counts this node holds of subjects it now owns (its own, and those
+   * it took over from a removed owner) are covered at their successors at once, not at their next
+   * check: until then they are held here alone, and would be lost if this node were removed next.
+   */
+  private coverHeldNow(): void {
+    if (this.voters.length <= 1) return;
+    const successors = new Set<string>();
+    for (const bucket of this.options.limiter.snapshot(this.options.nowMs())) {
+      const subject = subjectOfLimiterKey(bucket.key);
+      if (subject === null) continue;
+      const ranked = this.rank(subject);
+      if (ranked[0] === this.nodeId && ranked[1] !== undefined) successors.add(ranked[1]);
+    }
+    // A hand-back covers every count held of the successor's subjects (owner-side.ts); a failed one
+    // is asked again at the subjects' next check.
+    for (const successor of successors) this.owner.ready(successor)?.catch(() => undefined);
   }
 
   /** Owner first, then its successors (cached per subject). */
@@ -189,6 +218,7 @@ export class ClusterRateLimits {
         handBacksRestored: owner.handBacksRestored,
         takeovers: successor.takeovers,
         handBacks: successor.handBacks,
+        copiesSent: this.copies.copiesSent,
         asyncAdmitted: asyncLimits.admitted,
         asyncRefusedUnconfirmed: asyncLimits.refusedUnconfirmed,
         asyncAdmittedBeyondFloor: asyncLimits.admittedBeyondFloor,
@@ -217,11 +247,24 @@ export class ClusterRateLimits {
     }
     const ownerUp = this.liveness.isUp(owner, nowMs);
     if (successor === this.nodeId && !ownerUp) {
+      // A takeover is judged over the voters applied now, not those of the last beat: after a
+      // change the owner covers its admissions at another node, and this one must not serve them.
+      if (this.refreshVoters()) return this.placement(subject, nowMs);
+      // With two voters no node could keep a copy of what this one admitted (copy-side.ts): held by
+      // it alone, those admissions would be lost with it if it were then removed or replaced.
+      if (ranked.length < takeoverVotersMin) {
+        this.placements.unavailable++;
+        return {
+          kind: "unavailable",
+          message: `${owner} (its owner) is unreachable, and with ${ranked.length} voters no successor takes over`,
+        };
+      }
       if (!this.successor.takeOver(owner)) {
         this.placements.unavailable++;
         return { kind: "unavailable", message: `this node holds no counts of ${owner} to take over from` };
       }
-      return hereAlone;
+      const copying = this.copyRestored(owner, ranked);
+      return copying === null ? hereAlone : { kind: "wait", ready: copying };
     }
     if (ownerUp) {
       this.placements.forwarded++;
@@ -238,13 +281,37 @@ export class ClusterRateLimits {
     };
   }
 
+  /**
+   * The counts restored at a takeover of `owner`, copied to the node ranked after this one before
+   * this node serves (null: nothing to copy). Until then they would be held here alone if the owner
+   * never came back.
+   */
+  private copyRestored(owner: string, ranked: readonly string[]): Promise<void> | null {
+    const inFlight = this.restoredCopies.get(owner);
+    if (inFlight !== undefined) return inFlight;
+    const buckets = this.successor.uncopiedOf(owner);
+    if (buckets.length === 0) return null;
+    const copying = this.copies.cover(ranked.slice(2), buckets);
+    if (copying === null) {
+      this.successor.copied(owner, buckets);
+      return null;
+    }
+    const done = copying
+      .then(() => this.successor.copied(owner, buckets))
+      .finally(() => this.restoredCopies.delete(owner));
+    this.restoredCopies.set(owner, done);
+    return done;
+  }
+
   /** The successor coverage of an admission this node just judged for `subject` (null: none needed). */
   coverSubject(subject: string, touched: readonly BucketCount[]): Promise<void> | null {
     if (touched.length === 0 || this.voters.length <= 1) return null;
     const ranked = this.rank(subject);
     if (ranked[0] === this.nodeId) return this.owner.cover(ranked[1]!, touched);
-    // Serving as the successor after a takeover: its disk reservation is the coverage.
-    if (ranked[1] === this.nodeId && this.successor.isServing(ranked[0]!)) return null;
+    // Serving as the successor after a takeover: its disk reservation, and a copy at the node
+    // ranked next (copy-side.ts), so that no admission is held by one node alone.
+    if (ranked[1] === this.nodeId && this.successor.isServing(ranked[0]!))
+      return this.copies.cover(ranked.slice(2), touched);
     // Judged here although this node does not serve the subject (the key's identity changed between
     // placement and decision on another replica): never answered.
     return Promise.reject(limitUnavailable("this node does not serve the limit it judged"));
@@ -339,7 +406,10 @@ export class ClusterRateLimits {
     this.liveness.heard(from, nowMs);
     // A hand-back or a reservation is judged over the voters applied now (successor-side.ts): this
     // node's own placement takes the same set first, so it stops judging a subject it hands over.
-    if (request.t === "handBack" || request.t === "reserve") this.refreshVoters();
+    // A node collecting counts or asking for a copy learns whether this one applied its voters:
+    // once it answers that it has, it must no longer serve or take over with an older pairing.
+    if (request.t === "handBack" || request.t === "reserve" || request.t === "collect" || request.t === "copy")
+      this.refreshVoters();
     switch (request.t) {
       case "beat":
         this.asyncLimits.merge(
@@ -356,11 +426,13 @@ export class ClusterRateLimits {
           results: await Promise.all(request.items.map((item) => this.judgeForwarded(item).catch(errorResult))),
         };
       case "reserve":
-        return this.successor.accept(from, request.boot, request.asks);
+        return this.successor.accept(from, request.boot, request.asks, request.covered);
       case "handBack":
         return this.successor.handBack(from, request.voters);
       case "collect":
         return this.successor.countsFor(from, request.voters);
+      case "copy":
+        return this.successor.keepCopies(from, request.buckets, request.voters);
       default: {
         const unknown: never = request;
         return { t: "refused", message: `unknown counters request ${String(unknown)}` };
@@ -437,6 +509,7 @@ export class ClusterRateLimits {
       this.asyncLimits.prune(now);
       this.successor.prune(now);
       this.owner.prune(now - ownerCoveragePruneAfterMs);
+      this.copies.prune(now - ownerCoveragePruneAfterMs);
     }
   }
 }

@@ -17,7 +17,7 @@ import type { Logger } from "pino";
 import { limitUnavailable, withTimeout } from "./errors.js";
 import type { PeerLiveness } from "./liveness.js";
 import { parseReservationKey, reservationKey } from "./subject.js";
-import type { CounterTransport, WireAsk, WireBucket } from "./wire.js";
+import type { CounterRequest, CounterTransport, WireAsk, WireBucket } from "./wire.js";
 
 /** Admissions waiting for coverage per successor; past it new ones are answered 503. */
 export const coverWaitersMax = 100_000;
@@ -48,6 +48,8 @@ interface Link {
   /** Asks to send at the next flush. */
   queued: Map<string, WireAsk>;
   flushScheduled: boolean;
+  /** Every count held at the hand-back is covered: reserve messages tell the successor (`covered`). */
+  heldCovered: boolean;
 }
 
 export interface OwnerSideOptions {
@@ -71,6 +73,9 @@ export class OwnerSide {
   private readonly links = new Map<string, Link>();
   handBacksRestored = 0;
   asksSent = 0;
+  /** Voter changes seen, and how many of them every voter has confirmed applying (collect's `sameVoters`). */
+  private votersChanges = 0;
+  private votersConfirmed = 0;
 
   constructor(private readonly options: OwnerSideOptions) {}
 
@@ -85,6 +90,7 @@ export class OwnerSide {
         inFlight: new Map(),
         queued: new Map(),
         flushScheduled: false,
+        heldCovered: false,
       };
       this.links.set(successor, link);
     }
@@ -119,7 +125,9 @@ export class OwnerSide {
     if (reply.t !== "handBack")
       throw limitUnavailable(`${successor} did not hand back (${reply.t === "refused" ? reply.message : reply.t})`);
     this.options.liveness.heard(successor, this.options.nowMs());
-    const others = await this.collect(successor, voters, reply.nodes ?? []);
+    const changes = this.votersChanges;
+    const others = await this.collect(successor, voters, reply.nodes ?? [], changes > this.votersConfirmed);
+    this.votersConfirmed = Math.max(this.votersConfirmed, changes);
     if (link.reservations !== null) return; // a concurrent hand-back already restored (cannot happen: one at a time)
     const nowMs = this.options.nowMs();
     const width = (bucket: { key: string }) => limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
@@ -137,6 +145,7 @@ export class OwnerSide {
     }
     // Only now, with every count the successor holds restored, may this node admit again.
     link.reservations = new OwnerReservations(reply.generation);
+    link.heldCovered = false;
     link.boot = reply.boot;
     this.handBacksRestored++;
     this.options.logger.info(
@@ -156,8 +165,16 @@ export class OwnerSide {
     if (covering !== null)
       await covering.catch((error: unknown) => {
         link.reservations = null; // the next decision asks for a hand-back again
+        link.heldCovered = false;
         throw error;
       });
+    // Only now may the successor take over from what it reserved (it holds every count held here).
+    // Told at once, and again with every later ask of this generation (a lost message costs a
+    // takeover's availability, never a count).
+    if (link.reservations !== null && link.reservations.generation === reply.generation) {
+      link.heldCovered = true;
+      this.send(successor, link, link.reservations, []);
+    }
   }
 
   /**
@@ -166,13 +183,28 @@ export class OwnerSide {
    * through (one that took them over or had them handed back, and was replaced before it handed
    * them on; docs/counters.md). Every node this one or its successor knows is asked, then every
    * node those know, up to collectNodesMax; one that does not answer in time is left out (a node
-   * down with counts nobody else holds takes them along).
+   * down with counts nobody else holds takes them along). With `confirmVoters` (the first hand-back
+   * after a voter change) every voter must answer that it applied `voters`, else this rejects (503).
    */
-  private async collect(successor: string, voters: string[], successorKnows: readonly string[]): Promise<WireBucket[]> {
+  private async collect(
+    successor: string,
+    voters: string[],
+    successorKnows: readonly string[],
+    confirmVoters: boolean,
+  ): Promise<WireBucket[]> {
     const { transport, timeoutMs } = this.options;
     const asked = new Set([transport.nodeId, successor]);
+    // After a voter change every voter must have applied this node's voters before it serves
+    // (docs/counters.md, membership changes): one that lags may still serve or take over this
+    // node's subjects with the pairing of before (a successor then missing what this node had
+    // covered elsewhere since), so its answer must say it no longer can. The successor said so
+    // by handing back (a hand-back is refused over other voters).
+    const mustConfirm = new Set(confirmVoters ? voters.filter((node) => !asked.has(node)) : []);
     const found: WireBucket[] = [];
-    let frontier = [...new Set([...this.options.knownNodes(), ...successorKnows])].filter((node) => !asked.has(node));
+    // The voters first: the frontier is cut at collectNodesMax.
+    let frontier = [...new Set([...mustConfirm, ...this.options.knownNodes(), ...successorKnows])].filter(
+      (node) => !asked.has(node),
+    );
     while (frontier.length > 0) {
       frontier = frontier.slice(0, Math.max(0, collectNodesMax - asked.size));
       for (const node of frontier) asked.add(node);
@@ -187,13 +219,18 @@ export class OwnerSide {
         ),
       );
       const next = new Set<string>();
-      for (const answer of answers) {
+      for (const [i, answer] of answers.entries()) {
+        if (answer !== null && answer.sameVoters === true) mustConfirm.delete(frontier[i]!);
         if (answer === null) continue;
         found.push(...answer.buckets);
         for (const node of answer.nodes) if (!asked.has(node)) next.add(node);
       }
       frontier = [...next];
     }
+    if (mustConfirm.size > 0)
+      throw limitUnavailable(
+        `${[...mustConfirm].join(", ")} did not confirm applying the voters ${voters.join(",")} (a membership change in flight)`,
+      );
     return found;
   }
 
@@ -276,7 +313,9 @@ export class OwnerSide {
   private send(successor: string, link: Link, reservations: OwnerReservations, asks: WireAsk[]): void {
     const { transport, timeoutMs } = this.options;
     this.asksSent += asks.length;
-    const answered = withTimeout(transport.call(successor, { t: "reserve", boot: link.boot, asks }), timeoutMs, () =>
+    const request: CounterRequest = { t: "reserve", boot: link.boot, asks };
+    if (link.heldCovered) request.covered = reservations.generation;
+    const answered = withTimeout(transport.call(successor, request), timeoutMs, () =>
       limitUnavailable(`no reservation from ${successor} in time`),
     );
     answered.then(
@@ -349,6 +388,7 @@ export class OwnerSide {
    * here of its subjects (admissions waiting for coverage meanwhile are answered 503).
    */
   votersChanged(): void {
+    this.votersChanges++;
     for (const [successor, link] of this.links)
       if (link.reservations !== null && link.handingBack === null) this.resetLink(successor, link, "voters changed");
   }
@@ -363,6 +403,7 @@ export class OwnerSide {
 
   private resetLink(successor: string, link: Link, why: string): void {
     link.reservations = null;
+    link.heldCovered = false;
     link.inFlight.clear();
     link.queued.clear();
     const waiters = link.waiters;

@@ -27,9 +27,23 @@ export const successorOwnersMax = 64;
 /** Buckets per hand-back message (a message holds at most 8 MiB); past it, each key's buckets are merged into its newest. */
 export const handBackBucketsMax = 40_000;
 
+/** Copies of serving successors' admissions kept here (buckets); past it new ones are refused (the sender answers 503). */
+export const copyBucketsMax = 100_000;
+
+/** A copy kept for `from` (a successor serving after a takeover): `bucket.key` is a reservation key. */
+interface Copy {
+  from: string;
+  bucket: WireBucket;
+}
+
 interface OwnerState {
   reservations: SuccessorReservations;
   serving: boolean;
+  /**
+   * Its reservations were restored into the limiter (a takeover) and nothing was acknowledged
+   * since: the limiter's buckets are the whole count (the next hand-back gives them alone).
+   */
+  restored: boolean;
 }
 
 export interface SuccessorSideOptions {
@@ -46,6 +60,10 @@ export interface SuccessorSideOptions {
 
 export class SuccessorSide {
   private readonly owners = new Map<string, OwnerState>();
+  /** By sender, reservation key and bucket start. */
+  private readonly copies = new Map<string, Copy>();
+  /** Per owner taken over: the counts restored at the takeover, until a copy of them is kept elsewhere. */
+  private readonly uncopied = new Map<string, BucketCount[]>();
   takeovers = 0;
   handBacks = 0;
 
@@ -55,7 +73,7 @@ export class SuccessorSide {
     let state = this.owners.get(owner);
     if (state === undefined) {
       if (this.owners.size >= successorOwnersMax) return null;
-      state = { reservations: new SuccessorReservations(), serving: false };
+      state = { reservations: new SuccessorReservations(), serving: false, restored: false };
       this.owners.set(owner, state);
     }
     return state;
@@ -66,9 +84,12 @@ export class SuccessorSide {
   }
 
   /** Acknowledges the asks it accepts, once they are durable; null for each refused one. */
-  async accept(owner: string, boot: string, asks: readonly WireAsk[]): Promise<CounterReply> {
+  async accept(owner: string, boot: string, asks: readonly WireAsk[], covered?: number): Promise<CounterReply> {
     const state = this.state(owner);
     if (state === null || boot !== this.options.boot) return { t: "reserve", acks: asks.map(() => null) };
+    // Marked before this message's asks are durable: a takeover needs a later step anyway, and
+    // the asks marked here (the held counts were acknowledged before `covered` was sent) are.
+    if (covered !== undefined) state.reservations.ownerCovered(covered);
     const acks: (WireAsk | null)[] = [];
     const durable: BucketCount[] = [];
     const voters = this.options.voters();
@@ -138,34 +159,125 @@ export class SuccessorSide {
    * never applied its removal gets no more acknowledgements (ranksAsker).
    */
   votersChanged(voters: readonly string[]): void {
-    for (const owner of [...this.owners.keys()]) if (!voters.includes(owner)) this.takeOver(owner);
+    for (const [owner, state] of this.owners) {
+      // A removed owner's reservations go into the limiter whatever their age (takeOver's
+      // `removed`): they only add counts, and the subjects' next owner finds them there.
+      if (!voters.includes(owner)) this.takeOver(owner, true);
+      // Every pair may have been apart: an owner whose subjects ranked another node second for a
+      // while had its admissions covered there, or judged by another node, not here. Serving on,
+      // or a later takeover from what is reserved here, would miss them (a successor of an owner
+      // that is removed and added back, or replaced by a node added and removed again). So this
+      // node stops serving, and takes over again only after the owner's next hand-back (after
+      // which the owner covers here every count it holds).
+      if (state.serving) {
+        state.serving = false;
+        state.restored = true;
+      }
+      state.reservations.requireHandBack();
+    }
+  }
+
+  /** Keeps copies of a serving successor's admissions (copy-side.ts), durably, before confirming them. */
+  async keepCopies(
+    from: string,
+    buckets: readonly WireBucket[],
+    senderVoters: readonly string[],
+  ): Promise<CounterReply> {
+    // A sender placing subjects over other voters (one of the two lags a membership change) may be
+    // serving subjects another node now judges: no copy, so it answers 503 until both agree.
+    const voters = this.options.voters();
+    if (!sameVoters(senderVoters, voters))
+      return { t: "refused", message: `voters differ (${from}: ${senderVoters.join(",")}; here: ${voters.join(",")})` };
+    const counts: number[] = [];
+    const durable: BucketCount[] = [];
+    for (const bucket of buckets) {
+      const parsed = parseReservationKey(bucket.key);
+      if (parsed === null) return { t: "refused", message: `not a reservation key: ${JSON.stringify(bucket.key)}` };
+      const id = `${from}\u0000${bucket.key}\u0000${bucket.bucketStartMs}`;
+      const held = this.copies.get(id);
+      if (held === undefined && this.copies.size >= copyBucketsMax)
+        return { t: "refused", message: "too many copies held" };
+      const count = Math.max(held?.bucket.count ?? 0, bucket.count);
+      this.copies.set(id, {
+        from,
+        bucket: { key: bucket.key, limit: bucket.limit, bucketStartMs: bucket.bucketStartMs, count },
+      });
+      counts.push(count);
+      durable.push({
+        key: parsed.limiterKey,
+        limit: bucket.limit,
+        durationMs: parsed.durationMs,
+        bucketStartMs: bucket.bucketStartMs,
+        count,
+      });
+    }
+    const written = durable.length === 0 ? null : this.options.durability.cover(durable);
+    if (written !== null) await written;
+    return { t: "copy", counts };
+  }
+
+  /**
+   * The counts held here outside the limiter, of subjects `keep` accepts: copies kept for a
+   * serving successor, and what is reserved for owners this node does not serve, but never what
+   * `asker` sent (it holds those itself). After membership changes they may be the only trace of
+   * another node's admissions (its successor of the time, the owner being gone).
+   */
+  private heldFor(asker: string, keep: (subject: string) => boolean): WireBucket[] {
+    const buckets: WireBucket[] = [];
+    const add = (bucket: WireBucket): void => {
+      const parsed = parseReservationKey(bucket.key);
+      const subject = parsed === null ? null : subjectOfLimiterKey(parsed.limiterKey);
+      if (subject !== null && keep(subject))
+        buckets.push({
+          key: bucket.key,
+          limit: bucket.limit,
+          bucketStartMs: bucket.bucketStartMs,
+          count: bucket.count,
+        });
+    };
+    for (const copy of this.copies.values()) if (copy.from !== asker) add(copy.bucket);
+    for (const [owner, state] of this.owners)
+      if (owner !== asker && !state.serving) for (const bucket of state.reservations.held()) add(bucket);
+    return buckets;
   }
 
   /** The owner is unreachable: fence it and serve its subjects from at least every reserved count. */
-  takeOver(owner: string): boolean {
+  takeOver(owner: string, removed = false): boolean {
     const state = this.state(owner);
     if (state === null) return false;
     if (state.serving) return true;
-    // Never its successor yet (a node just added, or restarted): the counts are not here; 503
-    // rather than serve from nothing.
-    if (!state.reservations.handedBack()) return false;
+    // Never its successor yet (a node just added, or restarted), or not since the voters changed:
+    // the counts are not all here; 503 rather than serve from too little.
+    if (!state.reservations.handedBack() && !removed) return false;
+    // Restored already, and fenced since (nothing acknowledged): restoring again would only add them twice.
+    if (state.restored && state.reservations.isFenced()) {
+      state.serving = true;
+      return true;
+    }
     const { limiter } = this.options;
     const nowMs = this.options.nowMs();
     const width = (bucket: ReservationBucket) =>
       limiter.bucketWidthMs(parseReservationKey(bucket.key)?.durationMs ?? 1);
     // Filed on the owner's clock: one bucket later here (clocks apart by less than a bucket).
+    const restored: BucketCount[] = [];
     for (const bucket of movedBuckets(state.reservations.takeOver(), width, nowMs)) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) continue;
-      limiter.restoreMovedBucket({
+      const count: BucketCount = {
         key: parsed.limiterKey,
         limit: bucket.limit,
         durationMs: parsed.durationMs,
         bucketStartMs: bucket.bucketStartMs,
         count: bucket.count,
-      });
+      };
+      limiter.restoreMovedBucket(count);
+      restored.push(count);
     }
+    // Held here and by the owner, which may never come back (removed for good): copied elsewhere
+    // before this node serves (cluster-limits.ts), as its own admissions are.
+    if (!removed && restored.length > 0) this.uncopied.set(owner, restored);
     state.serving = true;
+    state.restored = true;
     this.takeovers++;
     this.options.logger.warn(
       { owner },
@@ -174,9 +286,27 @@ export class SuccessorSide {
     return true;
   }
 
+  /** The counts restored when `owner` was taken over that no other node keeps a copy of yet. */
+  uncopiedOf(owner: string): readonly BucketCount[] {
+    return this.uncopied.get(owner) ?? [];
+  }
+
+  /** A copy of them is kept elsewhere now. */
+  copied(owner: string, buckets: readonly BucketCount[]): void {
+    if (this.uncopied.get(owner) === buckets) this.uncopied.delete(owner);
+  }
+
   /** Drops reservations of buckets that left every window (one width plus one window after their start). */
   prune(nowMs: number): void {
     const { limiter } = this.options;
+    for (const [id, copy] of this.copies) {
+      const parsed = parseReservationKey(copy.bucket.key);
+      if (
+        parsed === null ||
+        copy.bucket.bucketStartMs + limiter.bucketWidthMs(parsed.durationMs) + parsed.durationMs <= nowMs
+      )
+        this.copies.delete(id);
+    }
     for (const state of this.owners.values()) {
       state.reservations.prune((bucket) => {
         const parsed = parseReservationKey(bucket.key);
@@ -204,8 +334,14 @@ export class SuccessorSide {
         count: bucket.count,
       });
     }
+    buckets.push(...this.heldFor(asker, (subject) => rankNodes(subject, askerVoters)[0] === asker));
     const nodes = [...this.options.knownNodes()];
-    return { t: "collect", buckets: buckets.length > handBackBucketsMax ? mergePerKey(buckets) : buckets, nodes };
+    return {
+      t: "collect",
+      buckets: buckets.length > handBackBucketsMax ? mergePerKey(buckets) : buckets,
+      nodes,
+      sameVoters: sameVoters(askerVoters, this.options.voters()),
+    };
   }
 
   /** The owner asks to serve again (it is back or just started): stop serving and hand every count of its subjects back. */
@@ -231,15 +367,27 @@ export class SuccessorSide {
         count: bucket.count,
       });
     }
-    const wasServing = state.serving;
+    const wasServing = state.serving || state.restored;
     state.serving = false;
+    state.restored = false;
+    this.uncopied.delete(owner);
     const handBack = state.reservations.handBack(served, wasServing);
     this.handBacks++;
     this.options.logger.info(
       { owner, generation: handBack.generation, buckets: handBack.buckets.length, wasServing },
       "rate limits: handing limits back to their owner",
     );
-    const buckets = handBack.buckets.length > handBackBucketsMax ? mergePerKey(handBack.buckets) : handBack.buckets;
+    // Copies of what a serving successor admitted and reservations of other owners (either may be
+    // gone): added, never merged with this owner's reservations (they count other admissions; the
+    // owner sums what lands in one bucket).
+    const all = [
+      ...handBack.buckets,
+      ...this.heldFor(owner, (subject) => {
+        const ranked = rankNodes(subject, voters);
+        return ranked[0] === owner && ranked[1] === nodeId;
+      }),
+    ];
+    const buckets = all.length > handBackBucketsMax ? mergePerKey(all) : all;
     const nodes = [...this.options.knownNodes()];
     return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets, nodes };
   }

@@ -55,15 +55,25 @@ export type CounterRequest =
    */
   | { t: "beat"; asyncCounts: AsyncCounts[]; asyncNowMs?: number; asyncUnconfirmedSinceMs?: number }
   | { t: "batch"; items: ForwardItem[] }
-  /** Owner to successor; `boot` is the successor's boot id the generation came from. */
-  | { t: "reserve"; boot: string; asks: WireAsk[] }
+  /**
+   * Owner to successor; `boot` is the successor's boot id the generation came from. `covered`: the
+   * generation in which the owner has covered every count it held after the hand-back (asks may
+   * then be empty): the successor may take over from what it reserved.
+   */
+  | { t: "reserve"; boot: string; asks: WireAsk[]; covered?: number }
   /** Owner to successor: stop serving my subjects and give me their counts. */
   | { t: "handBack"; voters?: string[] }
   /**
    * Owner to every other node it knows (with a hand-back): the counts you hold of subjects that
    * rank me first over `voters` (a node they passed through in quick membership changes).
    */
-  | { t: "collect"; voters: string[] };
+  | { t: "collect"; voters: string[] }
+  /**
+   * A successor serving its owner's subjects (after a takeover) to the node ranked next: keep
+   * these counts durably (they are admissions only the sender holds otherwise) and give them to
+   * whoever collects or is handed back those subjects later.
+   */
+  | { t: "copy"; buckets: WireBucket[]; voters: string[] };
 
 export type CounterReply =
   | { t: "beat" }
@@ -72,8 +82,13 @@ export type CounterReply =
   | { t: "reserve"; acks: (WireAsk | null)[] }
   /** `nodes`: every node the successor knows (the owner asks them for counts too). */
   | { t: "handBack"; boot: string; generation: number; buckets: WireBucket[]; nodes?: string[] }
-  /** The counts asked for, and every node the answering one knows (asked next). */
-  | { t: "collect"; buckets: WireBucket[]; nodes: string[] }
+  /**
+   * The counts asked for, and every node the answering one knows (asked next); `sameVoters`: it
+   * has applied the asker's voters (so it no longer serves or takes over with an older pairing).
+   */
+  | { t: "collect"; buckets: WireBucket[]; nodes: string[]; sameVoters?: boolean }
+  /** The copies are durable: `counts` is what is kept for each bucket asked, in order. */
+  | { t: "copy"; counts: number[] }
   /** The receiver cannot take the request (e.g. not started yet). */
   | { t: "refused"; message: string };
 
