@@ -450,6 +450,9 @@ export class DriverSimulation {
     if (sender.receiverIncarnation !== null && incarnation !== sender.receiverIncarnation) return false;
     const live = this.processes.get(message.from);
     if (live !== undefined && live.transport === sender.transport) return this.accepted(sender.transport, to.id);
+    // From a process gone since: once the receiver accepted the sender's next process, the real
+    // transport has replaced the old connection with the new one, and nothing more arrives on it.
+    if (live !== undefined && this.accepted(live.transport, to.id)) return false;
     if (sender.identity === null) return true;
     // Its connection was checked when it opened; only who sent it matters now, not what its disk held.
     const { cluster, incarnation: senderIncarnation } = sender.identity;
