@@ -76,6 +76,12 @@ describe("the simulators still read their flags", () => {
     expect(result.status).toBe(0);
   });
 
+  it("test:sim --driver runs one seed of the driver simulation", () => {
+    const result = run("packages/raft/dist/sim/cli.js", ["--driver", "--seed", "3", "--steps", "40"]);
+    expect(result.stdout).toContain("driver simulation, 1 seeds x 40 steps: ok");
+    expect(result.status).toBe(0);
+  });
+
   it("test:sim-counters runs seeds of both simulations", () => {
     const credit = run("packages/core/cli/dist/sim-counters.js", ["--seeds", "3", "--from", "5", "--steps", "40"]);
     expect(credit.stdout).toContain("3 seeds x 40 steps in");

@@ -18,6 +18,8 @@ export const RAFT_IO_ERROR_CODES = {
   RAFT_ERR_SNAPSHOT_OUT_OF_DATE: "storage: the snapshot is not newer than the one already held",
   RAFT_ERR_IDENTITY_REFUSED:
     "a peer refused this node's identity: this data directory replaced a member's (it must rejoin as a new member) or belongs to another cluster",
+  RAFT_ERR_ROLLED_BACK:
+    "a peer refused this node: its data directory holds less than the node already told that peer (restored from an older copy); it must rejoin as a new member",
 } as const;
 
 export type RaftIoErrorCode = keyof typeof RAFT_IO_ERROR_CODES;

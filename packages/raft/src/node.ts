@@ -53,7 +53,7 @@ import { systemClock, type DriverClock } from "./driver/clock.js";
 import { applicationMessageType, isApplicationMessage, type WireMessage } from "./driver/app-message.js";
 import { ReadContexts, readContextNonceBytes } from "./driver/read-context.js";
 import { PeerIdentities } from "./driver/peer-identity.js";
-import type { PeerIdentity } from "./transport/handshake.js";
+import type { DurableState, PeerIdentity } from "./transport/handshake.js";
 import { applyConfChange, bootstrapTerm, decodeConfChange } from "./core/confchange.js";
 import { ApplyQueue, type ApplyWork } from "./driver/apply-queue.js";
 
@@ -144,6 +144,10 @@ export class RaftNode {
   private readonly identities: PeerIdentities | null;
   /** Peers that refused this node's identity in a handshake. */
   private readonly refusedBy = new Set<NodeId>();
+  /** Peers that refused this node because its data directory holds less than it told them (a restored copy). */
+  private readonly rolledBackFor = new Set<NodeId>();
+  /** Ticks since the peers' marks were last saved (driver/peer-identity.ts flushMarks). */
+  private ticksSinceMarksFlush = 0;
   private applied = 0;
   private role: Role = "follower";
   private leader: NodeId = "";
@@ -189,7 +193,9 @@ export class RaftNode {
       options.readContextNonce ?? new Uint8Array(randomBytes(readContextNonceBytes)),
     );
     this.identities =
-      options.identity === undefined ? null : new PeerIdentities(options.identity.store, options.identity.cluster);
+      options.identity === undefined
+        ? null
+        : new PeerIdentities(options.identity.store, options.identity.cluster, options.id);
     const identities = this.identities;
     this.clock = options.clock ?? systemClock;
     const makeTransport =
@@ -202,10 +208,11 @@ export class RaftNode {
       ...(options.transport.host === undefined ? {} : { host: options.transport.host }),
       port: options.transport.port ?? 0,
       peers: options.transport.peers,
-      onMessage: (message) =>
-        isApplicationMessage(message)
-          ? this.receiveAppMessage(message.from, message.payload)
-          : this.push({ kind: "message", message }),
+      onMessage: (message, incarnation) => {
+        if (isApplicationMessage(message)) return this.receiveAppMessage(message.from, message.payload);
+        identities?.observe(message.from, incarnation, message);
+        this.push({ kind: "message", message });
+      },
       onPeerChange: (id, connected) => {
         if (!connected) this.push({ kind: "unreachable", id });
       },
@@ -214,9 +221,9 @@ export class RaftNode {
       ...(identities === null
         ? {}
         : {
-            identity: () => identities.own,
+            identity: (): PeerIdentity => ({ ...identities.own, durable: this.durableState() }),
             checkIdentity: (peer: NodeId, identity: PeerIdentity) => identities.check(peer, identity),
-            onIdentityRefused: (peer: NodeId) => this.onIdentityRefused(peer),
+            onIdentityRefused: (peer: NodeId, rolledBack: boolean) => this.onIdentityRefused(peer, rolledBack),
           }),
     });
   }
@@ -254,7 +261,7 @@ export class RaftNode {
     this.applied = snapshot.metadata.index;
     this.boundPort = (await this.transport.start()).port;
     try {
-      await this.checkBeforeFounding();
+      await this.probePeers();
     } catch (error) {
       await this.transport.close();
       throw error;
@@ -283,20 +290,24 @@ export class RaftNode {
   }
 
   /**
-   * A founding member with an empty log would bootstrap a cluster of its own. When it has an
-   * identity, it first asks its peers (the handshake): if one refuses it because it knew another
-   * incarnation of this node, the data directory was wiped and this node must not found anything;
-   * it rejoins only as a new member (remove, then addLearner, started without founding voters).
-   * It waits until every peer answered or foundingProbeMs passed (peers down: nobody to ask).
+   * Before it takes part, a node with an identity asks its peers (the handshake) whether they accept
+   * it, and waits until every peer answered or foundingProbeMs passed (peers down: nobody to ask):
+   * - a founding member with an empty log would bootstrap a cluster of its own: if a peer knew
+   *   another incarnation of it, its data directory was wiped and it must not found anything;
+   * - a node with a log is refused if a peer was told more than its data directory holds (a copy
+   *   restored from earlier): it could vote twice in a term or lose acknowledged entries.
+   * Either way it rejoins only as a new member (remove, empty its directory, addLearner).
+   * A joining node with an empty log has nothing to check.
    */
-  private async checkBeforeFounding(): Promise<void> {
+  private async probePeers(): Promise<void> {
     const founding = (this.options.voters?.length ?? 0) > 0;
     const { hardState } = this.storage.initialState();
     const emptyLog = hardState.term === 0 && this.storage.lastIndex() === 0;
-    if (this.identities === null || !founding || !emptyLog) return;
+    if (this.identities === null || (emptyLog && !founding)) return;
     const peers = Object.keys(this.options.transport.peers).filter((id) => id !== this.id);
     const electionMs = this.config.electionTicks * this.config.tickMs;
     const deadlineMs = this.clock.nowMs() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
+    const refused = () => this.rolledBackFor.size > 0 || (emptyLog && this.refusedBy.size > 0);
     // A dialer is authenticated one frame before its peer checks it: once every peer is connected,
     // a refusal can still be on its way, so wait a little longer for it.
     let allConnectedAtMs: number | null = null;
@@ -308,13 +319,14 @@ export class RaftNode {
           resolve();
         }, this.config.tickMs);
       });
-    while (this.clock.nowMs() < deadlineMs && this.refusedBy.size === 0) {
+    while (this.clock.nowMs() < deadlineMs && !refused()) {
       if (allConnectedAtMs === null && peers.every((id) => this.transport.isConnected(id)))
         allConnectedAtMs = this.clock.nowMs();
       if (allConnectedAtMs !== null && this.clock.nowMs() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
       await nextTick();
     }
-    if (this.refusedBy.size === 0) return;
+    if (this.rolledBackFor.size > 0) throw this.rolledBackError();
+    if (!emptyLog || this.refusedBy.size === 0) return;
     throw new RaftNodeError(
       "RAFT_ERR_IDENTITY_REFUSED",
       `refusing to found a cluster: ${[...this.refusedBy].join(", ")} knew another incarnation of ${this.id} ` +
@@ -322,12 +334,31 @@ export class RaftNode {
     );
   }
 
-  private onIdentityRefused(peer: NodeId): void {
-    this.refusedBy.add(peer);
-    this.logger.error(
-      { id: this.id, peer, incarnation: this.identities?.own.incarnation },
-      "raft node: a peer refused this node's identity (another cluster, or this data directory replaced a member's)",
+  private rolledBackError(): RaftNodeError {
+    return new RaftNodeError(
+      "RAFT_ERR_ROLLED_BACK",
+      `${[...this.rolledBackFor].join(", ")} were told more than this data directory holds: it was restored ` +
+        `from an older copy of ${this.id}'s; remove ${this.id}, empty its directory and add it back as a new member`,
     );
+  }
+
+  /** What this node's data directory holds, stated in the handshake (driver/peer-identity.ts compares it). */
+  private durableState(): DurableState {
+    const { hardState } = this.storage.initialState();
+    return { term: hardState.term, vote: hardState.vote, lastIndex: this.storage.lastIndex() };
+  }
+
+  private onIdentityRefused(peer: NodeId, rolledBack: boolean): void {
+    (rolledBack ? this.rolledBackFor : this.refusedBy).add(peer);
+    this.logger.error(
+      { id: this.id, peer, incarnation: this.identities?.own.incarnation, rolledBack },
+      rolledBack
+        ? "raft node: a peer refused this node's data directory as older than what it was told (restored from a copy)"
+        : "raft node: a peer refused this node's identity (another cluster, or this data directory replaced a member's)",
+    );
+    // Refused once running (the peer was unreachable during the probe): stop before it votes or
+    // acknowledges anything more on a state that forgot what it promised.
+    if (rolledBack && this.state === "running") this.fatal(this.rolledBackError());
   }
 
   /**
@@ -416,6 +447,7 @@ export class RaftNode {
     try {
       await this.snapshotWrite;
       await this.transport.close();
+      this.identities?.flushMarks();
       if (this.deferredHardState !== null) await this.storage.append([], this.deferredHardState, true);
     } finally {
       await this.storage.close();
@@ -472,6 +504,11 @@ export class RaftNode {
 
   private onTick(): void {
     if (this.ticksPending < driverLimits.ticksPendingMax) this.ticksPending++;
+    // Peers' log indexes are saved in batches: one small write per election timeout at most.
+    if (++this.ticksSinceMarksFlush >= this.config.electionTicks) {
+      this.ticksSinceMarksFlush = 0;
+      this.identities?.flushMarks();
+    }
     const nowMs = this.clock.nowMs();
     const timeout = (what: string) => () => new TimeoutError(what, this.config.requestTimeoutMs, this.leader);
     this.proposals.expire(nowMs, timeout("propose"));

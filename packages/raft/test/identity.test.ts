@@ -1,12 +1,18 @@
 // A member whose data directory was wiped must not found a cluster again (it could vote twice in a
 // term): every data directory has an incarnation, peers remember it, the handshake checks it, and
 // the member rejoins only as a new member through a membership change.
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort } from "../src/driver/free-port.js";
 import { foundingClusterId, MemoryIdentityStore, PeerIdentities } from "../src/driver/peer-identity.js";
 import { RaftNodeError } from "../src/errors.js";
 import { RaftNode } from "../src/node.js";
+import { IdentityFile } from "../src/storage/identity-file.js";
+import { LevelStorage } from "../src/storage/level-storage.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
+import { parseHandshake } from "../src/transport/handshake.js";
 import {
   bytes,
   clusterSecret,
@@ -19,14 +25,82 @@ import {
 } from "./fixtures/in-process-cluster.js";
 
 describe("PeerIdentities", () => {
+  const n2 = { cluster: "c1", incarnation: "aaaa" };
+  const at = (term: number, lastIndex: number, vote = "") => ({ ...n2, durable: { term, vote, lastIndex } });
+  const appResp = (term: number, index: number, reject = false) => ({ type: "appResp", term, index, reject });
+
+  it("refuses a peer whose stated term is below a term it sent (pre-votes aside)", () => {
+    const identities = new PeerIdentities(new MemoryIdentityStore(), "c1", "n1");
+    expect(identities.check("n2", at(3, 10))).toBeNull();
+    identities.observe("n2", "aaaa", { type: "heartbeatResp", term: 5 });
+    identities.observe("n2", "aaaa", { type: "vote", term: 9, preVote: true }); // a term it has not adopted
+    identities.observe("n2", "aaaa", { type: "voteResp", term: 9, preVote: true, reject: false });
+    expect(identities.check("n2", at(5, 0))).toBeNull();
+    expect(identities.check("n2", at(6, 0))).toBeNull();
+    expect(identities.check("n2", at(4, 99))).toMatchObject({
+      rolledBack: true,
+      reason: expect.stringMatching(/older than what it already told this node \(its term is 4, it sent term 5\)/),
+    });
+    expect(identities.check("n2", n2)).toBeNull(); // states nothing (an earlier release): nothing to compare
+  });
+
+  it("refuses a peer whose log, in a term it held entries, ends before them; a later term may truncate", () => {
+    const identities = new PeerIdentities(new MemoryIdentityStore(), "c1", "n1");
+    expect(identities.check("n2", at(1, 0))).toBeNull();
+    identities.observe("n2", "aaaa", appResp(4, 20));
+    identities.observe("n2", "aaaa", appResp(4, 12)); // a late answer of the same term lowers nothing
+    identities.observe("n2", "aaaa", appResp(4, 30, true)); // a rejection acknowledges nothing
+    expect(identities.check("n2", at(4, 20))).toBeNull();
+    expect(identities.check("n2", at(4, 19))).toMatchObject({ rolledBack: true });
+    expect(identities.check("n2", at(5, 3))).toBeNull(); // a leader of term 5 may have truncated it
+    identities.observe("n2", "aaaa", appResp(5, 2)); // and the mark of term 4 no longer counts
+    expect(identities.check("n2", at(5, 2))).toBeNull();
+    expect(identities.check("n2", at(4, 25))).toMatchObject({ rolledBack: true });
+    // As leader it states its commit index, which its own log holds durably.
+    identities.observe("n2", "aaaa", { type: "heartbeat", term: 6, commit: 9 });
+    identities.observe("n2", "aaaa", { type: "app", term: 6, commit: 11 });
+    expect(identities.check("n2", at(6, 11))).toBeNull();
+    expect(identities.check("n2", at(6, 10))?.reason).toMatch(/its log ends at 10, it held 11 in term 6/);
+  });
+
+  it("refuses a peer that forgot the vote it granted this node in its current term", () => {
+    const identities = new PeerIdentities(new MemoryIdentityStore(), "c1", "n1");
+    expect(identities.check("n2", at(1, 0))).toBeNull();
+    identities.observe("n2", "aaaa", { type: "voteResp", term: 7, preVote: false, reject: false });
+    expect(identities.check("n2", at(7, 0, "n1"))).toBeNull();
+    expect(identities.check("n2", at(8, 0, "n3"))).toBeNull(); // a later term, a new vote
+    expect(identities.check("n2", at(7, 0, ""))).toMatchObject({ rolledBack: true });
+    expect(identities.check("n2", at(7, 0, "n3"))?.reason).toMatch(/its vote in term 7 is "n3", it voted for n1/);
+  });
+
+  it("records marks for the incarnation it knows only, saves terms and votes at once and acknowledgements when flushed", () => {
+    const store = new MemoryIdentityStore();
+    const identities = new PeerIdentities(store, "c1", "n1");
+    identities.observe("n2", "aaaa", appResp(3, 9)); // not authenticated yet: no record to attach it to
+    expect(identities.check("n2", at(1, 0))).toBeNull();
+    identities.observe("n2", "bbbb", appResp(3, 9)); // another incarnation's message
+    expect(identities.check("n2", at(1, 0))).toBeNull();
+    identities.observe("n2", "aaaa", appResp(3, 9));
+    identities.observe("n2", "aaaa", appResp(3, 15));
+    expect(new PeerIdentities(store, "c1", "n1").check("n2", at(3, 10))).toBeNull(); // 15 not saved yet
+    expect(new PeerIdentities(store, "c1", "n1").check("n2", at(2, 10))).toMatchObject({ rolledBack: true });
+    identities.flushMarks();
+    expect(new PeerIdentities(store, "c1", "n1").check("n2", at(3, 10))).toMatchObject({ rolledBack: true });
+    identities.forget("n2", 60); // removed (or added anew): its marks go with its incarnation
+    expect(identities.check("n2", { ...at(1, 0), incarnation: "cccc" })).toBeNull();
+  });
+
   it("records a peer's incarnation, refuses another one, and forgets it on a newer membership change only", () => {
     const store = new MemoryIdentityStore();
     const identities = new PeerIdentities(store, "c1");
     expect(identities.fresh).toBe(true);
     expect(identities.check("n2", { cluster: "c1", incarnation: "aaaa" })).toBeNull();
     expect(identities.check("n2", { cluster: "c1", incarnation: "aaaa" })).toBeNull();
-    expect(identities.check("n2", { cluster: "c1", incarnation: "bbbb" })).toMatch(/data directory was replaced/);
-    expect(identities.check("n3", { cluster: "c2", incarnation: "cccc" })).toMatch(/belongs to cluster c2/);
+    expect(identities.check("n2", { cluster: "c1", incarnation: "bbbb" })).toMatchObject({
+      reason: expect.stringMatching(/data directory was replaced/),
+      rolledBack: false,
+    });
+    expect(identities.check("n3", { cluster: "c2", incarnation: "cccc" })?.reason).toMatch(/belongs to cluster c2/);
 
     const reopened = new PeerIdentities(store, "c1"); // a restart keeps the records and the incarnation
     expect(reopened.fresh).toBe(false);
@@ -66,6 +140,32 @@ describe("PeerIdentities", () => {
     expect(foundingClusterId(["n1", "n2"], "secret-1234567890")).not.toBe(
       foundingClusterId(["n1", "n2", "n3"], "secret-1234567890"),
     );
+  });
+});
+
+describe("the handshake's durable state", () => {
+  it("is parsed when well formed, absent when not stated, and refused when malformed", () => {
+    const hello = {
+      k: "hello",
+      v: 1,
+      from: "n1",
+      to: "n2",
+      nonce: new Uint8Array(32),
+      cluster: "c1",
+      incarnation: "a",
+    };
+    expect(parseHandshake(hello)).not.toHaveProperty("durable");
+    const durable = { term: 4, vote: "n3", lastIndex: 17 };
+    expect(parseHandshake({ ...hello, durable })).toMatchObject({ durable });
+    for (const bad of [
+      { term: -1, vote: "", lastIndex: 0 },
+      { term: 1.5, vote: "", lastIndex: 0 },
+      { term: 1, vote: 7, lastIndex: 0 },
+      { term: 1, vote: "x".repeat(129), lastIndex: 0 },
+      { term: 1, vote: "" },
+      [1, "", 2],
+    ])
+      expect(parseHandshake({ ...hello, durable: bad }), JSON.stringify(bad)).toBeNull();
   });
 });
 
@@ -172,5 +272,73 @@ describe("RaftNode with identities", () => {
     const wiped = startFounder("n3"); // the same address, an empty log, a new incarnation
     const refused = await wiped.node.start().catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: "RAFT_ERR_IDENTITY_REFUSED" });
+  });
+
+  it("a member restarted on an older copy of its data directory is refused at start; the cluster keeps its leader", async () => {
+    const ids = ["n1", "n2", "n3"];
+    const cluster = foundingClusterId(ids, clusterSecret);
+    const ports = await Promise.all(ids.map(() => freePort()));
+    const root = mkdtempSync(join(tmpdir(), "keyraft-rollback-"));
+    const dirOf = (id: string) => join(root, id);
+    const start = async (id: string): Promise<Member> => {
+      const machine = new RecordingMachine();
+      const storage = await LevelStorage.open({ path: join(dirOf(id), "raft"), keepEntries: 5 });
+      const node = new RaftNode({
+        id,
+        voters: ids,
+        storage,
+        stateMachine: machine,
+        transport: {
+          secret: clusterSecret,
+          port: ports[ids.indexOf(id)] ?? 0,
+          peers: Object.fromEntries(
+            ids.filter((peer) => peer !== id).map((peer) => [peer, `ws://127.0.0.1:${ports[ids.indexOf(peer)] ?? 0}`]),
+          ),
+          limits: { backoffBaseMs: 10, backoffMaxMs: 100 },
+        },
+        tickMs: 10,
+        identity: { store: new IdentityFile(join(dirOf(id), "IDENTITY.json")), cluster, foundingProbeMs: 2000 },
+      });
+      return { id, node, machine, storage };
+    };
+    try {
+      const members = await Promise.all(ids.map(start));
+      await Promise.all(members.map((m) => m.node.start()));
+      running.push(...members);
+      const leader = await leaderOf(members);
+      await leader.node.propose(bytes("one"));
+      const follower = members.find((m) => m !== leader);
+      if (follower === undefined) throw new Error("no follower");
+      await until(() => follower.machine.commands.includes("one"));
+
+      // A copy of the follower's directory (a backup, a VM snapshot), taken while it is stopped.
+      await follower.node.stop();
+      running = running.filter((m) => m !== follower);
+      cpSync(dirOf(follower.id), join(root, "copy"), { recursive: true });
+      const again = await start(follower.id);
+      await again.node.start();
+      running.push(again);
+      await leader.node.propose(bytes("two")); // acknowledged by the follower's directory, not by the copy
+      await until(() => again.machine.commands.includes("two"));
+      await again.node.stop();
+      running = running.filter((m) => m !== again);
+      const term = leader.node.status().term;
+
+      // Restored from the copy: the same incarnation, without the entry it acknowledged.
+      rmSync(dirOf(follower.id), { recursive: true });
+      cpSync(join(root, "copy"), dirOf(follower.id), { recursive: true });
+      const restored = await start(follower.id);
+      const refused = await restored.node.start().catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(RaftNodeError);
+      expect(refused).toMatchObject({ code: "RAFT_ERR_ROLLED_BACK" });
+      expect((refused as Error).message).toMatch(/restored from an older copy/);
+      expect(leader.node.transportStats().rollbackRefusals).toBeGreaterThan(0);
+      expect(leader.node.status()).toMatchObject({ role: "leader", term });
+      await restored.storage.close();
+    } finally {
+      await Promise.all(running.map((m) => m.node.stop()));
+      running = [];
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

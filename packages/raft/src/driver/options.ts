@@ -77,9 +77,10 @@ export interface RaftNodeOptions {
    * Cluster and data-directory identity, checked in every handshake (driver/peer-identity.ts).
    * `store` keeps this node's incarnation and its peers' (storage/identity-file.ts: a file inside
    * the Raft data directory); `cluster` is foundingClusterId(voters, secret) for a founding member,
-   * "" for a joining one. A founding member with an empty log first waits up to `foundingProbeMs`
-   * (default two election timeouts) for its peers, and refuses to found if one knew another
-   * incarnation of it. Default: no identity (no checks).
+   * "" for a joining one. A founding member with an empty log, and any node with a log, first waits
+   * up to `foundingProbeMs` (default two election timeouts) for its peers: a founder refuses to found
+   * if one knew another incarnation of it, and a node with a log fails to start if one was told more
+   * than its data directory holds (a restored copy). Default: no identity (no checks).
    */
   identity?: { store: IdentityStore; cluster: string; foundingProbeMs?: number };
   /**

@@ -1,12 +1,14 @@
 // Runs the deterministic simulator over many seeds:
-//   npm run test:sim -- --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose]
+//   npm run test:sim -- --seeds 10000 [--from N] [--seed N] [--steps M] [--verbose] [--driver]
 // On failure it prints the seed and the command that replays it, and exits 1.
 import { parseArgs } from "node:util";
-import { runSimulation, type SimResult } from "./simulation.js";
+import { runDriverSimulation } from "./driver-sim.js";
+import { runSimulation } from "./simulation.js";
 
 const usage = `usage: npm run test:sim -- [flags]
 
-Runs the deterministic Raft simulator over many seeds.
+Runs the deterministic Raft simulator over many seeds (with --driver, the driver simulation:
+the real RaftNode over a fake clock, network and disk).
 
 flags:
   --seeds N      how many seeds, from --from on (default 1000)
@@ -14,6 +16,7 @@ flags:
   --seed N       run this one seed only
   --steps N      steps of the fault phase (default 300)
   --verbose      print the trace and the stats of every seed
+  --driver       run the driver simulation instead of the core simulator
   --help         this text`;
 
 interface CliOptions {
@@ -22,6 +25,7 @@ interface CliOptions {
   seed: number | null;
   steps: number;
   verbose: boolean;
+  driver: boolean;
 }
 
 /** The options, or "help"; throws with a message for the user on a bad flag. */
@@ -36,6 +40,7 @@ function readOptions(argv: string[]): CliOptions | "help" {
       seed: { type: "string" },
       steps: { type: "string" },
       verbose: { type: "boolean" },
+      driver: { type: "boolean" },
       help: { type: "boolean" },
     },
   });
@@ -53,14 +58,45 @@ function readOptions(argv: string[]): CliOptions | "help" {
     seed: values.seed === undefined ? null : count("seed", values.seed, 0),
     steps: count("steps", values.steps, 300),
     verbose: values.verbose === true,
+    driver: values.driver === true,
   };
 }
 
-function replayCommand(result: SimResult, steps: number): string {
-  return `npm run test:sim -- --seed ${result.seed} --steps ${steps} --verbose`;
+function replayCommand(seed: number, options: CliOptions): string {
+  return `npm run test:sim -- ${options.driver ? "--driver " : ""}--seed ${seed} --steps ${options.steps} --verbose`;
 }
 
-function main(): number {
+/** The driver simulation over the seeds: its own totals (it has no liveness-step figure). */
+async function runDriver(seeds: number[], options: CliOptions): Promise<number> {
+  const startedMs = performance.now();
+  let failures = 0;
+  const totals: Record<string, number> = {};
+  for (const [i, seed] of seeds.entries()) {
+    const trace = options.verbose ? (line: string) => console.log(line) : undefined;
+    const result = await runDriverSimulation(
+      trace === undefined ? { seed, steps: options.steps } : { seed, steps: options.steps, trace },
+    );
+    if (options.verbose || seeds.length === 1) console.log(JSON.stringify(result.stats));
+    for (const [key, value] of Object.entries(result.stats)) totals[key] = (totals[key] ?? 0) + value;
+    if (!result.ok) {
+      failures++;
+      console.log(`FAIL seed ${seed}: ${result.failure}`);
+      console.log(`replay: ${replayCommand(seed, options)}`);
+      if (failures >= 10) break;
+    }
+    if ((i + 1) % 500 === 0)
+      console.log(
+        `${i + 1}/${seeds.length} seeds, ${failures} failed, ${Math.round(performance.now() - startedMs)} ms`,
+      );
+  }
+  console.log(`totals ${JSON.stringify(totals)}`);
+  console.log(
+    `driver simulation, ${seeds.length} seeds x ${options.steps} steps: ${failures === 0 ? "ok" : `${failures} FAILED`} in ${Math.round(performance.now() - startedMs)} ms`,
+  );
+  return failures === 0 ? 0 : 1;
+}
+
+async function main(): Promise<number> {
   let options: CliOptions | "help";
   try {
     options = readOptions(process.argv.slice(2));
@@ -76,6 +112,7 @@ function main(): number {
   }
   const seeds =
     options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
+  if (options.driver) return runDriver(seeds, options);
   const startedMs = performance.now();
   let failures = 0;
   const totals = {
@@ -105,7 +142,7 @@ function main(): number {
     if (!result.ok) {
       failures++;
       console.log(`FAIL seed ${seed}: ${result.failure}`);
-      console.log(`replay: ${replayCommand(result, options.steps)}`);
+      console.log(`replay: ${replayCommand(seed, options)}`);
       if (failures >= 10) break;
     }
     if ((i + 1) % 500 === 0)
@@ -122,4 +159,4 @@ function main(): number {
   return failures === 0 ? 0 : 1;
 }
 
-process.exitCode = main();
+process.exitCode = await main();

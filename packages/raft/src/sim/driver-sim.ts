@@ -11,7 +11,7 @@ import type { ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWrite
 import type { DriverClock } from "../driver/clock.js";
 import type { DriverTransport } from "../driver/options.js";
 import { MemoryIdentityStore } from "../driver/peer-identity.js";
-import type { PeerIdentity } from "../transport/handshake.js";
+import type { IdentityRefusal, PeerIdentity } from "../transport/handshake.js";
 import type { StateMachine } from "../driver/state-machine.js";
 import { RaftNodeError } from "../errors.js";
 import { RaftNode } from "../node.js";
@@ -35,6 +35,12 @@ export interface DriverSimOptions {
    * false shows what a wiped data directory does without it (the tests keep such seeds).
    */
   identityChecks?: boolean;
+  /**
+   * Whether nodes state their durable state (term, vote, last index) in the handshake, so that peers
+   * can refuse a data directory rolled back behind what it told them. Default true; false is what a
+   * node of an earlier release states (the tests keep seeds that fail without it).
+   */
+  rollbackChecks?: boolean;
 }
 
 export interface DriverSimResult {
@@ -55,6 +61,10 @@ export interface DriverSimResult {
     wipes: number;
     /** Starts that RaftNode refused (RAFT_ERR_IDENTITY_REFUSED): a peer knew another incarnation. */
     refusedStarts: number;
+    /** Crashes after which the node came back on an older copy of its own data directory. */
+    rollbacks: number;
+    /** Starts refused, or running processes stopped, with RAFT_ERR_ROLLED_BACK. */
+    rollbacksRefused: number;
   };
 }
 
@@ -96,8 +106,8 @@ class ProcessClock implements DriverClock {
 /** What the handshake of a real connection does with identities (transport/handshake.ts), for the simulation to model. */
 interface SimHandshake {
   identity?: () => PeerIdentity;
-  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => string | null;
-  onIdentityRefused?: (peer: NodeId) => void;
+  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => IdentityRefusal | null;
+  onIdentityRefused?: (peer: NodeId, rolledBack: boolean) => void;
 }
 
 /** The transport RaftNode sees: sends go into the simulated network; the simulation delivers. */
@@ -107,7 +117,7 @@ class SimTransport implements DriverTransport {
   constructor(
     private readonly id: NodeId,
     private readonly sim: DriverSimulation,
-    readonly onMessage: (message: Message) => void,
+    readonly onMessage: (message: Message, incarnation: string) => void,
     readonly handshake: SimHandshake,
   ) {}
 
@@ -137,6 +147,7 @@ class SimTransport implements DriverTransport {
       refusedConnections: 0,
       authFailures: 0,
       identityRefusals: 0,
+      rollbackRefusals: 0,
       invalidMessages: 0,
       droppedUnknownPeer: 0,
     };
@@ -290,6 +301,8 @@ export class DriverSimulation {
   readonly checker = new SafetyChecker();
   step = 0;
   private readonly random: Xoshiro128;
+  /** Draws of the rolled-back-disk fault (copies and restores), apart from `random`. */
+  private readonly rollbackRandom: Xoshiro128;
   private readonly network: SimNetwork;
   private readonly time = { nowMs: 1_000_000 };
   private readonly ids: NodeId[];
@@ -298,6 +311,12 @@ export class DriverSimulation {
   private readonly identityStores = new Map<NodeId, MemoryIdentityStore>();
   /** Nodes whose data directory was wiped (at most one per run, in clusters of three voters or more). */
   private readonly wiped = new Set<NodeId>();
+  /** Nodes restarted on an older copy of their data directory (at most one per run, and only where nothing was wiped), with the step of the copy. */
+  private readonly rolledBack = new Map<NodeId, number>();
+  /** The step of each node's last crash. */
+  private readonly crashSteps = new Map<NodeId, number>();
+  /** The last copy taken of each node's data directory (disk and identity file, as of one step). */
+  private readonly backups = new Map<NodeId, { disk: SimStorage; identity: MemoryIdentityStore; step: number }>();
   /** Handshakes between two transports (by object), as a real connection would do once: accepted or not. */
   private readonly handshakes = new Map<SimTransport, Map<SimTransport, boolean>>();
   /** Who sent each message in flight, as stated then (a held message may outlive its sender's process). */
@@ -324,12 +343,15 @@ export class DriverSimulation {
     proposals: 0,
     wipes: 0,
     refusedStarts: 0,
+    rollbacks: 0,
+    rollbacksRefused: 0,
   };
   private readonly leaders = new Map<number, NodeId>();
   private proposalCounter = 0;
 
   constructor(private readonly options: DriverSimOptions) {
     this.random = new Xoshiro128(options.seed);
+    this.rollbackRandom = new Xoshiro128((options.seed ^ 0x5bd1e995) >>> 0);
     this.trace = options.trace ?? (() => {});
     const voters = 1 + this.random.intBelow(5);
     this.ids = Array.from({ length: voters }, (_, i) => `n${i + 1}`);
@@ -385,15 +407,15 @@ export class DriverSimulation {
   private handshake(a: Process, b: Process): void {
     if (this.handshakes.get(a.transport)?.has(b.transport) === true) return;
     const identityOf = (p: Process) => p.transport.handshake.identity?.() ?? null;
-    const check = (checker: Process, peer: Process): boolean => {
+    const check = (checker: Process, peer: Process): IdentityRefusal | null => {
       const identity = identityOf(peer);
-      return identity === null || (checker.transport.handshake.checkIdentity?.(peer.id, identity) ?? null) === null;
+      return identity === null ? null : (checker.transport.handshake.checkIdentity?.(peer.id, identity) ?? null);
     };
-    const aAccepts = check(a, b);
-    const bAccepts = check(b, a);
-    if (!bAccepts) a.transport.handshake.onIdentityRefused?.(b.id);
-    if (!aAccepts) b.transport.handshake.onIdentityRefused?.(a.id);
-    const ok = aAccepts && bAccepts;
+    const aRefuses = check(a, b);
+    const bRefuses = check(b, a);
+    if (bRefuses !== null) a.transport.handshake.onIdentityRefused?.(b.id, bRefuses.rolledBack);
+    if (aRefuses !== null) b.transport.handshake.onIdentityRefused?.(a.id, aRefuses.rolledBack);
+    const ok = aRefuses === null && bRefuses === null;
     if (ok)
       for (const [x, y] of [
         [a, b],
@@ -428,8 +450,16 @@ export class DriverSimulation {
     if (sender.receiverIncarnation !== null && incarnation !== sender.receiverIncarnation) return false;
     const live = this.processes.get(message.from);
     if (live !== undefined && live.transport === sender.transport) return this.accepted(sender.transport, to.id);
+    // From a process gone since: once the receiver accepted the sender's next process, the real
+    // transport has replaced the old connection with the new one, and nothing more arrives on it.
+    if (live !== undefined && this.accepted(live.transport, to.id)) return false;
     if (sender.identity === null) return true;
-    return (to.transport.handshake.checkIdentity?.(message.from, sender.identity) ?? null) === null;
+    // Its connection was checked when it opened; only who sent it matters now, not what its disk held.
+    const { cluster, incarnation: senderIncarnation } = sender.identity;
+    return (
+      (to.transport.handshake.checkIdentity?.(message.from, { cluster, incarnation: senderIncarnation }) ?? null) ===
+      null
+    );
   }
 
   async run(): Promise<DriverSimResult> {
@@ -512,11 +542,30 @@ export class DriverSimulation {
         if (options.identity !== undefined) handshake.identity = options.identity;
         if (options.checkIdentity !== undefined) handshake.checkIdentity = options.checkIdentity;
         if (options.onIdentityRefused !== undefined) handshake.onIdentityRefused = options.onIdentityRefused;
-        built.transport = new SimTransport(id, this, (message) => options.onMessage(message), handshake);
+        const stated = options.identity;
+        // A node of an earlier release states no durable state: peers cannot tell a rolled-back copy.
+        if (this.options.rollbackChecks === false && stated !== undefined)
+          handshake.identity = () => {
+            const { cluster, incarnation } = stated();
+            return { cluster, incarnation };
+          };
+        built.transport = new SimTransport(
+          id,
+          this,
+          (message, incarnation) => options.onMessage(message, incarnation),
+          handshake,
+        );
         return built.transport;
       },
-      onFatal: (error) =>
-        this.failures.push(`${id} stopped on a fatal error: ${error instanceof Error ? error.stack : String(error)}`),
+      onFatal: (error) => {
+        if (error instanceof RaftNodeError && error.code === "RAFT_ERR_ROLLED_BACK") {
+          // Refused once running: the process stops itself; the simulation takes it down with it.
+          this.crash(id, false);
+          this.refusedAsRolledBack(id);
+          return;
+        }
+        this.failures.push(`${id} stopped on a fatal error: ${error instanceof Error ? error.stack : String(error)}`);
+      },
     });
     const transport = built.transport;
     if (transport === null) throw new Error("RaftNode built no transport");
@@ -526,6 +575,10 @@ export class DriverSimulation {
       await node.start();
     } catch (error) {
       if (this.processes.get(id) === process) this.processes.delete(id);
+      if (error instanceof RaftNodeError && error.code === "RAFT_ERR_ROLLED_BACK") {
+        this.refusedAsRolledBack(id);
+        return;
+      }
       if (!(error instanceof RaftNodeError) || error.code !== "RAFT_ERR_IDENTITY_REFUSED") throw error;
       // A peer knew another incarnation: only a wiped data directory may be refused.
       this.stats.refusedStarts++;
@@ -537,11 +590,38 @@ export class DriverSimulation {
     this.trace(`step ${this.step}: start ${id}`);
   }
 
+  /**
+   * A rolled-back node is started only when the detection (driver/peer-identity.ts) promises to
+   * refuse it: the peers that were told what the copy lacks (the leader it acknowledged, the
+   * candidate it voted for, the followers it led) must check it, so every other member is up and
+   * reachable from it; and they must still hold their marks, which a crash loses for up to one flush
+   * interval, so none crashed since the copy was taken.
+   */
+  private mayStart(id: NodeId): boolean {
+    const copyStep = this.rolledBack.get(id);
+    if (copyStep === undefined) return true;
+    return this.ids.every(
+      (other) =>
+        other === id ||
+        (this.processes.has(other) &&
+          this.network.connected(id, other) &&
+          (this.crashSteps.get(other) ?? -1) < copyStep),
+    );
+  }
+
+  /** A peer was told more than this data directory holds: only a rolled-back one may be refused so. */
+  private refusedAsRolledBack(id: NodeId): void {
+    this.stats.rollbacksRefused++;
+    this.trace(`step ${this.step}: ${id} refused: its data directory is older than what it told a peer`);
+    if (!this.rolledBack.has(id)) this.failures.push(`${id} was refused as rolled back though it never was`);
+  }
+
   /** Power loss: timers, the inbox, writes in flight and everything unsynced are gone; the node is not stopped. */
   private crash(id: NodeId, loseUnsynced = true): void {
     const process = this.processes.get(id);
     if (process === undefined) return;
     this.processes.delete(id);
+    this.crashSteps.set(id, this.step);
     process.clock.clear();
     process.transport.closed = true;
     process.storage.abandon();
@@ -557,7 +637,7 @@ export class DriverSimulation {
     for (const message of this.network.deliverDue(this.step, isUp)) {
       const process = this.processes.get(message.to);
       if (process !== undefined && !process.transport.closed && this.deliverable(message, process))
-        process.transport.onMessage(message);
+        process.transport.onMessage(message, this.senders.get(message)?.identity?.incarnation ?? "");
     }
     for (const process of this.processes.values()) {
       if (this.random.chance(0.95)) process.clock.fireDue();
@@ -612,20 +692,48 @@ export class DriverSimulation {
         this.crash(victim);
         this.stats.crashes++;
         this.trace(`step ${this.step}: crash ${victim}`);
-        // Its data directory is lost: it comes back empty, with a new incarnation. One per run, and
-        // only where the others still make a majority.
-        if (this.ids.length >= 3 && this.wiped.size === 0 && this.random.chance(0.2)) {
+        // Its data directory is lost (it comes back empty, with a new incarnation) or replaced by an
+        // older copy of itself. One such node per run, and only where the others still make a majority.
+        // (Rollbacks draw from their own generator, so the runs of seeds without one stay as they were.)
+        const wipe = this.ids.length >= 3 && this.wiped.size === 0 && this.random.chance(0.2);
+        const backup = this.backups.get(victim);
+        if (wipe && this.rolledBack.size === 0) {
           this.wiped.add(victim);
           this.disks.set(victim, new SimStorage(undefined, this.random.intBelow(10)));
           this.identityStores.set(victim, new MemoryIdentityStore());
           this.stats.wipes++;
           this.trace(`step ${this.step}: wipe ${victim}'s data directory`);
+        } else if (
+          this.ids.length >= 3 &&
+          this.wiped.size === 0 &&
+          this.rolledBack.size === 0 &&
+          backup !== undefined &&
+          this.rollbackRandom.chance(0.3)
+        ) {
+          // Restarted on an older copy of its own data directory (a restored backup, a VM snapshot):
+          // the same incarnation, with the votes and entries written since the copy gone.
+          this.rolledBack.set(victim, backup.step);
+          this.disks.set(victim, backup.disk.copyDurable());
+          this.identityStores.set(victim, copyIdentityStore(backup.identity));
+          this.stats.rollbacks++;
+          this.trace(`step ${this.step}: roll ${victim}'s data directory back to its copy of step ${backup.step}`);
         }
       }
     }
     if (this.random.chance(0.04)) {
       const down = this.pick(this.ids.filter((id) => !this.processes.has(id)));
-      if (down !== undefined) this.launch(down);
+      if (down !== undefined && this.mayStart(down)) this.launch(down);
+    }
+    if (this.rollbackRandom.chance(0.02) && this.rolledBack.size === 0 && this.wiped.size === 0) {
+      // A copy of a running node's data directory as it is on disk now (unsynced writes are not in it).
+      const ids = [...this.processes.keys()];
+      const id = ids[this.rollbackRandom.intBelow(Math.max(1, ids.length))];
+      const disk = id === undefined ? undefined : this.disks.get(id);
+      const identity = id === undefined ? undefined : this.identityStores.get(id);
+      if (id !== undefined && disk !== undefined && identity !== undefined) {
+        this.backups.set(id, { disk: disk.copyDurable(), identity: copyIdentityStore(identity), step: this.step });
+        this.trace(`step ${this.step}: copy ${id}'s data directory`);
+      }
     }
     if (this.random.chance(0.01)) {
       const groups = new Map(this.ids.map((id) => [id, this.random.intBelow(2)] as const));
@@ -676,12 +784,13 @@ export class DriverSimulation {
     this.network.heal();
     this.network.faults = { dropRate: 0, duplicateRate: 0, delayMax: 1 };
     // Not awaited: a start installs the stored snapshot first, which may take steps to complete.
-    for (const id of this.ids) if (!this.processes.has(id)) this.launch(id);
+    for (const id of this.ids) if (!this.processes.has(id) && this.mayStart(id)) this.launch(id);
     const bound = 100 * electionTicks;
     let committed: number | null = null;
     let proposing = false;
     for (let i = 0; i < bound; i++) {
       await this.advance();
+      for (const id of this.rolledBack.keys()) if (!this.processes.has(id) && this.mayStart(id)) this.launch(id);
       const leader = this.leader();
       if (committed === null && leader !== null && !proposing) {
         proposing = true;
@@ -694,13 +803,20 @@ export class DriverSimulation {
       if (
         target !== null &&
         [...this.processes.values()].every(
-          (p) => this.wiped.has(p.id) || (p.started && p.node.status().applied >= target),
+          (p) => this.wiped.has(p.id) || this.rolledBack.has(p.id) || (p.started && p.node.status().applied >= target),
         )
       )
         return;
     }
     throw new SafetyViolation(`liveness: no new proposal committed and applied everywhere within ${bound} steps`);
   }
+}
+
+function copyIdentityStore(store: MemoryIdentityStore): MemoryIdentityStore {
+  const copy = new MemoryIdentityStore();
+  const record = store.load();
+  if (record !== null) copy.save(record);
+  return copy;
 }
 
 export function runDriverSimulation(options: DriverSimOptions): Promise<DriverSimResult> {

@@ -133,6 +133,14 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     return Promise.resolve();
   }
 
+  /** A copy of what is on disk now (a backup, a VM snapshot): starting a node on it later rolls it back. */
+  copyDurable(): SimStorage {
+    const copy = new SimStorage(undefined, this.keepEntries);
+    copy.live = cloneState(this.durable);
+    copy.durable = cloneState(this.durable);
+    return copy;
+  }
+
   /** Power loss: every write not yet synced is gone. */
   crash(): void {
     this.live = cloneState(this.durable);

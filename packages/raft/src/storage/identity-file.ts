@@ -1,10 +1,11 @@
 // The identity record (driver/peer-identity.ts) as a small JSON file inside the Raft data
-// directory, so wiping the directory wipes the incarnation with it. Written atomically: a
+// directory, so wiping the directory wipes the incarnation with it (and restoring an older copy of
+// the directory restores the older record: its peers' marks, not this node's, detect that). Written atomically: a
 // temporary file, fsynced, renamed over the old one, and the directory fsynced.
 
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
-import type { IdentityRecord, IdentityStore } from "../driver/peer-identity.js";
+import type { IdentityRecord, IdentityStore, PeerMark } from "../driver/peer-identity.js";
 import { RaftNodeError } from "../errors.js";
 
 /** Largest identity file read (a few hundred peers fit easily). */
@@ -60,6 +61,20 @@ function isRecord(value: unknown): value is IdentityRecord {
     typeof record["confIndex"] === "number" &&
     typeof peers === "object" &&
     peers !== null &&
-    Object.values(peers).every((incarnation) => typeof incarnation === "string")
+    Object.values(peers).every((incarnation) => typeof incarnation === "string") &&
+    (record["marks"] === undefined || isMarks(record["marks"]))
   );
+}
+
+/** Marks are absent from files written before rolled-back copies were detected. */
+function isMarks(value: unknown): value is Record<string, PeerMark> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  return Object.values(value).every((mark: unknown) => {
+    if (typeof mark !== "object" || mark === null) return false;
+    const fields = mark as Record<string, unknown>;
+    return ["term", "logIndex", "voteTerm"].every((name) => {
+      const field = fields[name];
+      return typeof field === "number" && Number.isSafeInteger(field) && field >= 0;
+    });
+  });
 }

@@ -17,6 +17,7 @@ import {
   secretFor,
   verifyProof,
   type HandshakeInput,
+  type IdentityRefusal,
   type PeerIdentity,
 } from "./handshake.js";
 import { closeCodes } from "./transport.js";
@@ -35,7 +36,7 @@ export interface ConnectionHooks {
   readonly acceptHandshakeTimeoutMs: number;
   isKnownPeer(id: NodeId): boolean;
   /** Checks an authenticated peer's identity: null to accept, else why it is refused. */
-  checkIdentity(peer: NodeId, identity: PeerIdentity): string | null;
+  checkIdentity(peer: NodeId, identity: PeerIdentity): IdentityRefusal | null;
   onAuthenticated(connection: Connection): void;
   onData(connection: Connection, frame: Uint8Array): void;
   onClosed(connection: Connection, code: number): void;
@@ -149,7 +150,7 @@ export class Connection {
       if (!this.hooks.isKnownPeer(frame.from)) return this.refuse(closeCodes.unknownNode, "unknown node id", false);
       this.identified = true;
       this.peerNonce = frame.nonce;
-      this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
+      this.peerIdentity = statedIdentity(frame);
       this.secret = secretFor(this.hooks.secrets, frame.ids);
       const proof = computeProof(this.secret, this.proofInput("acceptor"));
       this.socket.send(
@@ -162,7 +163,7 @@ export class Connection {
       if (frame.from !== this.peerId)
         return this.refuse(closeCodes.unknownNode, `expected ${this.peerId}, reached ${frame.from}`, false);
       this.peerNonce = frame.nonce;
-      this.peerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
+      this.peerIdentity = statedIdentity(frame);
       const input = this.proofInput("acceptor");
       const shared = this.hooks.secrets.find((secret) => verifyProof(secret, input, frame.proof));
       if (shared === undefined) {
@@ -170,7 +171,7 @@ export class Connection {
       }
       this.secret = shared;
       const refusal = this.hooks.checkIdentity(this.peerId, this.peerIdentity);
-      if (refusal !== null) return this.refuse(closeCodes.identityRefused, refusal, false);
+      if (refusal !== null) return this.refuseIdentity(refusal);
       this.socket.send(encodeValue({ k: "proof", proof: computeProof(this.secret, this.proofInput("dialer")) }));
       return this.authenticated();
     }
@@ -180,7 +181,7 @@ export class Connection {
       }
       // Checked only now: an unauthenticated stranger must not be able to teach us an identity.
       const refusal = this.hooks.checkIdentity(this.peerId, this.peerIdentity);
-      if (refusal !== null) return this.refuse(closeCodes.identityRefused, refusal, false);
+      if (refusal !== null) return this.refuseIdentity(refusal);
       return this.authenticated();
     }
     this.refuse(closeCodes.protocolError, `unexpected ${frame.k} frame`, false);
@@ -210,6 +211,10 @@ export class Connection {
     this.hooks.onAuthenticated(this);
   }
 
+  private refuseIdentity(refusal: IdentityRefusal): void {
+    this.refuse(refusal.rolledBack ? closeCodes.rolledBackRefused : closeCodes.identityRefused, refusal.reason, false);
+  }
+
   private refuse(code: number, reason: string, authFailure: boolean): void {
     if (this.step === "closed") return;
     this.refusedLocally = true;
@@ -235,6 +240,13 @@ export class Connection {
     if (this.handshakeTimer !== null) clearTimeout(this.handshakeTimer);
     this.handshakeTimer = null;
   }
+}
+
+/** The identity a hello or challenge states (durable state only when stated). */
+function statedIdentity(frame: PeerIdentity): PeerIdentity {
+  const identity: PeerIdentity = { cluster: frame.cluster, incarnation: frame.incarnation };
+  if (frame.durable !== undefined) identity.durable = frame.durable;
+  return identity;
 }
 
 /** A WebSocket close reason holds at most 123 bytes; the full reason is logged by refuse(). */

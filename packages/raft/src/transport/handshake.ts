@@ -7,9 +7,11 @@
 //   acceptor -> dialer   : challenge { from, nonce, cluster, incarnation, proof: mac("acceptor") }
 //   dialer   -> acceptor : proof     { proof: mac("dialer") }        then data frames both ways
 //
-// Each side also states its identity: the cluster it belongs to and the incarnation of its data
-// directory. Each side checks the other's only once the other is authenticated;
-// a replaced data directory (a wiped member) is refused (see driver/peer-identity.ts).
+// Each side also states its identity: the cluster it belongs to, the incarnation of its data
+// directory, and what that directory holds (`durable`: its term, vote and last log index). Each side
+// checks the other's only once the other is authenticated; a replaced data directory (a wiped
+// member) and one older than what its node already told this one (a rolled-back copy) are refused
+// (see driver/peer-identity.ts).
 //
 // Rotation: a node may know a second secret (the previous one, during a roll). The hello lists
 // the ids of the dialer's secrets (secretId: a one-way tag, not the secret); the acceptor proves
@@ -36,12 +38,32 @@ export const protocolVersion = 1;
 export const identityBytesMax = 64;
 
 /**
+ * What a node's data directory holds, as far as its peers rely on it: the term and vote of its hard
+ * state and the index of its last log entry. A copy restored from earlier can hold less than the
+ * node already told its peers (driver/peer-identity.ts compares).
+ */
+export interface DurableState {
+  term: number;
+  /** Whom it voted for in `term` ("" = nobody). */
+  vote: NodeId;
+  lastIndex: number;
+}
+
+/**
  * Who a node is beyond its id: `cluster` names the cluster ("" while a joining node has not learned
- * it), `incarnation` its data directory, drawn once when that directory was created ("" = none stated).
+ * it), `incarnation` its data directory, drawn once when that directory was created ("" = none stated),
+ * and `durable` what that directory holds (absent = none stated: a node of an earlier release).
  */
 export interface PeerIdentity {
   cluster: string;
   incarnation: string;
+  durable?: DurableState;
+}
+
+/** Why a peer's identity is refused; `rolledBack` when its data directory holds less than it already told this node. */
+export interface IdentityRefusal {
+  reason: string;
+  rolledBack: boolean;
 }
 
 export const noIdentity: PeerIdentity = { cluster: "", incarnation: "" };
@@ -167,7 +189,23 @@ function parseIdentity(frame: Record<string, unknown>): PeerIdentity | null {
   const incarnation = frame["incarnation"] ?? "";
   if (typeof cluster !== "string" || typeof incarnation !== "string") return null;
   if (cluster.length > identityBytesMax || incarnation.length > identityBytesMax) return null;
-  return { cluster, incarnation };
+  const durable = frame["durable"];
+  if (durable === undefined) return { cluster, incarnation };
+  if (!isDurableState(durable)) return null;
+  return { cluster, incarnation, durable: { term: durable.term, vote: durable.vote, lastIndex: durable.lastIndex } };
+}
+
+function isDurableState(value: unknown): value is DurableState {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const state = value as Record<string, unknown>;
+  const vote = state["vote"];
+  return (
+    isCount(state["term"]) && isCount(state["lastIndex"]) && typeof vote === "string" && vote.length <= nodeIdBytesMax
+  );
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }
 
 function isNodeId(value: unknown): value is NodeId {

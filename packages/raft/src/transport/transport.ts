@@ -54,6 +54,11 @@ export interface TransportStats {
   authFailures: number;
   /** Connections refused by this node, or by the peer, over an identity check (another cluster, a replaced data directory). */
   identityRefusals: number;
+  /**
+   * Connections refused by this node, or by the peer, because the peer's data directory holds less
+   * than the peer already told this node (a copy restored from earlier; driver/peer-identity.ts).
+   */
+  rollbackRefusals: number;
   /** Received messages dropped: malformed, or `from`/`to` not matching the authenticated connection. */
   invalidMessages: number;
   /** Messages sent to an id that is not in the address book. */
@@ -72,6 +77,8 @@ export const closeCodes = {
   peerRemoved: 4008,
   /** The peer's cluster or data-directory incarnation is not the one this node knows (driver/peer-identity.ts). */
   identityRefused: 4009,
+  /** The peer's data directory holds less than it already told this node: a rolled-back copy (driver/peer-identity.ts). */
+  rolledBackRefused: 4010,
   /** Set by ws itself when a frame exceeds maxPayload. */
   messageTooBig: 1009,
 } as const;

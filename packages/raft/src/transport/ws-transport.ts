@@ -13,7 +13,14 @@ import { silentLogger, type Logger } from "../logger.js";
 import { backoffDelayMs } from "./backoff.js";
 import { buildFrame, decodeValue, encodeValue, frameMessagesMax } from "./codec.js";
 import { Connection, type ConnectionHooks } from "./connection.js";
-import { handshakeBytesMax, noIdentity, secretId, secretsMax, type PeerIdentity } from "./handshake.js";
+import {
+  handshakeBytesMax,
+  noIdentity,
+  secretId,
+  secretsMax,
+  type IdentityRefusal,
+  type PeerIdentity,
+} from "./handshake.js";
 import { setFrameBytesMax } from "./payload-limit.js";
 import { SendQueue } from "./send-queue.js";
 import { closeCodes, type Addressed, type PeerStats, type Transport, type TransportStats } from "./transport.js";
@@ -95,7 +102,8 @@ export interface WsTransportOptions<M extends Addressed> {
   port?: number;
   /** Address book: peer id -> "ws://host:port" (an entry for this node itself is ignored). Only these ids may connect. */
   peers?: Record<NodeId, string>;
-  onMessage: (message: M) => void;
+  /** A message from an authenticated peer, with the incarnation that peer stated ("" = none). */
+  onMessage: (message: M, incarnation: string) => void;
   /** Called when the authenticated connection to a peer opens or closes (for reportUnreachable). */
   onPeerChange?: (id: NodeId, connected: boolean) => void;
   logger?: Logger;
@@ -103,9 +111,12 @@ export interface WsTransportOptions<M extends Addressed> {
   /** This node's identity, stated in every handshake. Default: none (no identity checks). */
   identity?: () => PeerIdentity;
   /** Checks an authenticated peer's identity: null to accept, else why it is refused. Default: accept. */
-  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => string | null;
-  /** A peer refused this node over an identity check (this node's data directory may have been replaced). */
-  onIdentityRefused?: (peer: NodeId) => void;
+  checkIdentity?: (peer: NodeId, identity: PeerIdentity) => IdentityRefusal | null;
+  /**
+   * A peer refused this node over an identity check: this node's data directory may have been
+   * replaced, or (`rolledBack`) restored from an older copy of itself.
+   */
+  onIdentityRefused?: (peer: NodeId, rolledBack: boolean) => void;
 }
 
 interface Peer {
@@ -140,6 +151,7 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
     refusedConnections: 0,
     authFailures: 0,
     identityRefusals: 0,
+    rollbackRefusals: 0,
     invalidMessages: 0,
     droppedUnknownPeer: 0,
   };
@@ -354,6 +366,7 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
         this.counters.refusedConnections++;
         if (authFailure) this.counters.authFailures++;
         if (code === closeCodes.identityRefused) this.counters.identityRefusals++;
+        if (code === closeCodes.rolledBackRefused) this.counters.rollbackRefusals++;
       },
     };
   }
@@ -490,9 +503,11 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 
   private onConnectionClosed(connection: Connection, code: number): void {
     this.forgetPending(connection);
-    if (code === closeCodes.identityRefused && !connection.refusedLocally && connection.peerId !== "") {
-      this.counters.identityRefusals++;
-      this.options.onIdentityRefused?.(connection.peerId);
+    const refusedIdentity = code === closeCodes.identityRefused || code === closeCodes.rolledBackRefused;
+    if (refusedIdentity && !connection.refusedLocally && connection.peerId !== "") {
+      if (code === closeCodes.rolledBackRefused) this.counters.rollbackRefusals++;
+      else this.counters.identityRefusals++;
+      this.options.onIdentityRefused?.(connection.peerId, code === closeCodes.rolledBackRefused);
     }
     const peer = this.peers.get(connection.peerId);
     if (peer === undefined) return;
@@ -530,7 +545,7 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
         continue;
       }
       peer.stats.receivedMessages++;
-      this.options.onMessage(item);
+      this.options.onMessage(item, connection.remoteIdentity.incarnation);
       if (this.closing) return;
     }
   }
