@@ -10,6 +10,8 @@ export type {
   ConfChange,
   SnapshotMetadata,
   Snapshot,
+  SnapshotInfo,
+  SnapshotDataReader,
   RaftStorage,
   RaftStorageWriter,
 } from "./core/types.js";
@@ -23,6 +25,8 @@ export type {
   HeartbeatMessage,
   HeartbeatResponseMessage,
   SnapshotChunkMessage,
+  SnapshotChunkRef,
+  ReadyMessage,
   SnapshotChunkResponseMessage,
   TimeoutNowMessage,
   ReadIndexMessage,
@@ -31,6 +35,7 @@ export type {
 } from "./core/messages.js";
 export type { Ready, ReadState, SoftState, Role } from "./core/ready.js";
 export { isReadyEmpty } from "./core/ready.js";
+export { fillSnapshotChunk } from "./core/messages.js";
 export type { RaftConfig, RaftLogger } from "./core/config.js";
 export type { Status, ProgressStatus, ProgressState } from "./core/status.js";
 export type { ProposalId } from "./core/raft.js";

@@ -52,6 +52,28 @@ export interface Snapshot {
 }
 
 /**
+ * A snapshot as storage holds it and the core sees it: its metadata and size, never its bytes. A
+ * million keys make a snapshot of about 150 MB: held in memory on every node for the rare follower
+ * that needs it, it was a tenth of the node's RSS. The bytes stay on disk and are read a range at a
+ * time (SnapshotDataReader) when a chunk is sent or the application restarts from them.
+ */
+export interface SnapshotInfo {
+  metadata: SnapshotMetadata;
+  /** Size of the snapshot's data. */
+  totalBytes: number;
+}
+
+/** Reads the held snapshot's bytes from storage (the driver fills the leader's chunks and restarts the application with them). */
+export interface SnapshotDataReader {
+  /**
+   * Bytes [offset, offset + length) of the data of the snapshot at `index`. Rejects with
+   * RAFT_ERR_SNAPSHOT_OUT_OF_DATE when that snapshot is not (or stops being, during the read) the
+   * one held, and RAFT_ERR_STORAGE_CORRUPT when its bytes are missing.
+   */
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array>;
+}
+
+/**
  * What the core reads from stable storage. Reads are synchronous: implementations keep the
  * unsnapshotted log in memory (as etcd's MemoryStorage does) and a durable copy on disk.
  * Writes are done by the driver (see the Ready contract), never by the core.
@@ -67,7 +89,8 @@ export interface RaftStorage {
   term(index: number): number;
   firstIndex(): number;
   lastIndex(): number;
-  snapshot(): Snapshot;
+  /** The latest snapshot's metadata and size (its bytes are read with SnapshotDataReader). */
+  snapshot(): SnapshotInfo;
 }
 
 /**

@@ -7,7 +7,17 @@
 import { RaftError } from "../core/errors.js";
 import type { Message } from "../core/messages.js";
 import { Xoshiro128 } from "../core/prng.js";
-import type { ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "../core/types.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  NodeId,
+  RaftStorage,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotDataReader,
+  SnapshotInfo,
+} from "../core/types.js";
 import type { DriverClock } from "../driver/clock.js";
 import type { DriverTransport } from "../driver/options.js";
 import { MemoryIdentityStore } from "../driver/peer-identity.js";
@@ -153,7 +163,7 @@ class SimTransport implements DriverTransport {
  * the simulation completes them. A crash abandons the writes in flight (their promises never
  * settle, as the process is gone) and the SimStorage loses everything not synced.
  */
-class ProcessStorage implements RaftStorage, RaftStorageWriter {
+class ProcessStorage implements RaftStorage, RaftStorageWriter, SnapshotDataReader {
   private pending: { completeAtStep: number; run: () => void; resolve: () => void }[] = [];
 
   constructor(
@@ -177,8 +187,11 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter {
   lastIndex(): number {
     return this.durable.lastIndex();
   }
-  snapshot(): Snapshot {
+  snapshot(): SnapshotInfo {
     return this.durable.snapshot();
+  }
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    return this.durable.readSnapshotData(index, offset, length);
   }
 
   append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void> {

@@ -1,7 +1,18 @@
 import { assert } from "../core/assert.js";
 import { RaftStorageError } from "../core/errors.js";
 import { limitSize } from "../core/log.js";
-import type { ConfState, Entry, HardState, RaftStorage, RaftStorageWriter, Snapshot } from "../core/types.js";
+import { fillSnapshotChunk, type Message, type ReadyMessage } from "../core/messages.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  RaftStorage,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotDataReader,
+  SnapshotInfo,
+} from "../core/types.js";
+import { StorageError } from "../errors.js";
 
 interface StorageState {
   hardState: HardState;
@@ -23,7 +34,7 @@ function cloneState(state: StorageState): StorageState {
  * every earlier write durable too (one file, in order). Entries and snapshots are immutable objects.
  * A snapshot keeps the `keepEntries` entries before it, like the LevelDB storage.
  */
-export class SimStorage implements RaftStorage, RaftStorageWriter {
+export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataReader {
   private live: StorageState;
   private durable: StorageState;
 
@@ -65,8 +76,40 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     return limitSize(this.live.entries.slice(lo - offset, hi - offset), maxBytes);
   }
 
-  snapshot(): Snapshot {
-    return this.live.snapshot;
+  snapshot(): SnapshotInfo {
+    const { metadata, data } = this.live.snapshot;
+    return { metadata, totalBytes: data.byteLength };
+  }
+
+  /** The held snapshot's bytes [offset, offset + length), as LevelStorage reads them from disk. */
+  snapshotData(index: number, offset: number, length: number): Uint8Array {
+    const { metadata, data } = this.live.snapshot;
+    if (metadata.index !== index)
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is not held (${metadata.index} is)`,
+      );
+    assert(offset >= 0 && length >= 0 && offset + length <= data.byteLength, "snapshotData: range past the data");
+    return data.slice(offset, offset + length);
+  }
+
+  /**
+   * A Ready's message as it goes on the simulated wire: a snapshot chunk reference gets its bytes
+   * from here, as RaftNode fills it from its storage; null when this snapshot is no longer held
+   * (the sender then reports the snapshot failed, as RaftNode does on a failed read).
+   */
+  fill(message: ReadyMessage): Message | null {
+    if (message.type !== "snapRef") return message;
+    if (message.metadata.index !== this.live.snapshot.metadata.index) return null;
+    return fillSnapshotChunk(message, this.snapshotData(message.metadata.index, message.offset, message.length));
+  }
+
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    try {
+      return Promise.resolve(this.snapshotData(index, offset, length));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   appendSync(entries: readonly Entry[], hardState: HardState | null, sync: boolean): void {

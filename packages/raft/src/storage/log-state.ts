@@ -4,7 +4,7 @@
 
 import { assert } from "../core/assert.js";
 import { RaftStorageError } from "../core/errors.js";
-import type { ConfState, Entry, HardState, RaftStorage, Snapshot } from "../core/types.js";
+import type { ConfState, Entry, HardState, RaftStorage, Snapshot, SnapshotInfo } from "../core/types.js";
 import { StorageError } from "../errors.js";
 import type { LogMark } from "./codec.js";
 
@@ -19,6 +19,7 @@ export interface LogPlan {
   deleteTo: number;
   mark: LogMark;
   hardState: HardState | null;
+  /** The snapshot to record: its bytes are written (or were, in pieces) by the storage, and not kept here. */
   snapshot: Snapshot | null;
 }
 
@@ -32,7 +33,8 @@ export interface LogKeep {
 
 export class LogState implements RaftStorage {
   hardState: HardState = { term: 0, vote: "", commit: 0 };
-  snap: Snapshot = { metadata: { index: 0, term: 0, conf: { voters: [], learners: [] } }, data: new Uint8Array(0) };
+  /** The latest snapshot's metadata and size: its bytes are the storage's to keep (on disk for LevelStorage). */
+  snap: SnapshotInfo = { metadata: { index: 0, term: 0, conf: { voters: [], learners: [] } }, totalBytes: 0 };
   /** The entry just before firstIndex: its term must stay known for the log-matching check. */
   mark: LogMark = { index: 0, term: 0 };
   /** log[i].index === mark.index + 1 + i. */
@@ -79,7 +81,7 @@ export class LogState implements RaftStorage {
     return result;
   }
 
-  snapshot(): Snapshot {
+  snapshot(): SnapshotInfo {
     return this.snap;
   }
 
@@ -180,7 +182,7 @@ export class LogState implements RaftStorage {
 
   /** Applies a plan made by one of the plan* methods against the current state (no other change in between). */
   apply(plan: LogPlan): void {
-    if (plan.snapshot !== null) this.snap = plan.snapshot;
+    if (plan.snapshot !== null) this.snap = snapshotInfo(plan.snapshot);
     if (plan.hardState !== null) this.hardState = { ...plan.hardState };
     const first = plan.put[0];
     if (first !== undefined) {
@@ -200,7 +202,7 @@ export class LogState implements RaftStorage {
   }
 
   /** Used by LevelStorage on open: installs what was read from disk. */
-  load(state: { hardState: HardState; snapshot: Snapshot; mark: LogMark; log: Entry[] }): void {
+  load(state: { hardState: HardState; snapshot: SnapshotInfo; mark: LogMark; log: Entry[] }): void {
     assertContiguous(state.log);
     assert(
       state.log.length === 0 || state.log[0]?.index === state.mark.index + 1,
@@ -217,6 +219,11 @@ function assertContiguous(entries: readonly Entry[]): void {
   for (let i = 1; i < entries.length; i++) {
     assert(entries[i]?.index === (entries[i - 1]?.index ?? 0) + 1, "entries must have contiguous indexes");
   }
+}
+
+/** What storage keeps of a snapshot in memory: everything but its bytes. */
+export function snapshotInfo(snapshot: Snapshot): SnapshotInfo {
+  return { metadata: snapshot.metadata, totalBytes: snapshot.data.byteLength };
 }
 
 export function copyConf(conf: ConfState): ConfState {

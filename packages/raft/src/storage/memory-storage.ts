@@ -1,6 +1,7 @@
 // Storage in memory only, for tests and the simulator: same semantics as LevelStorage, no disk.
 
-import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot } from "../core/types.js";
+import { assert } from "../core/assert.js";
+import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot, SnapshotDataReader } from "../core/types.js";
 import { StorageError } from "../errors.js";
 import { copyConf, LogState, type LogKeep } from "./log-state.js";
 
@@ -13,9 +14,11 @@ export interface MemoryStorageOptions {
   keepBytes?: number;
 }
 
-export class MemoryStorage extends LogState implements RaftStorageWriter {
+export class MemoryStorage extends LogState implements RaftStorageWriter, SnapshotDataReader {
   private readonly keep: LogKeep;
   private closed = false;
+  /** The held snapshot's bytes (LevelStorage keeps them on disk). */
+  private snapData: Uint8Array = new Uint8Array(0);
 
   constructor(options: MemoryStorageOptions = {}) {
     super();
@@ -29,11 +32,36 @@ export class MemoryStorage extends LogState implements RaftStorageWriter {
   }
 
   applySnapshot(snapshot: Snapshot): Promise<void> {
-    return this.run(() => this.apply(this.planApplySnapshot(snapshot)));
+    return this.run(() => {
+      this.apply(this.planApplySnapshot(snapshot));
+      this.snapData = snapshot.data;
+    });
   }
 
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.run(() => this.apply(this.planCreateSnapshot(index, conf, data, this.keep)));
+    return this.run(() => {
+      this.apply(this.planCreateSnapshot(index, conf, data, this.keep));
+      this.snapData = data;
+    });
+  }
+
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    return this.run(() => this.snapshotData(index, offset, length));
+  }
+
+  /** readSnapshotData, synchronously (for drivers that step the core themselves, as the simulators do). */
+  snapshotData(index: number, offset: number, length: number): Uint8Array {
+    if (this.snap.metadata.index !== index)
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is not the one held (at ${this.snap.metadata.index})`,
+      );
+    assert(
+      Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
+      `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
+    );
+    assert(offset + length <= this.snapData.byteLength, `readSnapshotData: ${offset}+${length} is past the data`);
+    return this.snapData.slice(offset, offset + length);
   }
 
   compact(index: number): Promise<void> {
@@ -45,11 +73,10 @@ export class MemoryStorage extends LogState implements RaftStorageWriter {
     return Promise.resolve();
   }
 
-  private run(change: () => void): Promise<void> {
+  private run<T>(work: () => T): Promise<T> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "memory storage is closed"));
     try {
-      change();
-      return Promise.resolve();
+      return Promise.resolve(work());
     } catch (error) {
       return Promise.reject(error);
     }
