@@ -117,6 +117,8 @@ export class RaftNode {
   private readonly storage: RaftStorage & RaftStorageWriter & SnapshotDataReader;
   /** Reads the leader's snapshot chunks from storage and sends them (the core names them, without bytes). */
   private readonly snapshotChunks: SnapshotChunkFiller;
+  /** The snapshots last pinned in storage (RawNode.snapshotsInTransfer). */
+  private pinnedSnapshots: number[] = [];
   private readonly stateMachine: StateMachine;
   private readonly transport: DriverTransport;
   private rawNode: RawNode | null = null;
@@ -518,6 +520,7 @@ export class RaftNode {
         continue;
       }
       const ready = rawNode.ready();
+      this.pinSnapshotsInTransfer(rawNode);
       const startMs = performance.now();
       await this.handleReady(ready);
       // Step 3, then 4, with nothing awaited in between: the applier starts on this work only
@@ -803,6 +806,20 @@ export class RaftNode {
       new RaftNodeError("RAFT_ERR_LEADERSHIP_LOST", `entry ${index} was overwritten by a new leader`, {
         leader: this.leader,
       });
+  }
+
+  /**
+   * Pins in storage the snapshots the core is sending, as soon as a Ready names their chunks: a
+   * transfer goes on with the snapshot it began with, so a newer one taken meanwhile (every few
+   * seconds under a bulk import) must not delete the bytes under it.
+   */
+  private pinSnapshotsInTransfer(rawNode: RawNode): void {
+    const indexes = rawNode.snapshotsInTransfer();
+    const same =
+      indexes.length === this.pinnedSnapshots.length && indexes.every((index, i) => index === this.pinnedSnapshots[i]);
+    if (same) return;
+    this.pinnedSnapshots = indexes;
+    this.storage.pinSnapshots(indexes);
   }
 
   /**

@@ -411,3 +411,67 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
     });
   });
 });
+
+describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its replacement until unpinned", () => {
+  const conf = { voters: ["n1"], learners: [] };
+
+  it("stays readable, pieced or whole, after newer snapshots replace it; its pieces go once unpinned", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 30 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 30 },
+        true,
+      );
+      const pieced = bytesOf(100, 1);
+      const whole = bytesOf(10, 2);
+      await storage.createSnapshot(10, conf, pieced);
+      storage.pinSnapshots([10]);
+      await storage.createSnapshot(15, conf, whole);
+      storage.pinSnapshots([10, 15]);
+      await storage.createSnapshot(20, conf, bytesOf(50, 3));
+      expect(storage.snapshot().metadata.index).toBe(20);
+      expect(await storage.readSnapshotData(10, 20, 50)).toEqual(pieced.subarray(20, 70));
+      expect(await storage.readSnapshotData(15, 2, 5)).toEqual(whole.subarray(2, 7));
+      expect(await storage.readSnapshotData(20, 0, 50)).toEqual(bytesOf(50, 3));
+      // Unpinned: no longer readable, and its pieces leave the disk.
+      storage.pinSnapshots([15]);
+      await expect(storage.readSnapshotData(10, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      expect(await storage.readSnapshotData(15, 0, 10)).toEqual(whole);
+      storage.pinSnapshots([]);
+      await expect(storage.readSnapshotData(15, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      await storage.close();
+      const pieceIndexes = new Set(
+        [...(await snapRecords(path)).keys()]
+          .filter((key) => key.startsWith("piece!"))
+          .map((key) => Number(key.split("!")[1])),
+      );
+      expect([...pieceIndexes]).toEqual([20]);
+    });
+  });
+
+  it("not pinned, a replaced snapshot is out of date at once, and open() clears pieces a pin had kept", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 30 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 30 },
+        true,
+      );
+      await storage.createSnapshot(10, conf, bytesOf(100));
+      await storage.createSnapshot(12, conf, bytesOf(100));
+      await expect(storage.readSnapshotData(10, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      storage.pinSnapshots([12]);
+      await storage.createSnapshot(14, conf, bytesOf(100));
+      await storage.close(); // closed while 12 is pinned: its pieces are still on disk
+      const reopened = await LevelStorage.open({ path });
+      await expect(reopened.readSnapshotData(12, 0, 1)).rejects.toMatchObject({
+        code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      });
+      await reopened.close();
+      const keys = [...(await snapRecords(path)).keys()].filter((key) => key.startsWith("piece!"));
+      expect(keys.every((key) => Number(key.split("!")[1]) === 14)).toBe(true);
+      expect(keys).toHaveLength(7);
+    });
+  });
+});

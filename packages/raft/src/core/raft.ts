@@ -1098,6 +1098,13 @@ export class Raft {
   confState(): ConfState {
     return copyConf(this.conf);
   }
+
+  /** Indexes of the snapshots this leader is sending (their bytes must stay readable until the transfers end). */
+  snapshotsInTransfer(): number[] {
+    const indexes = new Set<number>();
+    for (const snapshot of this.snapshotsSending.values()) indexes.add(snapshot.metadata.index);
+    return [...indexes].sort((a, b) => a - b);
+  }
 }
 
 function copyConf(conf: ConfState): ConfState {

@@ -71,6 +71,12 @@ export interface SnapshotDataReader {
    * one held, and RAFT_ERR_STORAGE_CORRUPT when its bytes are missing.
    */
   readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * The snapshots transfers are reading (RawNode.snapshotsInTransfer): when a newer snapshot
+   * replaces one of these, its bytes stay readable until it is no longer pinned. Replaces the
+   * previous pins. Never durable: a restarted node pins nothing, and open() clears what was kept.
+   */
+  pinSnapshots(indexes: readonly number[]): void;
 }
 
 /**

@@ -193,6 +193,9 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter, SnapshotDataRead
   readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
     return this.durable.readSnapshotData(index, offset, length);
   }
+  pinSnapshots(indexes: readonly number[]): void {
+    this.durable.pinSnapshots(indexes);
+  }
 
   append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void> {
     return this.enqueue(() => {

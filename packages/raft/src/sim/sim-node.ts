@@ -140,6 +140,7 @@ export class SimNode {
       this.unreachable = [];
       if (!raw.hasReady()) return;
       const ready = raw.ready();
+      this.storage.pinSnapshots(raw.snapshotsInTransfer()); // as RaftNode does
       // The leader's appends leave now, before its write completes (a crash meanwhile loses the write, not them).
       for (const message of ready.messagesBeforePersist) this.send(message, nowStep, network);
       this.pending = { ready, completeAtStep: nowStep + this.random.intBelow(this.writeLatencyMax + 1) };

@@ -37,6 +37,9 @@ function cloneState(state: StorageState): StorageState {
 export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataReader {
   private live: StorageState;
   private durable: StorageState;
+  /** Snapshots transfers are reading (pinSnapshots), and those of them replaced since; in memory only (a crash forgets them). */
+  private pinned: readonly number[] = [];
+  private readonly retained = new Map<number, Snapshot>();
 
   constructor(
     conf: ConfState = { voters: [], learners: [] },
@@ -81,13 +84,14 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
     return { metadata, totalBytes: data.byteLength };
   }
 
-  /** The held snapshot's bytes [offset, offset + length), as LevelStorage reads them from disk. */
+  /** The held (or a pinned) snapshot's bytes [offset, offset + length), as LevelStorage reads them from disk. */
   snapshotData(index: number, offset: number, length: number): Uint8Array {
-    const { metadata, data } = this.live.snapshot;
-    if (metadata.index !== index)
+    const held = this.live.snapshot;
+    const data = held.metadata.index === index ? held.data : this.retained.get(index)?.data;
+    if (data === undefined)
       throw new StorageError(
         "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
-        `snapshot at ${index} is not held (${metadata.index} is)`,
+        `snapshot at ${index} is neither held (${held.metadata.index} is) nor pinned`,
       );
     assert(offset >= 0 && length >= 0 && offset + length <= data.byteLength, "snapshotData: range past the data");
     return data.slice(offset, offset + length);
@@ -100,8 +104,21 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
    */
   fill(message: ReadyMessage): Message | null {
     if (message.type !== "snapRef") return message;
-    if (message.metadata.index !== this.live.snapshot.metadata.index) return null;
+    const index = message.metadata.index;
+    if (index !== this.live.snapshot.metadata.index && !this.retained.has(index)) return null;
     return fillSnapshotChunk(message, this.snapshotData(message.metadata.index, message.offset, message.length));
+  }
+
+  pinSnapshots(indexes: readonly number[]): void {
+    this.pinned = [...indexes];
+    for (const index of this.retained.keys()) if (!indexes.includes(index)) this.retained.delete(index);
+  }
+
+  /** A newer snapshot replaces the held one: a pinned one stays readable. */
+  private replaceSnapshot(snapshot: Snapshot): void {
+    const replaced = this.live.snapshot;
+    if (this.pinned.includes(replaced.metadata.index)) this.retained.set(replaced.metadata.index, replaced);
+    this.live.snapshot = snapshot;
   }
 
   readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
@@ -128,7 +145,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
     const { index, term } = snapshot.metadata;
     const matches = index >= this.firstIndex() && index <= this.lastIndex() && this.term(index) === term;
     this.live.entries = matches ? this.live.entries.slice(index - this.live.markIndex) : [];
-    this.live.snapshot = snapshot;
+    this.replaceSnapshot(snapshot);
     this.live.markIndex = index;
     this.live.markTerm = term;
     this.live.hardState = { ...this.live.hardState, commit: Math.max(this.live.hardState.commit, index) };
@@ -139,7 +156,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
   createSnapshotSync(index: number, conf: ConfState, data: Uint8Array): void {
     if (index <= this.live.snapshot.metadata.index) return;
     assert(index <= this.lastIndex(), "snapshot beyond the log");
-    this.live.snapshot = { metadata: { index, term: this.term(index), conf }, data };
+    this.replaceSnapshot({ metadata: { index, term: this.term(index), conf }, data });
     // As LevelStorage does: the application only snapshots applied (so committed) entries, and a
     // restart must not find a snapshot above its commit index (the driver defers commit-only writes).
     this.live.hardState = { ...this.live.hardState, commit: Math.max(this.live.hardState.commit, index) };
@@ -179,5 +196,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
   /** Power loss: every write not yet synced is gone. */
   crash(): void {
     this.live = cloneState(this.durable);
+    this.pinned = [];
+    this.retained.clear();
   }
 }

@@ -80,6 +80,13 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    * replaced snapshot's deleted bytes: it is out of date, not corrupt.
    */
   private snapshotEpoch = 0;
+  /** Snapshots transfers are reading (pinSnapshots). */
+  private pinned: readonly number[] = [];
+  /**
+   * Pinned snapshots replaced since: their pieces stay on disk until unpinned (a whole one's bytes,
+   * at most a piece, are kept here: snap!data is overwritten by the next snapshot).
+   */
+  private readonly retained = new Map<number, Retained>();
   /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
   private readonly logPrefix: Uint8Array;
 
@@ -187,23 +194,46 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
       `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
     );
-    this.assertSnapshotHeld(index);
-    const epoch = this.snapshotEpoch;
-    if (epoch % 2 === 1) throw this.replacedWhileRead(index);
-    const layout = this.layout;
+    const retained = this.retained.get(index);
+    if (retained === undefined) this.assertSnapshotHeld(index);
+    const layout = retained?.layout ?? this.layout;
     assert(
       offset + length <= layout.totalBytes,
       `readSnapshotData: ${offset}+${length} is past the data (${layout.totalBytes} bytes)`,
     );
     if (length === 0) return new Uint8Array(0);
-    const data =
-      layout.pieces === 0
-        ? await this.readWhole(offset, length)
-        : await this.readPieceRange(index, layout, offset, length);
-    // A batch that replaced the snapshot while it was read may have deleted what the read missed.
-    if (this.snapshotEpoch !== epoch) throw this.replacedWhileRead(index);
-    if (typeof data === "string") throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: ${data}`);
-    return data;
+    if (retained?.whole) return copyBytes(retained.whole.subarray(offset, offset + length));
+    const epoch = this.snapshotEpoch;
+    if (layout.pieces === 0) {
+      // snap!data holds whichever snapshot is held: a replacement under way or done meanwhile may
+      // have put another's bytes there.
+      if (epoch % 2 === 1) throw this.replacedWhileRead(index);
+      const data = await this.readWhole(offset, length);
+      if (this.snapshotEpoch !== epoch) throw this.replacedWhileRead(index);
+      if (typeof data === "string") throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: ${data}`);
+      return data;
+    }
+    // A piece's key names its snapshot: what is read is this snapshot's, whatever happened meanwhile.
+    const data = await this.readPieceRange(index, layout, offset, length);
+    if (typeof data !== "string") return data;
+    // Missing pieces of a snapshot replaced (and not pinned) or unpinned meanwhile were deleted on purpose.
+    const held = index === this.snap.metadata.index && this.snapshotEpoch === epoch && epoch % 2 === 0;
+    if (!held && !this.retained.has(index)) throw this.replacedWhileRead(index);
+    throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: ${data}`);
+  }
+
+  pinSnapshots(indexes: readonly number[]): void {
+    this.pinned = [...indexes];
+    const released = [...this.retained.keys()].filter((index) => !indexes.includes(index));
+    if (released.length === 0 || this.closed) return;
+    for (const index of released) this.retained.delete(index);
+    // In the write queue: a snapshot write in progress decides what it keeps against `retained`.
+    this.tail = this.tail
+      .then(async () => {
+        for (const index of released)
+          await this.snapLevel.clear({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` });
+      })
+      .catch(() => undefined); // leftovers are cleared on open
   }
 
   private replacedWhileRead(index: number): StorageError {
@@ -291,8 +321,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     this.pendingWrites++;
     const run = this.tail.then(async () => {
       const planned = plan();
-      await this.write(planned, sync, layout);
-      this.applyWithLayout(planned, layout);
+      const retain = await this.write(planned, sync, layout);
+      this.applyWithLayout(planned, layout, retain);
     });
     this.tail = run.then(
       () => void this.pendingWrites--,
@@ -307,7 +337,14 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    * after the mark), so they are cleared after the batch by one native range delete: compacting tens
    * of thousands of entries must not cost one JavaScript `del` each on the event loop.
    */
-  private async write(plan: LogPlan, sync: boolean, layout: SnapshotLayout | null): Promise<void> {
+  private async write(plan: LogPlan, sync: boolean, layout: SnapshotLayout | null): Promise<Retained | null> {
+    // A pinned snapshot this one replaces stays readable: its pieces are not cleared, its whole bytes kept.
+    const replaced = this.snap.metadata.index;
+    let retain: Retained | null = null;
+    if (plan.snapshot !== null && this.pinned.includes(replaced)) {
+      const whole = this.layout.pieces === 0 ? await this.snapLevel.get("data") : undefined;
+      retain = { index: replaced, layout: this.layout, whole: whole === undefined ? null : copyBytes(whole) };
+    }
     const batch = this.db.batch();
     const atomicFrom = Math.max(plan.deleteFrom, plan.mark.index + 1);
     // Log operations carry the sublevel prefix themselves: identical bytes on disk, without
@@ -334,24 +371,33 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const clearTo = Math.min(plan.deleteTo, plan.mark.index);
     if (plan.deleteFrom <= clearTo)
       await this.logLevel.clear({ gte: encodeLogKey(plan.deleteFrom), lte: encodeLogKey(clearTo) });
-    if (plan.snapshot !== null && layout !== null)
-      await this.clearPiecesExcept(layout.pieces > 0 ? plan.snapshot.metadata.index : null);
+    if (plan.snapshot !== null && layout !== null) {
+      const keep = [...this.retained.keys()];
+      if (layout.pieces > 0) keep.push(plan.snapshot.metadata.index);
+      if (retain !== null) keep.push(retain.index);
+      await this.clearPiecesExcept(keep);
+    }
+    return retain;
   }
 
-  private applyWithLayout(plan: LogPlan, layout: SnapshotLayout | null): void {
+  private applyWithLayout(plan: LogPlan, layout: SnapshotLayout | null, retain: Retained | null): void {
     this.apply(plan);
     if (plan.snapshot === null) return;
     assert(layout !== null, "level storage: a snapshot applied without its layout");
+    if (retain !== null) this.retained.set(retain.index, retain);
     this.layout = layout;
     this.snapshotEpoch++; // even again: memory holds what the disk holds
     assert(this.snapshotEpoch % 2 === 0, "level storage: snapshot epoch out of step");
   }
 
-  /** Deletes every snapshot piece but those of the snapshot at `keep` (a replaced snapshot's, or a crashed write's). */
-  private async clearPiecesExcept(keep: number | null): Promise<void> {
-    if (keep === null) return this.snapLevel.clear({ gte: piecesPrefix, lt: piecesEnd });
-    await this.snapLevel.clear({ gte: piecesPrefix, lt: pieceKeyPrefix(keep) });
-    await this.snapLevel.clear({ gt: `${pieceKeyPrefix(keep)}~`, lt: piecesEnd });
+  /** Deletes every snapshot piece but those of the snapshots at `keep` (a replaced snapshot's, or a crashed write's). */
+  private async clearPiecesExcept(keep: readonly number[]): Promise<void> {
+    let from = piecesPrefix;
+    for (const index of [...new Set(keep)].sort((a, b) => a - b)) {
+      await this.snapLevel.clear({ gte: from, lt: pieceKeyPrefix(index) });
+      from = `${pieceKeyPrefix(index)}~`;
+    }
+    await this.snapLevel.clear({ gte: from, lt: piecesEnd });
   }
 
   private assertSnapshotHeld(index: number): void {
@@ -377,7 +423,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       };
       const layout = this.layoutOf(snapshot.data);
       await this.write(plan, true, layout);
-      this.applyWithLayout(plan, layout);
+      this.applyWithLayout(plan, layout, null);
       return;
     }
     const hardStateValue = await this.metaLevel.get("hardState");
@@ -387,7 +433,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const layout =
       record.layout === null ? await this.findLayout(metadata) : await this.verifyLayout(metadata, record.layout);
     // Pieces of a snapshot write cut short by a crash, or of one replaced just before it.
-    await this.clearPiecesExcept(layout.pieces > 0 ? metadata.index : null);
+    await this.clearPiecesExcept(layout.pieces > 0 ? [metadata.index] : []);
     const mark: LogMark = markValue === undefined ? { index: 0, term: 0 } : decodeLogMark(markValue);
     await this.logLevel.clear({ lte: encodeLogKey(mark.index) }); // leftovers of a compaction cut short by a crash
     const log = await this.readLog(mark);
@@ -478,6 +524,14 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     }
     return log;
   }
+}
+
+/** A replaced snapshot kept readable while pinned. */
+interface Retained {
+  index: number;
+  layout: SnapshotLayout;
+  /** The bytes of a whole (unpieced) one. */
+  whole: Uint8Array | null;
 }
 
 /** Keys of snapshot pieces in the snap sublevel: fixed-width decimal, so key order is (index, piece) order. */

@@ -3,7 +3,7 @@
 import { assert } from "../core/assert.js";
 import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot, SnapshotDataReader } from "../core/types.js";
 import { StorageError } from "../errors.js";
-import { copyConf, LogState, type LogKeep } from "./log-state.js";
+import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
 
 export interface MemoryStorageOptions {
   /** Membership before any snapshot; leave empty to let the core use its configured voters. Default: empty. */
@@ -19,6 +19,9 @@ export class MemoryStorage extends LogState implements RaftStorageWriter, Snapsh
   private closed = false;
   /** The held snapshot's bytes (LevelStorage keeps them on disk). */
   private snapData: Uint8Array = new Uint8Array(0);
+  /** Snapshots that transfers are reading (pinSnapshots), and the bytes of those replaced since. */
+  private pinned: readonly number[] = [];
+  private readonly retained = new Map<number, Uint8Array>();
 
   constructor(options: MemoryStorageOptions = {}) {
     super();
@@ -32,17 +35,23 @@ export class MemoryStorage extends LogState implements RaftStorageWriter, Snapsh
   }
 
   applySnapshot(snapshot: Snapshot): Promise<void> {
-    return this.run(() => {
-      this.apply(this.planApplySnapshot(snapshot));
-      this.snapData = snapshot.data;
-    });
+    return this.run(() => this.replaceSnapshot(this.planApplySnapshot(snapshot), snapshot.data));
   }
 
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.run(() => {
-      this.apply(this.planCreateSnapshot(index, conf, data, this.keep));
-      this.snapData = data;
-    });
+    return this.run(() => this.replaceSnapshot(this.planCreateSnapshot(index, conf, data, this.keep), data));
+  }
+
+  private replaceSnapshot(plan: LogPlan, data: Uint8Array): void {
+    const replaced = this.snap.metadata.index;
+    this.apply(plan);
+    if (this.pinned.includes(replaced)) this.retained.set(replaced, this.snapData);
+    this.snapData = data;
+  }
+
+  pinSnapshots(indexes: readonly number[]): void {
+    this.pinned = [...indexes];
+    for (const index of this.retained.keys()) if (!indexes.includes(index)) this.retained.delete(index);
   }
 
   readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
@@ -51,17 +60,18 @@ export class MemoryStorage extends LogState implements RaftStorageWriter, Snapsh
 
   /** readSnapshotData, synchronously (for drivers that step the core themselves, as the simulators do). */
   snapshotData(index: number, offset: number, length: number): Uint8Array {
-    if (this.snap.metadata.index !== index)
+    const data = index === this.snap.metadata.index ? this.snapData : this.retained.get(index);
+    if (data === undefined)
       throw new StorageError(
         "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
-        `snapshot at ${index} is not the one held (at ${this.snap.metadata.index})`,
+        `snapshot at ${index} is not the one held (at ${this.snap.metadata.index}) nor a pinned one`,
       );
     assert(
       Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
       `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
     );
-    assert(offset + length <= this.snapData.byteLength, `readSnapshotData: ${offset}+${length} is past the data`);
-    return this.snapData.slice(offset, offset + length);
+    assert(offset + length <= data.byteLength, `readSnapshotData: ${offset}+${length} is past the data`);
+    return data.slice(offset, offset + length);
   }
 
   compact(index: number): Promise<void> {

@@ -75,6 +75,7 @@ export class InteractionEnv {
     const raw = node.raw;
     if (raw === null || !raw.hasReady()) return false;
     const ready = raw.ready();
+    node.storage.pinSnapshots(raw.snapshotsInTransfer()); // as RaftNode does
     this.output.push(`> ${id} ready`, ...formatReady(ready));
     if (ready.snapshot !== null) node.storage.applySnapshotSync(ready.snapshot);
     node.storage.appendSync(ready.entries, ready.hardState, ready.mustSync);
