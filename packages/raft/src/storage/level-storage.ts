@@ -87,6 +87,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    * at most a piece, are kept here: snap!data is overwritten by the next snapshot).
    */
   private readonly retained = new Map<number, Retained>();
+  /** The piece readPieceRange read last (a piece's key names its snapshot: it never goes stale, it is only dropped). */
+  private lastPiece: { index: number; piece: number; value: Uint8Array } | null = null;
   /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
   private readonly logPrefix: Uint8Array;
 
@@ -227,6 +229,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const released = [...this.retained.keys()].filter((index) => !indexes.includes(index));
     if (released.length === 0 || this.closed) return;
     for (const index of released) this.retained.delete(index);
+    if (this.lastPiece !== null && released.includes(this.lastPiece.index)) this.lastPiece = null;
     // In the write queue: a snapshot write in progress decides what it keeps against `retained`.
     this.tail = this.tail
       .then(async () => {
@@ -250,7 +253,11 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     return copyBytes(whole.subarray(offset, offset + length));
   }
 
-  /** Bytes [offset, offset + length) from the pieces they fall in, or what is missing. */
+  /**
+   * Bytes [offset, offset + length) from the pieces they fall in, or what is missing. The last
+   * piece read is kept: a transfer's chunks (1 MiB) go through a piece (4 MiB) in order, and
+   * reading it from LevelDB once instead of once per chunk saves three quarters of the reads.
+   */
   private async readPieceRange(
     index: number,
     layout: SnapshotLayout,
@@ -260,19 +267,21 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const firstPiece = Math.floor(offset / layout.pieceBytes);
     const lastPiece = Math.floor((offset + length - 1) / layout.pieceBytes);
     const data = new Uint8Array(length);
-    let piece = firstPiece;
-    for await (const value of this.snapLevel.values({
-      gte: pieceKey(index, firstPiece),
-      lte: pieceKey(index, lastPiece),
-    })) {
+    for (let piece = firstPiece; piece <= lastPiece; piece++) {
+      const cached = this.lastPiece;
+      const value =
+        cached !== null && cached.index === index && cached.piece === piece
+          ? cached.value
+          : await this.snapLevel.get(pieceKey(index, piece));
+      if (value === undefined) return `piece ${piece} is missing`;
+      this.lastPiece = { index, piece, value };
       const pieceStart = piece * layout.pieceBytes;
       const from = Math.max(offset, pieceStart);
       const to = Math.min(offset + length, pieceStart + value.byteLength);
       if (to <= from) return `piece ${piece} is short`;
       data.set(value.subarray(from - pieceStart, to - pieceStart), from - offset);
-      piece++;
     }
-    return piece === lastPiece + 1 ? data : `pieces ${piece}..${lastPiece} missing`;
+    return data;
   }
 
   compact(index: number): Promise<void> {
@@ -392,6 +401,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /** Deletes every snapshot piece but those of the snapshots at `keep` (a replaced snapshot's, or a crashed write's). */
   private async clearPiecesExcept(keep: readonly number[]): Promise<void> {
+    if (this.lastPiece !== null && !keep.includes(this.lastPiece.index)) this.lastPiece = null;
     let from = piecesPrefix;
     for (const index of [...new Set(keep)].sort((a, b) => a - b)) {
       await this.snapLevel.clear({ gte: from, lt: pieceKeyPrefix(index) });
