@@ -10,6 +10,7 @@ export type {
   ConfChange,
   SnapshotMetadata,
   Snapshot,
+  SnapshotData,
   SnapshotInfo,
   SnapshotDataReader,
   RaftStorage,
@@ -36,6 +37,7 @@ export type {
 export type { Ready, ReadState, SoftState, Role } from "./core/ready.js";
 export { isReadyEmpty } from "./core/ready.js";
 export { fillSnapshotChunk } from "./core/messages.js";
+export { joinSnapshotData, snapshotDataBytes } from "./core/snapshot-data.js";
 export type { RaftConfig, RaftLogger } from "./core/config.js";
 export type { Status, ProgressStatus, ProgressState } from "./core/status.js";
 export type { ProposalId } from "./core/raft.js";

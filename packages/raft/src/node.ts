@@ -25,8 +25,10 @@ import type {
   RaftStorage,
   RaftStorageWriter,
   Snapshot,
+  SnapshotData,
   SnapshotDataReader,
 } from "./core/types.js";
+import { snapshotDataBytes } from "./core/snapshot-data.js";
 import {
   resolveSnapshotFlow,
   driverLimits,
@@ -107,7 +109,7 @@ interface SnapshotInFlight {
   index: number;
   conf: ConfState;
   startMs: number;
-  data: Uint8Array | null;
+  data: SnapshotData | null;
 }
 
 export class RaftNode {
@@ -905,14 +907,18 @@ export class RaftNode {
     // A snapshot from the leader installed meanwhile is newer: this one is of no use.
     if (taken.index <= this.storage.snapshot().metadata.index) return;
     const data = taken.data;
+    // Nothing here holds the bytes past this call: storage lets each part go once it is written.
+    taken.data = null;
+    const { index, startMs } = taken;
+    const bytes = snapshotDataBytes(data);
     const writeStartMs = performance.now();
-    this.snapshotWrite = this.storage.createSnapshot(taken.index, taken.conf, data).then(
+    this.snapshotWrite = this.storage.createSnapshot(index, taken.conf, data).then(
       () => {
         this.snapshotWrite = null;
-        const durationMs = Math.round(performance.now() - taken.startMs);
+        const durationMs = Math.round(performance.now() - startMs);
         const writeMs = Math.round(performance.now() - writeStartMs);
         this.logger.info(
-          { id: this.id, index: taken.index, bytes: data.byteLength, durationMs, writeMs },
+          { id: this.id, index, bytes, durationMs, writeMs },
           "raft node: snapshot taken, log compacted",
         );
       },

@@ -475,3 +475,48 @@ describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its rep
     });
   });
 });
+
+describe("createSnapshot given the bytes as a list of parts (their concatenation)", () => {
+  const conf = { voters: ["n1"], learners: [] };
+  const partsOf = (data: Uint8Array, sizes: number[]): Uint8Array[] => {
+    const parts: Uint8Array[] = [];
+    let at = 0;
+    for (const size of sizes) {
+      parts.push(data.slice(at, at + size));
+      at += size;
+    }
+    expect(at).toBe(data.byteLength);
+    return parts;
+  };
+
+  it("stores what one array of the same bytes stores: pieces cut across parts, a whole value joined", async () => {
+    const pieced = bytesOf(100, 4);
+    const whole = bytesOf(12, 6);
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 20 },
+        true,
+      );
+      // Parts smaller than a piece, larger than one, empty, and ending inside a piece.
+      await storage.createSnapshot(10, conf, partsOf(pieced, [5, 0, 40, 16, 3, 36]));
+      expect(storage.snapshot()).toStrictEqual({ metadata: { index: 10, term: 1, conf }, totalBytes: 100 });
+      expect((await heldSnapshot(storage)).data).toEqual(pieced);
+      await storage.createSnapshot(12, conf, partsOf(whole, [7, 5]));
+      expect((await heldSnapshot(storage)).data).toEqual(whole);
+      await storage.close();
+      const reopened = await LevelStorage.open({ path });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 12, term: 1, conf }, data: whole });
+      await reopened.close();
+    });
+    const memory = new MemoryStorage();
+    await memory.append(
+      Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+      { term: 1, vote: "", commit: 20 },
+      true,
+    );
+    await memory.createSnapshot(10, conf, partsOf(pieced, [50, 50]));
+    expect((await heldSnapshot(memory)).data).toEqual(pieced);
+  });
+});

@@ -63,6 +63,13 @@ export interface SnapshotInfo {
   totalBytes: number;
 }
 
+/**
+ * A snapshot's bytes as the application hands them over: one array, or a list of arrays whose
+ * concatenation they are. A list spares the application the copy that joins its encoded parts (the
+ * size of the whole state, twice in memory at once): storage cuts its pieces straight from it.
+ */
+export type SnapshotData = Uint8Array | readonly Uint8Array[];
+
 /** Reads the held snapshot's bytes from storage (the driver fills the leader's chunks and restarts the application with them). */
 export interface SnapshotDataReader {
   /**
@@ -110,7 +117,7 @@ export interface RaftStorageWriter {
   /** Replaces the whole log with `snapshot` (entries after it that match are kept). Durable before resolving. */
   applySnapshot(snapshot: Snapshot): Promise<void>;
   /** Records a snapshot taken by the application at `index` and discards entries up to `index - keepEntries`. */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void>;
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void>;
   compact(index: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@
 import { RaftError } from "../core/errors.js";
 import type { Message } from "../core/messages.js";
 import { Xoshiro128 } from "../core/prng.js";
+import { joinSnapshotData } from "../core/snapshot-data.js";
 import type {
   ConfState,
   Entry,
@@ -15,6 +16,7 @@ import type {
   RaftStorage,
   RaftStorageWriter,
   Snapshot,
+  SnapshotData,
   SnapshotDataReader,
   SnapshotInfo,
 } from "../core/types.js";
@@ -206,8 +208,9 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter, SnapshotDataRead
   applySnapshot(snapshot: Snapshot): Promise<void> {
     return this.enqueue(() => this.durable.applySnapshotSync(snapshot));
   }
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.enqueue(() => this.durable.createSnapshotSync(index, conf, data));
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    const bytes = joinSnapshotData(data);
+    return this.enqueue(() => this.durable.createSnapshotSync(index, conf, bytes));
   }
   compact(): Promise<void> {
     return Promise.resolve();

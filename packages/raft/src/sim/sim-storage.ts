@@ -1,6 +1,7 @@
 import { assert } from "../core/assert.js";
 import { RaftStorageError } from "../core/errors.js";
 import { limitSize } from "../core/log.js";
+import { joinSnapshotData } from "../core/snapshot-data.js";
 import { fillSnapshotChunk, type Message, type ReadyMessage } from "../core/messages.js";
 import type {
   ConfState,
@@ -9,6 +10,7 @@ import type {
   RaftStorage,
   RaftStorageWriter,
   Snapshot,
+  SnapshotData,
   SnapshotDataReader,
   SnapshotInfo,
 } from "../core/types.js";
@@ -179,8 +181,8 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
     return Promise.resolve();
   }
 
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    this.createSnapshotSync(index, conf, data);
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    this.createSnapshotSync(index, conf, joinSnapshotData(data));
     return Promise.resolve();
   }
 

@@ -23,9 +23,11 @@ import type {
   HardState,
   RaftStorageWriter,
   Snapshot,
+  SnapshotData,
   SnapshotDataReader,
   SnapshotMetadata,
 } from "../core/types.js";
+import { joinSnapshotData, snapshotDataBytes } from "../core/snapshot-data.js";
 import { StorageError } from "../errors.js";
 import {
   copyBytes,
@@ -135,25 +137,33 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /** A snapshot larger than a piece is written in pieces first, as createSnapshot does (so it is read back a piece at a time). */
   applySnapshot(snapshot: Snapshot): Promise<void> {
-    const layout = this.layoutOf(snapshot.data);
+    const layout = this.layoutOf(snapshot.data.byteLength);
     const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, layout);
-    return layout.pieces > 0 ? this.writePieces(snapshot.metadata.index, snapshot.data).then(record) : record();
+    if (layout.pieces === 0) return record();
+    return this.writePieces(snapshot.metadata.index, new PieceCutter(snapshot.data), layout).then(record);
   }
 
   /**
    * A snapshot larger than a piece is written a piece per batch, each queued only once the previous
    * one is done, so writes issued meanwhile (the driver's appends) go in between; then the synced
    * batch that records it and compacts. A crash before that batch leaves pieces that open() clears.
+   * Given as a list, the pieces are cut from it and each part is let go once cut: the whole
+   * snapshot never exists in one array.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    const layout = this.layoutOf(data);
-    const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true, layout);
-    return layout.pieces > 0 ? this.writePieces(index, data).then(record) : record();
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    const layout = this.layoutOf(snapshotDataBytes(data));
+    if (layout.pieces === 0) {
+      const whole = joinSnapshotData(data);
+      return this.enqueue(() => this.planCreateSnapshot(index, conf, whole.byteLength, whole, this.keep), true, layout);
+    }
+    // No closure below holds `data`: the cutter lets each part go once its bytes are written.
+    return this.writePieces(index, new PieceCutter(data), layout).then(() =>
+      this.enqueue(() => this.planCreateSnapshot(index, conf, layout.totalBytes, null, this.keep), true, layout),
+    );
   }
 
   /** Whole when the bytes fit in one piece; else in pieces of snapshotPieceBytes. */
-  private layoutOf(data: Uint8Array): SnapshotLayout {
-    const totalBytes = data.byteLength;
+  private layoutOf(totalBytes: number): SnapshotLayout {
     if (totalBytes <= this.snapshotPieceBytes) return { totalBytes, pieces: 0, pieceBytes: 0 };
     return { totalBytes, pieces: Math.ceil(totalBytes / this.snapshotPieceBytes), pieceBytes: this.snapshotPieceBytes };
   }
@@ -163,24 +173,20 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    * previous one is done. Refuses (before writing) a snapshot not newer than the held one: its
    * pieces would overwrite the held snapshot's under the same keys.
    */
-  private writePieces(index: number, data: Uint8Array): Promise<void> {
-    const { pieces } = this.layoutOf(data);
-    let written: Promise<void> = Promise.resolve();
-    for (let n = 0; n < pieces; n++) {
-      const piece = data.subarray(n * this.snapshotPieceBytes, (n + 1) * this.snapshotPieceBytes);
-      written = written.then(() =>
-        this.enqueueRaw((batch) => {
-          if (index <= this.snap.metadata.index) {
-            throw new StorageError(
-              "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
-              `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
-            );
-          }
-          batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
-        }),
-      );
+  private async writePieces(index: number, cutter: PieceCutter, layout: SnapshotLayout): Promise<void> {
+    for (let n = 0; n < layout.pieces; n++) {
+      const piece = cutter.next(Math.min(layout.pieceBytes, layout.totalBytes - n * layout.pieceBytes));
+      await this.enqueueRaw((batch) => {
+        if (index <= this.snap.metadata.index) {
+          throw new StorageError(
+            "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+            `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+          );
+        }
+        batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
+      });
     }
-    return written;
+    assert(cutter.done(), "level storage: a snapshot's pieces left bytes over");
   }
 
   /**
@@ -365,14 +371,21 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     if (plan.mark.index !== this.mark.index)
       batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
     if (plan.snapshot !== null) {
+      const { info, data } = plan.snapshot;
       assert(
-        layout !== null && layout.totalBytes === plan.snapshot.data.byteLength,
+        layout !== null && layout.totalBytes === info.totalBytes,
         "level storage: a snapshot's write without its layout",
       );
-      batch.put("meta", encodeSnapshotRecord(plan.snapshot.metadata, layout), { sublevel: this.snapLevel });
+      batch.put("meta", encodeSnapshotRecord(info.metadata, layout), { sublevel: this.snapLevel });
       if (layout.pieces > 0)
         batch.del("data", { sublevel: this.snapLevel }); // its pieces, written before, are the data
-      else batch.put("data", plan.snapshot.data, { sublevel: this.snapLevel });
+      else {
+        assert(
+          data !== null && data.byteLength === info.totalBytes,
+          "level storage: a whole snapshot without its bytes",
+        );
+        batch.put("data", data, { sublevel: this.snapLevel });
+      }
       this.snapshotEpoch++; // before the batch: a read of the held snapshot's bytes must see it replaced
     }
     if (batch.length === 0) await batch.close();
@@ -382,7 +395,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       await this.logLevel.clear({ gte: encodeLogKey(plan.deleteFrom), lte: encodeLogKey(clearTo) });
     if (plan.snapshot !== null && layout !== null) {
       const keep = [...this.retained.keys()];
-      if (layout.pieces > 0) keep.push(plan.snapshot.metadata.index);
+      if (layout.pieces > 0) keep.push(plan.snapshot.info.metadata.index);
       if (retain !== null) keep.push(retain.index);
       await this.clearPiecesExcept(keep);
     }
@@ -422,16 +435,16 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const snapMeta = await this.snapLevel.get("meta");
     if (snapMeta === undefined) {
       // First boot: record the empty snapshot (carrying the initial membership) durably.
-      const snapshot: Snapshot = { metadata: { index: 0, term: 0, conf: copyConf(conf) }, data: new Uint8Array(0) };
+      const metadata = { index: 0, term: 0, conf: copyConf(conf) };
       const plan: LogPlan = {
         put: [],
         deleteFrom: 1,
         deleteTo: 0,
         mark: this.mark,
         hardState: this.hardState,
-        snapshot,
+        snapshot: { info: { metadata, totalBytes: 0 }, data: new Uint8Array(0) },
       };
-      const layout = this.layoutOf(snapshot.data);
+      const layout = this.layoutOf(0);
       await this.write(plan, true, layout);
       this.applyWithLayout(plan, layout, null);
       return;
@@ -533,6 +546,52 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       expected++;
     }
     return log;
+  }
+}
+
+/**
+ * Cuts consecutive pieces from a snapshot's bytes given as one array or a list: a piece within one
+ * part is a view of it, one across parts a copy; a part is let go once it is cut through.
+ */
+class PieceCutter {
+  private readonly parts: Uint8Array[];
+  /** Offset in parts[0] of the next byte. */
+  private at = 0;
+
+  constructor(data: SnapshotData) {
+    this.parts = data instanceof Uint8Array ? [data] : [...data];
+  }
+
+  next(length: number): Uint8Array {
+    const first = this.parts[0];
+    if (first !== undefined && first.byteLength - this.at >= length) {
+      const piece = first.subarray(this.at, this.at + length);
+      this.advance(length);
+      return piece;
+    }
+    const piece = new Uint8Array(length);
+    let filled = 0;
+    while (filled < length) {
+      const part = this.parts[0];
+      assert(part !== undefined, "level storage: a snapshot's pieces past its bytes");
+      const take = Math.min(length - filled, part.byteLength - this.at);
+      piece.set(part.subarray(this.at, this.at + take), filled);
+      filled += take;
+      this.advance(take);
+    }
+    return piece;
+  }
+
+  done(): boolean {
+    return this.parts.length === 0;
+  }
+
+  private advance(bytes: number): void {
+    this.at += bytes;
+    while (this.parts[0] !== undefined && this.at >= this.parts[0].byteLength) {
+      this.at -= this.parts[0].byteLength;
+      this.parts.shift();
+    }
   }
 }
 

@@ -20,7 +20,13 @@ export interface LogPlan {
   mark: LogMark;
   hardState: HardState | null;
   /** The snapshot to record: its bytes are written (or were, in pieces) by the storage, and not kept here. */
-  snapshot: Snapshot | null;
+  snapshot: SnapshotWrite | null;
+}
+
+/** A snapshot to record: `data` null when its bytes are already on disk (in pieces). */
+export interface SnapshotWrite {
+  info: SnapshotInfo;
+  data: Uint8Array | null;
 }
 
 /** What a new snapshot keeps of the log behind it, so slow followers can catch up from the log. */
@@ -118,7 +124,14 @@ export class LogState implements RaftStorage {
     const deleteTo = matches ? index : this.lastIndex();
     // A snapshot only ever covers committed entries, so the commit index can never be below it.
     const hardState = this.hardState.commit >= index ? null : { ...this.hardState, commit: index };
-    return { put: [], deleteFrom: this.firstIndex(), deleteTo, mark: { index, term }, hardState, snapshot };
+    return {
+      put: [],
+      deleteFrom: this.firstIndex(),
+      deleteTo,
+      mark: { index, term },
+      hardState,
+      snapshot: { info: snapshotInfo(snapshot), data: snapshot.data },
+    };
   }
 
   /** Discards entries up to and including `index`; never past the snapshot, which must cover what is discarded. */
@@ -142,7 +155,14 @@ export class LogState implements RaftStorage {
    * most `keep.entries` entries and, of those, only as many as fit in `keep.bytes` of data: a few
    * large entries (a bulk import) must not stay in memory for the sake of an entry count.
    */
-  planCreateSnapshot(index: number, conf: ConfState, data: Uint8Array, keep: LogKeep): LogPlan {
+  planCreateSnapshot(
+    index: number,
+    conf: ConfState,
+    totalBytes: number,
+    data: Uint8Array | null,
+    keep: LogKeep,
+  ): LogPlan {
+    assert(data === null || data.byteLength === totalBytes, "createSnapshot: data of another size");
     if (index <= this.snap.metadata.index) {
       throw new StorageError(
         "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
@@ -151,7 +171,10 @@ export class LogState implements RaftStorage {
     }
     if (index > this.lastIndex())
       throw new RaftStorageError("unavailable", `createSnapshot(${index}): past lastIndex (${this.lastIndex()})`);
-    const snapshot: Snapshot = { metadata: { index, term: this.term(index), conf: copyConf(conf) }, data };
+    const snapshot: SnapshotWrite = {
+      info: { metadata: { index, term: this.term(index), conf: copyConf(conf) }, totalBytes },
+      data,
+    };
     const compactTo = this.keptFrom(index, keep) - 1;
     const compacts = compactTo > this.mark.index;
     return {
@@ -182,7 +205,7 @@ export class LogState implements RaftStorage {
 
   /** Applies a plan made by one of the plan* methods against the current state (no other change in between). */
   apply(plan: LogPlan): void {
-    if (plan.snapshot !== null) this.snap = snapshotInfo(plan.snapshot);
+    if (plan.snapshot !== null) this.snap = plan.snapshot.info;
     if (plan.hardState !== null) this.hardState = { ...plan.hardState };
     const first = plan.put[0];
     if (first !== undefined) {

@@ -1,7 +1,16 @@
 // Storage in memory only, for tests and the simulator: same semantics as LevelStorage, no disk.
 
 import { assert } from "../core/assert.js";
-import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot, SnapshotDataReader } from "../core/types.js";
+import { joinSnapshotData } from "../core/snapshot-data.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotData,
+  SnapshotDataReader,
+} from "../core/types.js";
 import { StorageError } from "../errors.js";
 import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
 
@@ -38,8 +47,11 @@ export class MemoryStorage extends LogState implements RaftStorageWriter, Snapsh
     return this.run(() => this.replaceSnapshot(this.planApplySnapshot(snapshot), snapshot.data));
   }
 
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.run(() => this.replaceSnapshot(this.planCreateSnapshot(index, conf, data, this.keep), data));
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    const bytes = joinSnapshotData(data);
+    return this.run(() =>
+      this.replaceSnapshot(this.planCreateSnapshot(index, conf, bytes.byteLength, bytes, this.keep), bytes),
+    );
   }
 
   private replaceSnapshot(plan: LogPlan, data: Uint8Array): void {
