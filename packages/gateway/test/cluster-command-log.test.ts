@@ -2,7 +2,7 @@
 // it resolves (only once applied here), when it is retried (only when certainly not proposed)
 // and how it fails (503 v1 errors).
 import { keyStateMachine, type CommandOutcome, type KeyCommand } from "@keyraft/core";
-import { NotLeaderError, RaftNodeError, TimeoutError } from "@keyraft/raft";
+import { joinSnapshotData, NotLeaderError, RaftNodeError, TimeoutError } from "@keyraft/raft";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterCommandLog, type RaftLink } from "../src/cluster/cluster-command-log.js";
 import { decodeEntry, encodeEntry, decodeSnapshot, snapshotSliceRecords } from "../src/cluster/entry-codec.js";
@@ -209,7 +209,7 @@ describe("ReplicatedKeyMachine", () => {
     expect(source.appliedIndex).toBe(5);
     expect([...source.peers]).toEqual([["n4", "ws://127.0.0.1:7004"]]);
 
-    const data = await source.takeSnapshot();
+    const data = joinSnapshotData(await source.takeSnapshot()); // as storage hands the bytes back
     expect(decodeSnapshot(data).peers).toEqual({ n4: "ws://127.0.0.1:7004" });
     const machine = keyStateMachine();
     const restoredPeers: string[] = [];
@@ -246,7 +246,7 @@ describe("ReplicatedKeyMachine", () => {
       apply({ type: "deleteApi", apiId: `api_${String(appliedDuring).padStart(6, "0")}` });
       apply(createApi(`api_late_${appliedDuring++}`));
     }, 0);
-    const data = await pending;
+    const data = joinSnapshotData(await pending);
     clearInterval(writer);
     expect(appliedDuring).toBeGreaterThan(0); // the encoding yielded, and commands applied meanwhile
     expect(keys.state.apis.has("api_000000")).toBe(false); // ...and changed the live state
@@ -260,6 +260,46 @@ describe("ReplicatedKeyMachine", () => {
       data,
     });
     expect(restored.snapshot()).toEqual(expected);
+  });
+
+  it("still reads a snapshot of the sliced single-value format (version 2)", async () => {
+    const keys = keyStateMachine();
+    keys.apply(createApi("api_a"));
+    for (let i = 0; i < snapshotSliceRecords + 3; i++) keys.apply(createApi(`api_${String(i).padStart(6, "0")}`));
+    // Version 2 as it was written: the key state's record arrays in slices, all in one msgpack value.
+    const state = keys.snapshot() as unknown as Record<string, unknown>;
+    const head: Record<string, unknown> = {};
+    const parts: [string, Uint8Array][] = [];
+    for (const [name, value] of Object.entries(state)) {
+      if (!Array.isArray(value)) head[name] = value;
+      else if (value.length === 0) parts.push([name, encodeValue([])]);
+      else
+        for (let start = 0; start < value.length; start += snapshotSliceRecords)
+          parts.push([name, encodeValue(value.slice(start, start + snapshotSliceRecords))]);
+    }
+    const data = encodeValue({ v: 2, head, parts, peers: { n4: "ws://127.0.0.1:7004" } });
+    const restored = keyStateMachine();
+    const restoredPeers: string[] = [];
+    await new ReplicatedKeyMachine(restored, {
+      origin: "n3/x",
+      onOwnApplied: () => undefined,
+      onPeer: (id) => restoredPeers.push(id),
+    }).installSnapshot({ metadata: { index: 1, term: 1, conf: { voters: ["n1"], learners: [] } }, data });
+    expect(restored.snapshot()).toEqual(keys.snapshot());
+    expect(restoredPeers).toEqual(["n4"]);
+  });
+
+  it("writes version 3 (a list of parts, no joining copy) and refuses one cut short or with bytes after its parts", async () => {
+    const keys = keyStateMachine();
+    for (let i = 0; i < snapshotSliceRecords + 3; i++) keys.apply(createApi(`api_${String(i).padStart(6, "0")}`));
+    const source = new ReplicatedKeyMachine(keys, { origin, onOwnApplied: () => undefined, onPeer: () => undefined });
+    const parts = await source.takeSnapshot();
+    expect(parts.length).toBeGreaterThan(3); // prefix, header, and a part per slice, not joined
+    const data = joinSnapshotData(parts);
+    expect(data[0]).toBe(0xc1);
+    expect(decodeSnapshot(parts)).toEqual(decodeSnapshot(data));
+    expect(() => decodeSnapshot(data.subarray(0, data.byteLength - 1))).toThrow(/past the end/);
+    expect(() => decodeSnapshot(joinSnapshotData([data, new Uint8Array([1])]))).toThrow(/after the last part/);
   });
 
   it("still reads a snapshot of the single-value format (version 1)", async () => {

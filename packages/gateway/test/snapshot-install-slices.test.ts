@@ -2,6 +2,7 @@
 // firing while 100,000 keys restore, readers see the old state until the last slice, and the
 // result equals a synchronous restore of the same bytes.
 import { keyStateMachine, type KeyCommand, type KeyStateSnapshot } from "@keyraft/core";
+import { joinSnapshotData } from "@keyraft/raft";
 import { describe, expect, it } from "vitest";
 import { decodeSnapshot, snapshotSliceRecords } from "../src/cluster/entry-codec.js";
 import { ReplicatedKeyMachine } from "../src/cluster/replicated-machine.js";
@@ -64,7 +65,7 @@ function largeMachine(): ReturnType<typeof keyStateMachine> {
 
 async function largeSnapshotBytes(): Promise<Uint8Array> {
   const replicated = new ReplicatedKeyMachine(largeMachine(), { origin: "n1/x", onOwnApplied: noop, onPeer: noop });
-  return replicated.takeSnapshot();
+  return joinSnapshotData(await replicated.takeSnapshot()); // as storage hands them back
 }
 
 /** A timer that re-arms itself until stopped: its gaps are how long the loop went without a turn. */

@@ -10,6 +10,9 @@ export type {
   ConfChange,
   SnapshotMetadata,
   Snapshot,
+  SnapshotData,
+  SnapshotInfo,
+  SnapshotDataReader,
   RaftStorage,
   RaftStorageWriter,
 } from "./core/types.js";
@@ -23,6 +26,8 @@ export type {
   HeartbeatMessage,
   HeartbeatResponseMessage,
   SnapshotChunkMessage,
+  SnapshotChunkRef,
+  ReadyMessage,
   SnapshotChunkResponseMessage,
   TimeoutNowMessage,
   ReadIndexMessage,
@@ -31,6 +36,8 @@ export type {
 } from "./core/messages.js";
 export type { Ready, ReadState, SoftState, Role } from "./core/ready.js";
 export { isReadyEmpty } from "./core/ready.js";
+export { fillSnapshotChunk } from "./core/messages.js";
+export { joinSnapshotData, snapshotDataBytes } from "./core/snapshot-data.js";
 export type { RaftConfig, RaftLogger } from "./core/config.js";
 export type { Status, ProgressStatus, ProgressState } from "./core/status.js";
 export type { ProposalId } from "./core/raft.js";

@@ -11,7 +11,7 @@
 
 import { randomBytes } from "node:crypto";
 import { RaftAssertionError, unreachable } from "./core/assert.js";
-import type { Message } from "./core/messages.js";
+import type { Message, ReadyMessage, SnapshotChunkRef } from "./core/messages.js";
 import { RaftError } from "./core/errors.js";
 import { RawNode } from "./core/raw-node.js";
 import { Xoshiro128, seedFromString } from "./core/prng.js";
@@ -25,7 +25,10 @@ import type {
   RaftStorage,
   RaftStorageWriter,
   Snapshot,
+  SnapshotData,
+  SnapshotDataReader,
 } from "./core/types.js";
+import { snapshotDataBytes } from "./core/snapshot-data.js";
 import {
   resolveSnapshotFlow,
   driverLimits,
@@ -56,6 +59,7 @@ import { PeerIdentities } from "./driver/peer-identity.js";
 import type { DurableState, PeerIdentity } from "./transport/handshake.js";
 import { applyConfChange, bootstrapTerm, decodeConfChange } from "./core/confchange.js";
 import { ApplyQueue, type ApplyWork } from "./driver/apply-queue.js";
+import { SnapshotChunkFiller } from "./driver/snapshot-chunks.js";
 
 type Input =
   | { kind: "message"; message: Message }
@@ -63,7 +67,8 @@ type Input =
   | { kind: "confChange"; change: ConfChange; waiter: Waiter<{ index: number }> }
   | { kind: "read"; context: Uint8Array; waiter: Waiter<void> }
   | { kind: "transfer"; to: NodeId; waiter: Waiter<void> }
-  | { kind: "unreachable"; id: NodeId };
+  | { kind: "unreachable"; id: NodeId }
+  | { kind: "snapshotFailed"; id: NodeId };
 
 type State = "new" | "running" | "stopping" | "stopped";
 
@@ -104,14 +109,18 @@ interface SnapshotInFlight {
   index: number;
   conf: ConfState;
   startMs: number;
-  data: Uint8Array | null;
+  data: SnapshotData | null;
 }
 
 export class RaftNode {
   readonly id: NodeId;
   private readonly config: ResolvedNodeOptions;
   private readonly logger: Logger;
-  private readonly storage: RaftStorage & RaftStorageWriter;
+  private readonly storage: RaftStorage & RaftStorageWriter & SnapshotDataReader;
+  /** Reads the leader's snapshot chunks from storage and sends them (the core names them, without bytes). */
+  private readonly snapshotChunks: SnapshotChunkFiller;
+  /** The snapshots last pinned in storage (RawNode.snapshotsInTransfer). */
+  private pinnedSnapshots: number[] = [];
   private readonly stateMachine: StateMachine;
   private readonly transport: DriverTransport;
   private rawNode: RawNode | null = null;
@@ -185,6 +194,15 @@ export class RaftNode {
     this.logger = options.logger ?? silentLogger;
     this.storage = options.storage;
     this.stateMachine = options.stateMachine;
+    this.snapshotChunks = new SnapshotChunkFiller(
+      this.storage,
+      (chunk) => {
+        if (this.state !== "running") return;
+        this.transport.send([chunk]);
+        this.counters.messagesSent++;
+      },
+      (ref, error) => this.onSnapshotReadFailed(ref, error),
+    );
     this.proposals = new ProposalWaiters(this.config.pendingProposalsMax);
     this.confChanges = new ProposalWaiters(64);
     this.reads = new ReadWaiters(this.config.pendingReadsMax);
@@ -256,9 +274,14 @@ export class RaftNode {
   /** Restores the application from the stored snapshot, starts the transport, the ticker and the loop. */
   async start(): Promise<void> {
     if (this.state !== "new") throw new RaftNodeError("RAFT_ERR_SHUTTING_DOWN", "a RaftNode starts once");
-    const snapshot = this.storage.snapshot();
-    if (snapshot.metadata.index > 0) await this.stateMachine.installSnapshot(snapshot);
-    this.applied = snapshot.metadata.index;
+    const { metadata, totalBytes } = this.storage.snapshot();
+    // Read from disk for this install only: storage does not keep a snapshot's bytes in memory.
+    if (metadata.index > 0)
+      await this.stateMachine.installSnapshot({
+        metadata,
+        data: await this.storage.readSnapshotData(metadata.index, 0, totalBytes),
+      });
+    this.applied = metadata.index;
     this.boundPort = (await this.transport.start()).port;
     try {
       await this.probePeers();
@@ -440,6 +463,7 @@ export class RaftNode {
     this.state = "stopping";
     if (this.tickTimer !== null) this.clock.clearInterval(this.tickTimer);
     this.rejectEverything(error);
+    this.snapshotChunks.clear();
     this.wakeLoop?.();
     this.wakeApplier?.();
     this.applierProgressed?.();
@@ -535,6 +559,7 @@ export class RaftNode {
         continue;
       }
       const ready = rawNode.ready();
+      this.pinSnapshotsInTransfer(rawNode);
       const startMs = performance.now();
       await this.handleReady(ready);
       // Step 3, then 4, with nothing awaited in between: the applier starts on this work only
@@ -579,6 +604,8 @@ export class RaftNode {
         return this.step(rawNode, input.message);
       case "unreachable":
         return rawNode.reportUnreachable(input.id);
+      case "snapshotFailed":
+        return rawNode.reportSnapshot(input.id, false);
       case "propose":
         return this.attempt(input.waiter, () => {
           if (this.proposals.full)
@@ -751,7 +778,14 @@ export class RaftNode {
     else this.counters.unsyncedWrites++;
   }
 
-  private send(messages: readonly Message[], flushNow: boolean): void {
+  /** Sends a Ready's messages; its snapshot chunks go to the filler, which sends each once read from storage. */
+  private send(readyMessages: readonly ReadyMessage[], flushNow: boolean): void {
+    if (readyMessages.length === 0) return;
+    const messages: Message[] = [];
+    for (const message of readyMessages) {
+      if (message.type === "snapRef") this.snapshotChunks.push(message);
+      else messages.push(message);
+    }
     if (messages.length === 0) return;
     this.transport.send(messages);
     if (flushNow) this.transport.flushNow();
@@ -813,6 +847,40 @@ export class RaftNode {
       });
   }
 
+  /**
+   * Pins in storage the snapshots the core is sending, as soon as a Ready names their chunks: a
+   * transfer goes on with the snapshot it began with, so a newer one taken meanwhile (every few
+   * seconds under a bulk import) must not delete the bytes under it.
+   */
+  private pinSnapshotsInTransfer(rawNode: RawNode): void {
+    const indexes = rawNode.snapshotsInTransfer();
+    const same =
+      indexes.length === this.pinnedSnapshots.length && indexes.every((index, i) => index === this.pinnedSnapshots[i]);
+    if (same) return;
+    this.pinnedSnapshots = indexes;
+    this.storage.pinSnapshots(indexes);
+  }
+
+  /**
+   * A chunk's bytes could not be read: the snapshot was replaced by a newer one meanwhile (the core
+   * then sends that one), or its bytes are missing from disk. Either way that peer's transfer fails
+   * and begins again from a probe.
+   */
+  private onSnapshotReadFailed(ref: SnapshotChunkRef, error: unknown): void {
+    const replaced = error instanceof StorageError && error.code === "RAFT_ERR_SNAPSHOT_OUT_OF_DATE";
+    const fields = {
+      id: this.id,
+      peer: ref.to,
+      index: ref.metadata.index,
+      offset: ref.offset,
+      err: error instanceof Error ? error.message : String(error),
+    };
+    const message = "raft node: a snapshot chunk could not be read; the transfer to this peer starts again";
+    if (replaced) this.logger.debug(fields, message);
+    else this.logger.warn(fields, message);
+    this.push({ kind: "snapshotFailed", id: ref.to });
+  }
+
   private onSoftState(role: Role, leader: NodeId): void {
     if (leader !== this.leader) {
       this.counters.leaderChanges++;
@@ -821,6 +889,7 @@ export class RaftNode {
       for (const waiter of this.transfers.get(leader) ?? []) waiter.resolve();
       this.transfers.delete(leader);
     }
+    if (role !== "leader") this.snapshotChunks.clear();
     this.role = role;
     this.leader = leader;
   }
@@ -875,14 +944,18 @@ export class RaftNode {
     // A snapshot from the leader installed meanwhile is newer: this one is of no use.
     if (taken.index <= this.storage.snapshot().metadata.index) return;
     const data = taken.data;
+    // Nothing here holds the bytes past this call: storage lets each part go once it is written.
+    taken.data = null;
+    const { index, startMs } = taken;
+    const bytes = snapshotDataBytes(data);
     const writeStartMs = performance.now();
-    this.snapshotWrite = this.storage.createSnapshot(taken.index, taken.conf, data).then(
+    this.snapshotWrite = this.storage.createSnapshot(index, taken.conf, data).then(
       () => {
         this.snapshotWrite = null;
-        const durationMs = Math.round(performance.now() - taken.startMs);
+        const durationMs = Math.round(performance.now() - startMs);
         const writeMs = Math.round(performance.now() - writeStartMs);
         this.logger.info(
-          { id: this.id, index: taken.index, bytes: data.byteLength, durationMs, writeMs },
+          { id: this.id, index, bytes, durationMs, writeMs },
           "raft node: snapshot taken, log compacted",
         );
       },
@@ -897,7 +970,8 @@ export class RaftNode {
 
   private rejectEverything(error: () => RaftNodeError): void {
     for (const input of this.inbox) {
-      if (input.kind !== "message" && input.kind !== "unreachable") input.waiter.reject(error());
+      if (input.kind !== "message" && input.kind !== "unreachable" && input.kind !== "snapshotFailed")
+        input.waiter.reject(error());
     }
     this.inbox = [];
     this.proposals.rejectAll(error);

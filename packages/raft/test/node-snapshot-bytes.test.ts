@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveNodeOptions, type RaftNodeOptions } from "../src/driver/options.js";
 import { leaderOf, startCluster, until, type Member } from "./fixtures/in-process-cluster.js";
+import { heldSnapshot } from "./storage-conformance.js";
 
 let running: Member[] = [];
 
@@ -24,7 +25,7 @@ describe("RaftNode: snapshot by bytes", () => {
     const third = await leader.node.propose(payload("c", 400));
     await until(() => leader.node.status().snapshotIndex > 0, 5_000, "a snapshot");
     expect(leader.node.status().snapshotIndex).toBe(third.index);
-    const snapshotted = JSON.parse(new TextDecoder().decode(leader.storage.snapshot().data)) as string[];
+    const snapshotted = JSON.parse(new TextDecoder().decode((await heldSnapshot(leader.storage)).data)) as string[];
     expect(snapshotted.map((command) => command[0])).toEqual(["a", "b", "c"]);
     // The count starts again after the snapshot: two more entries of 400 bytes take none.
     await leader.node.propose(payload("d", 400));

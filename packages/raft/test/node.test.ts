@@ -3,6 +3,7 @@ import { NotLeaderError, RaftNodeError } from "../src/errors.js";
 import { RaftNode } from "../src/node.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
 import { RecordingMachine } from "./fixtures/in-process-cluster.js";
+import { heldSnapshot } from "./storage-conformance.js";
 import {
   bytes,
   connect,
@@ -80,7 +81,7 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     await until(() => members.every((m) => m.node.status().snapshotIndex >= 40));
     for (const m of members) {
       expect(m.storage.firstIndex()).toBeGreaterThan(30); // compacted (keepEntries 5)
-      const snapshotted = JSON.parse(new TextDecoder().decode(m.storage.snapshot().data)) as string[];
+      const snapshotted = JSON.parse(new TextDecoder().decode((await heldSnapshot(m.storage)).data)) as string[];
       // The machine's state as of the snapshot index: a prefix of what it applied (bootstrap conf entries and no-ops carry no command).
       expect(snapshotted.length).toBeGreaterThanOrEqual(25);
       expect(m.machine.commands.slice(0, snapshotted.length)).toEqual(snapshotted);
@@ -101,7 +102,7 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
     expect(leader.node.status()).toMatchObject({ role: "leader", term });
     for (const m of members) {
       // The bytes are the state captured when the snapshot was due, not the state when they were written.
-      const snapshotted = JSON.parse(new TextDecoder().decode(m.storage.snapshot().data)) as string[];
+      const snapshotted = JSON.parse(new TextDecoder().decode((await heldSnapshot(m.storage)).data)) as string[];
       expect(snapshotted.some((command) => command.startsWith("late"))).toBe(false);
       expect(m.machine.commands.slice(0, snapshotted.length)).toEqual(snapshotted);
     }

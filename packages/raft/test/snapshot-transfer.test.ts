@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { RaftConfig } from "../src/core/config.js";
 import type { Message } from "../src/core/messages.js";
 import { SimLink } from "../src/sim/link.js";
+import type { SimStorage } from "../src/sim/sim-storage.js";
 import { resolveSnapshotFlow } from "../src/driver/options.js";
 import { defaultTransportLimits } from "../src/transport/ws-transport.js";
 import { electLeader, newCluster } from "./scenario-helpers.js";
@@ -32,6 +33,12 @@ interface TransferResult {
   queuedBytesPeak: number;
   chunkBytesSent: number;
   leaderTermChanged: boolean;
+}
+
+/** The bytes of the snapshot `storage` holds (it keeps them apart from the snapshot's metadata and size). */
+function heldBytes(storage: SimStorage): Uint8Array {
+  const { metadata, totalBytes } = storage.snapshot();
+  return storage.snapshotData(metadata.index, 0, totalBytes);
 }
 
 /** n3 is cut off while n1 compacts its log behind a snapshot, then rejoins through a slow link n1 <-> n3. */
@@ -74,11 +81,11 @@ function transferSnapshot(options: TransferOptions): TransferResult {
     env.takeOutput();
     const follower = env.raw("n3").status();
     if (follower.applied >= env.raw("n1").status().applied && env.node("n3").app.digest === n1.app.digest) {
-      const received = env.node("n3").storage.snapshot().data;
+      const received = heldBytes(env.node("n3").storage);
       return {
         steps: step,
         installed: true,
-        sameBytes: Buffer.compare(received, n1.storage.snapshot().data) === 0,
+        sameBytes: Buffer.compare(received, heldBytes(n1.storage)) === 0,
         droppedByQueue: toFollower.dropped,
         queuedBytesPeak: toFollower.queuedBytesPeak,
         chunkBytesSent,

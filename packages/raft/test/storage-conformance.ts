@@ -2,9 +2,23 @@
 // of RaftStorage + RaftStorageWriter must pass it unchanged.
 
 import { describe, expect, it } from "vitest";
-import type { ConfState, Entry, HardState, RaftStorage, RaftStorageWriter } from "../src/core/types.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  RaftStorage,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotDataReader,
+} from "../src/core/types.js";
 
-export type Storage = RaftStorage & RaftStorageWriter;
+export type Storage = RaftStorage & RaftStorageWriter & SnapshotDataReader;
+
+/** The held snapshot with its bytes, read back from the storage (which keeps only its metadata and size in memory). */
+export async function heldSnapshot(storage: RaftStorage & SnapshotDataReader): Promise<Snapshot> {
+  const { metadata, totalBytes } = storage.snapshot();
+  return { metadata, data: await storage.readSnapshotData(metadata.index, 0, totalBytes) };
+}
 
 export interface StorageHarness {
   /** Opens the storage: fresh on the first call, the same data again after close() when durable. */
@@ -134,7 +148,11 @@ export function storageConformance(name: string, makeHarness: () => Promise<Stor
         const s = await h.open({ keepEntries: 2 });
         await s.append(range(1, 10, 1), { term: 1, vote: "n1", commit: 8 }, true);
         await s.createSnapshot(8, conf, new Uint8Array([8, 8]));
-        expect(s.snapshot()).toEqual({ metadata: { index: 8, term: 1, conf }, data: new Uint8Array([8, 8]) });
+        // Storage keeps the snapshot's metadata and size in memory, never its bytes.
+        expect(s.snapshot()).toStrictEqual({ metadata: { index: 8, term: 1, conf }, totalBytes: 2 });
+        expect(await heldSnapshot(s)).toEqual({ metadata: { index: 8, term: 1, conf }, data: new Uint8Array([8, 8]) });
+        expect(await s.readSnapshotData(8, 1, 1)).toEqual(new Uint8Array([8]));
+        await expect(s.readSnapshotData(7, 0, 1)).rejects.toThrow(/SNAPSHOT_OUT_OF_DATE/);
         expect(s.firstIndex()).toBe(7);
         expect(s.lastIndex()).toBe(10);
         expect(s.term(6)).toBe(1); // the entry before firstIndex keeps its term
@@ -284,7 +302,7 @@ export function storageConformance(name: string, makeHarness: () => Promise<Stor
           "7/2/normal/e7",
           "8/2/normal/e8",
         ]);
-        expect(r.snapshot()).toEqual({
+        expect(await heldSnapshot(r)).toEqual({
           metadata: { index: 5, term: 1, conf: { voters: ["n1", "n3"], learners: [] } },
           data: new Uint8Array([5, 5, 5]),
         });
@@ -292,7 +310,7 @@ export function storageConformance(name: string, makeHarness: () => Promise<Stor
         await r.close();
         const t = await h.open();
         expect([t.firstIndex(), t.lastIndex(), t.term(30), t.initialState().hardState.commit]).toEqual([31, 30, 3, 30]);
-        expect(t.snapshot().data).toEqual(new Uint8Array([30]));
+        expect((await heldSnapshot(t)).data).toEqual(new Uint8Array([30]));
         await t.close();
       }),
     );

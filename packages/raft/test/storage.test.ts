@@ -4,10 +4,11 @@ import { join } from "node:path";
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "../src/storage/keys.js";
-import { decodeEntryValue, encodeEntryValue } from "../src/storage/codec.js";
+import { Packr } from "msgpackr";
+import { decodeEntryValue, decodeSnapshotRecord, encodeEntryValue } from "../src/storage/codec.js";
 import { LevelStorage } from "../src/storage/level-storage.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
-import { entry, storageConformance, type StorageHarness } from "./storage-conformance.js";
+import { entry, heldSnapshot, storageConformance, type StorageHarness } from "./storage-conformance.js";
 
 storageConformance("MemoryStorage", async (): Promise<StorageHarness> => {
   return {
@@ -143,20 +144,21 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       const append = storage.append([entry(21, 1)], null, true).then(() => done.push("append"));
       await Promise.all([snapshot, append]);
       expect(done).toEqual(["append", "snapshot"]);
-      expect(storage.snapshot().data).toEqual(data);
+      expect((await heldSnapshot(storage)).data).toEqual(data);
       await storage.close();
       expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(7);
       expect(await snapKeys(path)).not.toContain("data");
 
       const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      expect(reopened.snapshot()).toEqual({ metadata: { index: 15, term: 1, conf }, data });
+      expect(reopened.snapshot()).toStrictEqual({ metadata: { index: 15, term: 1, conf }, totalBytes: 100 });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 15, term: 1, conf }, data });
       expect([reopened.firstIndex(), reopened.lastIndex()]).toEqual([16, 21]);
       // A smaller snapshot later is one value again, and the pieces go.
       await reopened.createSnapshot(18, conf, bytesOf(10));
       await reopened.close();
       expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toEqual([]);
       const again = await LevelStorage.open({ path });
-      expect(again.snapshot().data).toEqual(bytesOf(10));
+      expect((await heldSnapshot(again)).data).toEqual(bytesOf(10));
       await again.close();
     });
   });
@@ -220,7 +222,7 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       await snap.put(`piece!${String(18).padStart(16, "0")}!${String(0).padStart(10, "0")}`, bytesOf(16));
       await db.close();
       const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      expect(reopened.snapshot()).toEqual({ metadata: { index: 10, term: 1, conf }, data: first });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 10, term: 1, conf }, data: first });
       await reopened.close();
       expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(3); // 40 bytes: 3 pieces
     });
@@ -247,7 +249,7 @@ describe("LevelStorage: a received snapshot larger than a piece", () => {
       expect(await pieceValues(path)).toHaveProperty("size", 4);
 
       const reopened = await LevelStorage.open({ path });
-      expect(reopened.snapshot()).toEqual({ metadata: { index: 30, term: 2, conf }, data });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 30, term: 2, conf }, data });
       await reopened.close();
     });
   });
@@ -266,8 +268,255 @@ describe("LevelStorage: a received snapshot larger than a piece", () => {
       expect(await storage.readSnapshotData(30, 0, 40)).toEqual(held);
       await storage.close();
       const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      expect(reopened.snapshot().data).toEqual(held);
+      expect((await heldSnapshot(reopened)).data).toEqual(held);
       await reopened.close();
     });
+  });
+});
+
+describe("LevelStorage: the snapshot's size and pieces, recorded and checked on open", () => {
+  const conf = { voters: ["n1"], learners: [] };
+  const pieceKeyOf = (index: number, n: number) =>
+    `piece!${String(index).padStart(16, "0")}!${String(n).padStart(10, "0")}`;
+  // The on-disk encoding of small records (storage/codec.ts), to write a version-1 record by hand.
+  const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+  /** A storage holding a snapshot at 15 of `data` (in pieces of 16 bytes when longer), closed. */
+  async function withSnapshot(path: string, data: Uint8Array): Promise<void> {
+    const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+    await storage.append(
+      Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+      { term: 1, vote: "", commit: 20 },
+      true,
+    );
+    await storage.createSnapshot(15, conf, data);
+    await storage.close();
+  }
+
+  /** Changes the closed storage's snapshot sublevel directly (what a crash or a bad copy leaves). */
+  async function onDisk(path: string, change: (snap: ReturnType<Level["sublevel"]>) => Promise<void>): Promise<void> {
+    const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+    await change(db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" }));
+    await db.close();
+  }
+
+  it("snap!meta records the size, the pieces and their size; memory holds the size, not the bytes", async () => {
+    await inTempDir(async (path) => {
+      await withSnapshot(path, bytesOf(100));
+      const record = decodeSnapshotRecord((await snapRecords(path)).get("meta") ?? new Uint8Array());
+      expect(record).toEqual({
+        metadata: { index: 15, term: 1, conf },
+        layout: { totalBytes: 100, pieces: 7, pieceBytes: 16 },
+      });
+      const reopened = await LevelStorage.open({ path });
+      expect(reopened.snapshot()).toStrictEqual({ metadata: { index: 15, term: 1, conf }, totalBytes: 100 });
+      await reopened.createSnapshot(18, conf, bytesOf(10)); // one value: no pieces
+      await reopened.close();
+      expect(decodeSnapshotRecord((await snapRecords(path)).get("meta") ?? new Uint8Array()).layout).toEqual({
+        totalBytes: 10,
+        pieces: 0,
+        pieceBytes: 0,
+      });
+    });
+  });
+
+  const damages: Array<[string, Uint8Array, (snap: ReturnType<Level["sublevel"]>) => Promise<void>, RegExp]> = [
+    ["a middle piece lost", bytesOf(100), (snap) => snap.del(pieceKeyOf(15, 3)), /6 of its 7 pieces/],
+    ["the last piece lost", bytesOf(100), (snap) => snap.del(pieceKeyOf(15, 6)), /6 of its 7 pieces/],
+    ["the first piece lost", bytesOf(100), (snap) => snap.del(pieceKeyOf(15, 0)), /6 of its 7 pieces/],
+    ["the last piece short", bytesOf(100), (snap) => snap.put(pieceKeyOf(15, 6), bytesOf(3)), /last piece has 3 bytes/],
+    [
+      "a piece in the wrong place",
+      bytesOf(100),
+      async (snap) => {
+        await snap.del(pieceKeyOf(15, 2));
+        await snap.put(pieceKeyOf(15, 7), bytesOf(16));
+      },
+      /piece 2 is missing/,
+    ],
+    ["the whole value lost", bytesOf(10), (snap) => snap.del("data"), /snap!data is missing/],
+    ["the whole value short", bytesOf(10), (snap) => snap.put("data", bytesOf(9)), /snap!data has 9 bytes/],
+  ];
+  for (const [what, data, damage, message] of damages) {
+    it(`refuses to open with ${what}: an incomplete snapshot is never served`, async () => {
+      await inTempDir(async (path) => {
+        await withSnapshot(path, data);
+        await onDisk(path, damage);
+        const opening = LevelStorage.open({ path });
+        await expect(opening).rejects.toMatchObject({ code: "RAFT_ERR_STORAGE_CORRUPT" });
+        await expect(opening).rejects.toThrow(message);
+      });
+    });
+  }
+
+  it("opens a version-1 record (metadata only) by working the layout out from the bytes on disk", async () => {
+    for (const data of [bytesOf(100, 5), bytesOf(10, 5)]) {
+      await inTempDir(async (path) => {
+        await withSnapshot(path, data);
+        await onDisk(path, (snap) => snap.put("meta", packr.pack({ index: 15, term: 1, conf })));
+        const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 7 });
+        expect(reopened.snapshot()).toStrictEqual({
+          metadata: { index: 15, term: 1, conf },
+          totalBytes: data.byteLength,
+        });
+        expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 15, term: 1, conf }, data });
+        expect(await reopened.readSnapshotData(15, 3, 5)).toEqual(data.subarray(3, 8));
+        await reopened.close();
+      });
+    }
+    // Its pieces are checked too: one missing in the middle is found.
+    await inTempDir(async (path) => {
+      await withSnapshot(path, bytesOf(100));
+      await onDisk(path, async (snap) => {
+        await snap.put("meta", packr.pack({ index: 15, term: 1, conf }));
+        await snap.del(pieceKeyOf(15, 4));
+      });
+      await expect(LevelStorage.open({ path })).rejects.toMatchObject({ code: "RAFT_ERR_STORAGE_CORRUPT" });
+    });
+  });
+
+  it("a read of the held snapshot racing a newer snapshot's write gets the right bytes or 'out of date', never 'corrupt'", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 80 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 80 },
+        true,
+      );
+      const outcomes = { read: 0, outOfDate: 0 };
+      let held = bytesOf(8);
+      await storage.createSnapshot(1, conf, held);
+      for (let index = 2; index <= 80; index++) {
+        // Whole and pieced in turn, so every change of layout is raced; the read starts some turns later.
+        const next = bytesOf(index % 2 === 0 ? 100 : 8, index);
+        const heldIndex = index - 1;
+        const expected = held;
+        const writing = storage.createSnapshot(index, conf, next);
+        for (let turn = 0; turn < index % 7; turn++) await new Promise((resolve) => setImmediate(resolve));
+        const reading = storage.readSnapshotData(heldIndex, 0, expected.byteLength).then(
+          (bytes) => {
+            expect(bytes).toEqual(expected);
+            outcomes.read++;
+          },
+          (error: unknown) => {
+            expect(error).toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+            outcomes.outOfDate++;
+          },
+        );
+        await Promise.all([writing, reading]);
+        held = next;
+      }
+      expect(outcomes.read + outcomes.outOfDate).toBe(79);
+      await storage.close();
+    });
+  });
+});
+
+describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its replacement until unpinned", () => {
+  const conf = { voters: ["n1"], learners: [] };
+
+  it("stays readable, pieced or whole, after newer snapshots replace it; its pieces go once unpinned", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 30 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 30 },
+        true,
+      );
+      const pieced = bytesOf(100, 1);
+      const whole = bytesOf(10, 2);
+      await storage.createSnapshot(10, conf, pieced);
+      storage.pinSnapshots([10]);
+      await storage.createSnapshot(15, conf, whole);
+      storage.pinSnapshots([10, 15]);
+      await storage.createSnapshot(20, conf, bytesOf(50, 3));
+      expect(storage.snapshot().metadata.index).toBe(20);
+      expect(await storage.readSnapshotData(10, 20, 50)).toEqual(pieced.subarray(20, 70));
+      expect(await storage.readSnapshotData(15, 2, 5)).toEqual(whole.subarray(2, 7));
+      expect(await storage.readSnapshotData(20, 0, 50)).toEqual(bytesOf(50, 3));
+      // Unpinned: no longer readable, and its pieces leave the disk.
+      storage.pinSnapshots([15]);
+      await expect(storage.readSnapshotData(10, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      expect(await storage.readSnapshotData(15, 0, 10)).toEqual(whole);
+      storage.pinSnapshots([]);
+      await expect(storage.readSnapshotData(15, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      await storage.close();
+      const pieceIndexes = new Set(
+        [...(await snapRecords(path)).keys()]
+          .filter((key) => key.startsWith("piece!"))
+          .map((key) => Number(key.split("!")[1])),
+      );
+      expect([...pieceIndexes]).toEqual([20]);
+    });
+  });
+
+  it("not pinned, a replaced snapshot is out of date at once, and open() clears pieces a pin had kept", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 30 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 30 },
+        true,
+      );
+      await storage.createSnapshot(10, conf, bytesOf(100));
+      await storage.createSnapshot(12, conf, bytesOf(100));
+      await expect(storage.readSnapshotData(10, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      storage.pinSnapshots([12]);
+      await storage.createSnapshot(14, conf, bytesOf(100));
+      await storage.close(); // closed while 12 is pinned: its pieces are still on disk
+      const reopened = await LevelStorage.open({ path });
+      await expect(reopened.readSnapshotData(12, 0, 1)).rejects.toMatchObject({
+        code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      });
+      await reopened.close();
+      const keys = [...(await snapRecords(path)).keys()].filter((key) => key.startsWith("piece!"));
+      expect(keys.every((key) => Number(key.split("!")[1]) === 14)).toBe(true);
+      expect(keys).toHaveLength(7);
+    });
+  });
+});
+
+describe("createSnapshot given the bytes as a list of parts (their concatenation)", () => {
+  const conf = { voters: ["n1"], learners: [] };
+  const partsOf = (data: Uint8Array, sizes: number[]): Uint8Array[] => {
+    const parts: Uint8Array[] = [];
+    let at = 0;
+    for (const size of sizes) {
+      parts.push(data.slice(at, at + size));
+      at += size;
+    }
+    expect(at).toBe(data.byteLength);
+    return parts;
+  };
+
+  it("stores what one array of the same bytes stores: pieces cut across parts, a whole value joined", async () => {
+    const pieced = bytesOf(100, 4);
+    const whole = bytesOf(12, 6);
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await storage.append(
+        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+        { term: 1, vote: "", commit: 20 },
+        true,
+      );
+      // Parts smaller than a piece, larger than one, empty, and ending inside a piece.
+      await storage.createSnapshot(10, conf, partsOf(pieced, [5, 0, 40, 16, 3, 36]));
+      expect(storage.snapshot()).toStrictEqual({ metadata: { index: 10, term: 1, conf }, totalBytes: 100 });
+      expect((await heldSnapshot(storage)).data).toEqual(pieced);
+      await storage.createSnapshot(12, conf, partsOf(whole, [7, 5]));
+      expect((await heldSnapshot(storage)).data).toEqual(whole);
+      await storage.close();
+      const reopened = await LevelStorage.open({ path });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 12, term: 1, conf }, data: whole });
+      await reopened.close();
+    });
+    const memory = new MemoryStorage();
+    await memory.append(
+      Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
+      { term: 1, vote: "", commit: 20 },
+      true,
+    );
+    await memory.createSnapshot(10, conf, partsOf(pieced, [50, 50]));
+    expect((await heldSnapshot(memory)).data).toEqual(pieced);
   });
 });

@@ -13,7 +13,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { keyStateMachine, type CommandOutcome, type KeyCommand } from "@keyraft/core";
-import { LevelStorage } from "@keyraft/raft";
+import { joinSnapshotData, LevelStorage } from "@keyraft/raft";
 import type { Logger } from "pino";
 import { LevelCommandLog } from "../store/level-command-log.js";
 import { openStoreDb, storeSublevel, syncedBatchWrite, type StoreOp } from "../store/level-db.js";
@@ -75,7 +75,7 @@ export async function migrateLegacyStore(options: MigrationOptions): Promise<voi
     const conf = { voters: [options.nodeId], learners: [] };
     await storage.applySnapshot({
       metadata: { index: 1, term: 1, conf },
-      data: await encodeSnapshotSliced({ keys: machine.capture(), peers: {} }, async () => undefined),
+      data: joinSnapshotData(await encodeSnapshotSliced({ keys: machine.capture(), peers: {} }, async () => undefined)),
     });
     await storage.append([], { term: 1, vote: "", commit: 1 }, true);
   } finally {

@@ -73,7 +73,7 @@ export class ReplicatedKeyMachine implements StateMachine {
    * Raft loop, go on while a large state is written (one encoding blocked everything for ~0.6 s
    * at 170,000 keys).
    */
-  async takeSnapshot(): Promise<Uint8Array> {
+  async takeSnapshot(): Promise<Uint8Array[]> {
     this.hooks.onSnapshotStarted?.();
     // The capture's first step takes the records and the address book at this applied index;
     // sorting them (a second for a million keys in one piece) and encoding go a slice per turn.

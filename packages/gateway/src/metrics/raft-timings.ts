@@ -1,7 +1,7 @@
 // Durations the Raft driver does not keep as histograms (appends with and without fsync, entries
 // per append, snapshots), measured from the gateway side around the storage the node is given and
 // the state machine's snapshot: the raft package stays unchanged.
-import type { RaftStorageWriter } from "@keyraft/raft";
+import { snapshotDataBytes, type RaftStorageWriter } from "@keyraft/raft";
 import { PlainHistogram } from "./plain.js";
 
 /** Upper bounds (seconds) of storage write durations: LevelDB appends, fsyncs and snapshot writes. */
@@ -35,7 +35,7 @@ export class RaftTimings {
       this.snapshotStartedMs = null;
       await createSnapshot(index, conf, data);
       this.snapshot.observe((performance.now() - startMs) / 1000);
-      this.lastSnapshotBytes = data.byteLength;
+      this.lastSnapshotBytes = snapshotDataBytes(data);
     };
   }
 

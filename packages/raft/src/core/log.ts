@@ -1,7 +1,7 @@
 import { assert } from "./assert.js";
 import { isStorageCompacted } from "./errors.js";
 import { UnstableLog } from "./log-unstable.js";
-import type { Entry, RaftStorage, Snapshot } from "./types.js";
+import type { Entry, RaftStorage, Snapshot, SnapshotInfo } from "./types.js";
 
 /** Bytes an entry counts for in size limits (its data; the envelope is small and bounded). */
 export function entryBytes(entry: Entry): number {
@@ -174,8 +174,12 @@ export class RaftLog {
     return this.slice(lo, this.committed + 1, maxBytes);
   }
 
-  snapshot(): Snapshot {
-    return this.unstable.snapshot ?? this.storage.snapshot();
+  /** The latest snapshot: one received and not yet persisted, else storage's. */
+  snapshot(): SnapshotInfo {
+    const unstable = this.unstable.snapshot;
+    return unstable === null
+      ? this.storage.snapshot()
+      : { metadata: unstable.metadata, totalBytes: unstable.data.byteLength };
   }
 
   /** Follower installs a leader's snapshot: everything up to its index is committed. */

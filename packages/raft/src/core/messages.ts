@@ -1,3 +1,4 @@
+import { assert } from "./assert.js";
 import type { Entry, NodeId, SnapshotMetadata } from "./types.js";
 
 /**
@@ -91,6 +92,35 @@ export interface SnapshotChunkMessage extends MessageBase {
   /** Total size of the snapshot data in bytes. */
   totalBytes: number;
   data: Uint8Array;
+}
+
+/**
+ * What the core emits in place of a snapshot chunk: which bytes to send, not the bytes (the core
+ * holds no snapshot data; storage keeps it on disk). The driver reads [offset, offset + length) of
+ * the snapshot at `metadata.index` from storage and sends the SnapshotChunkMessage that
+ * fillSnapshotChunk makes of it; when the read fails it reports the snapshot failed for `to`. Never
+ * on the wire, never stepped.
+ */
+export interface SnapshotChunkRef extends MessageBase {
+  type: "snapRef";
+  metadata: SnapshotMetadata;
+  offset: number;
+  totalBytes: number;
+  /** Bytes of the chunk: at most maxSnapshotChunkBytes, and offset + length <= totalBytes. */
+  length: number;
+}
+
+/** What a Ready hands the driver to send: wire messages, and snapshot chunks still to be read from storage. */
+export type ReadyMessage = Message | SnapshotChunkRef;
+
+/** The chunk `ref` names, with its bytes (read from storage by the driver or a simulator). */
+export function fillSnapshotChunk(ref: SnapshotChunkRef, data: Uint8Array): SnapshotChunkMessage {
+  assert(
+    data.byteLength === ref.length,
+    `snapshot chunk at ${ref.offset}: ${data.byteLength} bytes read, ${ref.length} named`,
+  );
+  const { from, to, term, metadata, offset, totalBytes } = ref;
+  return { type: "snap", from, to, term, metadata, offset, totalBytes, data };
 }
 
 /** Follower -> leader: the next byte offset it expects for the snapshot at `snapshotIndex`. */

@@ -11,14 +11,14 @@ import {
 } from "./confchange.js";
 import { RaftError } from "./errors.js";
 import { entryBytes, RaftLog } from "./log.js";
-import { isLeaderMessage, type Message, type SnapshotChunkMessage } from "./messages.js";
+import { isLeaderMessage, type Message, type ReadyMessage, type SnapshotChunkMessage } from "./messages.js";
 import { Progress } from "./progress.js";
 import { committedIndex, hasQuorum, voteResult } from "./quorum.js";
 import { ReadOnlyQueue } from "./read-only.js";
 import type { Ready, ReadState, Role, SoftState } from "./ready.js";
 import { SnapshotReceiver, snapshotBytesMax } from "./snapshot-receiver.js";
 import type { Status } from "./status.js";
-import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, Snapshot } from "./types.js";
+import type { ConfChange, ConfState, Entry, HardState, NodeId, RaftStorage, SnapshotInfo } from "./types.js";
 
 /** The idle-resend timer of a snapshot transfer backs off up to this many election timeouts. */
 const snapshotIdleTicksCeiling = 32;
@@ -31,8 +31,8 @@ export interface ProposalId {
 
 type CampaignKind = "preElection" | "election" | "transfer";
 
-type Outgoing = Message extends infer M
-  ? M extends Message
+type Outgoing = ReadyMessage extends infer M
+  ? M extends ReadyMessage
     ? Omit<M, "from" | "term"> & { term?: number }
     : never
   : never;
@@ -50,15 +50,15 @@ export class Raft {
 
   /** Leader only: one Progress per member (self included). */
   private readonly progress = new Map<NodeId, Progress>();
-  /** Leader only: the snapshot being streamed to each follower in snapshot state. */
-  private readonly snapshotsSending = new Map<NodeId, Snapshot>();
+  /** Leader only: the snapshot being streamed to each follower in snapshot state (its bytes stay in storage). */
+  private readonly snapshotsSending = new Map<NodeId, SnapshotInfo>();
   private readonly votes = new Map<NodeId, boolean>();
   private readonly readOnly = new ReadOnlyQueue();
   /** Leader: reads that arrived before the first commit of this term (the commit index may be stale). */
   private deferredReads: { context: Uint8Array; from: NodeId }[] = [];
   private readonly snapshotReceiver = new SnapshotReceiver();
 
-  private messages: Message[] = [];
+  private messages: ReadyMessage[] = [];
   private readStates: ReadState[] = [];
   private droppedReads: Uint8Array[] = [];
   /** Messages dropped because a Ready's outbox was full (Raft tolerates loss; reported in status). */
@@ -679,7 +679,7 @@ export class Raft {
     const pr = this.progress.get(to);
     const snapshot = this.snapshotsSending.get(to);
     if (pr === undefined || snapshot === undefined) return;
-    const total = snapshot.data.byteLength;
+    const total = snapshot.totalBytes;
     const windowBytes = this.snapshotWindowBytes();
     let offset = Math.min(pr.snapshotSentOffset, total);
     if (pr.snapshotAllSent && offset === total) return; // everything is in flight; wait for acks or a retransmit
@@ -705,15 +705,17 @@ export class Raft {
     );
   }
 
-  /** Sends the chunk of the snapshot being sent to `to` that starts at `offset`; returns the offset after it. */
+  /**
+   * Sends the chunk of the snapshot being sent to `to` that starts at `offset`; returns the offset
+   * after it. The chunk goes out as a reference: the driver reads its bytes from storage.
+   */
   private sendSnapshotChunk(to: NodeId, offset: number): number {
     const snapshot = this.snapshotsSending.get(to);
     assert(snapshot !== undefined, "snapshot chunk without a snapshot being sent");
-    const total = snapshot.data.byteLength;
+    const total = snapshot.totalBytes;
     assert(offset >= 0 && offset <= total, "snapshot chunk offset out of range");
     const end = Math.min(offset + this.config.maxSnapshotChunkBytes, total);
-    const data = snapshot.data.subarray(offset, end);
-    this.send({ type: "snap", to, metadata: snapshot.metadata, offset, totalBytes: total, data });
+    this.send({ type: "snapRef", to, metadata: snapshot.metadata, offset, totalBytes: total, length: end - offset });
     return end;
   }
 
@@ -985,7 +987,7 @@ export class Raft {
   // ---- ready ----------------------------------------------------------------------------------
 
   private send(m: Outgoing): void {
-    const message = { ...m, from: this.id, term: m.term ?? this.term } as Message;
+    const message = { ...m, from: this.id, term: m.term ?? this.term } as ReadyMessage;
     assert(message.to !== this.id, "a node never messages itself");
     if (this.messages.length >= messagesPerReadyMax) {
       this.droppedMessages++;
@@ -1029,8 +1031,8 @@ export class Raft {
     const hard = this.hardState();
     const entries = [...this.log.unstable.entries];
     const hardChanged = !hardStateEqual(hard, this.prevHardState);
-    const messagesBeforePersist: Message[] = [];
-    const messages: Message[] = [];
+    const messagesBeforePersist: ReadyMessage[] = [];
+    const messages: ReadyMessage[] = [];
     for (const message of this.messages)
       (sendableBeforePersist(message, this.prevHardState.term) ? messagesBeforePersist : messages).push(message);
     const ready: Ready = {
@@ -1096,6 +1098,13 @@ export class Raft {
   confState(): ConfState {
     return copyConf(this.conf);
   }
+
+  /** Indexes of the snapshots this leader is sending (their bytes must stay readable until the transfers end). */
+  snapshotsInTransfer(): number[] {
+    const indexes = new Set<number>();
+    for (const snapshot of this.snapshotsSending.values()) indexes.add(snapshot.metadata.index);
+    return [...indexes].sort((a, b) => a - b);
+  }
 }
 
 function copyConf(conf: ConfState): ConfState {
@@ -1108,9 +1117,10 @@ function copyConf(conf: ConfState): ConfState {
  * message's term: it may go out before this Ready's write (Raft dissertation 10.2.1; etcd's leader
  * sends MsgApp while it persists). Everything else (votes, acknowledgements) waits for the write.
  */
-function sendableBeforePersist(message: Message, persistedTerm: number): boolean {
+function sendableBeforePersist(message: ReadyMessage, persistedTerm: number): boolean {
+  const type = message.type;
   return (
-    (message.type === "app" || message.type === "heartbeat" || message.type === "snap") && message.term <= persistedTerm
+    (type === "app" || type === "heartbeat" || type === "snap" || type === "snapRef") && message.term <= persistedTerm
   );
 }
 

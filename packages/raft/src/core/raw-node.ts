@@ -109,6 +109,16 @@ export class RawNode {
     return this.raft.confState();
   }
 
+  /**
+   * Indexes of the snapshots this node is sending to followers, ascending. A transfer reads the
+   * snapshot it began with until it ends: the driver pins these in storage (SnapshotDataReader),
+   * so a newer snapshot taken meanwhile does not delete the bytes under it. A read, allowed while a
+   * Ready is outstanding.
+   */
+  snapshotsInTransfer(): number[] {
+    return this.raft.snapshotsInTransfer();
+  }
+
   private assertNoReadyOutstanding(method: string): void {
     assert(this.outstanding === null, `${method}: a Ready is outstanding; call advance() first`);
   }

@@ -1,4 +1,4 @@
-import type { Message } from "./messages.js";
+import type { ReadyMessage } from "./messages.js";
 import type { Entry, HardState, NodeId, Snapshot } from "./types.js";
 
 export type Role = "follower" | "preCandidate" | "candidate" | "leader";
@@ -45,11 +45,12 @@ export interface Ready {
   /**
    * Messages that depend on nothing this Ready persists: a leader's appends, heartbeats and snapshot
    * chunks of a term already durable. Send them first so the followers' writes overlap this one (the
-   * leader counts its own copy of `entries` only at advance()).
+   * leader counts its own copy of `entries` only at advance()). Snapshot chunks come as references
+   * (SnapshotChunkRef): the driver reads their bytes from storage, then sends them.
    */
-  messagesBeforePersist: Message[];
+  messagesBeforePersist: ReadyMessage[];
   /** Messages to send, only after the writes above are durable. */
-  messages: Message[];
+  messages: ReadyMessage[];
   /** True when term, vote or entries changed: the write must be fsynced before sending. */
   mustSync: boolean;
   /** ReadIndex results whose index is confirmed by a quorum. */

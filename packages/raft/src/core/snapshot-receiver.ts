@@ -4,7 +4,8 @@ import type { NodeId, Snapshot } from "./types.js";
 
 /**
  * Largest snapshot a follower reassembles: the largest byte array the runtime allocates (4 GiB in
- * Node 20). The snapshot is held in memory whole, on the leader and here.
+ * Node 20). The snapshot is held in memory whole here, until it is installed (the leader reads each
+ * chunk from disk).
  */
 export const snapshotBytesMax = 2 ** 32;
 

@@ -52,6 +52,41 @@ export interface Snapshot {
 }
 
 /**
+ * A snapshot as storage holds it and the core sees it: its metadata and size, never its bytes. A
+ * million keys make a snapshot of about 150 MB: held in memory on every node for the rare follower
+ * that needs it, it was a tenth of the node's RSS. The bytes stay on disk and are read a range at a
+ * time (SnapshotDataReader) when a chunk is sent or the application restarts from them.
+ */
+export interface SnapshotInfo {
+  metadata: SnapshotMetadata;
+  /** Size of the snapshot's data. */
+  totalBytes: number;
+}
+
+/**
+ * A snapshot's bytes as the application hands them over: one array, or a list of arrays whose
+ * concatenation they are. A list spares the application the copy that joins its encoded parts (the
+ * size of the whole state, twice in memory at once): storage cuts its pieces straight from it.
+ */
+export type SnapshotData = Uint8Array | readonly Uint8Array[];
+
+/** Reads the held snapshot's bytes from storage (the driver fills the leader's chunks and restarts the application with them). */
+export interface SnapshotDataReader {
+  /**
+   * Bytes [offset, offset + length) of the data of the snapshot at `index`. Rejects with
+   * RAFT_ERR_SNAPSHOT_OUT_OF_DATE when that snapshot is not (or stops being, during the read) the
+   * one held, and RAFT_ERR_STORAGE_CORRUPT when its bytes are missing.
+   */
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array>;
+  /**
+   * The snapshots transfers are reading (RawNode.snapshotsInTransfer): when a newer snapshot
+   * replaces one of these, its bytes stay readable until it is no longer pinned. Replaces the
+   * previous pins. Never durable: a restarted node pins nothing, and open() clears what was kept.
+   */
+  pinSnapshots(indexes: readonly number[]): void;
+}
+
+/**
  * What the core reads from stable storage. Reads are synchronous: implementations keep the
  * unsnapshotted log in memory (as etcd's MemoryStorage does) and a durable copy on disk.
  * Writes are done by the driver (see the Ready contract), never by the core.
@@ -67,7 +102,8 @@ export interface RaftStorage {
   term(index: number): number;
   firstIndex(): number;
   lastIndex(): number;
-  snapshot(): Snapshot;
+  /** The latest snapshot's metadata and size (its bytes are read with SnapshotDataReader). */
+  snapshot(): SnapshotInfo;
 }
 
 /**
@@ -81,7 +117,7 @@ export interface RaftStorageWriter {
   /** Replaces the whole log with `snapshot` (entries after it that match are kept). Durable before resolving. */
   applySnapshot(snapshot: Snapshot): Promise<void>;
   /** Records a snapshot taken by the application at `index` and discards entries up to `index - keepEntries`. */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void>;
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void>;
   compact(index: number): Promise<void>;
   close(): Promise<void>;
 }

@@ -7,14 +7,14 @@
 // Likewise a follower's consecutive successful append responses to the leader collapse into the
 // last one: acknowledging index i acknowledges everything below it.
 
-import type { AppendMessage, AppendResponseMessage, Message } from "../core/messages.js";
+import type { AppendMessage, AppendResponseMessage, ReadyMessage } from "../core/messages.js";
 import type { Entry } from "../core/types.js";
 
 /** Largest entry data merged into one append (a merged message must stay far below the transport's messageBytesMax). */
 export const coalescedAppendBytesMax = 1 << 20;
 
-export function coalesceAppends(messages: readonly Message[]): Message[] {
-  const result: Message[] = [];
+export function coalesceAppends(messages: readonly ReadyMessage[]): ReadyMessage[] {
+  const result: ReadyMessage[] = [];
   /** Per destination: position in `result` of its last message, if that is an append (or a successful append response) we may extend. */
   const lastAppend = new Map<string, { at: number; bytes: number; owned: boolean } | null>();
   for (const message of messages) {

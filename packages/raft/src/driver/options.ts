@@ -1,5 +1,5 @@
 import { defaultSnapshotInflightBytes, type RaftConfig } from "../core/config.js";
-import type { NodeId, RaftStorage, RaftStorageWriter } from "../core/types.js";
+import type { NodeId, RaftStorage, RaftStorageWriter, SnapshotDataReader } from "../core/types.js";
 import type { Logger } from "../logger.js";
 import type { TransportTls, WsTransportLimits, WsTransportOptions } from "../transport/ws-transport.js";
 import type { Transport } from "../transport/transport.js";
@@ -24,7 +24,7 @@ export type DriverTransport = Transport<WireMessage> & { flushNow(): void };
 export interface RaftNodeOptions {
   id: NodeId;
   /** Stable storage, already opened (LevelStorage in production, MemoryStorage in tests). Closed by stop(). */
-  storage: RaftStorage & RaftStorageWriter;
+  storage: RaftStorage & RaftStorageWriter & SnapshotDataReader;
   stateMachine: StateMachine;
   /** Voters of a brand-new cluster (ignored once storage holds a configuration). Default []: a node that joins an existing cluster and waits for its leader. */
   voters?: NodeId[];

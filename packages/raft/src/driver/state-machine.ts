@@ -1,4 +1,4 @@
-import type { Entry, Snapshot } from "../core/types.js";
+import type { Entry, Snapshot, SnapshotData } from "../core/types.js";
 
 /**
  * The application replicated by a RaftNode. Called only from the driver's applier, one call at a
@@ -18,9 +18,11 @@ export interface StateMachine {
    * The whole application state as bytes, as of the last applied entry at the time of the call
    * (used for log compaction). The state must be captured synchronously, in this call; a returned
    * promise may settle later, while the node goes on applying newer entries, so what it encodes
-   * must not change with them. The node writes the bytes when the promise settles.
+   * must not change with them. The node writes the bytes when the promise settles. A list of
+   * arrays stands for their concatenation: storage cuts its pieces from it, so an application that
+   * encodes its state in parts need not join them (a copy the size of the state).
    */
-  takeSnapshot(): Uint8Array | Promise<Uint8Array>;
+  takeSnapshot(): SnapshotData | Promise<SnapshotData>;
   /** Replaces the whole application state with `snapshot.data` (state as of `snapshot.metadata.index`). */
   installSnapshot(snapshot: Snapshot): void | Promise<void>;
 }

@@ -7,7 +7,19 @@
 import { RaftError } from "../core/errors.js";
 import type { Message } from "../core/messages.js";
 import { Xoshiro128 } from "../core/prng.js";
-import type { ConfState, Entry, HardState, NodeId, RaftStorage, RaftStorageWriter, Snapshot } from "../core/types.js";
+import { joinSnapshotData } from "../core/snapshot-data.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  NodeId,
+  RaftStorage,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotData,
+  SnapshotDataReader,
+  SnapshotInfo,
+} from "../core/types.js";
 import type { DriverClock } from "../driver/clock.js";
 import type { DriverTransport } from "../driver/options.js";
 import { MemoryIdentityStore } from "../driver/peer-identity.js";
@@ -164,7 +176,7 @@ class SimTransport implements DriverTransport {
  * the simulation completes them. A crash abandons the writes in flight (their promises never
  * settle, as the process is gone) and the SimStorage loses everything not synced.
  */
-class ProcessStorage implements RaftStorage, RaftStorageWriter {
+class ProcessStorage implements RaftStorage, RaftStorageWriter, SnapshotDataReader {
   private pending: { completeAtStep: number; run: () => void; resolve: () => void }[] = [];
 
   constructor(
@@ -188,8 +200,14 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter {
   lastIndex(): number {
     return this.durable.lastIndex();
   }
-  snapshot(): Snapshot {
+  snapshot(): SnapshotInfo {
     return this.durable.snapshot();
+  }
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    return this.durable.readSnapshotData(index, offset, length);
+  }
+  pinSnapshots(indexes: readonly number[]): void {
+    this.durable.pinSnapshots(indexes);
   }
 
   append(entries: readonly Entry[], hardState: HardState | null, sync: boolean): Promise<void> {
@@ -201,8 +219,9 @@ class ProcessStorage implements RaftStorage, RaftStorageWriter {
   applySnapshot(snapshot: Snapshot): Promise<void> {
     return this.enqueue(() => this.durable.applySnapshotSync(snapshot));
   }
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    return this.enqueue(() => this.durable.createSnapshotSync(index, conf, data));
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    const bytes = joinSnapshotData(data);
+    return this.enqueue(() => this.durable.createSnapshotSync(index, conf, bytes));
   }
   compact(): Promise<void> {
     return Promise.resolve();

@@ -1,6 +1,6 @@
 import { assert } from "../core/assert.js";
 import type { RaftConfig } from "../core/config.js";
-import type { Message } from "../core/messages.js";
+import type { Message, ReadyMessage } from "../core/messages.js";
 import type { Xoshiro128 } from "../core/prng.js";
 import { RawNode } from "../core/raw-node.js";
 import type { Ready } from "../core/ready.js";
@@ -88,8 +88,8 @@ export class SimNode {
     this.app = new SimApp();
     this.readContexts = this.newReadContexts();
     this.pausedUntilStep = 0;
-    const snapshot = this.storage.snapshot();
-    if (snapshot.metadata.index > 0) this.app.restore(snapshot.data, snapshot.metadata.index);
+    const { metadata, totalBytes } = this.storage.snapshot();
+    if (metadata.index > 0) this.app.restore(this.storage.snapshotData(metadata.index, 0, totalBytes), metadata.index);
     this.raw = new RawNode(this.makeConfig(), this.storage);
   }
 
@@ -140,10 +140,18 @@ export class SimNode {
       this.unreachable = [];
       if (!raw.hasReady()) return;
       const ready = raw.ready();
+      this.storage.pinSnapshots(raw.snapshotsInTransfer()); // as RaftNode does
       // The leader's appends leave now, before its write completes (a crash meanwhile loses the write, not them).
-      for (const message of ready.messagesBeforePersist) network.send(message, nowStep);
+      for (const message of ready.messagesBeforePersist) this.send(message, nowStep, network);
       this.pending = { ready, completeAtStep: nowStep + this.random.intBelow(this.writeLatencyMax + 1) };
     }
+  }
+
+  /** Sends a Ready's message, a snapshot chunk filled from storage first (a failed read fails the snapshot). */
+  private send(message: ReadyMessage, nowStep: number, network: SimNetwork): void {
+    const filled = this.storage.fill(message);
+    if (filled === null) this.reportUnreachable(message.to, true);
+    else network.send(filled, nowStep);
   }
 
   /** The Ready contract: persist, then send (messagesBeforePersist already went at ready()), then apply, then advance. */
@@ -153,7 +161,7 @@ export class SimNode {
     if (ready.snapshot !== null) this.storage.applySnapshotSync(ready.snapshot);
     this.storage.appendSync(ready.entries, ready.hardState, ready.mustSync);
     checker.observePersisted(this.id, ready.entries, this.storage);
-    for (const message of ready.messages) network.send(message, nowStep);
+    for (const message of ready.messages) this.send(message, nowStep, network);
     if (ready.snapshot !== null) {
       this.app.restore(ready.snapshot.data, ready.snapshot.metadata.index);
       checker.observeSnapshotInstalled(this.id, ready.snapshot.metadata.index, this.app.digest);

@@ -1,7 +1,20 @@
 import { assert } from "../core/assert.js";
 import { RaftStorageError } from "../core/errors.js";
 import { limitSize } from "../core/log.js";
-import type { ConfState, Entry, HardState, RaftStorage, RaftStorageWriter, Snapshot } from "../core/types.js";
+import { joinSnapshotData } from "../core/snapshot-data.js";
+import { fillSnapshotChunk, type Message, type ReadyMessage } from "../core/messages.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  RaftStorage,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotData,
+  SnapshotDataReader,
+  SnapshotInfo,
+} from "../core/types.js";
+import { StorageError } from "../errors.js";
 
 interface StorageState {
   hardState: HardState;
@@ -23,9 +36,12 @@ function cloneState(state: StorageState): StorageState {
  * every earlier write durable too (one file, in order). Entries and snapshots are immutable objects.
  * A snapshot keeps the `keepEntries` entries before it, like the LevelDB storage.
  */
-export class SimStorage implements RaftStorage, RaftStorageWriter {
+export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataReader {
   private live: StorageState;
   private durable: StorageState;
+  /** Snapshots transfers are reading (pinSnapshots), and those of them replaced since; in memory only (a crash forgets them). */
+  private pinned: readonly number[] = [];
+  private readonly retained = new Map<number, Snapshot>();
 
   constructor(
     conf: ConfState = { voters: [], learners: [] },
@@ -65,8 +81,54 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     return limitSize(this.live.entries.slice(lo - offset, hi - offset), maxBytes);
   }
 
-  snapshot(): Snapshot {
-    return this.live.snapshot;
+  snapshot(): SnapshotInfo {
+    const { metadata, data } = this.live.snapshot;
+    return { metadata, totalBytes: data.byteLength };
+  }
+
+  /** The held (or a pinned) snapshot's bytes [offset, offset + length), as LevelStorage reads them from disk. */
+  snapshotData(index: number, offset: number, length: number): Uint8Array {
+    const held = this.live.snapshot;
+    const data = held.metadata.index === index ? held.data : this.retained.get(index)?.data;
+    if (data === undefined)
+      throw new StorageError(
+        "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+        `snapshot at ${index} is neither held (${held.metadata.index} is) nor pinned`,
+      );
+    assert(offset >= 0 && length >= 0 && offset + length <= data.byteLength, "snapshotData: range past the data");
+    return data.slice(offset, offset + length);
+  }
+
+  /**
+   * A Ready's message as it goes on the simulated wire: a snapshot chunk reference gets its bytes
+   * from here, as RaftNode fills it from its storage; null when this snapshot is no longer held
+   * (the sender then reports the snapshot failed, as RaftNode does on a failed read).
+   */
+  fill(message: ReadyMessage): Message | null {
+    if (message.type !== "snapRef") return message;
+    const index = message.metadata.index;
+    if (index !== this.live.snapshot.metadata.index && !this.retained.has(index)) return null;
+    return fillSnapshotChunk(message, this.snapshotData(message.metadata.index, message.offset, message.length));
+  }
+
+  pinSnapshots(indexes: readonly number[]): void {
+    this.pinned = [...indexes];
+    for (const index of this.retained.keys()) if (!indexes.includes(index)) this.retained.delete(index);
+  }
+
+  /** A newer snapshot replaces the held one: a pinned one stays readable. */
+  private replaceSnapshot(snapshot: Snapshot): void {
+    const replaced = this.live.snapshot;
+    if (this.pinned.includes(replaced.metadata.index)) this.retained.set(replaced.metadata.index, replaced);
+    this.live.snapshot = snapshot;
+  }
+
+  readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
+    try {
+      return Promise.resolve(this.snapshotData(index, offset, length));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   appendSync(entries: readonly Entry[], hardState: HardState | null, sync: boolean): void {
@@ -85,7 +147,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     const { index, term } = snapshot.metadata;
     const matches = index >= this.firstIndex() && index <= this.lastIndex() && this.term(index) === term;
     this.live.entries = matches ? this.live.entries.slice(index - this.live.markIndex) : [];
-    this.live.snapshot = snapshot;
+    this.replaceSnapshot(snapshot);
     this.live.markIndex = index;
     this.live.markTerm = term;
     this.live.hardState = { ...this.live.hardState, commit: Math.max(this.live.hardState.commit, index) };
@@ -96,7 +158,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   createSnapshotSync(index: number, conf: ConfState, data: Uint8Array): void {
     if (index <= this.live.snapshot.metadata.index) return;
     assert(index <= this.lastIndex(), "snapshot beyond the log");
-    this.live.snapshot = { metadata: { index, term: this.term(index), conf }, data };
+    this.replaceSnapshot({ metadata: { index, term: this.term(index), conf }, data });
     // As LevelStorage does: the application only snapshots applied (so committed) entries, and a
     // restart must not find a snapshot above its commit index (the driver defers commit-only writes).
     this.live.hardState = { ...this.live.hardState, commit: Math.max(this.live.hardState.commit, index) };
@@ -119,8 +181,8 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
     return Promise.resolve();
   }
 
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    this.createSnapshotSync(index, conf, data);
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    this.createSnapshotSync(index, conf, joinSnapshotData(data));
     return Promise.resolve();
   }
 
@@ -144,5 +206,7 @@ export class SimStorage implements RaftStorage, RaftStorageWriter {
   /** Power loss: every write not yet synced is gone. */
   crash(): void {
     this.live = cloneState(this.durable);
+    this.pinned = [];
+    this.retained.clear();
   }
 }

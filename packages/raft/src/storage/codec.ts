@@ -40,7 +40,7 @@ export function copyBytes(bytes: Uint8Array): Uint8Array {
   return copy;
 }
 
-export function encodeRecord(record: HardState | SnapshotMetadata | LogMark): Uint8Array {
+export function encodeRecord(record: HardState | LogMark): Uint8Array {
   return packr.pack(record);
 }
 
@@ -64,12 +64,43 @@ export function decodeLogMark(value: Uint8Array): LogMark {
   return { index: raw["index"], term: raw["term"] };
 }
 
-export function decodeSnapshotMetadata(value: Uint8Array): SnapshotMetadata {
+/**
+ * Where a snapshot's bytes are on disk: whole under snap!data (`pieces` 0), or in `pieces` pieces of
+ * `pieceBytes` (the last one shorter or as long) under snap!piece!<index>!<n>.
+ */
+export interface SnapshotLayout {
+  totalBytes: number;
+  pieces: number;
+  /** Bytes of every piece but the last; 0 when the snapshot is whole. */
+  pieceBytes: number;
+}
+
+/** Version of the snap!meta record that carries the layout. Version 1 (no `v`) had the metadata alone. */
+export const snapshotRecordVersion = 2;
+
+/** snap!meta: the snapshot's metadata and, so open() can verify the bytes are all there, its layout. */
+export function encodeSnapshotRecord(metadata: SnapshotMetadata, layout: SnapshotLayout): Uint8Array {
+  return packr.pack({ v: snapshotRecordVersion, ...metadata, ...layout });
+}
+
+/** A snap!meta record; `layout` is null for a version-1 record, whose layout open() works out from the bytes on disk. */
+export function decodeSnapshotRecord(value: Uint8Array): { metadata: SnapshotMetadata; layout: SnapshotLayout | null } {
   const raw: unknown = packr.unpack(value);
   if (!isObject(raw) || !isCount(raw["index"]) || !isCount(raw["term"]) || !isObject(raw["conf"])) {
     throw corrupt("snap/meta: bad encoding");
   }
-  return { index: raw["index"], term: raw["term"], conf: decodeConf(raw["conf"]) };
+  const metadata = { index: raw["index"], term: raw["term"], conf: decodeConf(raw["conf"]) };
+  if (raw["v"] === undefined) return { metadata, layout: null };
+  const { totalBytes, pieces, pieceBytes } = raw;
+  if (raw["v"] !== snapshotRecordVersion || !isCount(totalBytes) || !isCount(pieces) || !isCount(pieceBytes))
+    throw corrupt("snap/meta: bad layout");
+  if (
+    pieces === 0
+      ? pieceBytes !== 0
+      : pieceBytes === 0 || totalBytes <= (pieces - 1) * pieceBytes || totalBytes > pieces * pieceBytes
+  )
+    throw corrupt(`snap/meta: ${pieces} pieces of ${pieceBytes} bytes cannot hold ${totalBytes} bytes`);
+  return { metadata, layout: { totalBytes, pieces, pieceBytes } };
 }
 
 function decodeConf(raw: Record<string, unknown>): ConfState {

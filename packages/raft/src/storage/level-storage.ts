@@ -2,28 +2,44 @@
 //   log!<u64 BE index>  -> [term u64 BE][type u8][data]   (fixed-width keys: byte order == numeric order)
 //   meta!hardState      -> msgpack { term, vote, commit }
 //   meta!compacted      -> msgpack { index, term } of the entry just before firstIndex
-//   snap!meta           -> msgpack { index, term, conf };  snap!data -> the application's bytes
+//   snap!meta           -> msgpack { v: 2, index, term, conf, totalBytes, pieces, pieceBytes }
+//                          (version 1, still read: { index, term, conf })
+//   snap!data           -> the application's bytes, when they fit in one piece (pieces: 0)
 //   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it is larger
 //                          than a piece, taken here or received (then snap!data is absent)
 // Every change is ONE atomic batch across the sublevels, except that the pieces of a large
 // snapshot go first, one unsynced batch each, and its synced batch (metadata and compaction, or
 // the log it replaces) then makes them part of the state. Writes are serialized (abstract-level defines no
 // order between overlapping writes). The log is mirrored in memory (LogState) so the core's reads
-// stay synchronous; memory changes only after the batch is on disk.
+// stay synchronous; memory changes only after the batch is on disk. The snapshot's bytes are not:
+// they are read from disk a range at a time (readSnapshotData), and open() checks that the layout
+// snap!meta records is all there (the pieces are written unsynced).
 
 import { Level } from "level";
 import { assert } from "../core/assert.js";
-import type { ConfState, Entry, HardState, RaftStorageWriter, Snapshot } from "../core/types.js";
+import type {
+  ConfState,
+  Entry,
+  HardState,
+  RaftStorageWriter,
+  Snapshot,
+  SnapshotData,
+  SnapshotDataReader,
+  SnapshotMetadata,
+} from "../core/types.js";
+import { joinSnapshotData, snapshotDataBytes } from "../core/snapshot-data.js";
 import { StorageError } from "../errors.js";
 import {
   copyBytes,
   decodeEntryValue,
   decodeHardState,
   decodeLogMark,
-  decodeSnapshotMetadata,
+  decodeSnapshotRecord,
   encodeEntryValue,
   encodeRecord,
+  encodeSnapshotRecord,
   type LogMark,
+  type SnapshotLayout,
 } from "./codec.js";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "./keys.js";
 import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
@@ -53,12 +69,28 @@ export interface LevelStorageOptions {
 
 type Bytes = Uint8Array;
 
-export class LevelStorage extends LogState implements RaftStorageWriter {
+export class LevelStorage extends LogState implements RaftStorageWriter, SnapshotDataReader {
   private tail: Promise<void> = Promise.resolve();
   private pendingWrites = 0;
   private closed = false;
-  /** Piece size of the pieced snapshot last read by readSnapshotData (read once from its first piece). */
-  private pieceBytesCache: { index: number; bytes: number } | null = null;
+  /** Where the held snapshot's bytes are on disk. */
+  private layout: SnapshotLayout = { totalBytes: 0, pieces: 0, pieceBytes: 0 };
+  /**
+   * Counts up once before a batch that replaces the held snapshot is written and once after memory
+   * follows it: odd while the disk may hold another snapshot than the one memory says is held. A
+   * read of the snapshot's bytes that starts at an odd count or sees it change may have met a
+   * replaced snapshot's deleted bytes: it is out of date, not corrupt.
+   */
+  private snapshotEpoch = 0;
+  /** Snapshots transfers are reading (pinSnapshots). */
+  private pinned: readonly number[] = [];
+  /**
+   * Pinned snapshots replaced since: their pieces stay on disk until unpinned (a whole one's bytes,
+   * at most a piece, are kept here: snap!data is overwritten by the next snapshot).
+   */
+  private readonly retained = new Map<number, Retained>();
+  /** The piece readPieceRange read last (a piece's key names its snapshot: it never goes stale, it is only dropped). */
+  private lastPiece: { index: number; piece: number; value: Uint8Array } | null = null;
   /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
   private readonly logPrefix: Uint8Array;
 
@@ -105,20 +137,35 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
 
   /** A snapshot larger than a piece is written in pieces first, as createSnapshot does (so it is read back a piece at a time). */
   applySnapshot(snapshot: Snapshot): Promise<void> {
-    const pieced = snapshot.data.byteLength > this.snapshotPieceBytes;
-    const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, pieced);
-    return pieced ? this.writePieces(snapshot.metadata.index, snapshot.data).then(record) : record();
+    const layout = this.layoutOf(snapshot.data.byteLength);
+    const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, layout);
+    if (layout.pieces === 0) return record();
+    return this.writePieces(snapshot.metadata.index, new PieceCutter(snapshot.data), layout).then(record);
   }
 
   /**
    * A snapshot larger than a piece is written a piece per batch, each queued only once the previous
    * one is done, so writes issued meanwhile (the driver's appends) go in between; then the synced
    * batch that records it and compacts. A crash before that batch leaves pieces that open() clears.
+   * Given as a list, the pieces are cut from it and each part is let go once cut: the whole
+   * snapshot never exists in one array.
    */
-  createSnapshot(index: number, conf: ConfState, data: Uint8Array): Promise<void> {
-    const pieced = data.byteLength > this.snapshotPieceBytes;
-    const record = () => this.enqueue(() => this.planCreateSnapshot(index, conf, data, this.keep), true, pieced);
-    return pieced ? this.writePieces(index, data).then(record) : record();
+  createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    const layout = this.layoutOf(snapshotDataBytes(data));
+    if (layout.pieces === 0) {
+      const whole = joinSnapshotData(data);
+      return this.enqueue(() => this.planCreateSnapshot(index, conf, whole.byteLength, whole, this.keep), true, layout);
+    }
+    // No closure below holds `data`: the cutter lets each part go once its bytes are written.
+    return this.writePieces(index, new PieceCutter(data), layout).then(() =>
+      this.enqueue(() => this.planCreateSnapshot(index, conf, layout.totalBytes, null, this.keep), true, layout),
+    );
+  }
+
+  /** Whole when the bytes fit in one piece; else in pieces of snapshotPieceBytes. */
+  private layoutOf(totalBytes: number): SnapshotLayout {
+    if (totalBytes <= this.snapshotPieceBytes) return { totalBytes, pieces: 0, pieceBytes: 0 };
+    return { totalBytes, pieces: Math.ceil(totalBytes / this.snapshotPieceBytes), pieceBytes: this.snapshotPieceBytes };
   }
 
   /**
@@ -126,70 +173,120 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
    * previous one is done. Refuses (before writing) a snapshot not newer than the held one: its
    * pieces would overwrite the held snapshot's under the same keys.
    */
-  private writePieces(index: number, data: Uint8Array): Promise<void> {
-    const pieces = Math.ceil(data.byteLength / this.snapshotPieceBytes);
-    let written: Promise<void> = Promise.resolve();
-    for (let n = 0; n < pieces; n++) {
-      const piece = data.subarray(n * this.snapshotPieceBytes, (n + 1) * this.snapshotPieceBytes);
-      written = written.then(() =>
-        this.enqueueRaw((batch) => {
-          if (index <= this.snap.metadata.index) {
-            throw new StorageError(
-              "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
-              `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
-            );
-          }
-          batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
-        }),
-      );
+  private async writePieces(index: number, cutter: PieceCutter, layout: SnapshotLayout): Promise<void> {
+    for (let n = 0; n < layout.pieces; n++) {
+      const piece = cutter.next(Math.min(layout.pieceBytes, layout.totalBytes - n * layout.pieceBytes));
+      await this.enqueueRaw((batch) => {
+        if (index <= this.snap.metadata.index) {
+          throw new StorageError(
+            "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+            `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+          );
+        }
+        batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
+      });
     }
-    return written;
+    assert(cutter.done(), "level storage: a snapshot's pieces left bytes over");
   }
 
   /**
    * Bytes [offset, offset + length) of the data of the held snapshot at `index`, read from disk and
    * only from the pieces that range falls in: a 1 MiB chunk for a follower reads one 4 MiB piece,
-   * not the whole snapshot. Throws RAFT_ERR_SNAPSHOT_OUT_OF_DATE when the snapshot at `index` is not
-   * (or stops being, during the read) the one held.
+   * not the whole snapshot. Rejects with RAFT_ERR_SNAPSHOT_OUT_OF_DATE when the snapshot at `index`
+   * is not (or stops being, during the read) the one held, RAFT_ERR_STORAGE_CORRUPT when bytes of
+   * the held one are missing.
    */
   async readSnapshotData(index: number, offset: number, length: number): Promise<Uint8Array> {
     if (this.closed) throw new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed");
-    const totalBytes = this.snap.data.byteLength;
     assert(
       Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
       `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
     );
-    this.assertSnapshotHeld(index);
+    const retained = this.retained.get(index);
+    if (retained === undefined) this.assertSnapshotHeld(index);
+    const layout = retained?.layout ?? this.layout;
     assert(
-      offset + length <= totalBytes,
-      `readSnapshotData: ${offset}+${length} is past the data (${totalBytes} bytes)`,
+      offset + length <= layout.totalBytes,
+      `readSnapshotData: ${offset}+${length} is past the data (${layout.totalBytes} bytes)`,
     );
     if (length === 0) return new Uint8Array(0);
-    const whole = await this.snapLevel.get("data");
-    if (whole !== undefined) {
-      this.assertSnapshotHeld(index);
-      return copyBytes(whole.subarray(offset, offset + length));
+    if (retained?.whole) return copyBytes(retained.whole.subarray(offset, offset + length));
+    const epoch = this.snapshotEpoch;
+    if (layout.pieces === 0) {
+      // snap!data holds whichever snapshot is held: a replacement under way or done meanwhile may
+      // have put another's bytes there.
+      if (epoch % 2 === 1) throw this.replacedWhileRead(index);
+      const data = await this.readWhole(offset, length);
+      if (this.snapshotEpoch !== epoch) throw this.replacedWhileRead(index);
+      if (typeof data === "string") throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: ${data}`);
+      return data;
     }
-    const pieceBytes = await this.pieceBytesOf(index);
-    const firstPiece = Math.floor(offset / pieceBytes);
-    const lastPiece = Math.floor((offset + length - 1) / pieceBytes);
+    // A piece's key names its snapshot: what is read is this snapshot's, whatever happened meanwhile.
+    const data = await this.readPieceRange(index, layout, offset, length);
+    if (typeof data !== "string") return data;
+    // Missing pieces of a snapshot replaced (and not pinned) or unpinned meanwhile were deleted on purpose.
+    const held = index === this.snap.metadata.index && this.snapshotEpoch === epoch && epoch % 2 === 0;
+    if (!held && !this.retained.has(index)) throw this.replacedWhileRead(index);
+    throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: ${data}`);
+  }
+
+  pinSnapshots(indexes: readonly number[]): void {
+    this.pinned = [...indexes];
+    const released = [...this.retained.keys()].filter((index) => !indexes.includes(index));
+    if (released.length === 0 || this.closed) return;
+    for (const index of released) this.retained.delete(index);
+    if (this.lastPiece !== null && released.includes(this.lastPiece.index)) this.lastPiece = null;
+    // In the write queue: a snapshot write in progress decides what it keeps against `retained`.
+    this.tail = this.tail
+      .then(async () => {
+        for (const index of released)
+          await this.snapLevel.clear({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` });
+      })
+      .catch(() => undefined); // leftovers are cleared on open
+  }
+
+  private replacedWhileRead(index: number): StorageError {
+    return new StorageError(
+      "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+      `snapshot at ${index}: replaced while its bytes were read`,
+    );
+  }
+
+  /** Bytes of snap!data, or what is wrong with it. */
+  private async readWhole(offset: number, length: number): Promise<Uint8Array | string> {
+    const whole = await this.snapLevel.get("data");
+    if (whole === undefined || whole.byteLength < offset + length) return "snap!data missing or short";
+    return copyBytes(whole.subarray(offset, offset + length));
+  }
+
+  /**
+   * Bytes [offset, offset + length) from the pieces they fall in, or what is missing. The last
+   * piece read is kept: a transfer's chunks (1 MiB) go through a piece (4 MiB) in order, and
+   * reading it from LevelDB once instead of once per chunk saves three quarters of the reads.
+   */
+  private async readPieceRange(
+    index: number,
+    layout: SnapshotLayout,
+    offset: number,
+    length: number,
+  ): Promise<Uint8Array | string> {
+    const firstPiece = Math.floor(offset / layout.pieceBytes);
+    const lastPiece = Math.floor((offset + length - 1) / layout.pieceBytes);
     const data = new Uint8Array(length);
-    let piece = firstPiece;
-    for await (const value of this.snapLevel.values({
-      gte: pieceKey(index, firstPiece),
-      lte: pieceKey(index, lastPiece),
-    })) {
-      const pieceStart = piece * pieceBytes;
+    for (let piece = firstPiece; piece <= lastPiece; piece++) {
+      const cached = this.lastPiece;
+      const value =
+        cached !== null && cached.index === index && cached.piece === piece
+          ? cached.value
+          : await this.snapLevel.get(pieceKey(index, piece));
+      if (value === undefined) return `piece ${piece} is missing`;
+      this.lastPiece = { index, piece, value };
+      const pieceStart = piece * layout.pieceBytes;
       const from = Math.max(offset, pieceStart);
       const to = Math.min(offset + length, pieceStart + value.byteLength);
+      if (to <= from) return `piece ${piece} is short`;
       data.set(value.subarray(from - pieceStart, to - pieceStart), from - offset);
-      piece++;
     }
-    // A newer snapshot's write clears these pieces before it replaces the held one: a short read
-    // while the snapshot is still held means pieces are missing from disk.
-    this.assertSnapshotHeld(index);
-    if (piece !== lastPiece + 1)
-      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: pieces ${piece}..${lastPiece} missing`);
     return data;
   }
 
@@ -226,9 +323,11 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     return run;
   }
 
-  /** Plans against the state left by the previous write (hence inside the queue), writes, then mirrors in memory. */
-  /** `pieced`: the plan's snapshot bytes are already on disk in pieces (createSnapshot, applySnapshot). */
-  private enqueue(plan: () => LogPlan, sync: boolean, pieced = false): Promise<void> {
+  /**
+   * Plans against the state left by the previous write (hence inside the queue), writes, then
+   * mirrors in memory. `layout`: where the plan's snapshot bytes go (pieces: already on disk).
+   */
+  private enqueue(plan: () => LogPlan, sync: boolean, layout: SnapshotLayout | null = null): Promise<void> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
     assert(
       this.pendingWrites < pendingWritesMax,
@@ -237,8 +336,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     this.pendingWrites++;
     const run = this.tail.then(async () => {
       const planned = plan();
-      await this.write(planned, sync, pieced);
-      this.apply(planned);
+      const retain = await this.write(planned, sync, layout);
+      this.applyWithLayout(planned, layout, retain);
     });
     this.tail = run.then(
       () => void this.pendingWrites--,
@@ -253,7 +352,14 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
    * after the mark), so they are cleared after the batch by one native range delete: compacting tens
    * of thousands of entries must not cost one JavaScript `del` each on the event loop.
    */
-  private async write(plan: LogPlan, sync: boolean, pieced = false): Promise<void> {
+  private async write(plan: LogPlan, sync: boolean, layout: SnapshotLayout | null): Promise<Retained | null> {
+    // A pinned snapshot this one replaces stays readable: its pieces are not cleared, its whole bytes kept.
+    const replaced = this.snap.metadata.index;
+    let retain: Retained | null = null;
+    if (plan.snapshot !== null && this.pinned.includes(replaced)) {
+      const whole = this.layout.pieces === 0 ? await this.snapLevel.get("data") : undefined;
+      retain = { index: replaced, layout: this.layout, whole: whole === undefined ? null : copyBytes(whole) };
+    }
     const batch = this.db.batch();
     const atomicFrom = Math.max(plan.deleteFrom, plan.mark.index + 1);
     // Log operations carry the sublevel prefix themselves: identical bytes on disk, without
@@ -265,24 +371,56 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     if (plan.mark.index !== this.mark.index)
       batch.put("compacted", encodeRecord(plan.mark), { sublevel: this.metaLevel });
     if (plan.snapshot !== null) {
-      batch.put("meta", encodeRecord(plan.snapshot.metadata), { sublevel: this.snapLevel });
-      if (pieced)
+      const { info, data } = plan.snapshot;
+      assert(
+        layout !== null && layout.totalBytes === info.totalBytes,
+        "level storage: a snapshot's write without its layout",
+      );
+      batch.put("meta", encodeSnapshotRecord(info.metadata, layout), { sublevel: this.snapLevel });
+      if (layout.pieces > 0)
         batch.del("data", { sublevel: this.snapLevel }); // its pieces, written before, are the data
-      else batch.put("data", plan.snapshot.data, { sublevel: this.snapLevel });
+      else {
+        assert(
+          data !== null && data.byteLength === info.totalBytes,
+          "level storage: a whole snapshot without its bytes",
+        );
+        batch.put("data", data, { sublevel: this.snapLevel });
+      }
+      this.snapshotEpoch++; // before the batch: a read of the held snapshot's bytes must see it replaced
     }
     if (batch.length === 0) await batch.close();
     else await batch.write({ sync });
     const clearTo = Math.min(plan.deleteTo, plan.mark.index);
     if (plan.deleteFrom <= clearTo)
       await this.logLevel.clear({ gte: encodeLogKey(plan.deleteFrom), lte: encodeLogKey(clearTo) });
-    if (plan.snapshot !== null) await this.clearPiecesExcept(pieced ? plan.snapshot.metadata.index : null);
+    if (plan.snapshot !== null && layout !== null) {
+      const keep = [...this.retained.keys()];
+      if (layout.pieces > 0) keep.push(plan.snapshot.info.metadata.index);
+      if (retain !== null) keep.push(retain.index);
+      await this.clearPiecesExcept(keep);
+    }
+    return retain;
   }
 
-  /** Deletes every snapshot piece but those of the snapshot at `keep` (a replaced snapshot's, or a crashed write's). */
-  private async clearPiecesExcept(keep: number | null): Promise<void> {
-    if (keep === null) return this.snapLevel.clear({ gte: piecesPrefix, lt: piecesEnd });
-    await this.snapLevel.clear({ gte: piecesPrefix, lt: pieceKeyPrefix(keep) });
-    await this.snapLevel.clear({ gt: `${pieceKeyPrefix(keep)}~`, lt: piecesEnd });
+  private applyWithLayout(plan: LogPlan, layout: SnapshotLayout | null, retain: Retained | null): void {
+    this.apply(plan);
+    if (plan.snapshot === null) return;
+    assert(layout !== null, "level storage: a snapshot applied without its layout");
+    if (retain !== null) this.retained.set(retain.index, retain);
+    this.layout = layout;
+    this.snapshotEpoch++; // even again: memory holds what the disk holds
+    assert(this.snapshotEpoch % 2 === 0, "level storage: snapshot epoch out of step");
+  }
+
+  /** Deletes every snapshot piece but those of the snapshots at `keep` (a replaced snapshot's, or a crashed write's). */
+  private async clearPiecesExcept(keep: readonly number[]): Promise<void> {
+    if (this.lastPiece !== null && !keep.includes(this.lastPiece.index)) this.lastPiece = null;
+    let from = piecesPrefix;
+    for (const index of [...new Set(keep)].sort((a, b) => a - b)) {
+      await this.snapLevel.clear({ gte: from, lt: pieceKeyPrefix(index) });
+      from = `${pieceKeyPrefix(index)}~`;
+    }
+    await this.snapLevel.clear({ gte: from, lt: piecesEnd });
   }
 
   private assertSnapshotHeld(index: number): void {
@@ -293,58 +431,32 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
       );
   }
 
-  /** Bytes per piece of the pieced snapshot at `index` (its first piece's size: every piece but the last is as large). */
-  private async pieceBytesOf(index: number): Promise<number> {
-    if (this.pieceBytesCache?.index === index) return this.pieceBytesCache.bytes;
-    const first = await this.snapLevel.get(pieceKey(index, 0));
-    if (first === undefined || first.byteLength === 0) {
-      this.assertSnapshotHeld(index); // cleared because the snapshot at `index` was just replaced
-      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${index}: no first piece`);
-    }
-    this.pieceBytesCache = { index, bytes: first.byteLength };
-    return first.byteLength;
-  }
-
-  /** The pieces of the snapshot at `index`, joined; null when it has none. */
-  private async readPieces(index: number): Promise<Uint8Array | null> {
-    const pieces: Uint8Array[] = [];
-    for await (const value of this.snapLevel.values({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` }))
-      pieces.push(value);
-    if (pieces.length === 0) return null;
-    const data = new Uint8Array(pieces.reduce((bytes, piece) => bytes + piece.byteLength, 0));
-    let at = 0;
-    for (const piece of pieces) {
-      data.set(piece, at);
-      at += piece.byteLength;
-    }
-    return data;
-  }
-
   private async loadOrInit(conf: ConfState): Promise<void> {
     const snapMeta = await this.snapLevel.get("meta");
     if (snapMeta === undefined) {
       // First boot: record the empty snapshot (carrying the initial membership) durably.
-      const snapshot: Snapshot = { metadata: { index: 0, term: 0, conf: copyConf(conf) }, data: new Uint8Array(0) };
+      const metadata = { index: 0, term: 0, conf: copyConf(conf) };
       const plan: LogPlan = {
         put: [],
         deleteFrom: 1,
         deleteTo: 0,
         mark: this.mark,
         hardState: this.hardState,
-        snapshot,
+        snapshot: { info: { metadata, totalBytes: 0 }, data: new Uint8Array(0) },
       };
-      await this.write(plan, true);
-      this.apply(plan);
+      const layout = this.layoutOf(0);
+      await this.write(plan, true, layout);
+      this.applyWithLayout(plan, layout, null);
       return;
     }
     const hardStateValue = await this.metaLevel.get("hardState");
     const markValue = await this.metaLevel.get("compacted");
-    const metadata = decodeSnapshotMetadata(snapMeta);
-    const whole = await this.snapLevel.get("data");
-    const pieces = whole === undefined ? await this.readPieces(metadata.index) : null;
+    const record = decodeSnapshotRecord(snapMeta);
+    const metadata = record.metadata;
+    const layout =
+      record.layout === null ? await this.findLayout(metadata) : await this.verifyLayout(metadata, record.layout);
     // Pieces of a snapshot write cut short by a crash, or of one replaced just before it.
-    await this.clearPiecesExcept(pieces === null ? null : metadata.index);
-    const snapData = whole ?? pieces;
+    await this.clearPiecesExcept(layout.pieces > 0 ? [metadata.index] : []);
     const mark: LogMark = markValue === undefined ? { index: 0, term: 0 } : decodeLogMark(markValue);
     await this.logLevel.clear({ lte: encodeLogKey(mark.index) }); // leftovers of a compaction cut short by a crash
     const log = await this.readLog(mark);
@@ -354,12 +466,73 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
         "RAFT_ERR_STORAGE_CORRUPT",
         `compacted index ${mark.index} is past the snapshot at ${metadata.index}`,
       );
-    this.load({
-      hardState,
-      snapshot: { metadata, data: snapData === null ? new Uint8Array(0) : copyBytes(snapData) },
-      mark,
-      log,
+    this.load({ hardState, snapshot: { metadata, totalBytes: layout.totalBytes }, mark, log });
+    this.layout = layout;
+  }
+
+  /**
+   * The snapshot's bytes are all there as snap!meta records them. Each piece was written by one
+   * batch (atomic: whole or absent) and a piece's key says its place, so the keys 0..pieces-1 and
+   * the sizes of the first and last piece prove the whole: a crash that lost unsynced pieces, or a
+   * copied directory missing some, is found here rather than when a follower asks for the bytes.
+   */
+  private async verifyLayout(metadata: SnapshotMetadata, layout: SnapshotLayout): Promise<SnapshotLayout> {
+    const incomplete = (what: string) =>
+      new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${metadata.index}: ${what}; the node cannot serve it`);
+    if (layout.pieces === 0) {
+      const whole = await this.snapLevel.get("data");
+      if (whole === undefined) throw incomplete("snap!data is missing");
+      if (whole.byteLength !== layout.totalBytes)
+        throw incomplete(`snap!data has ${whole.byteLength} bytes, its record ${layout.totalBytes}`);
+      return layout;
+    }
+    const keys = await this.pieceKeysOf(metadata.index);
+    if (keys.length !== layout.pieces) throw incomplete(`${keys.length} of its ${layout.pieces} pieces on disk`);
+    keys.forEach((key, n) => {
+      if (key !== pieceKey(metadata.index, n)) throw incomplete(`piece ${n} is missing`);
     });
+    const lastBytes = layout.totalBytes - (layout.pieces - 1) * layout.pieceBytes;
+    const first = await this.snapLevel.get(pieceKey(metadata.index, 0));
+    const last = await this.snapLevel.get(pieceKey(metadata.index, layout.pieces - 1));
+    if (layout.pieces > 1 && first?.byteLength !== layout.pieceBytes)
+      throw incomplete(`piece 0 has ${first?.byteLength} bytes, not ${layout.pieceBytes}`);
+    if (last?.byteLength !== lastBytes)
+      throw incomplete(`its last piece has ${last?.byteLength} bytes, not ${lastBytes}`);
+    return layout;
+  }
+
+  /**
+   * A version-1 snap!meta record has no layout: it is worked out from the bytes on disk (snap!data,
+   * else the pieces, which must run 0..n-1 with every piece but the last as long as the first).
+   */
+  private async findLayout(metadata: SnapshotMetadata): Promise<SnapshotLayout> {
+    const whole = await this.snapLevel.get("data");
+    if (whole !== undefined) return { totalBytes: whole.byteLength, pieces: 0, pieceBytes: 0 };
+    let pieces = 0;
+    let totalBytes = 0;
+    let pieceBytes = 0;
+    let lastBytes = 0;
+    for await (const [key, value] of this.snapLevel.iterator({
+      gte: pieceKeyPrefix(metadata.index),
+      lt: `${pieceKeyPrefix(metadata.index)}~`,
+    })) {
+      if (key !== pieceKey(metadata.index, pieces) || (pieces > 0 && lastBytes !== pieceBytes))
+        throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${metadata.index}: piece ${pieces} is missing`);
+      if (pieces === 0) pieceBytes = value.byteLength;
+      lastBytes = value.byteLength;
+      totalBytes += value.byteLength;
+      pieces++;
+    }
+    if (pieces === 0 && metadata.index > 0)
+      throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${metadata.index}: its bytes are missing`);
+    return pieces === 0 ? { totalBytes: 0, pieces: 0, pieceBytes: 0 } : { totalBytes, pieces, pieceBytes };
+  }
+
+  private async pieceKeysOf(index: number): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const key of this.snapLevel.keys({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` }))
+      keys.push(key);
+    return keys;
   }
 
   private async readLog(mark: LogMark): Promise<Entry[]> {
@@ -374,6 +547,60 @@ export class LevelStorage extends LogState implements RaftStorageWriter {
     }
     return log;
   }
+}
+
+/**
+ * Cuts consecutive pieces from a snapshot's bytes given as one array or a list: a piece within one
+ * part is a view of it, one across parts a copy; a part is let go once it is cut through.
+ */
+class PieceCutter {
+  private readonly parts: Uint8Array[];
+  /** Offset in parts[0] of the next byte. */
+  private at = 0;
+
+  constructor(data: SnapshotData) {
+    this.parts = data instanceof Uint8Array ? [data] : [...data];
+  }
+
+  next(length: number): Uint8Array {
+    const first = this.parts[0];
+    if (first !== undefined && first.byteLength - this.at >= length) {
+      const piece = first.subarray(this.at, this.at + length);
+      this.advance(length);
+      return piece;
+    }
+    const piece = new Uint8Array(length);
+    let filled = 0;
+    while (filled < length) {
+      const part = this.parts[0];
+      assert(part !== undefined, "level storage: a snapshot's pieces past its bytes");
+      const take = Math.min(length - filled, part.byteLength - this.at);
+      piece.set(part.subarray(this.at, this.at + take), filled);
+      filled += take;
+      this.advance(take);
+    }
+    return piece;
+  }
+
+  done(): boolean {
+    return this.parts.length === 0;
+  }
+
+  private advance(bytes: number): void {
+    this.at += bytes;
+    while (this.parts[0] !== undefined && this.at >= this.parts[0].byteLength) {
+      this.at -= this.parts[0].byteLength;
+      this.parts.shift();
+    }
+  }
+}
+
+/** A replaced snapshot kept readable while pinned. */
+interface Retained {
+  index: number;
+  layout: SnapshotLayout;
+  /** The bytes of a whole (unpieced) one. */
+  whole: Uint8Array | null;
 }
 
 /** Keys of snapshot pieces in the snap sublevel: fixed-width decimal, so key order is (index, piece) order. */

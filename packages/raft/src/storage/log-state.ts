@@ -4,7 +4,7 @@
 
 import { assert } from "../core/assert.js";
 import { RaftStorageError } from "../core/errors.js";
-import type { ConfState, Entry, HardState, RaftStorage, Snapshot } from "../core/types.js";
+import type { ConfState, Entry, HardState, RaftStorage, Snapshot, SnapshotInfo } from "../core/types.js";
 import { StorageError } from "../errors.js";
 import type { LogMark } from "./codec.js";
 
@@ -19,7 +19,14 @@ export interface LogPlan {
   deleteTo: number;
   mark: LogMark;
   hardState: HardState | null;
-  snapshot: Snapshot | null;
+  /** The snapshot to record: its bytes are written (or were, in pieces) by the storage, and not kept here. */
+  snapshot: SnapshotWrite | null;
+}
+
+/** A snapshot to record: `data` null when its bytes are already on disk (in pieces). */
+export interface SnapshotWrite {
+  info: SnapshotInfo;
+  data: Uint8Array | null;
 }
 
 /** What a new snapshot keeps of the log behind it, so slow followers can catch up from the log. */
@@ -32,7 +39,8 @@ export interface LogKeep {
 
 export class LogState implements RaftStorage {
   hardState: HardState = { term: 0, vote: "", commit: 0 };
-  snap: Snapshot = { metadata: { index: 0, term: 0, conf: { voters: [], learners: [] } }, data: new Uint8Array(0) };
+  /** The latest snapshot's metadata and size: its bytes are the storage's to keep (on disk for LevelStorage). */
+  snap: SnapshotInfo = { metadata: { index: 0, term: 0, conf: { voters: [], learners: [] } }, totalBytes: 0 };
   /** The entry just before firstIndex: its term must stay known for the log-matching check. */
   mark: LogMark = { index: 0, term: 0 };
   /** log[i].index === mark.index + 1 + i. */
@@ -79,7 +87,7 @@ export class LogState implements RaftStorage {
     return result;
   }
 
-  snapshot(): Snapshot {
+  snapshot(): SnapshotInfo {
     return this.snap;
   }
 
@@ -116,7 +124,14 @@ export class LogState implements RaftStorage {
     const deleteTo = matches ? index : this.lastIndex();
     // A snapshot only ever covers committed entries, so the commit index can never be below it.
     const hardState = this.hardState.commit >= index ? null : { ...this.hardState, commit: index };
-    return { put: [], deleteFrom: this.firstIndex(), deleteTo, mark: { index, term }, hardState, snapshot };
+    return {
+      put: [],
+      deleteFrom: this.firstIndex(),
+      deleteTo,
+      mark: { index, term },
+      hardState,
+      snapshot: { info: snapshotInfo(snapshot), data: snapshot.data },
+    };
   }
 
   /** Discards entries up to and including `index`; never past the snapshot, which must cover what is discarded. */
@@ -140,7 +155,14 @@ export class LogState implements RaftStorage {
    * most `keep.entries` entries and, of those, only as many as fit in `keep.bytes` of data: a few
    * large entries (a bulk import) must not stay in memory for the sake of an entry count.
    */
-  planCreateSnapshot(index: number, conf: ConfState, data: Uint8Array, keep: LogKeep): LogPlan {
+  planCreateSnapshot(
+    index: number,
+    conf: ConfState,
+    totalBytes: number,
+    data: Uint8Array | null,
+    keep: LogKeep,
+  ): LogPlan {
+    assert(data === null || data.byteLength === totalBytes, "createSnapshot: data of another size");
     if (index <= this.snap.metadata.index) {
       throw new StorageError(
         "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
@@ -149,7 +171,10 @@ export class LogState implements RaftStorage {
     }
     if (index > this.lastIndex())
       throw new RaftStorageError("unavailable", `createSnapshot(${index}): past lastIndex (${this.lastIndex()})`);
-    const snapshot: Snapshot = { metadata: { index, term: this.term(index), conf: copyConf(conf) }, data };
+    const snapshot: SnapshotWrite = {
+      info: { metadata: { index, term: this.term(index), conf: copyConf(conf) }, totalBytes },
+      data,
+    };
     const compactTo = this.keptFrom(index, keep) - 1;
     const compacts = compactTo > this.mark.index;
     return {
@@ -180,7 +205,7 @@ export class LogState implements RaftStorage {
 
   /** Applies a plan made by one of the plan* methods against the current state (no other change in between). */
   apply(plan: LogPlan): void {
-    if (plan.snapshot !== null) this.snap = plan.snapshot;
+    if (plan.snapshot !== null) this.snap = plan.snapshot.info;
     if (plan.hardState !== null) this.hardState = { ...plan.hardState };
     const first = plan.put[0];
     if (first !== undefined) {
@@ -200,7 +225,7 @@ export class LogState implements RaftStorage {
   }
 
   /** Used by LevelStorage on open: installs what was read from disk. */
-  load(state: { hardState: HardState; snapshot: Snapshot; mark: LogMark; log: Entry[] }): void {
+  load(state: { hardState: HardState; snapshot: SnapshotInfo; mark: LogMark; log: Entry[] }): void {
     assertContiguous(state.log);
     assert(
       state.log.length === 0 || state.log[0]?.index === state.mark.index + 1,
@@ -217,6 +242,11 @@ function assertContiguous(entries: readonly Entry[]): void {
   for (let i = 1; i < entries.length; i++) {
     assert(entries[i]?.index === (entries[i - 1]?.index ?? 0) + 1, "entries must have contiguous indexes");
   }
+}
+
+/** What storage keeps of a snapshot in memory: everything but its bytes. */
+export function snapshotInfo(snapshot: Snapshot): SnapshotInfo {
+  return { metadata: snapshot.metadata, totalBytes: snapshot.data.byteLength };
 }
 
 export function copyConf(conf: ConfState): ConfState {

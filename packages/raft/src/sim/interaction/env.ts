@@ -75,12 +75,15 @@ export class InteractionEnv {
     const raw = node.raw;
     if (raw === null || !raw.hasReady()) return false;
     const ready = raw.ready();
+    node.storage.pinSnapshots(raw.snapshotsInTransfer()); // as RaftNode does
     this.output.push(`> ${id} ready`, ...formatReady(ready));
     if (ready.snapshot !== null) node.storage.applySnapshotSync(ready.snapshot);
     node.storage.appendSync(ready.entries, ready.hardState, ready.mustSync);
     let cut = 0;
-    for (const message of [...ready.messagesBeforePersist, ...ready.messages]) {
+    for (const readyMessage of [...ready.messagesBeforePersist, ...ready.messages]) {
       assert(this.queue.length < queuedMessagesMax, "message queue overflow");
+      const message = node.storage.fill(readyMessage);
+      assert(message !== null, `${id}: a snapshot chunk of a snapshot no longer held`);
       if (this.isCut(message.from, message.to)) cut++;
       else this.queue.push(message);
     }
@@ -153,8 +156,8 @@ export class InteractionEnv {
     node.applied = [];
     node.readStates = [];
     node.droppedReads = [];
-    const snapshot = node.storage.snapshot();
-    if (snapshot.metadata.index > 0) node.app.restore(snapshot.data, snapshot.metadata.index);
+    const { metadata, totalBytes } = node.storage.snapshot();
+    if (metadata.index > 0) node.app.restore(node.storage.snapshotData(metadata.index, 0, totalBytes), metadata.index);
     node.raw = new RawNode({ ...node.config, random: new Xoshiro128(seedFromString(id)) }, node.storage);
   }
 

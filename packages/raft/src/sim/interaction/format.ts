@@ -1,5 +1,5 @@
 import { decodeConfChange } from "../../core/confchange.js";
-import type { Message } from "../../core/messages.js";
+import type { ReadyMessage } from "../../core/messages.js";
 import { parseRoundContext } from "../../core/read-only.js";
 import type { Ready } from "../../core/ready.js";
 import type { Entry } from "../../core/types.js";
@@ -33,8 +33,8 @@ function formatRound(context: Uint8Array | null): string {
   return round === null ? formatContext(context) : ` round=${round}`;
 }
 
-/** One line per message, stable across runs (transcripts compare these). */
-export function formatMessage(m: Message): string {
+/** One line per message, stable across runs (transcripts compare these). A chunk reference reads as the chunk it names. */
+export function formatMessage(m: ReadyMessage): string {
   const head = `${m.from}->${m.to} ${m.type === "vote" && m.preVote ? "preVote" : m.type === "voteResp" && m.preVote ? "preVoteResp" : m.type} term=${m.term}`;
   switch (m.type) {
     case "app":
@@ -53,6 +53,8 @@ export function formatMessage(m: Message): string {
       return `${head}${formatRound(m.context)}`;
     case "snap":
       return `${head} snapshot=${m.metadata.term}/${m.metadata.index} offset=${m.offset} bytes=${m.data.byteLength} total=${m.totalBytes}`;
+    case "snapRef":
+      return `${m.from}->${m.to} snap term=${m.term} snapshot=${m.metadata.term}/${m.metadata.index} offset=${m.offset} bytes=${m.length} total=${m.totalBytes}`;
     case "snapResp":
       return `${head} snapshot=${m.snapshotIndex} next=${m.nextOffset}`;
     case "timeoutNow":
