@@ -96,10 +96,19 @@ async function importStopRestart(dataDir: string, snapshotBytes: number): Promis
     const verified = await call(restarted, "/v1/keys.verifyKey", { key: plaintextOf(i), apiId });
     expect(verified.body.valid, `key ${i}: ${JSON.stringify(verified.body)}`).toBe(true);
   }
-  const metrics = await call(restarted, "/v1/cluster.metrics");
-  expect(metrics.status).toBe(200);
-  const entriesAppliedOnRestart = metrics.body.raft.entriesApplied as number;
-  const appliedIndexAfterRestart = (await call(restarted, "/v1/cluster.status")).body.appliedIndex as number;
+  // The node may still apply an entry of its own (a new term's empty entry) between two reads:
+  // take the applied count between two equal applied indexes, so both figures are of one moment.
+  let entriesAppliedOnRestart = -1;
+  let appliedIndexAfterRestart = -1;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const indexBefore = (await call(restarted, "/v1/cluster.status")).body.appliedIndex as number;
+    const metrics = await call(restarted, "/v1/cluster.metrics");
+    expect(metrics.status).toBe(200);
+    const indexAfter = (await call(restarted, "/v1/cluster.status")).body.appliedIndex as number;
+    entriesAppliedOnRestart = metrics.body.raft.entriesApplied as number;
+    appliedIndexAfterRestart = indexAfter;
+    if (indexBefore === indexAfter) break;
+  }
   restarted.child.kill("SIGTERM");
   expect(await restarted.exited).toBe(0);
   const result = { before, onDisk, entriesAppliedOnRestart, appliedIndexAfterRestart };

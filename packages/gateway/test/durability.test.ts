@@ -186,6 +186,68 @@ describe("LevelCounterDurability", () => {
     expect(await storeSublevel(db, "rl").keys().all()).toEqual([reservationId(bucket(40))]);
   });
 
+  it("restores the sum of the counts held for different holders of one bucket (a reservation and a copy), not the higher", async () => {
+    // A successor's reservation for an owner and a copy kept for a serving successor may count
+    // different admissions of the same counter and bucket (docs/counters-proofs.md, held counts
+    // after a restart); keeping the higher of the two would restore fewer than were admitted.
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock);
+    await durability.cover([bucket(12, { holder: "reservation:n1" })]);
+    await durability.cover([bucket(9, { holder: "copy:n2" })]);
+    // The same holder again: one record, the higher count (its counts only grow).
+    await durability.cover([bucket(5, { holder: "copy:n2" })]);
+    await db.close(); // no durability.close(): the process "died"
+
+    db = await openDb(dir);
+    const limiter = new SlidingWindowLimiter({ bucketsPerWindow: 10 });
+    const reopened = await open(db, clock, { bucketWidthMs: (durationMs) => limiter.bucketWidthMs(durationMs) });
+    reopened.restore(limiter, clock.nowMs);
+    const held = limiter.snapshot(clock.nowMs).filter((b) => b.key === "k");
+    expect(held.reduce((sum, b) => sum + b.count, 0)).toBe(reservationFor(bucket(12)) + reservationFor(bucket(9)));
+    expect(await storeSublevel(db, "rl").keys().all()).toHaveLength(2);
+  });
+
+  it("keeps the counts held for other nodes when the limiter evicts its own counter of the same key", async () => {
+    const db = await openDb(await freshDir());
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock);
+    await durability.cover([bucket(3), bucket(7, { holder: "reservation:n1" })]);
+    durability.forget([{ key: "k", durationMs: 60_000 }]);
+    await durability.close();
+    expect(await storeSublevel(db, "rl").keys().all()).toEqual([
+      reservationId(bucket(7, { holder: "reservation:n1" })),
+    ]);
+  });
+
+  it("reads a bucket record written without a holder next to held ones, and restores their sum", async () => {
+    // What nodes wrote before holders were recorded: one record per bucket (the higher count of
+    // every role). It still loads; with records written since, the bucket restores their sum.
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    await syncedBatchWrite(db)([
+      {
+        type: "put",
+        sublevel: storeSublevel(db, "rl"),
+        key: reservationId(bucket(30)),
+        value: encodeValue(bucket(30)),
+      },
+    ]);
+    await db.close();
+    db = await openDb(dir);
+    const clock = { nowMs: 1_000_000 };
+    const durability = await open(db, clock);
+    await durability.cover([bucket(4, { holder: "copy:n3" })]);
+    await db.close();
+    db = await openDb(dir);
+    const restored: DurabilityBucket[] = [];
+    const reopened = await open(db, clock);
+    expect(reopened.size()).toBe(2);
+    reopened.restore({ restoreBucket: (b) => restored.push(b) }, clock.nowMs);
+    expect(restored).toEqual([bucket(30 + reservationFor(bucket(4)))]);
+  });
+
   it("forgets the reservations of an evicted counter at once, not when its year-long window ends", async () => {
     const db = await openDb(await freshDir());
     const clock = { nowMs: 1_000_000 };

@@ -3,6 +3,9 @@
 // an in-memory reservation store that survives a node's "restart". Checks: exact across nodes,
 // takeover and hand-back within the limit, a cut-off owner never admitting past it, the
 // single-node path, async reconciliation, and the small pieces (subjects, liveness, config).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type BucketCount } from "@keyraft/core";
@@ -18,24 +21,37 @@ import {
 } from "../src/counters/ratelimit/subject.js";
 import type { CounterReply, CounterRequest, CounterTransport } from "../src/counters/ratelimit/wire.js";
 import { mergePerKey, SuccessorSide } from "../src/counters/ratelimit/successor-side.js";
-import type { CounterDurability } from "../src/store/types.js";
+import type { CounterDurability, DurabilityBucket } from "../src/store/types.js";
+import { LevelCounterDurability } from "../src/store/counter-durability.js";
+import { openStoreDb } from "../src/store/level-db.js";
 import { V1Error } from "../src/errors.js";
 
 const logger = pino({ level: "silent" });
 
-/** A node's reservation store: max count per bucket, kept across the node's restarts. */
+/**
+ * A node's reservation store, kept across the node's restarts, as store/counter-durability.ts
+ * keeps it: the higher count per bucket and holder, and a restart restores per bucket the sum
+ * over its holders.
+ */
 class MemoryDurability implements CounterDurability {
-  readonly buckets = new Map<string, BucketCount>();
-  cover(touched: readonly BucketCount[]): Promise<void> | null {
+  readonly buckets = new Map<string, DurabilityBucket>();
+  cover(touched: readonly DurabilityBucket[]): Promise<void> | null {
     for (const bucket of touched) {
-      const id = `${bucket.key}\u0000${bucket.bucketStartMs}`;
+      const id = `${bucket.key}\u0000${bucket.durationMs}\u0000${bucket.bucketStartMs}\u0000${bucket.holder ?? ""}`;
       const held = this.buckets.get(id);
       if (held === undefined || held.count < bucket.count) this.buckets.set(id, { ...bucket });
     }
     return Promise.resolve();
   }
   restore(limiter: SlidingWindowLimiter): void {
-    for (const bucket of this.buckets.values()) limiter.restoreBucket(bucket);
+    const sums = new Map<string, BucketCount>();
+    for (const bucket of this.buckets.values()) {
+      const id = `${bucket.key}\u0000${bucket.durationMs}\u0000${bucket.bucketStartMs}`;
+      const sum = sums.get(id);
+      if (sum === undefined) sums.set(id, { ...bucket, holder: undefined } as BucketCount);
+      else sum.count += bucket.count;
+    }
+    for (const bucket of sums.values()) limiter.restoreBucket(bucket);
   }
 }
 
@@ -449,6 +465,64 @@ describe("the successor's acknowledgements", () => {
     const current = nowMs - (nowMs % 100);
     expect((await side.accept("n1", "boot", [ask(subject, generation, current + 100)])).acks[0]).not.toBeNull();
     expect((await side.accept("n1", "boot", [ask(subject, generation, current + 2000)])).acks[0]).toBeNull();
+  });
+
+  it("a restart gives a collector no fewer counts than before it: a reservation and a copy of one bucket are added", async () => {
+    // The same limiter key and bucket held both as a reservation for owner n1 and as a copy for
+    // n3 (a serving successor of an earlier voter set): they may count different admissions, so a
+    // node collecting the subject counts both, before and after n2 restarts.
+    const voters = ["n1", "n2", "n3"];
+    const subject = subjectRanked(voters, "n1", "n2");
+    const dir = await mkdtemp(join(tmpdir(), "keyraft-held-"));
+    try {
+      const start = async () => {
+        const db = await openStoreDb(dir);
+        const durability = await LevelCounterDurability.open(db, {
+          nowMs: () => nowMs,
+          onFatal: (error) => {
+            throw error;
+          },
+        });
+        const limiter = new SlidingWindowLimiter();
+        durability.restore(limiter, nowMs);
+        const side = new SuccessorSide({
+          nodeId: "n2",
+          boot: `boot-${db.status}`,
+          limiter,
+          durability,
+          voters: () => voters,
+          knownNodes: () => voters,
+          nowMs: () => nowMs,
+          logger,
+        });
+        return { db, side };
+      };
+      // A collector ranking first over its own voters (only itself): it is told every count held.
+      const collected = (side: SuccessorSide): number => {
+        const reply = side.countsFor("n9", ["n9"]);
+        expect(reply.t).toBe("collect");
+        return reply.t === "collect" ? reply.buckets.reduce((sum, bucket) => sum + bucket.count, 0) : 0;
+      };
+      const first = await start();
+      const handBack = first.side.handBack("n1");
+      const generation = handBack.t === "handBack" ? handBack.generation : 0;
+      // Counts a chunk (ceil(limit / 8)) below the limit apart, so that neither disk record (a
+      // chunk ahead of its count) covers both.
+      const reserved = { ...ask(subject, generation), limit: 100, count: 20 };
+      expect((await first.side.accept("n1", `boot-open`, [reserved])).acks[0]).not.toBeNull();
+      const copy = { key: reserved.key, limit: reserved.limit, bucketStartMs: reserved.bucketStartMs, count: 30 };
+      expect((await first.side.keepCopies("n3", [copy], voters)).t).toBe("copy");
+      const before = collected(first.side);
+      expect(before).toBe(reserved.count + copy.count);
+      await first.db.close(); // the process "died"
+
+      const second = await start();
+      // From disk into the limiter: each record is a chunk ahead of its count, and both are added.
+      expect(collected(second.side)).toBeGreaterThanOrEqual(before);
+      await second.db.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -27,7 +27,18 @@
 //   bucket), key = limiter key + "\0" + durationMs + "\0" + bucketStartMs as 16 hex digits (fixed
 //   width; the duration is part of a counter's identity), value = msgpack DurabilityBucket with
 //   `count` = the reservation. Keys written before the duration was part of the id (limiter key +
-//   "\0" + start) are still read.
+//   "\0" + start) are still read. A count held for another node (`holder`: a successor's
+//   reservation for an owner, or a copy kept for a serving successor) has its own record per
+//   holder, key + "\0" + holder: the counts of two holders may count different admissions (a copy
+//   of what a serving successor admitted, a reservation of what an owner admitted), so one record
+//   keeping the higher would restore fewer than were admitted. Within a holder the higher count is
+//   kept (its counts only grow). Records written before holders were recorded (one per bucket, the
+//   higher of every role) are still read, as a record without a holder.
+//
+// A restart restores, per counter and limiter bucket, the SUM of every record that lands there
+// (each holder's, the one without a holder, and a window record restored into that bucket): no
+// rule that keeps the higher one is sound when two records may count disjoint admissions
+// (docs/counters-proofs.md, held counts after a restart).
 //
 // Pruning is incremental: each write examines a bounded number of reservations from where the
 // last one stopped, and the reservations of counters the limiter evicted are dropped at once.
@@ -203,12 +214,34 @@ export class LevelCounterDurability implements CounterDurability {
     return durability;
   }
 
-  /** Restores every live reservation into `limiter`, so its counts start at least at what was admitted. */
+  /**
+   * Restores every live reservation into `limiter`, so its counts start at least at what was
+   * admitted: per counter and bucket, the sum of the records that land there (see the header).
+   * Returns the number of records restored.
+   */
   restore(limiter: RestorableLimiter, nowMs: number): number {
+    const sums = new Map<string, DurabilityBucket>();
+    const add = (record: DurabilityBucket): void => {
+      // Grouped by the bucket of this store's width; the sum goes to the latest start of the
+      // group (a count moved later leaves the window later: never an earlier bucket than its own).
+      const widthMs = this.bucketWidthMs(record.durationMs);
+      const id = `${counterKey(record)}\u0000${Math.ceil(record.bucketStartMs / widthMs)}`;
+      const sum = sums.get(id);
+      if (sum === undefined) {
+        const first: DurabilityBucket = { ...record };
+        delete first.holder;
+        delete first.windowCount;
+        sums.set(id, first);
+        return;
+      }
+      sum.count += record.count;
+      sum.limit = Math.max(sum.limit, record.limit);
+      sum.bucketStartMs = Math.max(sum.bucketStartMs, record.bucketStartMs);
+    };
     let restored = 0;
     for (const reservation of this.reservations.values()) {
       if (this.expired(reservation.bucket, nowMs)) continue;
-      limiter.restoreBucket({ ...reservation.bucket, count: reservation.durable });
+      add({ ...reservation.bucket, count: reservation.durable });
       restored += 1;
     }
     for (const window of this.windows.values()) {
@@ -218,8 +251,12 @@ export class LevelCounterDurability implements CounterDurability {
       // jump ahead), never earlier than any admission the record covers.
       const widthMs = this.bucketWidthMs(record.durationMs);
       const nowBucketStartMs = Math.floor(nowMs / widthMs) * widthMs;
-      limiter.restoreBucket({ ...record, bucketStartMs: Math.min(record.bucketStartMs, nowBucketStartMs) });
+      add({ ...record, bucketStartMs: Math.min(record.bucketStartMs, nowBucketStartMs) });
       restored += 1;
+    }
+    for (const sum of sums.values()) {
+      assert(Number.isSafeInteger(sum.count), "reservations: a restored sum is a safe integer");
+      limiter.restoreBucket(sum);
     }
     return restored;
   }
@@ -238,6 +275,7 @@ export class LevelCounterDurability implements CounterDurability {
     const grownWindows: Array<{ window: WindowReservation; cover: WindowCover }> = [];
     for (const bucket of touched) {
       if (bucket.windowCount !== undefined) {
+        assert(bucket.holder === undefined, "reservations: a count held for another node is a bucket reservation");
         const window = this.findWindow(bucket.key, bucket.durationMs);
         if (window !== undefined && windowCovers(window.latest, bucket)) {
           if (!window.durable) waits.add(window.latestDone!);
@@ -296,6 +334,9 @@ export class LevelCounterDurability implements CounterDurability {
         const reservation = this.reservations.get(id);
         // One in flight stays: its write must not be undone by a delete queued before it lands.
         if (reservation === undefined || reservation.queuedDone !== null) continue;
+        // A count held for another node is not this limiter's: its eviction says nothing of it
+        // (pruned once its window passes).
+        if (reservation.bucket.holder !== undefined) continue;
         this.drop(id, reservation);
         deletes.push({ type: "del", sublevel: this.level, key: id });
       }
@@ -533,7 +574,7 @@ export class LevelCounterDurability implements CounterDurability {
         continue;
       }
       const current = reservationId(bucket);
-      if (current !== id && legacyReservationId(bucket) !== id)
+      if (current !== id && (bucket.holder !== undefined || legacyReservationId(bucket) !== id))
         throw corruptError(what, `reservation stored under ${JSON.stringify(id)}`);
       if (current !== id) {
         // Written before the duration was part of the id: moved to its id now.
@@ -572,9 +613,14 @@ function windowCovers(cover: WindowCover, bucket: DurabilityBucket): boolean {
   return bucket.bucketStartMs <= cover.untilMs && bucket.windowCount! <= cover.count;
 }
 
-export function reservationId(bucket: Pick<DurabilityBucket, "key" | "durationMs" | "bucketStartMs">): string {
-  // bucketStartMs is a Unix time in ms (>= 0); fixed-width hex keeps the split unambiguous.
-  return `${counterKey(bucket)}\u0000${logIndexKey(bucket.bucketStartMs)}`;
+export function reservationId(
+  bucket: Pick<DurabilityBucket, "key" | "durationMs" | "bucketStartMs" | "holder">,
+): string {
+  // bucketStartMs is a Unix time in ms (>= 0); fixed-width hex keeps the split unambiguous. The
+  // holder comes last, so the ids without one (this node's own, and every id written before
+  // holders were recorded) stay as they were.
+  const id = `${counterKey(bucket)}\u0000${logIndexKey(bucket.bucketStartMs)}`;
+  return bucket.holder === undefined ? id : `${id}\u0000${bucket.holder}`;
 }
 
 /** The id of a reservation written before the duration was part of it. */
@@ -611,6 +657,7 @@ function isDurabilityBucket(value: unknown): value is DurabilityBucket {
     typeof record["limit"] === "number" &&
     typeof record["durationMs"] === "number" &&
     typeof record["bucketStartMs"] === "number" &&
-    typeof record["count"] === "number"
+    typeof record["count"] === "number" &&
+    (record["holder"] === undefined || typeof record["holder"] === "string")
   );
 }

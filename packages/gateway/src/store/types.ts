@@ -56,6 +56,14 @@ export interface DurabilityBucket {
    * (counter-durability.ts, window reservations); without it, the bucket is reserved alone.
    */
   windowCount?: number;
+  /**
+   * Whom a bucket reservation (no `windowCount`) is held for when it is not this node's own count:
+   * on a successor, the owner it acknowledged a reservation to, or the serving successor it keeps
+   * a copy for (counters/ratelimit/successor-side.ts). Counts of different holders may count
+   * different admissions, so each holder has its own record and a restore adds them up
+   * (counter-durability.ts).
+   */
+  holder?: string;
 }
 
 /** A counter the limiter evicted for a bound: its reservations may be dropped. */

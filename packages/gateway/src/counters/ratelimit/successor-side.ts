@@ -8,7 +8,10 @@
 //
 // A restart loses the generations (memory only) but never a count: a new boot id makes every
 // acknowledgement of the earlier life unusable (the owner asks for a hand-back), and the counts
-// come back from disk into the limiter, which is what a hand-back or a takeover serves from.
+// come back from disk into the limiter, which is what a hand-back or a takeover serves from. Each
+// owner's reservations and each sender's copies are their own disk records (reservationHolder,
+// copyHolder), and a restart restores their sum: one record per bucket keeping the higher count
+// would restore fewer admissions than the node held when the two counted different ones.
 import {
   movedBuckets,
   rankNodes,
@@ -18,7 +21,7 @@ import {
   type BucketCount,
 } from "@keyraft/core";
 import type { Logger } from "pino";
-import type { CounterDurability } from "../../store/types.js";
+import type { CounterDurability, DurabilityBucket } from "../../store/types.js";
 import { parseReservationKey, reservationKey, subjectOfLimiterKey } from "./subject.js";
 import type { CounterReply, WireAsk, WireBucket } from "./wire.js";
 
@@ -91,7 +94,7 @@ export class SuccessorSide {
     // the asks marked here (the held counts were acknowledged before `covered` was sent) are.
     if (covered !== undefined) state.reservations.ownerCovered(covered);
     const acks: (WireAsk | null)[] = [];
-    const durable: BucketCount[] = [];
+    const durable: DurabilityBucket[] = [];
     const voters = this.options.voters();
     const nowMs = this.options.nowMs();
     const ranks = new Map<string, boolean>();
@@ -111,6 +114,7 @@ export class SuccessorSide {
           durationMs: parsed.durationMs,
           bucketStartMs: ack.bucketStartMs,
           count: ack.count,
+          holder: reservationHolder(owner),
         });
       }
     }
@@ -189,7 +193,7 @@ export class SuccessorSide {
     if (!sameVoters(senderVoters, voters))
       return { t: "refused", message: `voters differ (${from}: ${senderVoters.join(",")}; here: ${voters.join(",")})` };
     const counts: number[] = [];
-    const durable: BucketCount[] = [];
+    const durable: DurabilityBucket[] = [];
     for (const bucket of buckets) {
       const parsed = parseReservationKey(bucket.key);
       if (parsed === null) return { t: "refused", message: `not a reservation key: ${JSON.stringify(bucket.key)}` };
@@ -209,6 +213,7 @@ export class SuccessorSide {
         durationMs: parsed.durationMs,
         bucketStartMs: bucket.bucketStartMs,
         count,
+        holder: copyHolder(from),
       });
     }
     const written = durable.length === 0 ? null : this.options.durability.cover(durable);
@@ -391,6 +396,20 @@ export class SuccessorSide {
     const nodes = [...this.options.knownNodes()];
     return { t: "handBack", boot: this.options.boot, generation: handBack.generation, buckets, nodes };
   }
+}
+
+/**
+ * The disk record a reservation acknowledged to `owner` is kept in: its own, apart from copies and
+ * other owners' reservations of the same bucket (they may count other admissions; a restart
+ * restores their sum, store/counter-durability.ts).
+ */
+export function reservationHolder(owner: string): string {
+  return `reservation:${owner}`;
+}
+
+/** The disk record a copy kept for the serving successor `from` is kept in (as reservationHolder). */
+export function copyHolder(from: string): string {
+  return `copy:${from}`;
 }
 
 /**
