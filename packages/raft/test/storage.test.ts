@@ -47,6 +47,15 @@ async function snapRecords(path: string): Promise<Map<string, Uint8Array>> {
   return records;
 }
 
+/** Appends entries 1..count of term 1, all committed, synced. */
+async function appendCommitted(storage: LevelStorage, count: number): Promise<void> {
+  await storage.append(
+    Array.from({ length: count }, (_, i) => entry(i + 1, 1)),
+    { term: 1, vote: "", commit: count },
+    true,
+  );
+}
+
 const bytesOf = (length: number, seed = 0) => Uint8Array.from({ length }, (_, i) => (i * 7 + seed) & 0xff);
 
 describe("log keys", () => {
@@ -103,11 +112,7 @@ describe("LevelStorage compaction on disk", () => {
   it("removes compacted entries from disk, and clears leftovers of an interrupted compaction on open", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, keepEntries: 10 });
-      await storage.append(
-        Array.from({ length: 300 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 300 },
-        true,
-      );
+      await appendCommitted(storage, 300);
       await storage.createSnapshot(250, { voters: ["n1"], learners: [] }, new Uint8Array([1]));
       await storage.close();
       expect(await logKeys(path)).toEqual(Array.from({ length: 60 }, (_, i) => 241 + i)); // 241..300
@@ -133,11 +138,7 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
   it("is written in pieces that appends issued meanwhile go between, and reads back whole", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 20 },
-        true,
-      );
+      await appendCommitted(storage, 20);
       const data = bytesOf(100); // 7 pieces
       const done: string[] = [];
       const snapshot = storage.createSnapshot(15, conf, data).then(() => done.push("snapshot"));
@@ -166,11 +167,7 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
   it("reads any byte range of its data from disk, from the pieces the range falls in", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 20 },
-        true,
-      );
+      await appendCommitted(storage, 20);
       const data = bytesOf(100); // pieces of 16 bytes, the last one 4
       await storage.createSnapshot(15, conf, data);
       const ranges: Array<[number, number]> = [
@@ -208,11 +205,7 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
   it("left half written by a crash, its pieces are cleared on open and the previous snapshot stays", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 20 },
-        true,
-      );
+      await appendCommitted(storage, 20);
       const first = bytesOf(40);
       await storage.createSnapshot(10, conf, first);
       await storage.close();
@@ -284,11 +277,7 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
   /** A storage holding a snapshot at 15 of `data` (in pieces of 16 bytes when longer), closed. */
   async function withSnapshot(path: string, data: Uint8Array): Promise<void> {
     const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-    await storage.append(
-      Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
-      { term: 1, vote: "", commit: 20 },
-      true,
-    );
+    await appendCommitted(storage, 20);
     await storage.createSnapshot(15, conf, data);
     await storage.close();
   }
@@ -378,11 +367,7 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
   it("a read of the held snapshot racing a newer snapshot's write gets the right bytes or 'out of date', never 'corrupt'", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 80 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 80 },
-        true,
-      );
+      await appendCommitted(storage, 80);
       const outcomes = { read: 0, outOfDate: 0 };
       let held = bytesOf(8);
       await storage.createSnapshot(1, conf, held);
@@ -418,11 +403,7 @@ describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its rep
   it("stays readable, pieced or whole, after newer snapshots replace it; its pieces go once unpinned", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 30 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 30 },
-        true,
-      );
+      await appendCommitted(storage, 30);
       const pieced = bytesOf(100, 1);
       const whole = bytesOf(10, 2);
       await storage.createSnapshot(10, conf, pieced);
@@ -453,11 +434,7 @@ describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its rep
   it("not pinned, a replaced snapshot is out of date at once, and open() clears pieces a pin had kept", async () => {
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 30 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 30 },
-        true,
-      );
+      await appendCommitted(storage, 30);
       await storage.createSnapshot(10, conf, bytesOf(100));
       await storage.createSnapshot(12, conf, bytesOf(100));
       await expect(storage.readSnapshotData(10, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
@@ -494,11 +471,7 @@ describe("createSnapshot given the bytes as a list of parts (their concatenation
     const whole = bytesOf(12, 6);
     await inTempDir(async (path) => {
       const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
-      await storage.append(
-        Array.from({ length: 20 }, (_, i) => entry(i + 1, 1)),
-        { term: 1, vote: "", commit: 20 },
-        true,
-      );
+      await appendCommitted(storage, 20);
       // Parts smaller than a piece, larger than one, empty, and ending inside a piece.
       await storage.createSnapshot(10, conf, partsOf(pieced, [5, 0, 40, 16, 3, 36]));
       expect(storage.snapshot()).toStrictEqual({ metadata: { index: 10, term: 1, conf }, totalBytes: 100 });

@@ -66,10 +66,47 @@ function replayCommand(seed: number, options: CliOptions): string {
   return `npm run test:sim -- ${options.driver ? "--driver " : ""}--seed ${seed} --steps ${options.steps} --verbose`;
 }
 
+/** A campaign stops after this many failed seeds: each is a replay command to run on its own. */
+const failuresMax = 10;
+/** A progress line every this many seeds, so a long campaign shows it is moving. */
+const progressEverySeeds = 500;
+
+/** The failures and the progress of one campaign over its seeds. */
+class SeedRun {
+  failures = 0;
+  private readonly startedMs = performance.now();
+
+  constructor(
+    private readonly seedCount: number,
+    private readonly options: CliOptions,
+  ) {}
+
+  /** Records the outcome of the done-th seed (failure null when it passed); false once the campaign should stop. */
+  record(done: number, seed: number, failure: string | null): boolean {
+    if (failure !== null) {
+      this.failures++;
+      console.log(`FAIL seed ${seed}: ${failure}`);
+      console.log(`replay: ${replayCommand(seed, this.options)}`);
+    }
+    if (done % progressEverySeeds === 0)
+      console.log(`${done}/${this.seedCount} seeds, ${this.failures} failed, ${this.elapsedMs()} ms`);
+    return this.failures < failuresMax;
+  }
+
+  /** The closing line: seeds, steps, the verdict and the time. */
+  summary(title: string): string {
+    const verdict = this.failures === 0 ? "ok" : `${this.failures} FAILED`;
+    return `${title}${this.seedCount} seeds x ${this.options.steps} steps: ${verdict} in ${this.elapsedMs()} ms`;
+  }
+
+  elapsedMs(): number {
+    return Math.round(performance.now() - this.startedMs);
+  }
+}
+
 /** The driver simulation over the seeds: its own totals (it has no liveness-step figure). */
 async function runDriver(seeds: number[], options: CliOptions): Promise<number> {
-  const startedMs = performance.now();
-  let failures = 0;
+  const run = new SeedRun(seeds.length, options);
   const totals: Record<string, number> = {};
   for (const [i, seed] of seeds.entries()) {
     const trace = options.verbose ? (line: string) => console.log(line) : undefined;
@@ -78,22 +115,11 @@ async function runDriver(seeds: number[], options: CliOptions): Promise<number> 
     );
     if (options.verbose || seeds.length === 1) console.log(JSON.stringify(result.stats));
     for (const [key, value] of Object.entries(result.stats)) totals[key] = (totals[key] ?? 0) + value;
-    if (!result.ok) {
-      failures++;
-      console.log(`FAIL seed ${seed}: ${result.failure}`);
-      console.log(`replay: ${replayCommand(seed, options)}`);
-      if (failures >= 10) break;
-    }
-    if ((i + 1) % 500 === 0)
-      console.log(
-        `${i + 1}/${seeds.length} seeds, ${failures} failed, ${Math.round(performance.now() - startedMs)} ms`,
-      );
+    if (!run.record(i + 1, seed, result.ok ? null : (result.failure ?? "failed"))) break;
   }
   console.log(`totals ${JSON.stringify(totals)}`);
-  console.log(
-    `driver simulation, ${seeds.length} seeds x ${options.steps} steps: ${failures === 0 ? "ok" : `${failures} FAILED`} in ${Math.round(performance.now() - startedMs)} ms`,
-  );
-  return failures === 0 ? 0 : 1;
+  console.log(run.summary("driver simulation, "));
+  return run.failures === 0 ? 0 : 1;
 }
 
 async function main(): Promise<number> {
@@ -113,8 +139,7 @@ async function main(): Promise<number> {
   const seeds =
     options.seed === null ? Array.from({ length: options.seeds }, (_, i) => options.from + i) : [options.seed];
   if (options.driver) return runDriver(seeds, options);
-  const startedMs = performance.now();
-  let failures = 0;
+  const run = new SeedRun(seeds.length, options);
   const totals = {
     terms: 0,
     appliedMax: 0,
@@ -139,24 +164,13 @@ async function main(): Promise<number> {
       livenessStepsMax = result.stats.livenessSteps;
       slowestSeed = seed;
     }
-    if (!result.ok) {
-      failures++;
-      console.log(`FAIL seed ${seed}: ${result.failure}`);
-      console.log(`replay: ${replayCommand(seed, options)}`);
-      if (failures >= 10) break;
-    }
-    if ((i + 1) % 500 === 0)
-      console.log(
-        `${i + 1}/${seeds.length} seeds, ${failures} failed, ${Math.round(performance.now() - startedMs)} ms`,
-      );
+    if (!run.record(i + 1, seed, result.ok ? null : (result.failure ?? "failed"))) break;
   }
   console.log(
     `totals ${JSON.stringify(totals)}; slowest recovery after healing: ${livenessStepsMax} steps (seed ${slowestSeed})`,
   );
-  console.log(
-    `${seeds.length} seeds x ${options.steps} steps: ${failures === 0 ? "ok" : `${failures} FAILED`} in ${Math.round(performance.now() - startedMs)} ms`,
-  );
-  return failures === 0 ? 0 : 1;
+  console.log(run.summary(""));
+  return run.failures === 0 ? 0 : 1;
 }
 
 process.exitCode = await main();
