@@ -322,13 +322,16 @@ export function startMember(
 ): Member {
   // KEYRAFT_BENCH_NODE_ARGS: extra node flags for the members (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
   const nodeArgs = (process.env["KEYRAFT_BENCH_NODE_ARGS"] ?? "").split(" ").filter((arg) => arg !== "");
+  // KEYRAFT_BENCH_NODE_LOG_LEVEL: the members' log level (default warn, written nowhere); when set,
+  // their logs (stdout) go to the bench's stderr, so the bench's own stdout stays its JSON lines.
+  const logLevel = process.env["KEYRAFT_BENCH_NODE_LOG_LEVEL"];
   const child = spawn(process.execPath, [...nodeArgs, mainJs], {
     env: {
       PATH: process.env["PATH"] ?? "",
       PORT: String(httpPort),
       HOST: "127.0.0.1",
       KEYRAFT_DATA_DIR: dataDir,
-      KEYRAFT_LOG_LEVEL: "warn",
+      KEYRAFT_LOG_LEVEL: logLevel ?? "warn",
       KEYRAFT_NODE_ID: id,
       KEYRAFT_PEERS: peers,
       KEYRAFT_CLUSTER_SECRET: secret,
@@ -336,7 +339,7 @@ export function startMember(
       KEYRAFT_WRITE_QUEUE_MAX: "100000",
       ...extraEnv,
     },
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", logLevel === undefined ? "ignore" : 2, "inherit"],
   });
   const member: Member = {
     id,
