@@ -88,7 +88,22 @@ export class LinkProxy {
       link.sockets.delete(client);
       link.sockets.delete(upstream);
     };
+    this.pipe(link, client, upstream, drop);
+  }
+
+  /**
+   * Forwards both ways with backpressure, counting the bytes on the link, and drops both sockets
+   * when either fails or closes. `admit` sees each chunk from the client first; false: not forwarded.
+   */
+  private pipe(
+    link: Link,
+    client: Socket,
+    upstream: Socket,
+    drop: () => void,
+    admit: (chunk: Buffer) => boolean = () => true,
+  ): void {
     client.on("data", (chunk: Buffer) => {
+      if (!admit(chunk)) return;
       link.bytes += chunk.length;
       if (!upstream.write(chunk)) client.pause();
     });
@@ -127,33 +142,25 @@ export class LinkProxy {
       link.sockets.delete(upstream);
       this.identified.delete(client);
     };
-    client.on("data", (chunk: Buffer) => {
-      if (source === null) {
-        scanned = Buffer.concat([scanned, chunk]);
-        source = helloSource(scanned, this.nodes);
-        if (source === null && scanned.length > helloScanBytesMax) {
-          this.inboundCounts.unidentified++;
-          return drop();
-        }
-        if (source !== null) {
-          this.inboundCounts.identified++;
-          if (this.isCut(source, link.to)) return drop();
-          this.identified.set(client, [source, link.to]);
-        }
+    this.pipe(link, client, upstream, drop, (chunk) => {
+      if (source !== null) return true;
+      scanned = Buffer.concat([scanned, chunk]);
+      source = helloSource(scanned, this.nodes);
+      if (source === null && scanned.length > helloScanBytesMax) {
+        this.inboundCounts.unidentified++;
+        drop();
+        return false;
       }
-      link.bytes += chunk.length;
-      if (!upstream.write(chunk)) client.pause();
+      if (source !== null) {
+        this.inboundCounts.identified++;
+        if (this.isCut(source, link.to)) {
+          drop();
+          return false;
+        }
+        this.identified.set(client, [source, link.to]);
+      }
+      return true;
     });
-    upstream.on("data", (chunk: Buffer) => {
-      link.bytes += chunk.length;
-      if (!client.write(chunk)) upstream.pause();
-    });
-    upstream.on("drain", () => client.resume());
-    client.on("drain", () => upstream.resume());
-    for (const s of [client, upstream]) {
-      s.on("error", drop);
-      s.on("close", drop);
-    }
   }
 
   /**
