@@ -42,6 +42,7 @@ export type { AuditEventAction } from "./audit/describe.js";
 export type { AuditContext, AuditEntry } from "./audit/types.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
+export { creditLedgerOf } from "./keystate/credit-ledgers.js";
 export { permissionIdOfSlug, roleIdOfName } from "./keystate/names.js";
 export { restoreKeyState, restoreKeyStateSteps, snapshotKeyState } from "./keystate/snapshot.js";
 // Named by the gateway's declarations (packages/gateway/src/counters/credits/credit-events.ts).

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { ImportedKey } from "../src/keystate/commands.js";
+import { creditLedgerOf } from "../src/keystate/credit-ledgers.js";
 import { keyDerived } from "../src/keystate/derived.js";
+import { keyStateViolation } from "../src/keystate/invariants.js";
+import { createCreditLedger } from "../src/leases/ledger.js";
 import { derivedCacheMax } from "../src/keystate/limits.js";
 import { applyCommand } from "../src/keystate/machine.js";
 import { restoreKeyState, restoreKeyStateSteps, snapshotKeyState } from "../src/keystate/snapshot.js";
@@ -67,11 +70,24 @@ describe("compact key records", () => {
       true,
     );
     expect(() => (a!.roleIds as string[]).push("role_x")).toThrow(TypeError);
-    const ledgers = [0, 1].map((i) => state.creditLedgers.get(`key_${i}`)!);
+    // Untouched ledgers are not stored: read, each is a new ledger of the key's balance, whose
+    // empty lists are the shared frozen ones.
+    expect(state.creditLedgers.size).toBe(0);
+    const ledgers = [0, 1].map((i) => creditLedgerOf(state, `key_${i}`)!);
+    expect(ledgers[0]).toEqual(createCreditLedger("key_0", 100));
     expect(ledgers[0]!.leases).toBe(ledgers[1]!.leases);
     expect(() => ledgers[0]!.leases.push({ nodeId: "n1", seq: 1, granted: 1, epoch: 0, state: "open" })).toThrow(
       TypeError,
     );
+  });
+
+  it("a ledger is stored once touched, and only that one", () => {
+    const state = withApi();
+    importKeys(state, 0, 3);
+    expect(applyCommand(state, { type: "spendCredits", keyId: "key_1", cost: 2, nowMs }).ok).toBe(true);
+    expect([...state.creditLedgers.keys()]).toEqual(["key_1"]);
+    expect(state.creditLedgers.get("key_1")).toMatchObject({ epoch: 0, epochSpent: 2, unleased: 98 });
+    expect(keyStateViolation(state)).toBeNull();
   });
 
   it("a key's later changes leave the others' shared values as they were", () => {
@@ -97,7 +113,22 @@ describe("compact key records", () => {
     expect(snapshotKeyState(restored)).toEqual(snapshot);
     expect(restored.keys.get("key_1")!.ratelimits).toBe(restored.keys.get("key_2")!.ratelimits);
     expect(restored.keys.get("key_1")!.apiId).toBe(restored.apis.get("api_1")!.id);
-    expect(restored.creditLedgers.get("key_1")!.seqFloors).toBe(restored.creditLedgers.get("key_2")!.seqFloors);
+    expect(restored.creditLedgers.size).toBe(0);
+  });
+
+  it("a snapshot that lists every ledger (older versions) restores to the same state, untouched ones left out", () => {
+    const state = withApi();
+    importKeys(state, 0, 20);
+    expect(applyCommand(state, { type: "spendCredits", keyId: "key_7", cost: 1, nowMs }).ok).toBe(true);
+    const snapshot = snapshotKeyState(state);
+    expect(snapshot.credits!.map((ledger) => ledger.keyId)).toEqual(["key_7"]);
+    const listed = snapshot.keys
+      .map((key) => snapshot.credits!.find((ledger) => ledger.keyId === key.id) ?? createCreditLedger(key.id, 100))
+      .sort((a, b) => (a.keyId < b.keyId ? -1 : 1));
+    const restored = restoreKeyState({ ...snapshot, credits: listed });
+    expect([...restored.creditLedgers.keys()]).toEqual(["key_7"]);
+    expect(snapshotKeyState(restored)).toEqual(snapshot);
+    expect(keyStateViolation(restored)).toBeNull();
   });
 });
 
@@ -117,7 +148,7 @@ describe("restore that adopts the snapshot's records", () => {
     const key = decoded.keys.find((record) => record.id === "key_3")!;
     expect(adopted.keys.get("key_3")).toBe(key);
     expect(adopted.keys.get("key_3")!.ratelimits).toBe(adopted.keys.get("key_4")!.ratelimits);
-    expect(adopted.creditLedgers.get("key_3")!.leases).toBe(adopted.creditLedgers.get("key_4")!.leases);
+    expect(adopted.creditLedgers.size).toBe(0);
   });
 });
 

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { rerollGraceEndMs } from "../src/keystate/apply-reroll.js";
+import { creditLedgerOf } from "../src/keystate/credit-ledgers.js";
 import type { KeyCommand } from "../src/keystate/commands.js";
 import { keyStateViolation } from "../src/keystate/invariants.js";
 import { applyCommand } from "../src/keystate/machine.js";
@@ -297,7 +298,7 @@ describe("rerollKey", () => {
       expiresAtMs: t0 + 86_400_000,
       createdAtMs: t0,
     });
-    expect(state.creditLedgers.has("k2")).toBe(true);
+    expect(creditLedgerOf(state, "k2")).toMatchObject({ unleased: 10, epoch: 0 });
     expect(keyStateViolation(state)).toBeNull();
     expect(
       applyCommand(state, {

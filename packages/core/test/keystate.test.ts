@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { creditLedgerOf } from "../src/keystate/credit-ledgers.js";
 import { applyCommand } from "../src/keystate/machine.js";
 import { connectionsPerRecordMax, ratelimitsPerRecordMax } from "../src/keystate/limits.js";
 import { createKeyState } from "../src/keystate/state.js";
@@ -156,7 +157,7 @@ describe("key state commands", () => {
       count: 1,
     });
     expect(s.keys.get("key_1")).toMatchObject({ remaining: 3, refill: { lastRefillAtMs: refillAtMs } });
-    expect(s.creditLedgers.get("key_1")).toBeDefined();
+    expect(creditLedgerOf(s, "key_1")).toMatchObject({ unleased: 3, epochBalance: 3 });
     expect(applyCommand(s, { type: "spendCredits", keyId: "key_1", cost: 1, nowMs: refillAtMs + 6 })).toEqual({
       ok: true,
       remaining: 2,

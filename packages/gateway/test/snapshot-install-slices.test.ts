@@ -45,6 +45,8 @@ function largeMachine(): ReturnType<typeof keyStateMachine> {
   const outcomes = [
     source.apply({ type: "createApi", apiId: "api_a", name: "api", nowMs: 1 }),
     source.apply(createKey("key_ledger", 5)),
+    // Spent from, so its ledger is stored (untouched ones are not).
+    source.apply({ type: "spendCredits", keyId: "key_ledger", cost: 1, nowMs: 1 }),
     source.apply(createKey("key_template", null)),
   ];
   for (const outcome of outcomes) expect(outcome.ok).toBe(true);

@@ -12,7 +12,7 @@ import type {
   GrantCreditLeaseKeyCommand,
   RefillCreditsCommand,
 } from "./commands.js";
-import { putCredits, refilledCredits, withLedger } from "./credit-ledgers.js";
+import { creditLedgerOf, putCredits, refilledCredits, withLedger } from "./credit-ledgers.js";
 import { creditBatchCommandsMax, refillKeysPerCommandMax } from "./limits.js";
 import { commandError, type CommandOutcome } from "./outcome.js";
 import type { KeyState } from "./types.js";
@@ -23,7 +23,7 @@ export const grantVotersMax = 64;
 function leaseOutcome(state: KeyState, command: CreditBatchItem): CreditLeaseOutcome {
   const base = { keyId: command.keyId, nodeId: command.nodeId, seq: command.seq };
   const key = state.keys.get(command.keyId);
-  const ledger = state.creditLedgers.get(command.keyId);
+  const ledger = creditLedgerOf(state, command.keyId);
   if (key === undefined || ledger === undefined || (command.type === "grantCreditLease" && key.remaining === null)) {
     if (command.type === "grantCreditLease")
       return { type: "refused", ...base, reason: "empty", ownerNodeId: command.nodeId };

@@ -5,6 +5,7 @@ import { assert } from "../assert.js";
 import type { AuditEntry } from "../audit/types.js";
 import { noFloors, noLeases } from "../leases/ledger.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
+import { isUntouchedLedger } from "./credit-ledgers.js";
 import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
 import { sortedSteps } from "./sort-steps.js";
@@ -41,7 +42,7 @@ export interface KeyStateSnapshot {
   roles: RoleRecord[];
   namespaces: NamespaceRecord[];
   overrides: OverrideRecord[];
-  /** Credit ledgers sorted by key id (absent in snapshots from before leases: rebuilt from `remaining`). */
+  /** Touched credit ledgers sorted by key id (a key without one has an untouched ledger of its `remaining`; older snapshots hold every ledger). */
   credits?: CreditLedgerRecord[];
   /** KeyState.retiredRootKeyHashes, oldest first (absent in older snapshots: none). */
   retiredRootKeyHashes?: string[];
@@ -277,9 +278,10 @@ function* fillKeyState(
     state.identityIdByExternalId.set(identity.externalId, identity.id);
     if (counted()) yield;
   }
-  // A snapshot's ledgers first, so indexKey only creates ledgers for keys without one (older snapshots).
+  // Snapshots taken before untouched ledgers were left out hold one per key with credits: only
+  // the touched ones are kept, the canonical form of the map (credit-ledgers.ts).
   for (const ledger of data.credits ?? []) {
-    state.creditLedgers.set(ledger.keyId, take.ledger(ledger));
+    if (!isUntouchedLedger(ledger)) state.creditLedgers.set(ledger.keyId, take.ledger(ledger));
     if (counted()) yield;
   }
   for (const hash of data.retiredRootKeyHashes ?? []) state.retiredRootKeyHashes.add(hash);

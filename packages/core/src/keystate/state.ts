@@ -1,5 +1,4 @@
 import { createAuditLog } from "../audit/log.js";
-import { createCreditLedger } from "../leases/ledger.js";
 import { compactKey } from "./compact.js";
 import { ROOT_API_ID, type KeyRecord, type KeyState } from "./types.js";
 
@@ -59,14 +58,12 @@ export function sortedUnique(values: Iterable<string>): string[] {
 }
 
 /**
- * Inserts a new key with its hash and api indexes, and its credit ledger when its credits are
- * finite. The record is stored compacted (compact.ts: shared lists and ids, equal in value).
+ * Inserts a new key with its hash and api indexes (its credit ledger is stored once touched:
+ * credit-ledgers.ts). The record is stored compacted (compact.ts: shared lists and ids, equal in value).
  */
 export function indexKey(state: KeyState, fresh: KeyRecord): void {
   const key = compactKey(state, fresh);
   state.keys.set(key.id, key);
-  if (key.remaining !== null && !state.creditLedgers.has(key.id))
-    state.creditLedgers.set(key.id, createCreditLedger(key.id, key.remaining));
   state.keyIdByHash.set(key.hash, key.id);
   let ids = state.keyIdsByApi.get(key.apiId);
   if (ids === undefined) {

@@ -26,6 +26,7 @@
 //   always judges on this node (what a forwarded verification asks for).
 
 import {
+  creditLedgerOf,
   decideVerification,
   keyCreditsAt,
   type AppliedLimit,
@@ -211,7 +212,7 @@ export class Verification {
         result.code = "USAGE_EXCEEDED";
         // The balance as this node shows it (without leases: what the log could still draw from).
         const shown = deps.creditLeases?.shown.now(spend.keyId);
-        const ledger = deps.state.creditLedgers.get(spend.keyId);
+        const ledger = creditLedgerOf(deps.state, spend.keyId);
         if (shown !== undefined && shown !== null) result.remaining = shown;
         else if (ledger !== undefined) result.remaining = ledger.unleased;
       } else if (typeof outcome.remaining === "number") {

@@ -2,6 +2,7 @@
 // of a node need: every lease outcome (the holder takes its own, the leader's expiry tracker all
 // of them) and every reset of a key's ledger epoch (the holder stops spending older leases).
 // A thin wrapper: apply is the machine's, plus a look at the ledgers the command touched.
+import { creditLedgerOf } from "@keyraft/core";
 import type { CommandOutcome, CreditLeaseOutcome, KeyCommand, KeyStateMachine } from "@keyraft/core";
 
 export interface CreditEventListener {
@@ -56,14 +57,14 @@ export class ObservedKeyMachine implements KeyStateMachine {
     const listener = this.listener;
     if (listener === null) return this.inner.apply(command);
     const keys = resetKeys(command);
-    const ledgers = this.inner.state.creditLedgers;
-    const before = keys.map((keyId) => ledgers.get(keyId)?.epoch);
+    const state = this.inner.state;
+    const before = keys.map((keyId) => creditLedgerOf(state, keyId)?.epoch);
     const outcome = this.inner.apply(command);
     if (!outcome.ok) return outcome;
     if (outcome.lease !== undefined) listener.onLease(outcome.lease);
     if (outcome.leases !== undefined) for (const lease of outcome.leases) listener.onLease(lease);
     keys.forEach((keyId, i) => {
-      const epoch = ledgers.get(keyId)?.epoch;
+      const epoch = creditLedgerOf(state, keyId)?.epoch;
       if (epoch !== undefined && epoch !== before[i]) listener.onEpoch(keyId, epoch);
     });
     const answered = answersRemaining(command);

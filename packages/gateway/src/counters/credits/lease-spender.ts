@@ -7,6 +7,7 @@
 // holder produces it, so a spend is never written before the grant it spends from; requests are
 // proposed only after their journal records are durable.
 import {
+  creditLedgerOf,
   assert,
   creditLeasePolicyDefaults,
   holderKeysMax,
@@ -189,7 +190,7 @@ export class LeaseSpender implements CreditSpender {
 
   /** The key's owner when the replica shows it low and another node owns it, else null. */
   private lowKeyOwner(keyId: string): string | null {
-    const ledger = this.options.state.creditLedgers.get(keyId);
+    const ledger = creditLedgerOf(this.options.state, keyId);
     if (
       ledger === undefined ||
       this.options.ownerOf === undefined ||

@@ -11,7 +11,14 @@
 //
 // Every value is taken at the moment its spend happened (the holder's spend, the log entry's
 // apply), never when the answer is sent: concurrent answers then show each balance once.
-import { creditsAt, ownUnsettledSpent, type KeyRecord, type KeyState, type LeaseHolder } from "@keyraft/core";
+import {
+  creditLedgerOf,
+  creditsAt,
+  ownUnsettledSpent,
+  type KeyRecord,
+  type KeyState,
+  type LeaseHolder,
+} from "@keyraft/core";
 
 /** Keys with a remembered floor; past it the least recently shown is forgotten (it may then show higher, within the bound). */
 export const shownFloorsMax = 100_000;
@@ -38,7 +45,7 @@ export class ShownCredits {
 
   /** What this node spent from its own leases of `keyId` that the replica still counts in full. */
   spentHere(keyId: string): number {
-    const ledger = this.state.creditLedgers.get(keyId);
+    const ledger = creditLedgerOf(this.state, keyId);
     if (ledger === undefined) return 0;
     this.spentKeyId = keyId;
     return ownUnsettledSpent(ledger, this.holder.nodeId, this.spentOfSeq);
@@ -70,7 +77,7 @@ export class ShownCredits {
 
   /** `displayed` with the refill instant the view applied (`refillMark`). */
   private floored(key: KeyRecord, credits: number, refillMark: number | null): number {
-    const ledger = this.state.creditLedgers.get(key.id);
+    const ledger = creditLedgerOf(this.state, key.id);
     if (ledger === undefined || key.remaining === null) return credits;
     const floor = this.floors.get(key.id);
     let shown = credits;
