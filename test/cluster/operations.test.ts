@@ -143,6 +143,22 @@ describe("operations across a cluster", () => {
     expect(after.slice(1)).toEqual(before);
   });
 
+  it("a leader stopped with SIGTERM hands its leadership to a member first", async () => {
+    const leader = await leaderOf(members);
+    const termBefore = (await status(leader)).term;
+    await kill(leader, "SIGTERM");
+    expect(leader.output()).toContain("leadership handed over before stopping");
+    const survivors = members.filter((member) => member !== leader);
+    const next = await leaderOf(survivors);
+    // The member it named leads (one election, started by the hand-over), and the write goes on.
+    expect(leader.output()).toContain(`"to":"${next.id}"`);
+    expect((await status(next)).term).toBe(termBefore + 1);
+    const created = await call(next, "/v1/apis.createApi", { name: "after-the-hand-over" });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    spawnMember(leader, peersOf(members), clusterEnv);
+    await waitLive(leader);
+  });
+
   it("serves GET /metrics on KEYRAFT_METRICS_PORT behind its token", async () => {
     const url = `http://127.0.0.1:${metricsPort}/metrics`;
     expect((await fetch(url)).status).toBe(401);

@@ -142,6 +142,7 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
     const node = cluster;
     return {
       async close() {
+        await node.node.handOffLeadership(); // a leader hands over first (bounded wait)
         await http.close(); // stop accepting; in-flight requests finish
         await metrics.close();
         rootKey.stop();
