@@ -10,7 +10,7 @@ export { permissionQueryDepthMax } from "./limits.js";
 export { refillDueBetween } from "./credits/ledger.js";
 export type { LimitCheck, LimitResult, BucketCount } from "./ratelimit/sliding-window.js";
 export { limiterCountersPerNamespaceMax, limiterCountersPerOwnerMax } from "./limits.js";
-export { movedBuckets, SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
+export { movedBuckets, movedBucketStartMs, SlidingWindowLimiter } from "./ratelimit/sliding-window.js";
 // Key state machine and verification decision.
 export { ROOT_API_ID, ROOT_PERMISSION } from "./keystate/types.js";
 export type {

@@ -209,6 +209,49 @@ describe("LevelCounterDurability", () => {
     expect(await storeSublevel(db, "rl").keys().all()).toHaveLength(2);
   });
 
+  it("restores a count held for another node one bucket later (its clock may be behind), never past now's bucket", async () => {
+    // The owner filed its admissions on its own clock; this node's clock may be ahead by up to a
+    // bucket (docs/counters.md). Restored where they were filed, they would leave this node's
+    // window before they left the owner's (the membership schedule 572 admitted 8 for 7 so).
+    const dir = await freshDir();
+    let db = await openDb(dir);
+    const widthMs = 6_000; // 60 s window, 10 buckets
+    const filedMs = 996_000; // a bucket start on that grid
+    const clock = { nowMs: 1_003_000 }; // in the bucket after it
+    const withWidth = { bucketWidthMs: (durationMs: number) => durationMs / 10 };
+    const durability = await open(db, clock, withWidth);
+    await durability.cover([
+      bucket(5, { holder: "reservation:n1", bucketStartMs: filedMs }),
+      bucket(4, { holder: "copy:n2", bucketStartMs: filedMs + widthMs }), // filed in this node's current bucket
+    ]);
+    await db.close();
+    const restoredAt = async (nowMs: number): Promise<DurabilityBucket[]> => {
+      clock.nowMs = nowMs;
+      db = await openDb(dir);
+      const restored: DurabilityBucket[] = [];
+      (await open(db, clock, withWidth)).restore({ restoreBucket: (b) => restored.push(b) }, nowMs);
+      await db.close();
+      return restored.sort((a, b) => a.bucketStartMs - b.bucketStartMs);
+    };
+    // One bucket later, capped at now's bucket: both land in 1,002,000 and are summed.
+    expect(await restoredAt(1_003_000)).toEqual([
+      bucket(reservationFor(bucket(5)) + reservationFor(bucket(4)), { bucketStartMs: filedMs + widthMs }),
+    ]);
+    // Later on, the first one moves a whole bucket (no cap), the second too.
+    expect((await restoredAt(1_040_000)).map((b) => b.bucketStartMs)).toEqual([
+      filedMs + widthMs,
+      filedMs + 2 * widthMs,
+    ]);
+    // Filed at 996,000, it counts until 996,000 + width + window on its owner's clock, and one
+    // bucket longer here: still restored (and kept on disk) past the first, gone after the second.
+    const ownerExpiryMs = filedMs + widthMs + 60_000;
+    expect((await restoredAt(ownerExpiryMs)).map((b) => b.count)).toEqual([
+      reservationFor(bucket(5)),
+      reservationFor(bucket(4)),
+    ]);
+    expect((await restoredAt(ownerExpiryMs + widthMs)).map((b) => b.count)).toEqual([reservationFor(bucket(4))]);
+  });
+
   it("keeps the counts held for other nodes when the limiter evicts its own counter of the same key", async () => {
     const db = await openDb(await freshDir());
     const clock = { nowMs: 1_000_000 };

@@ -8,7 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { pino } from "pino";
-import { keyStateMachine, rankNodes, SlidingWindowLimiter, type LimitCheck, type BucketCount } from "@keyraft/core";
+import {
+  keyStateMachine,
+  movedBucketStartMs,
+  rankNodes,
+  SlidingWindowLimiter,
+  type LimitCheck,
+  type BucketCount,
+} from "@keyraft/core";
 import { ClusterRateLimits } from "../src/counters/ratelimit/cluster-limits.js";
 import { parseRateLimitClusterConfig, rateLimitClusterDefaults } from "../src/counters/ratelimit/config.js";
 import { PeerLiveness } from "../src/counters/ratelimit/liveness.js";
@@ -31,7 +38,7 @@ const logger = pino({ level: "silent" });
 /**
  * A node's reservation store, kept across the node's restarts, as store/counter-durability.ts
  * keeps it: the higher count per bucket and holder, and a restart restores per bucket the sum
- * over its holders.
+ * over its holders, a count held for another node (filed on its clock) one bucket later.
  */
 class MemoryDurability implements CounterDurability {
   readonly buckets = new Map<string, DurabilityBucket>();
@@ -43,9 +50,17 @@ class MemoryDurability implements CounterDurability {
     }
     return Promise.resolve();
   }
-  restore(limiter: SlidingWindowLimiter): void {
+  restore(limiter: SlidingWindowLimiter, nowMs: number): void {
     const sums = new Map<string, BucketCount>();
-    for (const bucket of this.buckets.values()) {
+    for (const held of this.buckets.values()) {
+      const bucketStartMs =
+        held.holder === undefined
+          ? held.bucketStartMs
+          : Math.max(
+              held.bucketStartMs,
+              movedBucketStartMs(held.bucketStartMs, limiter.bucketWidthMs(held.durationMs), nowMs),
+            );
+      const bucket = { ...held, bucketStartMs };
       const id = `${bucket.key}\u0000${bucket.durationMs}\u0000${bucket.bucketStartMs}`;
       const sum = sums.get(id);
       if (sum === undefined) sums.set(id, { ...bucket, holder: undefined } as BucketCount);
@@ -88,7 +103,7 @@ class SimCluster {
   /** Starts (or restarts, memory lost, disk kept) a node. */
   boot(id: string, disk: MemoryDurability): SimNode {
     const limiter = new SlidingWindowLimiter();
-    disk.restore(limiter);
+    disk.restore(limiter, this.nowMs + (this.offsets.get(id) ?? 0));
     const node: SimNode = {
       id,
       up: true,
@@ -981,7 +996,7 @@ async function membershipFaultSchedule(seed: number, removed: "stopped" | "runni
 describe("membership changes as the fault campaign makes them", () => {
   const seeds = (fallback: number): [number, number] =>
     process.env["MFSEED"] === undefined
-      ? [1, Number(process.env["MFSEEDS"] ?? fallback)]
+      ? [Number(process.env["MFFROM"] ?? 1), Number(process.env["MFSEEDS"] ?? fallback)]
       : [Number(process.env["MFSEED"]), Number(process.env["MFSEED"])];
 
   // Every schedule of the first 1,000 that went over the limit before the fixes of these
@@ -1006,6 +1021,13 @@ describe("membership changes as the fault campaign makes them", () => {
     [472, "fresh"],
     [610, "fresh"],
     [973, "fresh"],
+    // Counts a successor held for an owner, restored at its restart where the owner had filed
+    // them: this node's clock, 86 ms ahead of the removed owner's, dropped them from the window
+    // early (8 admitted for 7). A count held for another node is restored one bucket later;
+    // without that, 572 and these two of the first 2,000 of each kind go over the limit.
+    [572, "fresh"],
+    [1408, "stopped"],
+    [1408, "running"],
   ] as const)("seed %i (removed node %s): never more than the limit in a window", async (seed, removed) => {
     expect(await membershipFaultSchedule(seed, removed)).toBeNull();
   });

@@ -42,7 +42,7 @@
 //
 // Pruning is incremental: each write examines a bounded number of reservations from where the
 // last one stopped, and the reservations of counters the limiter evicted are dropped at once.
-import { assert } from "@keyraft/core";
+import { assert, movedBucketStartMs } from "@keyraft/core";
 import type { CounterDurability, EvictedCounter, DurabilityBucket } from "./types.js";
 import { decodeValue, encodeValue, logIndexKey } from "./codec.js";
 import { closedError, corruptError, overloadedError } from "./errors.js";
@@ -205,6 +205,25 @@ export class LevelCounterDurability implements CounterDurability {
     return reservationExpired(bucket, nowMs, widthMs);
   }
 
+  /**
+   * A count held for another node (`holder`: an owner's reservation, a serving successor's copy)
+   * was filed on that node's clock, which may be behind this one's by up to a bucket: it is
+   * restored one bucket later (movedBucketStartMs, as a takeover or a hand-back restores it), so
+   * it lives one width longer; never earlier than it was filed (a start off this store's grid, or
+   * ahead of this clock, stays). A record without a holder is restored where it was filed.
+   */
+  private restoredStartMs(bucket: DurabilityBucket, nowMs: number): number {
+    if (bucket.holder === undefined) return bucket.bucketStartMs;
+    const movedMs = movedBucketStartMs(bucket.bucketStartMs, this.bucketWidthMs(bucket.durationMs), nowMs);
+    return Math.max(bucket.bucketStartMs, movedMs);
+  }
+
+  private heldExpired(bucket: DurabilityBucket, nowMs: number): boolean {
+    if (bucket.holder === undefined) return this.expired(bucket, nowMs);
+    const widthMs = this.bucketWidthMs(bucket.durationMs);
+    return this.expired({ ...bucket, bucketStartMs: bucket.bucketStartMs + widthMs }, nowMs);
+  }
+
   /** Loads the live reservations from disk (expired ones are deleted). */
   static async open(db: StoreDb, options: CounterDurabilityOptions): Promise<LevelCounterDurability> {
     const level = storeSublevel(db, "rl");
@@ -240,8 +259,11 @@ export class LevelCounterDurability implements CounterDurability {
     };
     let restored = 0;
     for (const reservation of this.reservations.values()) {
-      if (this.expired(reservation.bucket, nowMs)) continue;
-      add({ ...reservation.bucket, count: reservation.durable });
+      const bucket = reservation.bucket;
+      if (this.heldExpired(bucket, nowMs)) continue;
+      // Restored where it was filed, a count of another node's clock would leave this node's
+      // window early when this clock is ahead (membership schedule 572: 8 admitted for 7).
+      add({ ...bucket, count: reservation.durable, bucketStartMs: this.restoredStartMs(bucket, nowMs) });
       restored += 1;
     }
     for (const window of this.windows.values()) {
@@ -544,7 +566,7 @@ export class LevelCounterDurability implements CounterDurability {
         continue;
       }
       const [id, reservation] = next.value;
-      if (reservation.queuedDone !== null || !this.expired(reservation.bucket, nowMs)) continue;
+      if (reservation.queuedDone !== null || !this.heldExpired(reservation.bucket, nowMs)) continue;
       this.drop(id, reservation);
       deletes.push({ type: "del", sublevel: this.level, key: id });
     }
@@ -569,7 +591,7 @@ export class LevelCounterDurability implements CounterDurability {
     const moved: StoreOp[] = [];
     for await (const [id, value] of this.level.iterator()) {
       const bucket = decodeBucket(value, id);
-      if (this.expired(bucket, nowMs)) {
+      if (this.heldExpired(bucket, nowMs)) {
         expired.push({ type: "del", sublevel: this.level, key: id });
         continue;
       }
