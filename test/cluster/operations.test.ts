@@ -163,9 +163,23 @@ describe("operations across a cluster", () => {
     const url = `http://127.0.0.1:${metricsPort}/metrics`;
     expect((await fetch(url)).status).toBe(401);
     expect((await fetch(`${members[0]!.baseUrl}/metrics`)).status).toBe(404); // not on the API port
-    const response = await fetch(url, { headers: { authorization: `Bearer ${metricsToken}` } });
-    expect(response.status).toBe(200);
-    const text = parsePrometheusText(await response.text());
+    // The member may have been restarted by the test before (the leader that stopped): its
+    // metrics start over, so it takes a snapshot (every 20 entries) before they are read.
+    for (let i = 0; i < 25; i++) {
+      const created = await call(members[0]!, "/v1/apis.createApi", { name: `metrics-${i}` });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+    }
+    const scrape = async () => {
+      const response = await fetch(url, { headers: { authorization: `Bearer ${metricsToken}` } });
+      expect(response.status).toBe(200);
+      return parsePrometheusText(await response.text());
+    };
+    let text = await scrape();
+    // The snapshot's write completes after the entry that triggered it.
+    for (let tries = 0; tries < 100 && (text.value("keyraft_raft_snapshot_duration_seconds_count") ?? 0) < 1; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      text = await scrape();
+    }
     const view = await status(members[0]!);
     expect(text.value("keyraft_raft_role", { role: view.role })).toBe(1);
     expect(text.value("keyraft_raft_term")).toBe(view.term);
