@@ -236,7 +236,8 @@ describe("ReplicatedKeyMachine", () => {
         data: encodeEntry({ kind: "command", origin, seq: index, command }),
       });
     apply(createApi("api_a"));
-    const apiCount = snapshotSliceRecords * 2 + 7; // several slices of apis
+    // Many slices of apis: the encoding takes several times its budget per turn, so it yields.
+    const apiCount = snapshotSliceRecords * 40 + 7;
     for (let i = 0; i < apiCount; i++) apply(createApi(`api_${String(i).padStart(6, "0")}`));
     const expected = keys.snapshot();
     const pending = source.takeSnapshot();

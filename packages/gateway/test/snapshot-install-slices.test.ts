@@ -54,7 +54,7 @@ function largeMachine(): ReturnType<typeof keyStateMachine> {
   const template = capture.keys.find((key) => key.id === "key_template")!;
   const keys = [...capture.keys];
   // Ids in a scrambled order (a multiplicative permutation), so the state's maps hold them out of
-  // order as live ones do and a snapshot has to sort them.
+  // id order as live ones do (a snapshot keeps the maps' order).
   for (let i = 0; keys.length < keyCount; i++) {
     const id = `key_${String((i * 7919) % keyCount).padStart(7, "0")}`;
     keys.push({ ...template, id, hash: `hash_${id}` });
@@ -152,14 +152,14 @@ describe("installSnapshot of a large state", () => {
 });
 
 describe("takeSnapshot of a large state", () => {
-  it("captures 100,000 keys at the call and sorts and encodes them in slices: the loop keeps turning, later commands stay out", async () => {
+  it("captures 100,000 keys at the call and encodes them in slices: the loop keeps turning, later commands stay out", async () => {
     const machine = largeMachine();
     const expected = machine.snapshot();
     const replicated = new ReplicatedKeyMachine(machine, { origin: "n1/x", onOwnApplied: noop, onPeer: noop });
     const watch = loopWatch();
     const startMs = performance.now();
     const taking = replicated.takeSnapshot();
-    // Applied after the call, while the snapshot is sorted and encoded: not part of it.
+    // Applied after the call, while the snapshot is encoded: not part of it.
     expect(machine.apply({ type: "createApi", apiId: "api_later", name: "later", nowMs: 2 }).ok).toBe(true);
     const data = await taking;
     const durationMs = performance.now() - startMs;

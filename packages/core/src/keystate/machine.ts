@@ -39,7 +39,6 @@ import type { KeyCommand } from "./commands.js";
 import type { CommandOutcome } from "./outcome.js";
 import {
   captureKeyState,
-  captureKeyStateSteps,
   restoreKeyStateInto,
   restoreKeyStateSteps,
   type SnapshotOwnership,
@@ -145,8 +144,6 @@ export interface KeyStateMachine {
   snapshot(): KeyStateSnapshot;
   /** The state's records as they are now, uncopied (see captureKeyState): for encoding in slices. */
   capture(): KeyStateSnapshot;
-  /** The same capture, sorted in steps of about `elementsPerStep` elements (see captureKeyStateSteps). */
-  captureSteps(elementsPerStep: number): Generator<void, KeyStateSnapshot>;
   restore(snapshot: unknown): void;
   /**
    * The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps); with
@@ -161,7 +158,6 @@ export function keyStateMachine(state: KeyState = createKeyState()): KeyStateMac
     apply: (command) => applyCommand(state, command),
     snapshot: () => snapshotKeyState(state),
     capture: () => captureKeyState(state),
-    captureSteps: (elementsPerStep) => captureKeyStateSteps(state, elementsPerStep),
     restore: (snapshot) => restoreKeyStateInto(state, snapshot),
     restoreSteps: (snapshot, recordsPerStep, ownership) =>
       restoreKeyStateSteps(state, snapshot, recordsPerStep, ownership),

@@ -1,5 +1,6 @@
-// The whole key state as plain data (arrays of records sorted by id, so equal states give equal
-// snapshots) and back. Indexes and caches are rebuilt on restore, never stored.
+// The whole key state as plain data (arrays of records in the order of the state's maps, which
+// every replica shares: the order of the log) and back. Indexes and caches are rebuilt on
+// restore, never stored.
 
 import { assert } from "../assert.js";
 import type { AuditEntry } from "../audit/types.js";
@@ -8,7 +9,6 @@ import type { CreditLedgerRecord } from "../leases/types.js";
 import { isUntouchedLedger } from "./credit-ledgers.js";
 import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
-import { sortedSteps } from "./sort-steps.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
 import {
   ROOT_API_ID,
@@ -42,7 +42,7 @@ export interface KeyStateSnapshot {
   roles: RoleRecord[];
   namespaces: NamespaceRecord[];
   overrides: OverrideRecord[];
-  /** Touched credit ledgers sorted by key id (a key without one has an untouched ledger of its `remaining`; older snapshots hold every ledger). */
+  /** Touched credit ledgers (a key without one has an untouched ledger of its `remaining`; older snapshots hold every ledger). */
   credits?: CreditLedgerRecord[];
   /** KeyState.retiredRootKeyHashes, oldest first (absent in older snapshots: none). */
   retiredRootKeyHashes?: string[];
@@ -69,32 +69,21 @@ export function cloneJson<T>(value: T): T {
 }
 
 /**
- * The state at this moment, snapshot-shaped, as arrays of the live records sorted by id: nothing
- * is copied. Commands replace a record and never change one in place (a property test checks
- * it), so a capture keeps describing the state of its moment while later commands apply. That is
- * what lets a node encode its snapshot in slices, between other work. Read it; never change it.
+ * The state at this moment, snapshot-shaped, as arrays of the live records: nothing is copied.
+ * Commands replace a record and never change one in place (a property test checks it), so a
+ * capture keeps describing the state of its moment while later commands apply. That is what lets
+ * a node encode its snapshot in slices, between other work. Read it; never change it.
+ *
+ * The records are in the order of the state's maps, which is replicated state like the rest:
+ * every replica inserts and deletes in the order of the log, and a restore inserts in the
+ * snapshot's order, so a replica that applied the log and one restored from a snapshot of it hold
+ * the same order. Nothing is sorted: sorting a million keys by id took about 4.4 s of CPU per
+ * snapshot, and encoding them in id order (scattered in memory) took twice as long as in the
+ * maps' order (docs/bench.md, measured 2026-12-01).
  */
 export function captureKeyState(state: KeyState): KeyStateSnapshot {
-  const steps = captureKeyStateSteps(state, Number.POSITIVE_INFINITY);
-  for (;;) {
-    const step = steps.next();
-    if (step.done === true) return step.value;
-  }
-}
-
-const byId = <T extends { id: string }>(a: T, b: T): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-const byKeyId = (a: CreditLedgerRecord, b: CreditLedgerRecord): number =>
-  a.keyId < b.keyId ? -1 : a.keyId > b.keyId ? 1 : 0;
-
-/**
- * captureKeyState in steps: the state's records are taken at once, at this moment (lists of the
- * live records, which later commands replace but never edit), then sorted in steps of about
- * `elementsPerStep` elements each, so the caller can let other work run between them (sorting a
- * million keys in one piece stopped the event loop for more than two seconds). The result equals
- * captureKeyState's at the moment of the first step.
- */
-export function* captureKeyStateSteps(state: KeyState, elementsPerStep: number): Generator<void, KeyStateSnapshot> {
-  const taken = {
+  return {
+    version: snapshotVersion,
     apis: [...state.apis.values()],
     keys: [...state.keys.values()],
     identities: [...state.identities.values()],
@@ -107,21 +96,6 @@ export function* captureKeyStateSteps(state: KeyState, elementsPerStep: number):
     // A copy of the array (later commands push and drop entries); the entries themselves never change.
     auditEntries: state.audit.entries.slice(),
     auditNextSeq: state.audit.nextSeq,
-  };
-  yield;
-  return {
-    version: snapshotVersion,
-    apis: yield* sortedSteps(taken.apis, byId, elementsPerStep),
-    keys: yield* sortedSteps(taken.keys, byId, elementsPerStep),
-    identities: yield* sortedSteps(taken.identities, byId, elementsPerStep),
-    permissions: yield* sortedSteps(taken.permissions, byId, elementsPerStep),
-    roles: yield* sortedSteps(taken.roles, byId, elementsPerStep),
-    namespaces: yield* sortedSteps(taken.namespaces, byId, elementsPerStep),
-    overrides: yield* sortedSteps(taken.overrides, byId, elementsPerStep),
-    credits: yield* sortedSteps(taken.credits, byKeyId, elementsPerStep),
-    retiredRootKeyHashes: taken.retiredRootKeyHashes,
-    auditEntries: taken.auditEntries,
-    auditNextSeq: taken.auditNextSeq,
   };
 }
 

@@ -12,17 +12,16 @@ import {
   snapshotSliceRecords,
   type ClusterEntry,
 } from "./entry-codec.js";
-import { nextTurn, TurnBudget } from "./turn-budget.js";
+import { TurnBudget } from "./turn-budget.js";
 
 /**
- * A snapshot's capture (sorting the records) and encoding take at most this long per event-loop
- * turn before requests get theirs: with requests of ~40 µs and 32 clients, a turn serves them in
- * ~1.3 ms, so the snapshot takes under half the CPU while verifications go on at over half their
- * rate (turn-budget.ts says why the budget is in ms).
+ * A snapshot's encoding (and, on a node installing one, its decoding and restore) takes at most
+ * this long per event-loop turn before requests get theirs:
+ * with requests of ~40 µs and 32 clients, a turn serves them in ~1.3 ms, so the snapshot takes
+ * under half the CPU while verifications go on at over half their rate (turn-budget.ts says why
+ * the budget is in ms).
  */
 export const snapshotTurnBudgetMs = 1;
-/** Elements the capture's sort handles per step: a step well under snapshotTurnBudgetMs. */
-export const snapshotCaptureStepElements = 1024;
 
 export interface ReplicatedMachineHooks {
   /** This process's origin tag (node id + a per-process nonce): entries it proposed. */
@@ -86,27 +85,25 @@ export class ReplicatedKeyMachine implements StateMachine {
    */
   async takeSnapshot(): Promise<Uint8Array[]> {
     this.hooks.onSnapshotStarted?.();
-    // The capture's first step takes the records and the address book at this applied index;
-    // sorting them (seconds of CPU for a million keys) and encoding then run in small steps,
-    // snapshotTurnBudgetMs of them per turn.
-    const capture = this.machine.captureSteps(snapshotCaptureStepElements);
-    const first = capture.next();
+    // The records and the address book at this applied index, taken at once (lists of the live
+    // records, no copy); the encoding then runs in slices, snapshotTurnBudgetMs of them per turn.
+    const keys = this.machine.capture();
     const peers = Object.fromEntries(this.peers);
     const budget = new TurnBudget(snapshotTurnBudgetMs, () => performance.now());
-    const keys = first.done === true ? first.value : await budget.run(capture);
     return encodeSnapshotSliced({ keys, peers }, () => budget.pause());
   }
 
   /**
-   * Decodes and restores a slice (`snapshotSliceRecords` records) per event-loop turn, as
-   * takeSnapshot encodes: a joining node's loop keeps answering its transport's pings and frames
-   * while a large state installs (the Raft loop awaits this; no entry applies meanwhile). The key
-   * state changes at once, in the last slice.
+   * Decodes and restores slices (`snapshotSliceRecords` records each) in snapshotTurnBudgetMs per
+   * event-loop turn, as takeSnapshot encodes: a joining node's loop keeps answering its
+   * transport's pings and frames while a large state installs (the Raft loop awaits this; no entry
+   * applies meanwhile). The key state changes at once, in the last slice.
    */
   async installSnapshot(snapshot: Snapshot): Promise<void> {
-    const decoded = await runSteps(decodeSnapshotSteps(snapshot.data));
+    const budget = new TurnBudget(snapshotTurnBudgetMs, () => performance.now());
+    const decoded = await budget.run(decodeSnapshotSteps(snapshot.data));
     // Decoded here and held by nothing else: the state adopts the records instead of copying them.
-    await runSteps(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords, "adopt"));
+    await budget.run(this.machine.restoreSteps(decoded.keys, snapshotSliceRecords, "adopt"));
     this.peers.clear();
     for (const [id, url] of Object.entries(decoded.peers)) {
       this.peers.set(id, url);
@@ -114,14 +111,5 @@ export class ReplicatedKeyMachine implements StateMachine {
     }
     this.appliedIndexValue = snapshot.metadata.index;
     this.hooks.onApplied?.(snapshot.metadata.index);
-  }
-}
-
-/** Runs a generator to its end, one step per event-loop turn. */
-async function runSteps<T>(steps: Generator<void, T>): Promise<T> {
-  for (;;) {
-    const step = steps.next();
-    if (step.done === true) return step.value;
-    await nextTurn();
   }
 }

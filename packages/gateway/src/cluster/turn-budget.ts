@@ -1,5 +1,6 @@
-// Long work split into steps (a snapshot's capture and encoding) that shares the event loop with
-// requests: steps run back to back until the turn's budget is spent, then the loop gets a turn.
+// Long work split into steps (a snapshot's encoding, or its decoding and restore on a node that
+// installs it) that shares the event loop with requests: steps run back to back until the turn's
+// budget is spent, then the loop gets a turn.
 // Measured in ms, not in steps: the same number of records costs far more in a large, scattered
 // heap (a sort step of 20,000 elements took about 40 ms at a million keys, and with a closed loop
 // of clients each turn serves about one request per client, so such steps cut verifications to

@@ -11,8 +11,6 @@ export interface ReplicatedStateMachine<Command, Outcome> {
   snapshot(): unknown;
   /** The state as it is now, uncopied and never changed afterwards (records are replaced, not edited): encoded in slices by the Raft snapshot. */
   capture(): unknown;
-  /** The same capture taken at once and sorted in steps of about `elementsPerStep` elements (one per event-loop turn for the caller). */
-  captureSteps(elementsPerStep: number): Generator<void, unknown>;
   restore(snapshot: unknown): void;
   /**
    * The same restore in steps of about `recordsPerStep` records, one per event-loop turn for the

@@ -83,10 +83,6 @@ export class ObservedKeyMachine implements KeyStateMachine {
     return this.inner.capture();
   }
 
-  captureSteps(elementsPerStep: number) {
-    return this.inner.captureSteps(elementsPerStep);
-  }
-
   restore(snapshot: unknown): void {
     this.inner.restore(snapshot);
     this.listener?.onRestore();
