@@ -46,5 +46,8 @@ describe.skipIf(!built)("scale scenario", () => {
     // The restarted node applied at least the entries it wrote itself, and read its own metrics.
     expect(figures["restartEntriesApplied"]).toBeGreaterThan(0);
     expect(lines.some((line) => line.includes("a second node joined"))).toBe(true);
+    // The join lasts until the new node is a voter, which is after it first served.
+    expect(figures["joinVoterMs"]).toBeGreaterThanOrEqual(figures["joinMs"]!);
+    expect(Number.isInteger(figures["joinTermChanges"]) && figures["joinTermChanges"]! >= 0).toBe(true);
   });
 });

@@ -11,8 +11,9 @@
 //   - the node is killed (SIGKILL) and started again on its data dir: restartMs runs until it
 //     answers a verification of an imported key;
 //   - a second node joins (KEYRAFT_JOIN, cluster.addNode) while admin writes go on against the
-//     first: joinMs runs until the new node answers a verification, joinAdminP99Ms is those
-//     writes' p99;
+//     first: joinMs runs until the new node answers a verification, joinVoterMs until it is a
+//     voter (the writes go on until then), joinTermChanges counts the elections meanwhile,
+//     joinAdminP99Ms is those writes' p99;
 //   - maxLoopStallMs is the longest event-loop delay any node reported (GET /metrics,
 //     nodejs_eventloop_lag_max_seconds, read every scrapeIntervalMs) during all of the above.
 // runScaleScenario is what the harness calls; the bench test runs it at a tiny size.
@@ -175,6 +176,18 @@ async function untilServes(member: Member, key: string, sinceMs: number): Promis
   throw new Error(`${member.id} did not answer a verification within ${serveTimeoutMs} ms`);
 }
 
+/** Until `id` is a voter in `member`'s cluster.status: ms since `sinceMs`. */
+async function untilVoter(member: Member, id: string, sinceMs: number): Promise<number> {
+  while (performance.now() - sinceMs < serveTimeoutMs) {
+    const view = (await get(member, "/v1/cluster.status").catch(() => null)) as {
+      peers?: { id: string; voter: boolean }[];
+    } | null;
+    if (view?.peers?.some((peer) => peer.id === id && peer.voter) === true) return performance.now() - sinceMs;
+    await sleep(50);
+  }
+  throw new Error(`${id} was not a voter within ${serveTimeoutMs} ms`);
+}
+
 /** Imports keys [from, to) through migrations.createKeys, importCallsInFlight calls at a time. */
 async function importRange(
   member: Member,
@@ -315,10 +328,12 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       KEYRAFT_JOIN: "true",
     });
     members.push(joiner);
+    const termBeforeJoin = ((await get(node, "/v1/cluster.status")) as { term: number }).term;
     const joinStartMs = performance.now();
     const stopWrites = { stop: false };
     const writes = adminWritesUntil(node, apiId, stopWrites);
     let joinMs: number;
+    let joinVoterMs: number;
     try {
       const added = await postToMember(
         node,
@@ -329,13 +344,17 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       if (added.status !== 200)
         throw new Error(`cluster.addNode answered ${added.status}: ${JSON.stringify(added.body)}`);
       joinMs = await untilServes(joiner, secretOf(runId, keys - 1), joinStartMs);
+      // The writes go on until the new node is a voter: its promotion is part of the join.
+      joinVoterMs = await untilVoter(node, "n2", joinStartMs);
     } finally {
       stopWrites.stop = true;
     }
     const writeRun = await writes;
+    const termAfterJoin = ((await get(node, "/v1/cluster.status")) as { term: number }).term;
     log(
-      `scale: a second node joined and answered a verification after ${Math.round(joinMs)} ms; ` +
-        `${writeRun.ok} admin writes meanwhile (${writeRun.failed} failed), p99 ${writeRun.p99Ms.toFixed(1)} ms`,
+      `scale: a second node joined and answered a verification after ${Math.round(joinMs)} ms, ` +
+        `a voter after ${Math.round(joinVoterMs)} ms; ${writeRun.ok} admin writes meanwhile ` +
+        `(${writeRun.failed} failed), p99 ${writeRun.p99Ms.toFixed(1)} ms; terms ${termBeforeJoin} -> ${termAfterJoin}`,
     );
     await monitor.stop();
     const stalls = [...monitor.maxMsByPhase].map(([phase, ms]) => `${phase} ${Math.round(ms)} ms`).join(", ");
@@ -357,6 +376,8 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       externalMiB: externalBytes === null || externalBytes === undefined ? -1 : round(externalBytes / 1048576, 1),
       rssMiBAfterRestart: rssRestarted === null ? -1 : round(rssRestarted / 1048576, 1),
       restartEntriesApplied: restartEntriesApplied ?? -1,
+      joinVoterMs: round(joinVoterMs),
+      joinTermChanges: termAfterJoin - termBeforeJoin,
       joinAdminWrites: writeRun.ok,
       joinAdminWritesFailed: writeRun.failed,
       maxLoopStallMsImport: round(monitor.maxMsByPhase.get("import") ?? 0, 1),

@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 import { decodeEntry } from "../src/cluster/entry-codec.js";
 import {
   addNodeOnLeader,
-  promoteCaughtUpLearner,
+  LearnerPromoter,
   promoteLagMax,
+  promoteSteadyPasses,
   removeNodeOnLeader,
   type MembershipRaft,
 } from "../src/cluster/membership.js";
@@ -84,10 +85,20 @@ describe("membership on the leader", () => {
     expect(calls).toHaveLength(2);
   });
 
-  it("promotes a learner only once it is connected and within promoteLagMax entries", async () => {
+  /** Passes of `promoter` until one promotes or `passes` ran: the learner, and the passes it took. */
+  async function passes(promoter: LearnerPromoter, count: number): Promise<[string | null, number]> {
+    for (let pass = 1; pass <= count; pass++) {
+      const promoted = await promoter.pass();
+      if (promoted !== null) return [promoted, pass];
+    }
+    return [null, count];
+  }
+
+  it("promotes a learner only once it is connected and within promoteLagMax entries, promoteSteadyPasses passes in a row", async () => {
     const { raft, calls, peers, conf } = fakeRaft("leader", ["n1", "n2", "n3"], ["n4"]);
+    const promoter = new LearnerPromoter(raft, async () => 200);
     peers["n4"] = { match: 0, lag: 200, state: "probe", connected: true, learner: true };
-    expect(await promoteCaughtUpLearner(raft)).toBeNull();
+    expect(await passes(promoter, 5)).toEqual([null, 5]);
     peers["n4"] = {
       match: 200 - promoteLagMax - 1,
       lag: promoteLagMax + 1,
@@ -95,12 +106,58 @@ describe("membership on the leader", () => {
       connected: true,
       learner: true,
     };
-    expect(await promoteCaughtUpLearner(raft)).toBeNull();
+    expect(await passes(promoter, 5)).toEqual([null, 5]);
     peers["n4"] = { match: 190, lag: 10, state: "replicate", connected: false, learner: true };
-    expect(await promoteCaughtUpLearner(raft)).toBeNull();
+    expect(await passes(promoter, 5)).toEqual([null, 5]);
     peers["n4"] = { match: 190, lag: 10, state: "replicate", connected: true, learner: true };
-    expect(await promoteCaughtUpLearner(raft)).toBe("n4");
+    expect(await passes(promoter, 5)).toEqual(["n4", promoteSteadyPasses]);
     expect(calls).toEqual(["promote n4"]);
     expect(conf.voters).toContain("n4");
+  });
+
+  it("promotes a learner only once its state machine applied what it holds and it answers in time, passes in a row", async () => {
+    const { raft, calls, peers } = fakeRaft("leader", ["n1"], ["n2"]);
+    // Its log holds the leader's snapshot at 190 and the entries after it: caught up by the log.
+    peers["n2"] = { match: 190, lag: 10, state: "replicate", connected: true, learner: true };
+    let applied: number | "unknown" | null = 0; // still installing the snapshot
+    const asked: string[] = [];
+    const promoter = new LearnerPromoter(raft, async (id) => {
+      asked.push(id);
+      return applied;
+    });
+    expect(await passes(promoter, 4)).toEqual([null, 4]);
+    applied = 190 - promoteLagMax - 1;
+    expect(await passes(promoter, 4)).toEqual([null, 4]);
+    // Caught up, but one pass without an answer in time (busy): the count starts over.
+    applied = 190 - promoteLagMax;
+    expect(await passes(promoter, promoteSteadyPasses - 1)).toEqual([null, promoteSteadyPasses - 1]);
+    applied = null;
+    expect(await passes(promoter, 1)).toEqual([null, 1]);
+    applied = 190;
+    expect(await passes(promoter, promoteSteadyPasses - 1)).toEqual([null, promoteSteadyPasses - 1]);
+    expect(calls).toEqual([]);
+    expect(await passes(promoter, 1)).toEqual(["n2", 1]);
+    expect(calls).toEqual(["promote n2"]);
+    expect(new Set(asked)).toEqual(new Set(["n2"]));
+  });
+
+  it("promotes a learner of an earlier release, which does not say what it applied, by its log as before", async () => {
+    const { raft, calls, peers } = fakeRaft("leader", ["n1"], ["n2"]);
+    peers["n2"] = { match: 190, lag: 10, state: "replicate", connected: true, learner: true };
+    expect(await passes(new LearnerPromoter(raft, async () => "unknown"), 5)).toEqual(["n2", promoteSteadyPasses]);
+    expect(calls).toEqual(["promote n2"]);
+  });
+
+  it("a follower promotes nothing, and its count starts over when it leads again", async () => {
+    const leading = fakeRaft("leader", ["n1"], ["n2"]);
+    leading.peers["n2"] = { match: 190, lag: 10, state: "replicate", connected: true, learner: true };
+    let role: "leader" | "follower" = "leader";
+    const raft = { ...leading.raft, status: () => ({ ...leading.raft.status(), role }) };
+    const promoter = new LearnerPromoter(raft, async () => 190);
+    expect(await passes(promoter, promoteSteadyPasses - 1)).toEqual([null, promoteSteadyPasses - 1]);
+    role = "follower";
+    expect(await passes(promoter, 3)).toEqual([null, 3]);
+    role = "leader";
+    expect(await passes(promoter, promoteSteadyPasses)).toEqual(["n2", promoteSteadyPasses]);
   });
 });

@@ -21,7 +21,7 @@ import type { ReplicatedStateMachine } from "../store/types.js";
 import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
 import { clampCommandTimes } from "./command-time.js";
 import { peerUrl, type ClusterConfig } from "./config.js";
-import { addNodeOnLeader, promoteCaughtUpLearner, removeNodeOnLeader } from "./membership.js";
+import { addNodeOnLeader, LearnerPromoter, promoteAnswerMsMax, removeNodeOnLeader } from "./membership.js";
 import { ReplicatedKeyMachine } from "./replicated-machine.js";
 import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "./rpc.js";
 import { StalenessMonitor } from "./staleness.js";
@@ -116,6 +116,7 @@ export class ClusterNode {
   private promoter: NodeJS.Timeout | null = null;
   private rpcSweep: NodeJS.Timeout | null = null;
   private promoting = false;
+  private learnerPromoter: LearnerPromoter | null = null;
   /** The leader's last progress answer (progressCacheMs), and the ask in flight. */
   private progressCache: { leader: NodeId; atMs: number; progress: LeaderProgress | null } | null = null;
   private progressAsk: Promise<LeaderProgress | null> | null = null;
@@ -501,8 +502,8 @@ export class ClusterNode {
     if (request.op === "counters") return this.serveCounters(from, request.m);
     if (request.op === "analytics") return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
     if (request.op === "credits") return this.serveCredits(request.keyId, request.cost);
-    if (!this.isLeader())
-      return Promise.resolve({ ok: false, retry: true, message: `${this.nodeId} is not the leader` });
+    if (request.op === "applied") return Promise.resolve({ ok: true, index: this.replicated.appliedIndex });
+    if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: notLeaderMessage(this.nodeId) });
     return this.serveLocally(request);
   }
 
@@ -521,6 +522,8 @@ export class ClusterNode {
         return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
       case "credits":
         return this.serveCredits(request.keyId, request.cost);
+      case "applied":
+        return Promise.resolve({ ok: true, index: this.replicated.appliedIndex });
       case "progress": {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};
@@ -568,12 +571,24 @@ export class ClusterNode {
     if (this.promoting || !this.isLeader()) return;
     this.promoting = true;
     try {
-      const promoted = await promoteCaughtUpLearner(this.membershipRaft());
+      this.learnerPromoter ??= new LearnerPromoter(this.membershipRaft(), (id) => this.learnerApplied(id));
+      const promoted = await this.learnerPromoter.pass();
       if (promoted !== null)
         this.options.logger.info({ nodeId: promoted }, "cluster: learner caught up and promoted to voter");
     } finally {
       this.promoting = false;
     }
+  }
+
+  /** What a learner's state machine applied (membership.ts, LearnerApplied). */
+  private async learnerApplied(id: NodeId): Promise<number | "unknown" | null> {
+    const startMs = performance.now();
+    const answer = await this.rpc.call(id, { op: "applied" }, this.options.nowMs()).catch(() => null);
+    if (answer === null || performance.now() - startMs > promoteAnswerMsMax) return null;
+    if (answer.ok) return answer.index;
+    // A node of an earlier release answers an op it does not know as a follower answers any
+    // leader's op (serve, above); this release never answers "applied" so.
+    return answer.message === notLeaderMessage(id) ? "unknown" : null;
   }
 
   private onPeerAddress(id: NodeId, url: string | null): void {
@@ -584,6 +599,11 @@ export class ClusterNode {
     this.addresses.set(id, url);
     this.raft.setPeerAddress(id, url);
   }
+}
+
+/** What a member that is not the leader answers a leader's op. */
+function notLeaderMessage(id: NodeId): string {
+  return `${id} is not the leader`;
 }
 
 function peerStatus(id: NodeId, raft: NodeStatus, address: string | null): ClusterStatus["peers"][number] {

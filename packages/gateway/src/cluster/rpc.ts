@@ -15,6 +15,8 @@ export type RpcRequest =
   | { op: "removeNode"; id: NodeId }
   /** The leader's view of every member's progress (for a follower's status). */
   | { op: "progress" }
+  /** This member's applied index (`index`): served by any member; the leader promotes a learner once it has applied what it holds. */
+  | { op: "applied" }
   /** Cluster rate limits (counters/ratelimit): served by any member, not only the leader. */
   | { op: "counters"; m: CounterRequest }
   /** This member's verification analytics for a query (analytics/cluster-peers.ts): served by any member. */
