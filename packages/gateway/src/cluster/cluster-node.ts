@@ -568,7 +568,11 @@ export class ClusterNode {
   }
 
   private async promote(): Promise<void> {
-    if (this.promoting || !this.isLeader()) return;
+    if (this.promoting) return;
+    if (!this.isLeader()) {
+      this.learnerPromoter?.forget(); // a leader again counts its passes afresh
+      return;
+    }
     this.promoting = true;
     try {
       this.learnerPromoter ??= new LearnerPromoter(this.membershipRaft(), (id) => this.learnerApplied(id));

@@ -89,11 +89,16 @@ export class LearnerPromoter {
     private readonly learnerApplied: LearnerApplied,
   ) {}
 
+  /** This node does not lead (now): the passes counted so far no longer count. */
+  forget(): void {
+    this.steady.clear();
+  }
+
   /** One pass: the learner promoted, if any. */
   async pass(): Promise<NodeId | null> {
     const status = this.raft.status();
     if (status.role !== "leader") {
-      this.steady.clear();
+      this.forget();
       return null;
     }
     for (const id of this.steady.keys()) if (!status.conf.learners.includes(id)) this.steady.delete(id);
