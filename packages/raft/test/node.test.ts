@@ -136,7 +136,9 @@ describe("RaftNode: three nodes in one process over loopback WebSockets", () => 
   });
 
   it("a follower goes on acknowledging while its state machine is busy: the leader commits through it", async () => {
-    const members = await cluster(["n1", "n2", "n3"]);
+    // The read waits for the 3 s stall: with the fixture's 3 s deadline it raced it, and lost under
+    // load in a clean-clone run.
+    const members = await cluster(["n1", "n2", "n3"], { requestTimeoutMs: 10_000 });
     const leader = await leaderOf(members);
     const [busy, other] = followers(members, leader);
     if (busy === undefined || other === undefined) throw new Error("no followers");
