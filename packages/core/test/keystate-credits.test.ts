@@ -7,7 +7,7 @@ import type { KeyCommand } from "../src/keystate/commands.js";
 import type { KeyState } from "../src/keystate/types.js";
 import { keyStateViolation } from "../src/keystate/invariants.js";
 import { ledgerRemaining } from "../src/leases/ledger.js";
-import { restoreKeyState, captureKeyState } from "../src/keystate/snapshot.js";
+import { restoreKeyState, captureKeyState, readCapture } from "../src/keystate/snapshot.js";
 
 // Properties of the credit-lease commands inside the key-state machine: replay determinism,
 // snapshots, invariants (every key's `remaining` is its ledger's view), and no overspend when
@@ -339,9 +339,9 @@ describe("key state: credit leases", () => {
           const captured = createKeyState();
           for (const command of commands.slice(0, at)) applyCommand(captured, structuredClone(command));
           const capture = captureKeyState(captured);
-          const copyThen = structuredClone(capture);
+          const copyThen = structuredClone(readCapture(capture));
           for (const command of commands.slice(at)) applyCommand(captured, structuredClone(command));
-          expect(capture).toEqual(copyThen);
+          expect(readCapture(capture)).toEqual(copyThen);
         },
       ),
       { numRuns: 150 },

@@ -58,7 +58,7 @@ describe("importKeys", () => {
     expect(state.keys.get("key_1")?.identityId).toBe("id_1");
     expect(state.keys.get("key_2")?.identityId).toBe("id_1");
     expect(state.identities.size).toBe(1);
-    expect(state.keyIdByHash.get("hash_2")).toBe("key_2");
+    expect(state.keys.idOfHash("hash_2")).toBe("key_2");
   });
 
   it("changes nothing when any entry fails (duplicate hash, not allowed to create, bad refill)", () => {
@@ -115,7 +115,8 @@ describe("deleteKeys", () => {
     });
     expect(applyCommand(state, { type: "deleteKeys", apiId: "api_1" })).toEqual({ ok: true, count: 2 });
     expect(state.keys.size).toBe(0);
-    expect(state.keyIdByHash.size).toBe(0);
+    expect(state.keys.hasHash("hash_1") || state.keys.hasHash("hash_2")).toBe(false);
+    expect(state.keys.countOfApi("api_1")).toBe(0);
     expect(state.apis.has("api_1")).toBe(true);
     expect(applyCommand(state, { type: "deleteKeys", apiId: "api_root" })).toMatchObject({
       ok: false,

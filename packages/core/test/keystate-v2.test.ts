@@ -405,8 +405,8 @@ describe("migrations", () => {
     expect(applyCommand(state, complete)).toEqual({ ok: true, id: "k1" });
     expect(state.keys.get("k1")).toMatchObject({ hash: "b64", start: "sk_ab" });
     expect(state.keys.get("k1")?.pendingMigrationId).toBeUndefined();
-    expect(state.keyIdByHash.get("b64")).toBe("k1");
-    expect(state.keyIdByHash.has("hexhash")).toBe(false);
+    expect(state.keys.idOfHash("b64")).toBe("k1");
+    expect(state.keys.hasHash("hexhash")).toBe(false);
     expect(applyCommand(state, complete)).toMatchObject({ ok: false, code: "NOT_FOUND" });
   });
 

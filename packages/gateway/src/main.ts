@@ -415,8 +415,8 @@ async function generateRootKey(
     isLeader: () => cluster.isLeader(),
     barrier: () => cluster.raft.readIndex(),
     rootKeyHash: () => {
-      for (const key of state.keys.values()) if (key.apiId === ROOT_API_ID) return key.hash;
-      return null;
+      const rootKeyId = state.keys.idsOfApi(ROOT_API_ID)[0];
+      return rootKeyId === undefined ? null : (state.keys.get(rootKeyId)?.hash ?? null);
     },
     propose: async (plaintext) => {
       await bootstrapRootKey({

@@ -112,7 +112,7 @@ describe("root keys' permissions and roles are apart from tenants'", () => {
     expect(listed.statusCode).toBe(403);
     expect(listed.body).not.toContain('"start"');
     expect((await h.get(`/v1/apis/${ROOT_API_ID}/keys`, reader)).statusCode).toBe(403);
-    const rootKeyId = [...h.machine.state.keyIdsByApi.get(ROOT_API_ID)!][0]!;
+    const rootKeyId = h.machine.state.keys.idsOfApi(ROOT_API_ID)[0]!;
     expect((await h.get(`/v1/keys.getKey?keyId=${rootKeyId}`, reader)).statusCode).toBe(403);
     expect((await h.get(`/v1/keys.getVerifications?keyId=${rootKeyId}`, reader)).statusCode).toBe(403);
     expect((await h.post("/v1/apis.deleteKeys", { apiId: ROOT_API_ID }, reader)).statusCode).toBe(403);

@@ -42,7 +42,7 @@ describe("identities across tenants (v2)", () => {
       tenantB,
     );
     problemOf(migrate, 403, "unkey/authorization/insufficient_permissions");
-    expect(h.machine.state.keyIdByHash.has(b64("legacy_1"))).toBe(false);
+    expect(h.machine.state.keys.hasHash(b64("legacy_1"))).toBe(false);
 
     // The key never got the identity: no meta through verifyKey, and the victim's limit is untouched.
     const plain = dataOf(await v2(h, "keys.verifyKey", { key: own.key }));

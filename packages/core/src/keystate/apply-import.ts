@@ -30,7 +30,7 @@ function entriesToImport(state: KeyState, command: ImportKeysCommand): { keys: I
   const keys: ImportedKey[] = [];
   const skipped: string[] = [];
   for (const key of command.keys) {
-    if (state.keyIdByHash.has(key.hash) || seen.has(key.hash)) skipped.push(key.hash);
+    if (state.keys.hasHash(key.hash) || seen.has(key.hash)) skipped.push(key.hash);
     else keys.push(key);
     seen.add(key.hash);
   }
@@ -44,7 +44,7 @@ function checkEntries(state: KeyState, command: ImportKeysCommand, keys: readonl
   const hashes = new Set<string>();
   const ids = new Set<string>();
   for (const [index, key] of keys.entries()) {
-    if (state.keyIdByHash.has(key.hash) || hashes.has(key.hash)) {
+    if (state.keys.hasHash(key.hash) || hashes.has(key.hash)) {
       return commandError("CONFLICT", `${index}: a key with this hash already exists`);
     }
     if (state.keys.has(key.keyId) || ids.has(key.keyId))
@@ -143,7 +143,6 @@ export function applyImportKeys(state: KeyState, command: ImportKeysCommand): Co
     indexKey(state, key);
     state.derived.delete(key.id);
   }
-  assert(state.keyIdByHash.size === state.keys.size, "importKeys: one hash per key");
   return skipped.length === 0
     ? { ok: true, ids: keys.map((key) => key.keyId) }
     : { ok: true, ids: keys.map((key) => key.keyId), skipped };
@@ -154,7 +153,7 @@ export function applyDeleteKeys(state: KeyState, command: DeleteKeysCommand): Co
   const api = state.apis.get(command.apiId);
   if (api === undefined) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
   if (api.deleteProtected) return commandError("DELETE_PROTECTED", `api ${api.id} is protected from deletions`);
-  const ids = [...(state.keyIdsByApi.get(api.id) ?? [])];
+  const ids = state.keys.idsOfApi(api.id);
   for (const id of ids) {
     const key = state.keys.get(id);
     assert(key !== undefined, "deleteKeys: the api index names existing keys");

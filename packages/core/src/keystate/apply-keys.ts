@@ -94,7 +94,7 @@ export function refillRule(refill: RefillInput, lastRefillAtMs: number): RefillR
 export function applyCreateKey(state: KeyState, command: CreateKeyCommand): CommandOutcome {
   if (!state.apis.has(command.apiId)) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
   if (state.keys.has(command.keyId)) return commandError("CONFLICT", `key ${command.keyId} already exists`);
-  if (state.keyIdByHash.has(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
+  if (state.keys.hasHash(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
   if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
   if (
     command.remaining !== null &&
@@ -152,7 +152,6 @@ export function applyCreateKey(state: KeyState, command: CreateKeyCommand): Comm
   };
   indexKey(state, key);
   state.derived.delete(key.id);
-  assert(state.keyIdByHash.size === state.keys.size, "createKey: one hash per key");
   return { ok: true, id: key.id };
 }
 
@@ -345,7 +344,7 @@ export function applySpendCredits(state: KeyState, command: SpendCreditsCommand)
 
 /** Makes the key with `hash` a root key holding `*`: creates it, or repairs an existing one. */
 export function applyEnsureRootKey(state: KeyState, command: EnsureRootKeyCommand): CommandOutcome {
-  const existingId = state.keyIdByHash.get(command.hash);
+  const existingId = state.keys.idOfHash(command.hash);
   const permissionId = permissionIdOfSlug(state, ROOT_PERMISSION) ?? command.permissionId;
   const createPermission = !state.permissions.has(permissionId);
   if (createPermission && permissionIdOfSlug(state, ROOT_PERMISSION) !== undefined) {

@@ -12,6 +12,7 @@ import type {
   UpdateIdentityCommand,
 } from "./commands.js";
 import { apisMax, identitiesMax, namespacesMax, overridesMax, ratelimitsPerRecordMax } from "./limits.js";
+import { keyHasIdentity } from "./key-table.js";
 import { commandError, okEmpty, type CommandError, type CommandOutcome } from "./outcome.js";
 import { indexWildcardOverride, unindexWildcardOverride } from "./overrides-index.js";
 import { unindexKey } from "./state.js";
@@ -34,7 +35,7 @@ export function applyDeleteApi(state: KeyState, command: DeleteApiCommand): Comm
   const api = state.apis.get(command.apiId);
   if (api === undefined) return commandError("NOT_FOUND", `api ${command.apiId} not found`);
   if (api.deleteProtected) return commandError("DELETE_PROTECTED", `api ${api.id} is protected from deletions`);
-  for (const id of [...(state.keyIdsByApi.get(api.id) ?? [])]) {
+  for (const id of state.keys.idsOfApi(api.id)) {
     const key = state.keys.get(id);
     if (key !== undefined) unindexKey(state, key);
   }
@@ -105,7 +106,7 @@ export function applyUpdateIdentity(state: KeyState, command: UpdateIdentityComm
 export function applyDeleteIdentity(state: KeyState, command: DeleteIdentityCommand): CommandOutcome {
   const identity = state.identities.get(command.identityId);
   if (identity === undefined) return commandError("NOT_FOUND", `identity ${command.identityId} not found`);
-  for (const key of state.keys.values()) {
+  for (const key of state.keys.valuesWith(keyHasIdentity)) {
     if (key.identityId === identity.id) state.keys.set(key.id, { ...key, identityId: null });
   }
   state.identities.delete(identity.id);

@@ -17,6 +17,7 @@ import type {
   SetRolesCommand,
 } from "./commands.js";
 import { connectionsPerRecordMax, permissionsMax, rolesMax } from "./limits.js";
+import { keyHasConnections } from "./key-table.js";
 import {
   indexPermissionSlug,
   indexRoleName,
@@ -118,7 +119,7 @@ export function applyDeletePermission(state: KeyState, command: DeletePermission
   // Root keys hold `*`; deleting it would lock every administrator out.
   if (permission.slug === ROOT_PERMISSION)
     return commandError("DELETE_PROTECTED", "the root permission is protected from deletions");
-  for (const key of state.keys.values()) {
+  for (const key of state.keys.valuesWith(keyHasConnections)) {
     if (key.permissionIds.includes(permission.id)) {
       state.keys.set(key.id, { ...key, permissionIds: key.permissionIds.filter((id) => id !== permission.id) });
     }
@@ -187,7 +188,7 @@ export function applySetRolePermissions(state: KeyState, command: SetRolePermiss
 export function applyDeleteRole(state: KeyState, command: DeleteRoleCommand): CommandOutcome {
   const role = state.roles.get(command.roleId);
   if (role === undefined) return commandError("NOT_FOUND", `Role ${command.roleId} not found`);
-  for (const key of state.keys.values()) {
+  for (const key of state.keys.valuesWith(keyHasConnections)) {
     if (key.roleIds.includes(role.id)) {
       state.keys.set(key.id, { ...key, roleIds: key.roleIds.filter((id) => id !== role.id) });
     }

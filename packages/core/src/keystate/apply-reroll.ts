@@ -34,7 +34,7 @@ export function applyRerollKey(state: KeyState, command: RerollKeyCommand): Comm
   const current = state.keys.get(command.keyId);
   if (current === undefined) return commandError("NOT_FOUND", `key ${command.keyId} not found`);
   if (state.keys.has(command.newKeyId)) return commandError("CONFLICT", `key ${command.newKeyId} already exists`);
-  if (state.keyIdByHash.has(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
+  if (state.keys.hasHash(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
   if (state.keys.size >= keysMax) return commandError("PRECONDITION_FAILED", "the key limit is reached");
   // The balance copied is the old key's as of now (a refill due by now applied first).
   const refilled = refilledCredits(state, current, command.nowMs);
@@ -66,7 +66,6 @@ export function applyRerollKey(state: KeyState, command: RerollKeyCommand): Comm
   indexKey(state, created);
   state.derived.delete(old.id);
   state.derived.delete(created.id);
-  assert(state.keyIdByHash.size === state.keys.size, "rerollKey: one hash per key");
   return { ok: true, id: created.id };
 }
 
@@ -80,13 +79,11 @@ export function applyCompleteMigration(state: KeyState, command: CompleteMigrati
   if (key === undefined || key.pendingMigrationId !== command.migrationId) {
     return commandError("NOT_FOUND", `key ${command.keyId} is not pending for migration ${command.migrationId}`);
   }
-  if (state.keyIdByHash.has(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
+  if (state.keys.hasHash(command.hash)) return commandError("CONFLICT", "a key with this hash already exists");
   const { pendingMigrationId: _completed, ...rest } = key;
   const completed: KeyRecord = { ...rest, hash: command.hash, start: command.start };
-  state.keyIdByHash.delete(key.hash);
-  state.keyIdByHash.set(completed.hash, completed.id);
   state.keys.set(completed.id, completed);
   state.derived.delete(completed.id);
-  assert(state.keyIdByHash.size === state.keys.size, "completeMigration: one hash per key");
+  assert(state.keys.idOfHash(completed.hash) === completed.id, "completeMigration: the new hash finds the key");
   return { ok: true, id: completed.id };
 }

@@ -7,9 +7,8 @@ import { ROOT_API_ID, ROOT_PERMISSION, type KeyState } from "./types.js";
 
 export function keyStateViolation(state: KeyState): string | null {
   if (state.apis.get(ROOT_API_ID)?.deleteProtected !== true) return "the root api is missing";
-  if (state.keyIdByHash.size !== state.keys.size) return "hash index size differs from key count";
   for (const key of state.keys.values()) {
-    if (state.keyIdByHash.get(key.hash) !== key.id) return `hash index does not point to key ${key.id}`;
+    if (state.keys.idOfHash(key.hash) !== key.id) return `hash index does not point to key ${key.id}`;
     if (!state.apis.has(key.apiId)) return `key ${key.id} belongs to a missing api`;
     if (key.identityId !== null && !state.identities.has(key.identityId))
       return `key ${key.id} has a dangling identity`;
@@ -38,12 +37,19 @@ export function keyStateViolation(state: KeyState): string | null {
   }
   if (state.identityIdByExternalId.size !== state.identities.size) return "externalId index size differs";
   let byApi = 0;
-  for (const [apiId, ids] of state.keyIdsByApi) {
-    if (ids.size === 0) return `empty key index of ${apiId}`;
+  for (const [apiId, count] of state.keys.apiCounts()) {
+    const ids = state.keys.idsOfApi(apiId);
+    if (ids.length === 0 || ids.length !== count) return `key count of ${apiId} differs from its keys`;
     for (const id of ids) if (state.keys.get(id)?.apiId !== apiId) return `api key index wrong for ${id}`;
-    byApi += ids.size;
+    byApi += ids.length;
   }
   if (byApi !== state.keys.size) return "api key index size differs";
+  let seen = 0;
+  for (const id of state.keys.keys()) {
+    if (state.keys.get(id)?.id !== id) return `key ${id} is not found by its id`;
+    seen++;
+  }
+  if (seen !== state.keys.size) return "key count differs from the keys listed";
   let indexed = 0;
   for (const [namespaceId, byIdentifier] of state.overrideIdsByNamespace) {
     if (!state.namespaces.has(namespaceId)) return `overrides of missing namespace ${namespaceId}`;

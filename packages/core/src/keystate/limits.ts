@@ -24,7 +24,7 @@ export const creditBatchCommandsMax = 512;
 export const refillKeysPerCommandMax = 1_000;
 /** Hashes of deleted root keys remembered (KeyState.retiredRootKeyHashes); the oldest is forgotten past it. */
 export const retiredRootKeysMax = 10_000;
-/** Distinct lists of key limits held once and shared by the keys that have them (compact.ts). */
+/** Distinct lists of key limits held once and shared by the keys that have them (key-codec.ts LimitsTable). */
 export const interningTableMax = 10_000;
 /** Keys whose verification view (derived.ts) is cached; the oldest is dropped past it. */
 export const derivedCacheMax = 100_000;

@@ -44,6 +44,7 @@ import {
   type SnapshotOwnership,
   snapshotKeyState,
   type KeyStateSnapshot,
+  type KeyStateCapture,
 } from "./snapshot.js";
 import { createKeyState } from "./state.js";
 import { ROOT_API_ID, type KeyState } from "./types.js";
@@ -143,7 +144,7 @@ export interface KeyStateMachine {
   /** A deep copy of the state (shares nothing with it). */
   snapshot(): KeyStateSnapshot;
   /** The state's records as they are now, uncopied (see captureKeyState): for encoding in slices. */
-  capture(): KeyStateSnapshot;
+  capture(): KeyStateCapture;
   restore(snapshot: unknown): void;
   /**
    * The same restore in steps of about `recordsPerStep` records (see restoreKeyStateSteps); with

@@ -7,6 +7,7 @@ import type { AuditEntry } from "../audit/types.js";
 import { noFloors, noLeases } from "../leases/ledger.js";
 import type { CreditLedgerRecord } from "../leases/types.js";
 import { isUntouchedLedger } from "./credit-ledgers.js";
+import { encodedPartRecords, LimitsOfSnapshot, type CapturedKeys, type EncodedKeys } from "./key-table.js";
 import { indexPermissionSlug, indexRoleName } from "./names.js";
 import { indexWildcardOverride } from "./overrides-index.js";
 import { clearKeyState, createKeyState, indexKey } from "./state.js";
@@ -42,6 +43,12 @@ export interface KeyStateSnapshot {
   roles: RoleRecord[];
   namespaces: NamespaceRecord[];
   overrides: OverrideRecord[];
+  /**
+   * Keys as the key table holds them (key-table.ts EncodedKeys), after the records of `keys`: what
+   * a node of this release sends instead of records, restored without decoding one. Absent from
+   * snapshots built as records (snapshotKeyState, older releases).
+   */
+  encodedKeys?: EncodedKeys;
   /** Touched credit ledgers (a key without one has an untouched ledger of its `remaining`; older snapshots hold every ledger). */
   credits?: CreditLedgerRecord[];
   /** KeyState.retiredRootKeyHashes, oldest first (absent in older snapshots: none). */
@@ -49,6 +56,17 @@ export interface KeyStateSnapshot {
   /** The audit log, oldest first, and the seq of its next entry (absent before version 2). */
   auditEntries?: AuditEntry[];
   auditNextSeq?: number;
+}
+
+/**
+ * A snapshot of the moment it was taken, whose keys are read lazily (key-table.ts CapturedKeys):
+ * what captureKeyState returns, for encoding in slices.
+ */
+export type KeyStateCapture = Omit<KeyStateSnapshot, "keys"> & { keys: CapturedKeys };
+
+/** A capture with its keys read: snapshot-shaped, the records still shared with the state. */
+export function readCapture(capture: KeyStateCapture): KeyStateSnapshot {
+  return { ...capture, keys: capture.keys.slice(0) };
 }
 
 function copyLedger(ledger: CreditLedgerRecord): CreditLedgerRecord {
@@ -69,10 +87,11 @@ export function cloneJson<T>(value: T): T {
 }
 
 /**
- * The state at this moment, snapshot-shaped, as arrays of the live records: nothing is copied.
- * Commands replace a record and never change one in place (a property test checks it), so a
- * capture keeps describing the state of its moment while later commands apply. That is what lets
- * a node encode its snapshot in slices, between other work. Read it; never change it.
+ * The state at this moment, snapshot-shaped, as arrays of the live records (the keys as places in
+ * the key table's arena, decoded when read): nothing is copied. Commands replace a record and
+ * never change one in place (a property test checks it), and the arena's written bytes never
+ * change, so a capture keeps describing the state of its moment while later commands apply. That
+ * is what lets a node encode its snapshot in slices, between other work. Read it; never change it.
  *
  * The records are in the order of the state's maps, which is replicated state like the rest:
  * every replica inserts and deletes in the order of the log, and a restore inserts in the
@@ -81,11 +100,12 @@ export function cloneJson<T>(value: T): T {
  * snapshot, and encoding them in id order (scattered in memory) took twice as long as in the
  * maps' order (docs/bench.md, measured 2026-12-01).
  */
-export function captureKeyState(state: KeyState): KeyStateSnapshot {
+export function captureKeyState(state: KeyState): KeyStateCapture {
   return {
     version: snapshotVersion,
     apis: [...state.apis.values()],
-    keys: [...state.keys.values()],
+    // The slots' places, not the records: they are decoded slice by slice as they are encoded.
+    keys: state.keys.capture(),
     identities: [...state.identities.values()],
     permissions: [...state.permissions.values()],
     roles: [...state.roles.values()],
@@ -96,17 +116,6 @@ export function captureKeyState(state: KeyState): KeyStateSnapshot {
     // A copy of the array (later commands push and drop entries); the entries themselves never change.
     auditEntries: state.audit.entries.slice(),
     auditNextSeq: state.audit.nextSeq,
-  };
-}
-
-function copyKey(key: KeyRecord): KeyRecord {
-  return {
-    ...key,
-    meta: cloneJson(key.meta),
-    refill: key.refill === null ? null : { ...key.refill },
-    ratelimits: key.ratelimits.map((limit) => ({ ...limit })),
-    roleIds: [...key.roleIds],
-    permissionIds: [...key.permissionIds],
   };
 }
 
@@ -123,7 +132,7 @@ export function snapshotKeyState(state: KeyState): KeyStateSnapshot {
   return {
     version: capture.version,
     apis: capture.apis.map((api) => ({ ...api })),
-    keys: capture.keys.map(copyKey),
+    keys: capture.keys.slice(0),
     identities: capture.identities.map(copyIdentity),
     permissions: capture.permissions.map((permission) => ({ ...permission })),
     roles: capture.roles.map((role) => ({ ...role, permissionIds: [...role.permissionIds] })),
@@ -147,6 +156,24 @@ function isSnapshot(data: unknown): data is KeyStateSnapshot {
     snapshotVersionsRead.includes(snapshot["version"]) &&
     ["apis", "keys", "identities", "permissions", "roles", "namespaces", "overrides"].every((name) =>
       Array.isArray(snapshot[name]),
+    ) &&
+    (snapshot["encodedKeys"] === undefined || isEncodedKeys(snapshot["encodedKeys"]))
+  );
+}
+
+function isEncodedKeys(data: unknown): data is EncodedKeys {
+  if (typeof data !== "object" || data === null) return false;
+  const { limits, parts } = data as Record<string, unknown>;
+  return (
+    Array.isArray(limits) &&
+    limits.every((list) => Array.isArray(list)) &&
+    Array.isArray(parts) &&
+    parts.every(
+      (part) =>
+        typeof part === "object" &&
+        part !== null &&
+        Array.isArray((part as Record<string, unknown>)["apiRuns"]) &&
+        (part as Record<string, unknown>)["bytes"] instanceof Uint8Array,
     )
   );
 }
@@ -198,7 +225,8 @@ interface RecordTaker {
 }
 
 const copyRecord: RecordTaker = {
-  key: copyKey,
+  // The key table keeps a key's bytes, never the object it was given: nothing to copy.
+  key: (key) => key,
   identity: copyIdentity,
   ledger: copyLedger,
   audit: copyAuditEntry,
@@ -263,6 +291,17 @@ function* fillKeyState(
     indexKey(state, take.key(key));
     if (counted()) yield;
   }
+  if (data.encodedKeys !== undefined) {
+    const limits = new LimitsOfSnapshot(data.encodedKeys.limits);
+    for (const part of data.encodedKeys.parts) {
+      state.keys.loadEncoded(part, limits);
+      recordsInStep += encodedPartRecords(part);
+      if (recordsInStep >= recordsPerStep) {
+        recordsInStep = 0;
+        yield;
+      }
+    }
+  }
   for (const keyId of state.creditLedgers.keys())
     assert(state.keys.has(keyId), "restoreKeyState: a credit ledger of a missing key");
   for (const namespace of data.namespaces) {
@@ -286,7 +325,6 @@ function* fillKeyState(
     ),
     "restoreKeyState: audit entries in seq order, below nextSeq",
   );
-  assert(state.keyIdByHash.size === state.keys.size, "restoreKeyState: key hashes are unique");
   assert(state.apis.get(ROOT_API_ID)?.deleteProtected === true, "restoreKeyState: the root api exists");
 }
 

@@ -1,14 +1,12 @@
 import { createAuditLog } from "../audit/log.js";
-import { compactKey } from "./compact.js";
+import { KeyTable } from "./key-table.js";
 import { ROOT_API_ID, type KeyRecord, type KeyState } from "./types.js";
 
 /** A fresh state: empty except for the built-in, delete-protected root API. */
 export function createKeyState(): KeyState {
   const state: KeyState = {
     apis: new Map(),
-    keys: new Map(),
-    keyIdByHash: new Map(),
-    keyIdsByApi: new Map(),
+    keys: new KeyTable(),
     identities: new Map(),
     identityIdByExternalId: new Map(),
     permissions: new Map(),
@@ -33,8 +31,6 @@ export function createKeyState(): KeyState {
 export function clearKeyState(state: KeyState): void {
   state.apis.clear();
   state.keys.clear();
-  state.keyIdByHash.clear();
-  state.keyIdsByApi.clear();
   state.identities.clear();
   state.identityIdByExternalId.clear();
   state.permissions.clear();
@@ -57,29 +53,14 @@ export function sortedUnique(values: Iterable<string>): string[] {
   return [...new Set(values)].sort();
 }
 
-/**
- * Inserts a new key with its hash and api indexes (its credit ledger is stored once touched:
- * credit-ledgers.ts). The record is stored compacted (compact.ts: shared lists and ids, equal in value).
- */
+/** Stores a key, new or replaced (its credit ledger is stored once touched: credit-ledgers.ts). */
 export function indexKey(state: KeyState, fresh: KeyRecord): void {
-  const key = compactKey(state, fresh);
-  state.keys.set(key.id, key);
-  state.keyIdByHash.set(key.hash, key.id);
-  let ids = state.keyIdsByApi.get(key.apiId);
-  if (ids === undefined) {
-    ids = new Set();
-    state.keyIdsByApi.set(key.apiId, ids);
-  }
-  ids.add(key.id);
+  state.keys.set(fresh.id, fresh);
 }
 
-/** Removes a key and its index entries. */
+/** Removes a key and what is kept beside it. */
 export function unindexKey(state: KeyState, key: KeyRecord): void {
   state.keys.delete(key.id);
-  state.keyIdByHash.delete(key.hash);
   state.derived.delete(key.id);
   state.creditLedgers.delete(key.id);
-  const ids = state.keyIdsByApi.get(key.apiId);
-  ids?.delete(key.id);
-  if (ids?.size === 0) state.keyIdsByApi.delete(key.apiId);
 }

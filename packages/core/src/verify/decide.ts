@@ -267,7 +267,7 @@ export function decideVerification(
   request: VerifyRequest,
   nowMs: number,
 ): VerifyDecision | VerifyBadRequest {
-  const keyId = state.keyIdByHash.get(request.hash);
+  const keyId = state.keys.idOfHash(request.hash);
   const key = keyId === undefined ? undefined : state.keys.get(keyId);
   if (key === undefined || !state.apis.has(key.apiId)) return notFound(request.requestId);
   const derived = keyDerived(state, key);

@@ -38,7 +38,7 @@ export async function authenticate(
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
   const { state } = deps;
-  const keyId = state.keyIdByHash.get(hashKey(token));
+  const keyId = state.keys.idOfHash(hashKey(token));
   const key = keyId === undefined ? undefined : state.keys.get(keyId);
   if (key === undefined || !state.apis.has(key.apiId)) throw unauthorized("key not found");
   if (!key.enabled) throw new V1Error("DISABLED", "the key is disabled");

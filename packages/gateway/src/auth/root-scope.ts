@@ -17,7 +17,7 @@ export interface RootScope {
 export function rootScope(state: KeyState): RootScope {
   const permissionIds = new Set<string>();
   const roleIds = new Set<string>();
-  for (const keyId of state.keyIdsByApi.get(ROOT_API_ID) ?? []) {
+  for (const keyId of state.keys.idsOfApi(ROOT_API_ID)) {
     const key = state.keys.get(keyId);
     if (key === undefined) continue;
     for (const id of key.permissionIds) permissionIds.add(id);

@@ -38,7 +38,7 @@ export const dashboardReadRoutes: FastifyPluginCallbackTypebox<RootKeyDeps> = (a
           api.id === ROOT_API_ID ? holds(auth, ROOT_PERMISSION) : all || holds(auth, `api.${api.id}.read_api`),
         )
         .sort((a, b) => a.createdAtMs - b.createdAtMs || (a.id < b.id ? -1 : 1))
-        .map((api) => ({ id: api.id, name: api.name, keys: state.keyIdsByApi.get(api.id)?.size ?? 0 }));
+        .map((api) => ({ id: api.id, name: api.name, keys: state.keys.countOfApi(api.id) }));
       return reply.send({ apis });
     },
   );

@@ -12,6 +12,8 @@ import {
   type VerificationFilter,
   type VerificationQuery,
   type VerificationSeries,
+  keyHasIdentity,
+  keyHasOwnerId,
 } from "@keyraft/core";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
 import {
@@ -100,7 +102,7 @@ export const analyticsRoutes: FastifyPluginCallbackTypebox<AnalyticsRoutesDeps> 
         // the answer tells nothing about ownerIds of apis the caller cannot read.
         const ownerId = query.ownerId;
         const identityId = ownerId === undefined ? undefined : deps.state.identityIdByExternalId.get(ownerId);
-        keys = [...deps.state.keys.values()].filter(
+        keys = [...deps.state.keys.valuesWith(keyHasOwnerId | keyHasIdentity)].filter(
           (key) =>
             (key.ownerId === ownerId || (identityId !== undefined && key.identityId === identityId)) &&
             mayRead(key.apiId),

@@ -33,7 +33,7 @@ function apiKeys(
   owner: { identityId?: string | undefined; ownerId?: string | undefined },
 ): KeyRecord[] {
   const keys: KeyRecord[] = [];
-  for (const id of state.keyIdsByApi.get(apiId) ?? []) {
+  for (const id of state.keys.idsOfApi(apiId)) {
     const key = state.keys.get(id);
     if (key === undefined) continue;
     if (owner.identityId !== undefined && key.identityId !== owner.identityId) continue;

@@ -51,7 +51,7 @@ export interface BootstrapRootKeyResult {
 export const generatedRootKeyBytes = 24;
 
 function isHealthyRootKey(state: KeyState, hash: string, nowMs: number): string | undefined {
-  const keyId = state.keyIdByHash.get(hash);
+  const keyId = state.keys.idOfHash(hash);
   const key = keyId === undefined ? undefined : state.keys.get(keyId);
   if (key === undefined || key.apiId !== ROOT_API_ID || !key.enabled) return undefined;
   if (key.expiresAtMs !== null && key.expiresAtMs < nowMs) return undefined;
@@ -64,16 +64,15 @@ export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promis
   let secret = options.rootKey;
   let generatedKey: string | null = null;
   if (secret === null) {
-    for (const key of state.keys.values()) {
-      if (key.apiId === ROOT_API_ID) return { keyId: key.id, changed: false, generatedKey: null, ignored: null };
-    }
+    const rootKeyId = state.keys.idsOfApi(ROOT_API_ID)[0];
+    if (rootKeyId !== undefined) return { keyId: rootKeyId, changed: false, generatedKey: null, ignored: null };
     secret = newKeySecret("unkey", options.randomBytes(generatedRootKeyBytes));
     generatedKey = secret;
   }
   const hash = hashKey(secret);
   const healthy = isHealthyRootKey(state, hash, options.nowMs());
   if (healthy !== undefined) return { keyId: healthy, changed: false, generatedKey: null, ignored: null };
-  const existingId = state.keyIdByHash.get(hash);
+  const existingId = state.keys.idOfHash(hash);
   const existing = existingId === undefined ? undefined : state.keys.get(existingId);
   if (existing !== undefined && existing.apiId === ROOT_API_ID) {
     return { keyId: existing.id, changed: false, generatedKey: null, ignored: "revoked" };

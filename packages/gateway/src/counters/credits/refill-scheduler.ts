@@ -9,6 +9,7 @@ import {
   type CommandOutcome,
   type KeyCommand,
   type KeyState,
+  keyHasRefill,
 } from "@keyraft/core";
 
 const dayMs = 86_400_000;
@@ -26,7 +27,7 @@ export interface RefillSchedulerOptions {
 export function dueRefillBatches(state: KeyState, nowMs: number): string[][] {
   const batches: string[][] = [];
   let batch: string[] = [];
-  for (const key of state.keys.values()) {
+  for (const key of state.keys.valuesWith(keyHasRefill)) {
     // Unlimited keys with a refill included: the refill makes their credits finite (refilledCredits).
     if (key.refill === null) continue;
     if (!refillDueBetween(key.refill, key.refill.lastRefillAtMs, nowMs)) continue;

@@ -29,7 +29,7 @@ const ListKeysBody = Closed({
 /** The api's keys (of one identity when given), by id. */
 function keysOfApi(state: KeyState, apiId: string, identityId: string | undefined): KeyRecord[] {
   const keys: KeyRecord[] = [];
-  for (const keyId of state.keyIdsByApi.get(apiId) ?? []) {
+  for (const keyId of state.keys.idsOfApi(apiId)) {
     const key = state.keys.get(keyId);
     if (key !== undefined && (identityId === undefined || key.identityId === identityId)) keys.push(key);
   }

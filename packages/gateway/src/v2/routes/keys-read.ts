@@ -42,7 +42,7 @@ export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
     "/keys.whoami",
     { schema: { body: WhoamiBody, response: v2Responses(Envelope(KeyResponse)) } },
     (request) => {
-      const keyId = state.keyIdByHash.get(hashKey(request.body.key));
+      const keyId = state.keys.idOfHash(hashKey(request.body.key));
       const key = keyId === undefined ? undefined : state.keys.get(keyId);
       const missing = new V2Error("key_not_found", keyNotFoundDetail);
       if (key === undefined || !state.apis.has(key.apiId)) throw missing;

@@ -1,0 +1,732 @@
+// The keys of the key state: a map from key id to record, with an index by hash and a listing by
+// api, that holds its records as bytes (key-codec.ts) in an arena of large buffers instead of as
+// objects. A node holds every key in memory, and as objects a million keys were 460 MB of heap
+// and eight objects each for the collector to trace (README "Memory"); here a key is its encoded
+// bytes plus 21 bytes of slot arrays and 16 of index, none of it traced.
+//
+// It behaves as the Map it replaces, order included: records iterate in insertion order, a set of
+// an existing id keeps its place, and a delete drops it. That order is replicated state (snapshots
+// list records in it), so every replica holds the same. A get decodes the record (a bounded cache
+// keeps the most recently read ones), so a record read twice may be two equal objects: records
+// are never changed in place, and nothing compares them by identity.
+//
+// Layout: each record has a slot (its place in the order) holding where its bytes are (chunk and
+// offset), its api's number and a few flags for scans. Two open-addressing tables (linear probing,
+// at most half full) map an id's and a hash's 32-bit string hash to slots; a probe compares the
+// string with the bytes in place. New bytes go to the end of the last chunk; a replaced or deleted
+// record's bytes are dead, and a chunk whose live bytes fall under a quarter has its records moved
+// to the end, so dead bytes stay a bounded share. Written bytes never change, so a capture (a copy
+// of the slots' places) keeps reading the records of its moment while later commands apply.
+
+import { assert } from "../assert.js";
+import {
+  KeyDecoder,
+  KeyEncoder,
+  limitsInline,
+  LimitsTable,
+  readRecordHeader,
+  recordIdOffset,
+  stringFieldEnd,
+  stringFieldEquals,
+  stringFieldHash,
+  stringFieldsEqual,
+  stringHash,
+} from "./key-codec.js";
+import type { KeyRecord, RatelimitConfig } from "./records.js";
+
+/** Bytes of one arena chunk (a record larger than this gets a chunk of its own size). */
+export const keyArenaChunkBytes = 1 << 20;
+/** Decoded records kept for the next get (the keys being verified); the oldest is dropped past it. */
+export const decodedKeysCacheMax = 50_000;
+/** Deleted slots tolerated before the slot arrays are compacted (and at least as many as live ones). */
+const holesBeforeCompaction = 4096;
+
+/** Scan filters for `valuesWith`: keys with roles or permissions, with an identity, with a refill. */
+export const keyHasConnections = 1;
+export const keyHasIdentity = 2;
+export const keyHasRefill = 4;
+export const keyHasOwnerId = 8;
+
+function flagsOf(key: KeyRecord): number {
+  let flags = 0;
+  if (key.roleIds.length > 0 || key.permissionIds.length > 0) flags |= keyHasConnections;
+  if (key.identityId !== null) flags |= keyHasIdentity;
+  if (key.refill !== null) flags |= keyHasRefill;
+  if (key.ownerId !== null) flags |= keyHasOwnerId;
+  return flags;
+}
+
+/**
+ * Keys as the table holds them, for a snapshot that a node of this release installs without
+ * decoding a record: each part's records are their bytes, back to back, with their api ids as
+ * runs (`[apiId, count, apiId, count, ...]`: the keys of one api mostly come together); a record
+ * names a shared list of limits by its place in `limits` (1-based).
+ */
+export interface EncodedKeys {
+  limits: RatelimitConfig[][];
+  parts: EncodedKeysPart[];
+}
+
+export interface EncodedKeysPart {
+  apiRuns: (string | number)[];
+  bytes: Uint8Array;
+}
+
+/** The number of records of a part, from its api runs. */
+export function encodedPartRecords(part: EncodedKeysPart): number {
+  let records = 0;
+  for (let i = 1; i < part.apiRuns.length; i += 2) records += part.apiRuns[i] as number;
+  return records;
+}
+
+/** The records of one moment of a table, read lazily (for encoding a snapshot in slices). */
+export class CapturedKeys implements Iterable<KeyRecord> {
+  constructor(
+    /** The table's shared lists of limits at the capture, which its records name by number. */
+    readonly limits: RatelimitConfig[][],
+    private readonly decoder: KeyDecoder,
+    private readonly chunks: readonly (Uint8Array | null)[],
+    private readonly views: readonly (DataView | null)[],
+    private readonly chunkOf: Uint32Array,
+    private readonly offsetOf: Uint32Array,
+    private readonly apiIdOf: readonly string[],
+  ) {}
+
+  get length(): number {
+    return this.chunkOf.length;
+  }
+
+  /** Records `start` to `end` (exclusive), decoded: each call makes new objects. */
+  slice(start: number, end: number = this.length): KeyRecord[] {
+    const records: KeyRecord[] = [];
+    const last = Math.min(end, this.length);
+    for (let i = Math.max(0, start); i < last; i++) records.push(this.at(i));
+    return records;
+  }
+
+  /** Records `start` to `end` (exclusive) as their bytes (see EncodedKeys): a copy, no decoding. */
+  encodedSlice(start: number, end: number = this.length): EncodedKeysPart {
+    const last = Math.min(end, this.length);
+    let total = 0;
+    for (let i = start; i < last; i++) total += this.views[this.chunkOf[i]!]!.getUint32(this.offsetOf[i]!, true);
+    const bytes = new Uint8Array(total);
+    let at = 0;
+    for (let i = start; i < last; i++) {
+      const chunk = this.chunkOf[i]!;
+      const offset = this.offsetOf[i]!;
+      const length = this.views[chunk]!.getUint32(offset, true);
+      bytes.set(this.chunks[chunk]!.subarray(offset, offset + length), at);
+      at += length;
+    }
+    assert(at === total, "CapturedKeys.encodedSlice: every byte copied");
+    const apiRuns: (string | number)[] = [];
+    for (let i = start; i < last; i++) {
+      const apiId = this.apiIdOf[i]!;
+      if (apiRuns.length > 0 && apiRuns[apiRuns.length - 2] === apiId) (apiRuns[apiRuns.length - 1] as number)++;
+      else apiRuns.push(apiId, 1);
+    }
+    return { apiRuns, bytes };
+  }
+
+  at(i: number): KeyRecord {
+    const chunk = this.chunkOf[i]!;
+    return this.decoder.decode(this.chunks[chunk]!, this.views[chunk]!, this.offsetOf[i]!, this.apiIdOf[i]!);
+  }
+
+  *[Symbol.iterator](): Iterator<KeyRecord> {
+    for (let i = 0; i < this.length; i++) yield this.at(i);
+  }
+}
+
+/**
+ * The shared lists of limits of an EncodedKeys, for loading its parts into a table: a snapshot's
+ * list number mapped to the table's own, found once per list.
+ */
+export class LimitsOfSnapshot {
+  private readonly local: number[] = [];
+
+  constructor(private readonly lists: readonly RatelimitConfig[][]) {}
+
+  /** The table's number of the snapshot's list `number`. */
+  localNumber(table: LimitsTable, number: number): number {
+    const known = this.local[number - 1];
+    if (known !== undefined) return known;
+    const list = this.lists[number - 1];
+    assert(list !== undefined, "LimitsOfSnapshot: a record names a list the snapshot does not hold");
+    const local = table.numberOf(list);
+    // A snapshot holds at most interningTableMax lists and loads into a table that holds no
+    // other (restores start from an empty table), so each finds a number.
+    assert(local !== limitsInline, "LimitsOfSnapshot: the table has room for the snapshot's lists");
+    this.local[number - 1] = local;
+    return local;
+  }
+}
+
+export class KeyTable implements Iterable<[string, KeyRecord]> {
+  private limits = new LimitsTable();
+  private encoder = new KeyEncoder(this.limits);
+  private decoder = new KeyDecoder(this.limits);
+
+  // Slots, in the order of the map. apiOf is the api's number + 1; 0 marks a deleted slot.
+  private slotCapacity = 0;
+  private slotCount = 0;
+  private liveCount = 0;
+  private chunkOf = new Uint32Array(0);
+  private offsetOf = new Uint32Array(0);
+  private apiOf = new Uint32Array(0);
+  private scanFlagsOf = new Uint8Array(0);
+  private idHashOf = new Uint32Array(0);
+  private hashHashOf = new Uint32Array(0);
+  /** Bumped when slots move (compaction, clear): an iteration across it would skip or repeat. */
+  private layout = 0;
+
+  // Indexes: slot + 1 per bucket, 0 empty.
+  private idIndex = new Int32Array(0);
+  private hashIndex = new Int32Array(0);
+
+  // Arena.
+  private chunks: (Uint8Array | null)[] = [];
+  private views: (DataView | null)[] = [];
+  private chunkLiveBytes: number[] = [];
+  private chunkEnd: number[] = [];
+  private tail = -1;
+  private arenaBytes = 0;
+
+  // Api ids by number, with the number of keys of each (a number is reused once none has it).
+  private apiIds: (string | undefined)[] = [];
+  private apiKeyCounts: number[] = [];
+  private readonly apiNumberById = new Map<string, number>();
+  private freeApiNumbers: number[] = [];
+
+  private readonly cache = new Map<string, KeyRecord>();
+
+  constructor() {
+    this.clear();
+  }
+
+  get size(): number {
+    return this.liveCount;
+  }
+
+  /** Bytes the arena holds (live and dead records), for the memory figures. */
+  get arenaByteLength(): number {
+    return this.arenaBytes;
+  }
+
+  clear(): void {
+    this.slotCapacity = 1024;
+    this.slotCount = 0;
+    this.liveCount = 0;
+    this.chunkOf = new Uint32Array(this.slotCapacity);
+    this.offsetOf = new Uint32Array(this.slotCapacity);
+    this.apiOf = new Uint32Array(this.slotCapacity);
+    this.scanFlagsOf = new Uint8Array(this.slotCapacity);
+    this.idHashOf = new Uint32Array(this.slotCapacity);
+    this.hashHashOf = new Uint32Array(this.slotCapacity);
+    this.idIndex = new Int32Array(2048);
+    this.hashIndex = new Int32Array(2048);
+    this.chunks = [];
+    this.views = [];
+    this.chunkLiveBytes = [];
+    this.chunkEnd = [];
+    this.tail = -1;
+    this.arenaBytes = 0;
+    this.apiIds = [];
+    this.apiKeyCounts = [];
+    this.apiNumberById.clear();
+    this.freeApiNumbers = [];
+    this.cache.clear();
+    // Captures keep the lists they name; a cleared table starts its own.
+    this.limits = new LimitsTable();
+    this.encoder = new KeyEncoder(this.limits);
+    this.decoder = new KeyDecoder(this.limits);
+    this.layout++;
+  }
+
+  has(id: string): boolean {
+    return this.cache.has(id) || this.slotOfId(id) >= 0;
+  }
+
+  get(id: string): KeyRecord | undefined {
+    const cached = this.cache.get(id);
+    if (cached !== undefined) return cached;
+    const slot = this.slotOfId(id);
+    if (slot < 0) return undefined;
+    const record = this.decodeSlot(slot);
+    if (this.cache.size >= decodedKeysCacheMax) {
+      const oldest = this.cache.keys().next();
+      if (oldest.done !== true) this.cache.delete(oldest.value);
+    }
+    this.cache.set(id, record);
+    return record;
+  }
+
+  /** The id of the key with this hash. */
+  idOfHash(hash: string): string | undefined {
+    const slot = this.slotOfHash(hash);
+    return slot < 0 ? undefined : this.idOfSlot(slot);
+  }
+
+  hasHash(hash: string): boolean {
+    return this.slotOfHash(hash) >= 0;
+  }
+
+  /** Stores `record` under its id: a new id goes last, a known one keeps its place. */
+  set(id: string, record: KeyRecord): this {
+    assert(id === record.id, "KeyTable.set: a record stored under another id");
+    this.cache.delete(id);
+    const bytes = this.encoder.encode(record);
+    const idHash = stringHash(id);
+    const hashHash = stringHash(record.hash);
+    const flags = flagsOf(record);
+    let slot = this.slotOfId(id, idHash);
+    if (slot >= 0) {
+      const oldChunk = this.chunkOf[slot]!;
+      const oldOffset = this.offsetOf[slot]!;
+      const oldApi = this.apiOf[slot]! - 1;
+      if (this.apiIds[oldApi] !== record.apiId) {
+        this.releaseApi(oldApi);
+        this.apiOf[slot] = this.holdApi(record.apiId) + 1;
+      }
+      if (this.hashHashOf[slot] !== hashHash || !this.hashEquals(slot, record.hash)) {
+        assert(this.slotOfHash(record.hash) < 0, "KeyTable.set: a hash held by two keys");
+        this.unindex(this.hashIndex, this.hashHashOf, slot);
+        this.hashHashOf[slot] = hashHash;
+        this.index(this.hashIndex, hashHash, slot);
+      }
+      this.place(slot, bytes);
+      this.scanFlagsOf[slot] = flags;
+      this.free(oldChunk, oldOffset);
+    } else {
+      assert(this.slotOfHash(record.hash) < 0, "KeyTable.set: a hash held by two keys");
+      this.append(idHash, hashHash, flags, record.apiId, bytes);
+    }
+    return this;
+  }
+
+  /**
+   * Appends the records of an EncodedKeys part (a snapshot of this release), in order, without
+   * decoding them; `limits` is the part's EncodedKeys.limits. The keys must be new to the table.
+   */
+  loadEncoded(part: EncodedKeysPart, limits: LimitsOfSnapshot): void {
+    const { bytes, apiRuns } = part;
+    this.reserve(encodedPartRecords(part));
+    // The part's bytes go into the arena in one copy; the records are then read where they landed.
+    let chunk = this.tail;
+    if (chunk < 0 || this.chunkEnd[chunk]! + bytes.byteLength > this.chunks[chunk]!.length)
+      chunk = this.newChunk(bytes.byteLength);
+    const arena = this.chunks[chunk]!;
+    const view = this.views[chunk]!;
+    const base = this.chunkEnd[chunk]!;
+    arena.set(bytes, base);
+    this.chunkEnd[chunk] = base + bytes.byteLength;
+    this.chunkLiveBytes[chunk]! += bytes.byteLength;
+    const end = base + bytes.byteLength;
+    let run = -2;
+    let leftInRun = 0;
+    for (let offset = base; offset < end;) {
+      while (leftInRun === 0) {
+        run += 2;
+        assert(run + 1 < apiRuns.length, "KeyTable.loadEncoded: a record without its api id");
+        leftInRun = apiRuns[run + 1] as number;
+        assert(Number.isSafeInteger(leftInRun) && leftInRun >= 0, "KeyTable.loadEncoded: an api run's count");
+      }
+      leftInRun--;
+      assert(offset + recordIdOffset <= end, "KeyTable.loadEncoded: a record header past the end");
+      const length = view.getUint32(offset, true);
+      assert(length > recordIdOffset && offset + length <= end, "KeyTable.loadEncoded: a record past the end");
+      const apiId = apiRuns[run];
+      assert(typeof apiId === "string", "KeyTable.loadEncoded: an api run without its api id");
+      const header = readRecordHeader(arena, view, offset);
+      const idHash = stringFieldHash(arena, header.idAt);
+      const hashHash = stringFieldHash(arena, header.hashAt);
+      assert(this.slotOfField("id", arena, header.idAt, idHash) < 0, "KeyTable.loadEncoded: a key id stored twice");
+      assert(this.slotOfField("hash", arena, header.hashAt, hashHash) < 0, "KeyTable.set: a hash held by two keys");
+      const number = header.limitsNumber;
+      if (number !== 0 && number !== limitsInline)
+        view.setUint16(header.limitsAt, limits.localNumber(this.limits, number), true);
+      const flags =
+        (header.hasConnections ? keyHasConnections : 0) |
+        (header.hasIdentity ? keyHasIdentity : 0) |
+        (header.hasRefill ? keyHasRefill : 0) |
+        (header.hasOwnerId ? keyHasOwnerId : 0);
+      const slot = this.newSlot(idHash, hashHash, flags, apiId);
+      this.chunkOf[slot] = chunk;
+      this.offsetOf[slot] = offset;
+      this.indexSlot(slot);
+      offset += length;
+    }
+    assert(leftInRun === 0 && run + 2 >= apiRuns.length, "KeyTable.loadEncoded: one api id per record");
+  }
+
+  /** Room for `additional` more keys without growing the slots or the indexes one step at a time. */
+  reserve(additional: number): void {
+    const needed = this.liveCount + additional;
+    if (this.slotCount + additional > this.slotCapacity) {
+      if (this.slotCount - this.liveCount > holesBeforeCompaction) this.compactSlots();
+      while (this.slotCount + additional > this.slotCapacity) this.growSlots();
+    }
+    if (needed * 2 > this.idIndex.length) {
+      let buckets = this.idIndex.length;
+      while (needed * 2 > buckets) buckets *= 2;
+      this.rebuildIndexes(buckets);
+    }
+  }
+
+  /** A new slot, last in the order, for a record's bytes (copied to the arena). */
+  private append(idHash: number, hashHash: number, flags: number, apiId: string, bytes: Uint8Array): number {
+    const slot = this.newSlot(idHash, hashHash, flags, apiId);
+    this.place(slot, bytes);
+    this.indexSlot(slot);
+    return slot;
+  }
+
+  /** A new slot, last in the order, not yet pointing at its bytes nor indexed. */
+  private newSlot(idHash: number, hashHash: number, flags: number, apiId: string): number {
+    if (this.slotCount - this.liveCount > Math.max(holesBeforeCompaction, this.liveCount)) this.compactSlots();
+    if (this.slotCount === this.slotCapacity) this.growSlots();
+    const slot = this.slotCount++;
+    this.liveCount++;
+    this.apiOf[slot] = this.holdApi(apiId) + 1;
+    this.idHashOf[slot] = idHash;
+    this.hashHashOf[slot] = hashHash;
+    this.scanFlagsOf[slot] = flags;
+    return slot;
+  }
+
+  /** Adds a new slot, whose bytes are in place, to both indexes (growing them past half full). */
+  private indexSlot(slot: number): void {
+    if (this.liveCount * 2 > this.idIndex.length) this.rebuildIndexes(this.idIndex.length * 2);
+    else {
+      this.index(this.idIndex, this.idHashOf[slot]!, slot);
+      this.index(this.hashIndex, this.hashHashOf[slot]!, slot);
+    }
+    assert(this.hashIndex.length === this.idIndex.length, "KeyTable: both indexes have one size");
+  }
+
+  delete(id: string): boolean {
+    const slot = this.slotOfId(id);
+    this.cache.delete(id);
+    if (slot < 0) return false;
+    this.unindex(this.idIndex, this.idHashOf, slot);
+    this.unindex(this.hashIndex, this.hashHashOf, slot);
+    this.releaseApi(this.apiOf[slot]! - 1);
+    this.apiOf[slot] = 0;
+    this.scanFlagsOf[slot] = 0;
+    this.liveCount--;
+    this.free(this.chunkOf[slot]!, this.offsetOf[slot]!);
+    return true;
+  }
+
+  *values(): IterableIterator<KeyRecord> {
+    for (const slot of this.liveSlots(0xff, true)) yield this.decodeSlot(slot);
+  }
+
+  /** The keys with any of `flags` (keyHasConnections, keyHasIdentity, keyHasRefill, keyHasOwnerId), in order. */
+  *valuesWith(flags: number): IterableIterator<KeyRecord> {
+    for (const slot of this.liveSlots(flags, false)) yield this.decodeSlot(slot);
+  }
+
+  *keys(): IterableIterator<string> {
+    for (const slot of this.liveSlots(0xff, true)) yield this.idOfSlot(slot);
+  }
+
+  *entries(): IterableIterator<[string, KeyRecord]> {
+    for (const record of this.values()) yield [record.id, record];
+  }
+
+  [Symbol.iterator](): IterableIterator<[string, KeyRecord]> {
+    return this.entries();
+  }
+
+  /** Ids of the api's keys, in order. */
+  idsOfApi(apiId: string): string[] {
+    const number = this.apiNumberById.get(apiId);
+    if (number === undefined) return [];
+    const ids: string[] = [];
+    for (let slot = 0; slot < this.slotCount; slot++)
+      if (this.apiOf[slot] === number + 1) ids.push(this.idOfSlot(slot));
+    return ids;
+  }
+
+  /** How many keys the api has. */
+  countOfApi(apiId: string): number {
+    const number = this.apiNumberById.get(apiId);
+    return number === undefined ? 0 : this.apiKeyCounts[number]!;
+  }
+
+  /** Api ids that have keys, with their counts (for the invariant checks). */
+  apiCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const [apiId, number] of this.apiNumberById) counts.set(apiId, this.apiKeyCounts[number]!);
+    return counts;
+  }
+
+  /** The records as they are now, read later (see CapturedKeys): the slots' places are copied, no record. */
+  capture(): CapturedKeys {
+    const chunkOf = new Uint32Array(this.liveCount);
+    const offsetOf = new Uint32Array(this.liveCount);
+    const apiIdOf: string[] = [];
+    let at = 0;
+    for (let slot = 0; slot < this.slotCount; slot++) {
+      const api = this.apiOf[slot]!;
+      if (api === 0) continue;
+      chunkOf[at] = this.chunkOf[slot]!;
+      offsetOf[at] = this.offsetOf[slot]!;
+      apiIdOf.push(this.apiIds[api - 1]!);
+      at++;
+    }
+    assert(at === this.liveCount, "KeyTable.capture: every live slot once");
+    return new CapturedKeys(
+      this.limits.allLists(),
+      new KeyDecoder(this.limits),
+      this.chunks.slice(),
+      this.views.slice(),
+      chunkOf,
+      offsetOf,
+      apiIdOf,
+    );
+  }
+
+  // --- slots and indexes ---
+
+  private *liveSlots(flags: number, all: boolean): IterableIterator<number> {
+    const layout = this.layout;
+    for (let slot = 0; slot < this.slotCount; slot++) {
+      assert(this.layout === layout, "KeyTable: slots moved during an iteration");
+      if (this.apiOf[slot] === 0) continue;
+      if (!all && (this.scanFlagsOf[slot]! & flags) === 0) continue;
+      yield slot;
+    }
+  }
+
+  private slotOfId(id: string, idHash: number = stringHash(id)): number {
+    const index = this.idIndex;
+    const mask = index.length - 1;
+    for (let bucket = idHash & mask; ; bucket = (bucket + 1) & mask) {
+      const entry = index[bucket]!;
+      if (entry === 0) return -1;
+      const slot = entry - 1;
+      if (this.idHashOf[slot] === idHash) {
+        const chunk = this.chunks[this.chunkOf[slot]!]!;
+        if (stringFieldEquals(chunk, this.offsetOf[slot]! + recordIdOffset, id)) return slot;
+      }
+    }
+  }
+
+  /**
+   * The slot whose id (`field` "id") or hash field equals the str field at `at` of `bytes`: a
+   * record's bytes not yet indexed.
+   */
+  private slotOfField(field: "id" | "hash", bytes: Uint8Array, at: number, fieldHash: number): number {
+    const index = field === "id" ? this.idIndex : this.hashIndex;
+    const hashOf = field === "id" ? this.idHashOf : this.hashHashOf;
+    const mask = index.length - 1;
+    for (let bucket = fieldHash & mask; ; bucket = (bucket + 1) & mask) {
+      const entry = index[bucket]!;
+      if (entry === 0) return -1;
+      const slot = entry - 1;
+      if (hashOf[slot] !== fieldHash) continue;
+      const chunk = this.chunks[this.chunkOf[slot]!]!;
+      const idAt = this.offsetOf[slot]! + recordIdOffset;
+      if (stringFieldsEqual(chunk, field === "id" ? idAt : stringFieldEnd(chunk, idAt), bytes, at)) return slot;
+    }
+  }
+
+  private slotOfHash(hash: string): number {
+    const hashHash = stringHash(hash);
+    const index = this.hashIndex;
+    const mask = index.length - 1;
+    for (let bucket = hashHash & mask; ; bucket = (bucket + 1) & mask) {
+      const entry = index[bucket]!;
+      if (entry === 0) return -1;
+      const slot = entry - 1;
+      if (this.hashHashOf[slot] === hashHash && this.hashEquals(slot, hash)) return slot;
+    }
+  }
+
+  private hashEquals(slot: number, hash: string): boolean {
+    const chunk = this.chunks[this.chunkOf[slot]!]!;
+    return stringFieldEquals(chunk, stringFieldEnd(chunk, this.offsetOf[slot]! + recordIdOffset), hash);
+  }
+
+  private idOfSlot(slot: number): string {
+    const chunk = this.chunkOf[slot]!;
+    return this.decoder.idAt(this.chunks[chunk]!, this.offsetOf[slot]!);
+  }
+
+  private decodeSlot(slot: number): KeyRecord {
+    const chunk = this.chunkOf[slot]!;
+    const apiId = this.apiIds[this.apiOf[slot]! - 1];
+    assert(apiId !== undefined, "KeyTable: a live slot without its api");
+    return this.decoder.decode(this.chunks[chunk]!, this.views[chunk]!, this.offsetOf[slot]!, apiId);
+  }
+
+  private index(index: Int32Array, hash: number, slot: number): void {
+    const mask = index.length - 1;
+    let bucket = hash & mask;
+    while (index[bucket] !== 0) bucket = (bucket + 1) & mask;
+    index[bucket] = slot + 1;
+  }
+
+  /** Removes `slot` from a linear-probing index, shifting later entries back (no tombstones). */
+  private unindex(index: Int32Array, hashOf: Uint32Array, slot: number): void {
+    const mask = index.length - 1;
+    let hole = hashOf[slot]! & mask;
+    while (index[hole] !== slot + 1) {
+      assert(index[hole] !== 0, "KeyTable: a slot missing from its index");
+      hole = (hole + 1) & mask;
+    }
+    for (let next = (hole + 1) & mask; index[next] !== 0; next = (next + 1) & mask) {
+      const home = hashOf[index[next]! - 1]! & mask;
+      // The entry at `next` may move into the hole unless its home lies cyclically in (hole, next].
+      const homeAfterHole = hole <= next ? home > hole && home <= next : home > hole || home <= next;
+      if (!homeAfterHole) {
+        index[hole] = index[next]!;
+        hole = next;
+      }
+    }
+    index[hole] = 0;
+  }
+
+  private rebuildIndexes(buckets: number): void {
+    assert(
+      (buckets & (buckets - 1)) === 0 && buckets >= this.liveCount * 2,
+      "KeyTable: indexes sized to a power of two",
+    );
+    this.idIndex = new Int32Array(buckets);
+    this.hashIndex = new Int32Array(buckets);
+    for (let slot = 0; slot < this.slotCount; slot++) {
+      if (this.apiOf[slot] === 0) continue;
+      this.index(this.idIndex, this.idHashOf[slot]!, slot);
+      this.index(this.hashIndex, this.hashHashOf[slot]!, slot);
+    }
+  }
+
+  private growSlots(): void {
+    const capacity = this.slotCapacity * 2;
+    const grow = <T extends Uint32Array | Uint8Array>(array: T, make: (n: number) => T): T => {
+      const grown = make(capacity);
+      grown.set(array);
+      return grown;
+    };
+    this.chunkOf = grow(this.chunkOf, (n) => new Uint32Array(n));
+    this.offsetOf = grow(this.offsetOf, (n) => new Uint32Array(n));
+    this.apiOf = grow(this.apiOf, (n) => new Uint32Array(n));
+    this.scanFlagsOf = grow(this.scanFlagsOf, (n) => new Uint8Array(n));
+    this.idHashOf = grow(this.idHashOf, (n) => new Uint32Array(n));
+    this.hashHashOf = grow(this.hashHashOf, (n) => new Uint32Array(n));
+    this.slotCapacity = capacity;
+  }
+
+  /** Drops deleted slots, keeping the order of the live ones. */
+  private compactSlots(): void {
+    let to = 0;
+    for (let from = 0; from < this.slotCount; from++) {
+      if (this.apiOf[from] === 0) continue;
+      this.chunkOf[to] = this.chunkOf[from]!;
+      this.offsetOf[to] = this.offsetOf[from]!;
+      this.apiOf[to] = this.apiOf[from]!;
+      this.scanFlagsOf[to] = this.scanFlagsOf[from]!;
+      this.idHashOf[to] = this.idHashOf[from]!;
+      this.hashHashOf[to] = this.hashHashOf[from]!;
+      to++;
+    }
+    assert(to === this.liveCount, "KeyTable.compactSlots: every live slot kept");
+    this.apiOf.fill(0, to, this.slotCount);
+    this.slotCount = to;
+    this.layout++;
+    let buckets = 2048;
+    while (buckets < this.liveCount * 2) buckets *= 2;
+    this.rebuildIndexes(buckets);
+  }
+
+  // --- apis ---
+
+  private holdApi(apiId: string): number {
+    let number = this.apiNumberById.get(apiId);
+    if (number === undefined) {
+      number = this.freeApiNumbers.pop() ?? this.apiIds.length;
+      this.apiIds[number] = apiId;
+      this.apiKeyCounts[number] = 0;
+      this.apiNumberById.set(apiId, number);
+    }
+    this.apiKeyCounts[number]!++;
+    return number;
+  }
+
+  private releaseApi(number: number): void {
+    const count = --this.apiKeyCounts[number]!;
+    assert(count >= 0, "KeyTable: an api released more often than held");
+    if (count > 0) return;
+    this.apiNumberById.delete(this.apiIds[number]!);
+    this.apiIds[number] = undefined;
+    this.freeApiNumbers.push(number);
+  }
+
+  // --- arena ---
+
+  /** Copies `bytes` to the end of the arena and points `slot` at them. */
+  private place(slot: number, bytes: Uint8Array): void {
+    let chunk = this.tail;
+    if (chunk < 0 || this.chunkEnd[chunk]! + bytes.length > this.chunks[chunk]!.length)
+      chunk = this.newChunk(bytes.length);
+    const at = this.chunkEnd[chunk]!;
+    this.chunks[chunk]!.set(bytes, at);
+    this.chunkEnd[chunk] = at + bytes.length;
+    this.chunkLiveBytes[chunk]! += bytes.length;
+    this.chunkOf[slot] = chunk;
+    this.offsetOf[slot] = at;
+  }
+
+  private newChunk(bytesAtLeast: number): number {
+    const size = Math.max(keyArenaChunkBytes, bytesAtLeast);
+    let chunk = this.chunks.indexOf(null);
+    if (chunk < 0) chunk = this.chunks.length;
+    const bytes = new Uint8Array(size);
+    this.chunks[chunk] = bytes;
+    this.views[chunk] = new DataView(bytes.buffer);
+    this.chunkLiveBytes[chunk] = 0;
+    this.chunkEnd[chunk] = 0;
+    this.arenaBytes += size;
+    this.tail = chunk;
+    return chunk;
+  }
+
+  /** Marks the record at (chunk, offset) dead; a chunk left mostly dead has its live records moved. */
+  private free(chunk: number, offset: number): void {
+    const view = this.views[chunk]!;
+    const length = view.getUint32(offset, true);
+    const live = (this.chunkLiveBytes[chunk]! -= length);
+    assert(live >= 0, "KeyTable: a chunk with fewer live bytes than none");
+    if (chunk === this.tail) return;
+    if (live === 0) this.dropChunk(chunk);
+    else if (live * 4 < this.chunks[chunk]!.length) this.evacuate(chunk);
+  }
+
+  private dropChunk(chunk: number): void {
+    this.arenaBytes -= this.chunks[chunk]!.length;
+    this.chunks[chunk] = null;
+    this.views[chunk] = null;
+    this.chunkLiveBytes[chunk] = 0;
+    this.chunkEnd[chunk] = 0;
+  }
+
+  /** Moves the live records of `chunk` to the end of the arena, then lets the chunk go. */
+  private evacuate(chunk: number): void {
+    const bytes = this.chunks[chunk]!;
+    const view = this.views[chunk]!;
+    const end = this.chunkEnd[chunk]!;
+    for (let offset = 0; offset < end;) {
+      const length = view.getUint32(offset, true);
+      const slot = this.slotOfId(this.decoder.idAt(bytes, offset));
+      if (slot >= 0 && this.chunkOf[slot] === chunk && this.offsetOf[slot] === offset) {
+        this.chunkLiveBytes[chunk]! -= length;
+        this.place(slot, bytes.subarray(offset, offset + length));
+      }
+      offset += length;
+    }
+    assert(this.chunkLiveBytes[chunk] === 0, "KeyTable.evacuate: every live record moved");
+    this.dropChunk(chunk);
+  }
+}
