@@ -36,8 +36,14 @@ import type { KeyRecord, RatelimitConfig } from "./records.js";
 
 /** Bytes of one arena chunk (a record larger than this gets a chunk of its own size). */
 export const keyArenaChunkBytes = 1 << 20;
-/** Decoded records kept for the next get (the keys being verified); the oldest is dropped past it. */
-export const decodedKeysCacheMax = 50_000;
+/**
+ * Decoded records kept for the next get (the keys being verified): a direct-mapped cache of this
+ * many buckets (a power of two), a record in the bucket of its id's hash. No order to keep and
+ * nothing to evict: a Map with oldest-first eviction spent its time skipping deleted entries.
+ */
+export const decodedKeysCacheMax = 1 << 16;
+/** Slots moved into growing indexes per change of the table (see KeyTable.oldIdIndex). */
+export const indexGrowthSlotsPerStep = 256;
 /** Deleted slots tolerated before the slot arrays are compacted (and at least as many as live ones). */
 const holesBeforeCompaction = 4096;
 
@@ -89,7 +95,9 @@ export class CapturedKeys implements Iterable<KeyRecord> {
     private readonly views: readonly (DataView | null)[],
     private readonly chunkOf: Uint32Array,
     private readonly offsetOf: Uint32Array,
-    private readonly apiIdOf: readonly string[],
+    /** Each record's api number + 1, and the api ids by number, as they were at the capture. */
+    private readonly apiOf: Uint32Array,
+    private readonly apiIds: readonly (string | undefined)[],
   ) {}
 
   get length(): number {
@@ -121,7 +129,7 @@ export class CapturedKeys implements Iterable<KeyRecord> {
     assert(at === total, "CapturedKeys.encodedSlice: every byte copied");
     const apiRuns: (string | number)[] = [];
     for (let i = start; i < last; i++) {
-      const apiId = this.apiIdOf[i]!;
+      const apiId = this.apiIdAt(i);
       if (apiRuns.length > 0 && apiRuns[apiRuns.length - 2] === apiId) (apiRuns[apiRuns.length - 1] as number)++;
       else apiRuns.push(apiId, 1);
     }
@@ -130,7 +138,13 @@ export class CapturedKeys implements Iterable<KeyRecord> {
 
   at(i: number): KeyRecord {
     const chunk = this.chunkOf[i]!;
-    return this.decoder.decode(this.chunks[chunk]!, this.views[chunk]!, this.offsetOf[i]!, this.apiIdOf[i]!);
+    return this.decoder.decode(this.chunks[chunk]!, this.views[chunk]!, this.offsetOf[i]!, this.apiIdAt(i));
+  }
+
+  private apiIdAt(i: number): string {
+    const apiId = this.apiIds[this.apiOf[i]! - 1];
+    assert(apiId !== undefined, "CapturedKeys: a record without its api");
+    return apiId;
   }
 
   *[Symbol.iterator](): Iterator<KeyRecord> {
@@ -183,6 +197,16 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   // Indexes: slot + 1 per bucket, 0 empty.
   private idIndex = new Int32Array(0);
   private hashIndex = new Int32Array(0);
+  /**
+   * While the indexes grow: the smaller ones they replace, which still hold every live slot below
+   * `growthEnd` (the slots then). Slots below `growthDone` are in the new ones too, and so is every
+   * slot added since; each change of the table moves indexGrowthSlotsPerStep more. Rebuilding a
+   * million keys' indexes at once stopped the loop for 100-170 ms.
+   */
+  private oldIdIndex: Int32Array | null = null;
+  private oldHashIndex: Int32Array | null = null;
+  private growthDone = 0;
+  private growthEnd = 0;
 
   // Arena.
   private chunks: (Uint8Array | null)[] = [];
@@ -198,7 +222,8 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   private readonly apiNumberById = new Map<string, number>();
   private freeApiNumbers: number[] = [];
 
-  private readonly cache = new Map<string, KeyRecord>();
+  private readonly cachedIds: (string | undefined)[] = new Array<string | undefined>(decodedKeysCacheMax);
+  private readonly cachedRecords: (KeyRecord | undefined)[] = new Array<KeyRecord | undefined>(decodedKeysCacheMax);
 
   constructor() {
     this.clear();
@@ -225,6 +250,8 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     this.hashHashOf = new Uint32Array(this.slotCapacity);
     this.idIndex = new Int32Array(2048);
     this.hashIndex = new Int32Array(2048);
+    this.oldIdIndex = null;
+    this.oldHashIndex = null;
     this.chunks = [];
     this.views = [];
     this.chunkLiveBytes = [];
@@ -235,7 +262,8 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     this.apiKeyCounts = [];
     this.apiNumberById.clear();
     this.freeApiNumbers = [];
-    this.cache.clear();
+    this.cachedIds.fill(undefined);
+    this.cachedRecords.fill(undefined);
     // Captures keep the lists they name; a cleared table starts its own.
     this.limits = new LimitsTable();
     this.encoder = new KeyEncoder(this.limits);
@@ -244,21 +272,27 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   }
 
   has(id: string): boolean {
-    return this.cache.has(id) || this.slotOfId(id) >= 0;
+    return this.slotOfId(id) >= 0;
   }
 
   get(id: string): KeyRecord | undefined {
-    const cached = this.cache.get(id);
-    if (cached !== undefined) return cached;
-    const slot = this.slotOfId(id);
+    const idHash = stringHash(id);
+    const bucket = idHash & (decodedKeysCacheMax - 1);
+    if (this.cachedIds[bucket] === id) return this.cachedRecords[bucket];
+    const slot = this.slotOfId(id, idHash);
     if (slot < 0) return undefined;
     const record = this.decodeSlot(slot);
-    if (this.cache.size >= decodedKeysCacheMax) {
-      const oldest = this.cache.keys().next();
-      if (oldest.done !== true) this.cache.delete(oldest.value);
-    }
-    this.cache.set(id, record);
+    this.cachedIds[bucket] = id;
+    this.cachedRecords[bucket] = record;
     return record;
+  }
+
+  /** Forgets the cached record of `id`, if any (before it is replaced or deleted). */
+  private uncache(idHash: number, id: string): void {
+    const bucket = idHash & (decodedKeysCacheMax - 1);
+    if (this.cachedIds[bucket] !== id) return;
+    this.cachedIds[bucket] = undefined;
+    this.cachedRecords[bucket] = undefined;
   }
 
   /** The id of the key with this hash. */
@@ -274,9 +308,13 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   /** Stores `record` under its id: a new id goes last, a known one keeps its place. */
   set(id: string, record: KeyRecord): this {
     assert(id === record.id, "KeyTable.set: a record stored under another id");
-    this.cache.delete(id);
-    const bytes = this.encoder.encode(record);
     const idHash = stringHash(id);
+    // The record a get handed out, given back unchanged (records are never changed in place):
+    // what the table holds already.
+    const bucket = idHash & (decodedKeysCacheMax - 1);
+    if (this.cachedIds[bucket] === id && this.cachedRecords[bucket] === record) return this;
+    this.uncache(idHash, id);
+    const bytes = this.encoder.encode(record);
     const hashHash = stringHash(record.hash);
     const flags = flagsOf(record);
     let slot = this.slotOfId(id, idHash);
@@ -290,13 +328,18 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
       }
       if (this.hashHashOf[slot] !== hashHash || !this.hashEquals(slot, record.hash)) {
         assert(this.slotOfHash(record.hash) < 0, "KeyTable.set: a hash held by two keys");
-        this.unindex(this.hashIndex, this.hashHashOf, slot);
+        const inNew = this.inNewIndexes(slot);
+        const inOld = this.inOldIndexes(slot);
+        if (inNew) this.unindex(this.hashIndex, this.hashHashOf, slot);
+        if (inOld) this.unindex(this.oldHashIndex!, this.hashHashOf, slot);
         this.hashHashOf[slot] = hashHash;
-        this.index(this.hashIndex, hashHash, slot);
+        if (inNew) this.index(this.hashIndex, hashHash, slot);
+        if (inOld) this.index(this.oldHashIndex!, hashHash, slot);
       }
       this.place(slot, bytes);
       this.scanFlagsOf[slot] = flags;
       this.free(oldChunk, oldOffset);
+      this.growIndexesStep();
     } else {
       assert(this.slotOfHash(record.hash) < 0, "KeyTable.set: a hash held by two keys");
       this.append(idHash, hashHash, flags, record.apiId, bytes);
@@ -364,7 +407,9 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     const needed = this.liveCount + additional;
     if (this.slotCount + additional > this.slotCapacity) {
       if (this.slotCount - this.liveCount > holesBeforeCompaction) this.compactSlots();
-      while (this.slotCount + additional > this.slotCapacity) this.growSlots();
+      let capacity = this.slotCapacity;
+      while (this.slotCount + additional > capacity) capacity *= 2;
+      this.growSlots(capacity);
     }
     if (needed * 2 > this.idIndex.length) {
       let buckets = this.idIndex.length;
@@ -396,20 +441,68 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
 
   /** Adds a new slot, whose bytes are in place, to both indexes (growing them past half full). */
   private indexSlot(slot: number): void {
-    if (this.liveCount * 2 > this.idIndex.length) this.rebuildIndexes(this.idIndex.length * 2);
-    else {
-      this.index(this.idIndex, this.idHashOf[slot]!, slot);
-      this.index(this.hashIndex, this.hashHashOf[slot]!, slot);
-    }
+    if (this.liveCount * 2 > this.idIndex.length) this.startIndexGrowth(slot);
+    this.index(this.idIndex, this.idHashOf[slot]!, slot);
+    this.index(this.hashIndex, this.hashHashOf[slot]!, slot);
+    this.growIndexesStep();
     assert(this.hashIndex.length === this.idIndex.length, "KeyTable: both indexes have one size");
   }
 
+  /** Whether `slot` is in the current indexes: always, but while they grow, only once moved there. */
+  private inNewIndexes(slot: number): boolean {
+    return this.oldIdIndex === null || slot < this.growthDone || slot >= this.growthEnd;
+  }
+
+  /** Whether `slot` is in the indexes being replaced (while they grow). */
+  private inOldIndexes(slot: number): boolean {
+    return this.oldIdIndex !== null && slot < this.growthEnd;
+  }
+
+  /**
+   * Indexes twice the size, filled a step at a time (growIndexesStep) while the old ones answer
+   * too; the slots below `end` are in the old ones (`end`: the new slot about to be indexed).
+   */
+  private startIndexGrowth(end: number): void {
+    // A growth still under way ends first (the new indexes passed half full before it did).
+    while (this.oldIdIndex !== null) this.growIndexesStep();
+    this.oldIdIndex = this.idIndex;
+    this.oldHashIndex = this.hashIndex;
+    this.idIndex = new Int32Array(this.idIndex.length * 2);
+    this.hashIndex = new Int32Array(this.hashIndex.length * 2);
+    this.growthDone = 0;
+    this.growthEnd = end;
+    this.growIndexesStep();
+  }
+
+  /** Moves the next indexGrowthSlotsPerStep slots into the growing indexes; drops the old ones at the end. */
+  private growIndexesStep(): void {
+    if (this.oldIdIndex === null) return;
+    const last = Math.min(this.growthEnd, this.growthDone + indexGrowthSlotsPerStep);
+    for (let slot = this.growthDone; slot < last; slot++) {
+      if (this.apiOf[slot] === 0) continue;
+      this.index(this.idIndex, this.idHashOf[slot]!, slot);
+      this.index(this.hashIndex, this.hashHashOf[slot]!, slot);
+    }
+    this.growthDone = last;
+    if (last < this.growthEnd) return;
+    this.oldIdIndex = null;
+    this.oldHashIndex = null;
+  }
+
   delete(id: string): boolean {
-    const slot = this.slotOfId(id);
-    this.cache.delete(id);
+    const idHash = stringHash(id);
+    const slot = this.slotOfId(id, idHash);
+    this.uncache(idHash, id);
     if (slot < 0) return false;
-    this.unindex(this.idIndex, this.idHashOf, slot);
-    this.unindex(this.hashIndex, this.hashHashOf, slot);
+    if (this.inNewIndexes(slot)) {
+      this.unindex(this.idIndex, this.idHashOf, slot);
+      this.unindex(this.hashIndex, this.hashHashOf, slot);
+    }
+    if (this.inOldIndexes(slot)) {
+      this.unindex(this.oldIdIndex!, this.idHashOf, slot);
+      this.unindex(this.oldHashIndex!, this.hashHashOf, slot);
+    }
+    this.growIndexesStep();
     this.releaseApi(this.apiOf[slot]! - 1);
     this.apiOf[slot] = 0;
     this.scanFlagsOf[slot] = 0;
@@ -466,14 +559,14 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   capture(): CapturedKeys {
     const chunkOf = new Uint32Array(this.liveCount);
     const offsetOf = new Uint32Array(this.liveCount);
-    const apiIdOf: string[] = [];
+    const apiOf = new Uint32Array(this.liveCount);
     let at = 0;
     for (let slot = 0; slot < this.slotCount; slot++) {
       const api = this.apiOf[slot]!;
       if (api === 0) continue;
       chunkOf[at] = this.chunkOf[slot]!;
       offsetOf[at] = this.offsetOf[slot]!;
-      apiIdOf.push(this.apiIds[api - 1]!);
+      apiOf[at] = api;
       at++;
     }
     assert(at === this.liveCount, "KeyTable.capture: every live slot once");
@@ -484,7 +577,8 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
       this.views.slice(),
       chunkOf,
       offsetOf,
-      apiIdOf,
+      apiOf,
+      this.apiIds.slice(),
     );
   }
 
@@ -501,7 +595,11 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   }
 
   private slotOfId(id: string, idHash: number = stringHash(id)): number {
-    const index = this.idIndex;
+    const slot = this.probeId(this.idIndex, id, idHash);
+    return slot >= 0 || this.oldIdIndex === null ? slot : this.probeId(this.oldIdIndex, id, idHash);
+  }
+
+  private probeId(index: Int32Array, id: string, idHash: number): number {
     const mask = index.length - 1;
     for (let bucket = idHash & mask; ; bucket = (bucket + 1) & mask) {
       const entry = index[bucket]!;
@@ -519,7 +617,18 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
    * record's bytes not yet indexed.
    */
   private slotOfField(field: "id" | "hash", bytes: Uint8Array, at: number, fieldHash: number): number {
-    const index = field === "id" ? this.idIndex : this.hashIndex;
+    const slot = this.probeField(field === "id" ? this.idIndex : this.hashIndex, field, bytes, at, fieldHash);
+    const old = field === "id" ? this.oldIdIndex : this.oldHashIndex;
+    return slot >= 0 || old === null ? slot : this.probeField(old, field, bytes, at, fieldHash);
+  }
+
+  private probeField(
+    index: Int32Array,
+    field: "id" | "hash",
+    bytes: Uint8Array,
+    at: number,
+    fieldHash: number,
+  ): number {
     const hashOf = field === "id" ? this.idHashOf : this.hashHashOf;
     const mask = index.length - 1;
     for (let bucket = fieldHash & mask; ; bucket = (bucket + 1) & mask) {
@@ -535,7 +644,11 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
 
   private slotOfHash(hash: string): number {
     const hashHash = stringHash(hash);
-    const index = this.hashIndex;
+    const slot = this.probeHash(this.hashIndex, hash, hashHash);
+    return slot >= 0 || this.oldHashIndex === null ? slot : this.probeHash(this.oldHashIndex, hash, hashHash);
+  }
+
+  private probeHash(index: Int32Array, hash: string, hashHash: number): number {
     const mask = index.length - 1;
     for (let bucket = hashHash & mask; ; bucket = (bucket + 1) & mask) {
       const entry = index[bucket]!;
@@ -596,6 +709,8 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     );
     this.idIndex = new Int32Array(buckets);
     this.hashIndex = new Int32Array(buckets);
+    this.oldIdIndex = null; // a growth under way is done at once
+    this.oldHashIndex = null;
     for (let slot = 0; slot < this.slotCount; slot++) {
       if (this.apiOf[slot] === 0) continue;
       this.index(this.idIndex, this.idHashOf[slot]!, slot);
@@ -603,8 +718,9 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     }
   }
 
-  private growSlots(): void {
-    const capacity = this.slotCapacity * 2;
+  /** Slot arrays of `capacity` (twice the present by default), the slots kept. */
+  private growSlots(capacity: number = this.slotCapacity * 2): void {
+    assert(capacity >= this.slotCount, "KeyTable.growSlots: room for every slot");
     const grow = <T extends Uint32Array | Uint8Array>(array: T, make: (n: number) => T): T => {
       const grown = make(capacity);
       grown.set(array);

@@ -293,6 +293,9 @@ function* fillKeyState(
   }
   if (data.encodedKeys !== undefined) {
     const limits = new LimitsOfSnapshot(data.encodedKeys.limits);
+    // Sized once for every key: growing step by step rebuilt the indexes at each doubling, a
+    // million keys at a time in one step at the end.
+    state.keys.reserve(data.encodedKeys.parts.reduce((sum, part) => sum + encodedPartRecords(part), 0));
     for (const part of data.encodedKeys.parts) {
       state.keys.loadEncoded(part, limits);
       recordsInStep += encodedPartRecords(part);
