@@ -139,6 +139,8 @@ async function startNode(config: Config, logger: Logger, onFatal: (error: unknow
       keyMigrations: config.keyMigrations,
       cluster: { cluster: cluster.node, stalePolicy: config.cluster.stalePolicy },
     });
+    // Only now may a leader promote this node, if it is a learner (cluster-node.ts, `serving`).
+    cluster.node.markServing();
     const node = cluster;
     return {
       async close() {

@@ -116,6 +116,13 @@ export class ClusterNode {
   private promoter: NodeJS.Timeout | null = null;
   private rpcSweep: NodeJS.Timeout | null = null;
   private promoting = false;
+  /**
+   * Whether this node's gateway has started serving (markServing). Until then it tells a leader
+   * asking what it applied that it is starting: its start (restoring counters, the credit journal,
+   * compiling the HTTP routes) takes whole seconds of the loop at a million keys, and a learner
+   * promoted meanwhile stalled for 0.9 s as a voter and cost a two-voter cluster its leader.
+   */
+  private serving = false;
   private learnerPromoter: LearnerPromoter | null = null;
   /** The leader's last progress answer (progressCacheMs), and the ask in flight. */
   private progressCache: { leader: NodeId; atMs: number; progress: LeaderProgress | null } | null = null;
@@ -502,7 +509,7 @@ export class ClusterNode {
     if (request.op === "counters") return this.serveCounters(from, request.m);
     if (request.op === "analytics") return Promise.resolve(answerAnalytics(this.analyticsSource, request.filter));
     if (request.op === "credits") return this.serveCredits(request.keyId, request.cost);
-    if (request.op === "applied") return Promise.resolve({ ok: true, index: this.replicated.appliedIndex });
+    if (request.op === "applied") return Promise.resolve(this.appliedAnswer());
     if (!this.isLeader()) return Promise.resolve({ ok: false, retry: true, message: notLeaderMessage(this.nodeId) });
     return this.serveLocally(request);
   }
@@ -523,7 +530,7 @@ export class ClusterNode {
       case "credits":
         return this.serveCredits(request.keyId, request.cost);
       case "applied":
-        return Promise.resolve({ ok: true, index: this.replicated.appliedIndex });
+        return Promise.resolve(this.appliedAnswer());
       case "progress": {
         const status = this.raft.status();
         const progress: Record<NodeId, PeerProgress> = {};
@@ -582,6 +589,17 @@ export class ClusterNode {
     } finally {
       this.promoting = false;
     }
+  }
+
+  /** The gateway serves requests now: a leader may count this node as caught up (see `serving`). */
+  markServing(): void {
+    this.serving = true;
+  }
+
+  /** This node's answer to a leader's `applied`: its applied index once it serves. */
+  private appliedAnswer(): RpcResult {
+    if (!this.serving) return { ok: false, retry: true, message: `${this.nodeId} is starting` };
+    return { ok: true, index: this.replicated.appliedIndex };
   }
 
   /** What a learner's state machine applied (membership.ts, LearnerApplied). */
