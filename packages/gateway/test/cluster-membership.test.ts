@@ -5,7 +5,11 @@ import { describe, expect, it } from "vitest";
 import { decodeEntry } from "../src/cluster/entry-codec.js";
 import {
   addNodeOnLeader,
+  appliedAnswer,
   LearnerPromoter,
+  learnerAppliedOf,
+  notLeaderMessage,
+  promoteAnswerMsMax,
   promoteLagMax,
   promoteSteadyPasses,
   removeNodeOnLeader,
@@ -159,5 +163,27 @@ describe("membership on the leader", () => {
     expect(await passes(promoter, 3)).toEqual([null, 3]);
     role = "leader";
     expect(await passes(promoter, promoteSteadyPasses)).toEqual(["n2", promoteSteadyPasses]);
+  });
+
+  it("a learner that has not started serving is not caught up, whatever it applied; once serving, its index counts", async () => {
+    const { raft, calls, peers } = fakeRaft("leader", ["n1"], ["n2"]);
+    peers["n2"] = { match: 190, lag: 10, state: "replicate", connected: true, learner: true };
+    let serving = false;
+    // The learner's own answer, read as the leader reads it (ClusterNode: appliedAnswer, then learnerAppliedOf).
+    const promoter = new LearnerPromoter(raft, async (id) => learnerAppliedOf(id, appliedAnswer(id, serving, 190), 1));
+    expect(appliedAnswer("n2", false, 190)).toEqual({ ok: false, retry: true, message: "n2 is starting" });
+    expect(await passes(promoter, promoteSteadyPasses + 2)).toEqual([null, promoteSteadyPasses + 2]);
+    expect(calls).toEqual([]);
+    serving = true;
+    expect(await passes(promoter, promoteSteadyPasses)).toEqual(["n2", promoteSteadyPasses]);
+    expect(calls).toEqual(["promote n2"]);
+  });
+
+  it("reads a learner's answer: its index in time, null when slow, silent or starting, unknown from an earlier release", () => {
+    expect(learnerAppliedOf("n2", { ok: true, index: 7 }, 1)).toBe(7);
+    expect(learnerAppliedOf("n2", { ok: true, index: 7 }, promoteAnswerMsMax + 1)).toBeNull();
+    expect(learnerAppliedOf("n2", null, 1)).toBeNull();
+    expect(learnerAppliedOf("n2", appliedAnswer("n2", false, 7), 1)).toBeNull();
+    expect(learnerAppliedOf("n2", { ok: false, retry: true, message: notLeaderMessage("n2") }, 1)).toBe("unknown");
   });
 });

@@ -267,8 +267,7 @@ export function decideVerification(
   request: VerifyRequest,
   nowMs: number,
 ): VerifyDecision | VerifyBadRequest {
-  const keyId = state.keys.idOfHash(request.hash);
-  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  const key = state.keys.getByHash(request.hash);
   if (key === undefined || !state.apis.has(key.apiId)) return notFound(request.requestId);
   const derived = keyDerived(state, key);
   if (!key.enabled) return decided(keyResult(state, key, derived, "DISABLED", request.requestId), key, derived);

@@ -21,7 +21,14 @@ import type { ReplicatedStateMachine } from "../store/types.js";
 import { ClusterCommandLog, proposeLocally } from "./cluster-command-log.js";
 import { clampCommandTimes } from "./command-time.js";
 import { peerUrl, type ClusterConfig } from "./config.js";
-import { addNodeOnLeader, LearnerPromoter, promoteAnswerMsMax, removeNodeOnLeader } from "./membership.js";
+import {
+  addNodeOnLeader,
+  appliedAnswer,
+  LearnerPromoter,
+  learnerAppliedOf,
+  notLeaderMessage,
+  removeNodeOnLeader,
+} from "./membership.js";
 import { ReplicatedKeyMachine } from "./replicated-machine.js";
 import { ClusterRpc, type PeerProgress, type RpcRequest, type RpcResult } from "./rpc.js";
 import { StalenessMonitor } from "./staleness.js";
@@ -596,21 +603,15 @@ export class ClusterNode {
     this.serving = true;
   }
 
-  /** This node's answer to a leader's `applied`: its applied index once it serves. */
   private appliedAnswer(): RpcResult {
-    if (!this.serving) return { ok: false, retry: true, message: `${this.nodeId} is starting` };
-    return { ok: true, index: this.replicated.appliedIndex };
+    return appliedAnswer(this.nodeId, this.serving, this.replicated.appliedIndex);
   }
 
   /** What a learner's state machine applied (membership.ts, LearnerApplied). */
   private async learnerApplied(id: NodeId): Promise<number | "unknown" | null> {
     const startMs = performance.now();
     const answer = await this.rpc.call(id, { op: "applied" }, this.options.nowMs()).catch(() => null);
-    if (answer === null || performance.now() - startMs > promoteAnswerMsMax) return null;
-    if (answer.ok) return answer.index;
-    // A node of an earlier release answers an op it does not know as a follower answers any
-    // leader's op (serve, above); this release never answers "applied" so.
-    return answer.message === notLeaderMessage(id) ? "unknown" : null;
+    return learnerAppliedOf(id, answer, performance.now() - startMs);
   }
 
   private onPeerAddress(id: NodeId, url: string | null): void {
@@ -621,11 +622,6 @@ export class ClusterNode {
     this.addresses.set(id, url);
     this.raft.setPeerAddress(id, url);
   }
-}
-
-/** What a member that is not the leader answers a leader's op. */
-function notLeaderMessage(id: NodeId): string {
-  return `${id} is not the leader`;
 }
 
 function peerStatus(id: NodeId, raft: NodeStatus, address: string | null): ClusterStatus["peers"][number] {

@@ -65,6 +65,33 @@ export async function removeNodeOnLeader(raft: MembershipRaft, id: NodeId): Prom
  */
 export type LearnerApplied = (id: NodeId) => Promise<number | "unknown" | null>;
 
+/**
+ * A member's answer to a leader's `applied`: its applied index once it serves; until then (its
+ * start after catching up holds its loop for whole stretches at a million keys: the counters'
+ * and credit journal's restore, the HTTP routes' compilation) that it is starting, which no
+ * leader counts as caught up.
+ */
+export function appliedAnswer(id: NodeId, serving: boolean, appliedIndex: number): RpcResult {
+  if (!serving) return { ok: false, retry: true, message: `${id} is starting` };
+  return { ok: true, index: appliedIndex };
+}
+
+/** What a member that is not the leader answers a leader's op. */
+export function notLeaderMessage(id: NodeId): string {
+  return `${id} is not the leader`;
+}
+
+/**
+ * A learner's answer to `applied`, taken `elapsedMs` to arrive (null: none), as LearnerApplied
+ * reads it: too slow, no answer or a starting node are null; a node of an earlier release answers
+ * an op it does not know as a follower answers any leader's op, "unknown".
+ */
+export function learnerAppliedOf(id: NodeId, answer: RpcResult | null, elapsedMs: number): number | "unknown" | null {
+  if (answer === null || elapsedMs > promoteAnswerMsMax) return null;
+  if (answer.ok) return answer.index;
+  return answer.message === notLeaderMessage(id) ? "unknown" : null;
+}
+
 /** A learner must answer the leader's `applied` within this long to count as caught up in a pass. */
 export const promoteAnswerMsMax = 50;
 /** Passes in a row (promoteIntervalMs apart) a learner must be caught up in before it is promoted. */
