@@ -5,6 +5,8 @@
 // response, error or not, carries `Unkey-Request-Id`; every error has the v1 body.
 
 import swagger from "@fastify/swagger";
+import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
+import { passTurn } from "./http/pass-turn.js";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { clusterRoutes, stalenessGuardPlugin } from "./cluster/routes.js";
@@ -28,7 +30,7 @@ import { overrideRoutes } from "./routes/overrides.js";
 import { permissionRoutes } from "./routes/permissions.js";
 import { ratelimitRoute } from "./routes/ratelimit.js";
 import { verifyKeyRoutes } from "./routes/verify-key.js";
-import { createServices } from "./services.js";
+import { createServices, type GatewayServices } from "./services.js";
 import { v2Plugin } from "./v2/plugin.js";
 import { validatorCompiler } from "./validation/ajv.js";
 import { registerJsonParser } from "./validation/json-body.js";
@@ -80,19 +82,25 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     void app.register(clusterRoutes, { ...services, cluster: deps.cluster.cluster });
   }
   void app.register(livenessRoute);
-  void app.register(verifyKeyRoutes, services);
-  void app.register(keyWriteRoutes, services);
-  void app.register(keyReadRoutes, services);
-  void app.register(keyRbacRoutes, services);
-  void app.register(apiRoutes, services);
-  void app.register(ratelimitRoute, services);
-  void app.register(overrideRoutes, services);
-  void app.register(permissionRoutes, services);
-  void app.register(identityRoutes, services);
-  void app.register(analyticsRoutes, services);
-  void app.register(migrationRoutes, services);
-  void app.register(auditRoutes, services);
-  void app.register(dashboardReadRoutes, services);
+  const routePlugins: FastifyPluginCallbackTypebox<GatewayServices>[] = [
+    verifyKeyRoutes,
+    keyWriteRoutes,
+    keyReadRoutes,
+    keyRbacRoutes,
+    apiRoutes,
+    ratelimitRoute,
+    overrideRoutes,
+    permissionRoutes,
+    identityRoutes,
+    analyticsRoutes,
+    migrationRoutes,
+    auditRoutes,
+    dashboardReadRoutes,
+  ];
+  for (const routes of routePlugins) {
+    void app.register(routes, services);
+    void app.register(passTurn); // each plugin's schemas compiled in a turn of its own
+  }
   void app.register(dashboardRoutes);
   // The v2 API (v2/plugin.ts): its own validation, authentication and error body under /v2.
   void app.register(v2Plugin, { ...services, prefix: "/v2" });

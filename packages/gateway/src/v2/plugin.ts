@@ -40,6 +40,7 @@ import { keyWriteRoutes } from "./routes/keys-write.js";
 import { livenessRoute } from "./routes/liveness.js";
 import { restRoutePlugins } from "./routes/rest.js";
 import { v2ValidatorCompiler } from "./validation.js";
+import { passTurn } from "../http/pass-turn.js";
 
 /** Every v2 route plugin, in registration order. */
 export const v2RoutePlugins: readonly V2RoutePlugin[] = [
@@ -86,6 +87,9 @@ export function v2Plugin(
     const path = request.url.split("?")[0] ?? "";
     sendV2Error(request, reply, new V2Error("route_not_found", `No route ${request.method} ${path}.`));
   });
-  for (const plugin of v2RoutePlugins) void v2.register(plugin, services);
+  for (const plugin of v2RoutePlugins) {
+    void v2.register(plugin, services);
+    void v2.register(passTurn); // each plugin's schemas compiled in a turn of its own (http/pass-turn.ts)
+  }
   done();
 }
