@@ -170,12 +170,13 @@ export async function encodeSnapshotSliced(
       keyLimits = value.limits;
       addPart(name, []);
       for (let start = 0; start < value.length; start += encodedKeysSliceRecords) {
-        const slice = value.encodedSlice(start, start + encodedKeysSliceRecords);
+        // Views of the table's arena, not copies: the capture keeps those bytes as they were.
+        const slice = value.encodedViews(start, start + encodedKeysSliceRecords);
         const runs = encodeValue(slice.apiRuns);
         const prefix = new Uint8Array(4);
         new DataView(prefix.buffer).setUint32(0, runs.byteLength);
-        partBytes.push(prefix, runs, slice.bytes);
-        parts.push([name, prefix.byteLength + runs.byteLength + slice.bytes.byteLength, partKindEncodedKeys]);
+        partBytes.push(prefix, runs, ...slice.views);
+        parts.push([name, prefix.byteLength + runs.byteLength + slice.byteLength, partKindEncodedKeys]);
         await betweenSlices();
       }
       continue;
