@@ -325,7 +325,11 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
   }
 
   get(id: string): KeyRecord | undefined {
-    const idHash = stringHash(id);
+    return this.getHashed(id, stringHash(id));
+  }
+
+  /** get with the id's stringHash already at hand. */
+  private getHashed(id: string, idHash: number): KeyRecord | undefined {
     const first = (idHash & cacheSetMask) * 2;
     if (this.cachedIds[first] === id) return this.cachedRecords[first];
     if (this.cachedIds[first + 1] === id) return this.cachedRecords[first + 1];
@@ -368,11 +372,12 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     const found = slot >= 0 || this.oldHashIndex === null ? slot : this.probeHash(this.oldHashIndex, hash, hashHash);
     if (found < 0) return undefined;
     const id = this.idOfSlot(found);
-    const record = this.get(id);
+    const idHash = stringHash(id);
+    const record = this.getHashed(id, idHash);
     assert(record !== undefined && record.hash === hash, "KeyTable.getByHash: the hash index names its key");
     this.cachedHashes[bucket] = hash;
     this.cachedByHash[bucket] = record;
-    this.cachedByHashIdHash[bucket] = stringHash(id);
+    this.cachedByHashIdHash[bucket] = idHash;
     return record;
   }
 

@@ -38,8 +38,7 @@ export async function authenticate(
   const token = bearerToken(request);
   if (token === "") throw unauthorized("key required");
   const { state } = deps;
-  const keyId = state.keys.idOfHash(hashKey(token));
-  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  const key = state.keys.getByHash(hashKey(token));
   if (key === undefined || !state.apis.has(key.apiId)) throw unauthorized("key not found");
   if (!key.enabled) throw new V1Error("DISABLED", "the key is disabled");
   if (key.expiresAtMs !== null && key.expiresAtMs < deps.nowMs()) {

@@ -98,8 +98,7 @@ export const keyReadRoutes: FastifyPluginCallbackTypebox<KeyReadRoutesDeps> = (a
 
   app.post("/v1/keys.whoami", { schema: { body: whoamiBody, response: whoamiResponse } }, async (request, reply) => {
     const body = request.body;
-    const keyId = deps.state.keys.idOfHash(hashKey(body.key));
-    const key = keyId === undefined ? undefined : deps.state.keys.get(keyId);
+    const key = deps.state.keys.getByHash(hashKey(body.key));
     if (key === undefined) throw notFound("Key not found");
     const auth = await authenticate(
       deps,

@@ -51,8 +51,7 @@ export interface BootstrapRootKeyResult {
 export const generatedRootKeyBytes = 24;
 
 function isHealthyRootKey(state: KeyState, hash: string, nowMs: number): string | undefined {
-  const keyId = state.keys.idOfHash(hash);
-  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  const key = state.keys.getByHash(hash);
   if (key === undefined || key.apiId !== ROOT_API_ID || !key.enabled) return undefined;
   if (key.expiresAtMs !== null && key.expiresAtMs < nowMs) return undefined;
   return keyDerived(state, key).slugs.has(ROOT_PERMISSION) ? key.id : undefined;
@@ -72,8 +71,7 @@ export async function bootstrapRootKey(options: BootstrapRootKeyOptions): Promis
   const hash = hashKey(secret);
   const healthy = isHealthyRootKey(state, hash, options.nowMs());
   if (healthy !== undefined) return { keyId: healthy, changed: false, generatedKey: null, ignored: null };
-  const existingId = state.keys.idOfHash(hash);
-  const existing = existingId === undefined ? undefined : state.keys.get(existingId);
+  const existing = state.keys.getByHash(hash);
   if (existing !== undefined && existing.apiId === ROOT_API_ID) {
     return { keyId: existing.id, changed: false, generatedKey: null, ignored: "revoked" };
   }

@@ -40,8 +40,7 @@ function bearerToken(request: FastifyRequest): string {
 export function authenticateRootKey(ctx: GatewayServices, request: FastifyRequest): Principal {
   const token = bearerToken(request);
   const { state, nowMs } = ctx;
-  const keyId = state.keys.idOfHash(hashKey(token));
-  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  const key = state.keys.getByHash(hashKey(token));
   if (key === undefined || key.apiId !== ROOT_API_ID) {
     throw new V2Error("root_key_not_found", "The provided root key is invalid.");
   }

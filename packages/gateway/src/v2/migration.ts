@@ -46,8 +46,7 @@ export async function migrateOnDemand(
   if (algorithm === undefined || algorithm === "sha256") return undefined;
   const migrationHash = migrationHashOfSecret(algorithm, secret);
   if (migrationHash === null) throw new V2Error("authentication_malformed", "Invalid key format");
-  const keyId = state.keys.idOfHash(migrationHash);
-  const pending = keyId === undefined ? undefined : state.keys.get(keyId);
+  const pending = state.keys.getByHash(migrationHash);
   if (pending === undefined || pending.pendingMigrationId !== migrationId || !mayVerify(pending)) return undefined;
   const hash = hashKey(secret);
   // A concurrent verification may complete it first (then this command is refused): either way
@@ -64,6 +63,5 @@ export async function migrateOnDemand(
     // Refused: completed by a concurrent verification (or the key is gone); the lookup below tells.
     if (!(error instanceof V1Error) || error.statusCode >= 500) throw error;
   }
-  const completedId = state.keys.idOfHash(hash);
-  return completedId === undefined ? undefined : state.keys.get(completedId);
+  return state.keys.getByHash(hash);
 }

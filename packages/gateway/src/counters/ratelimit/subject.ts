@@ -35,8 +35,7 @@ export function subjectOfLimiterKey(key: string): string | null {
  * to place: the verification is answered where it arrives). Unknown keys have no subject.
  */
 export function subjectOfVerification(state: KeyState, hash: string, requestsLimits: boolean): string | null {
-  const keyId = state.keys.idOfHash(hash);
-  const key = keyId === undefined ? undefined : state.keys.get(keyId);
+  const key = state.keys.getByHash(hash);
   if (key === undefined) return null;
   if (!requestsLimits && keyDerived(state, key).autoLimits.length === 0) return null;
   return verifySubject(key.identityId ?? key.id);

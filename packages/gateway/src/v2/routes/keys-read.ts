@@ -42,8 +42,7 @@ export const keyReadRoutes: V2RoutePlugin = (app, ctx, done) => {
     "/keys.whoami",
     { schema: { body: WhoamiBody, response: v2Responses(Envelope(KeyResponse)) } },
     (request) => {
-      const keyId = state.keys.idOfHash(hashKey(request.body.key));
-      const key = keyId === undefined ? undefined : state.keys.get(keyId);
+      const key = state.keys.getByHash(hashKey(request.body.key));
       const missing = new V2Error("key_not_found", keyNotFoundDetail);
       if (key === undefined || !state.apis.has(key.apiId)) throw missing;
       const principal = principalOf(request);

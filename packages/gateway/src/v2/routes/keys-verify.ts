@@ -79,8 +79,7 @@ export const keyVerifyRoutes: V2RoutePlugin = (app, ctx, done) => {
       const body = request.body;
       const allowed = mayVerify(principalOf(request));
       const hash = hashKey(body.key);
-      const keyId = state.keys.idOfHash(hash);
-      let key = keyId === undefined ? undefined : state.keys.get(keyId);
+      let key = state.keys.getByHash(hash);
       if (key === undefined && body.migrationId !== undefined) {
         key = await migrateOnDemand(ctx, request, body.key, body.migrationId, allowed);
       }
