@@ -88,7 +88,11 @@ const recordArb = (id: string, hash: string) =>
       return value;
     });
 
-type Op = { op: "set"; id: number; hash: number; seed: number } | { op: "delete"; id: number } | { op: "capture" };
+type Op =
+  | { op: "set"; id: number; hash: number; seed: number }
+  | { op: "delete"; id: number }
+  | { op: "capture" }
+  | { op: "remaining"; id: number; value: number; cached: boolean };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
@@ -102,6 +106,15 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   },
   { weight: 3, arbitrary: fc.record({ op: fc.constant("delete" as const), id: fc.nat({ max: 60 }) }) },
   { weight: 1, arbitrary: fc.constant({ op: "capture" as const }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      op: fc.constant("remaining" as const),
+      id: fc.nat({ max: 60 }),
+      value: fc.integer({ min: 0, max: 2 ** 50 }),
+      cached: fc.boolean(),
+    }),
+  },
 );
 
 describe("KeyTable", () => {
@@ -120,6 +133,16 @@ describe("KeyTable", () => {
             const value = fc.sample(recordArb(id, hash), { numRuns: 1, seed: seed ^ step.seed })[0]!;
             table.set(id, value);
             model.set(id, value);
+          } else if (step.op === "remaining") {
+            // The credit ledger's write: the balance alone, from the bytes (or a cached decode).
+            const id = `key_${step.id}`;
+            const held = model.get(id);
+            if (step.cached) table.get(id);
+            expect(table.remainingOf(id)).toBe(held === undefined ? undefined : held.remaining);
+            if (held === undefined || held.remaining === null) continue;
+            table.setRemaining(id, step.value);
+            model.set(id, { ...held, remaining: step.value });
+            expect(table.get(id)).toEqual(model.get(id));
           } else if (step.op === "delete") {
             expect(table.delete(`key_${step.id}`)).toBe(model.delete(`key_${step.id}`));
           } else {
@@ -131,6 +154,7 @@ describe("KeyTable", () => {
         expect([...table.values()]).toEqual([...model.values()]);
         expect([...table.keys()]).toEqual([...model.keys()]);
         for (const [id, value] of model) {
+          expect(table.remainingOf(id)).toBe(value.remaining);
           expect(table.get(id)).toEqual(value);
           expect(table.idOfHash(value.hash)).toBe(id);
         }

@@ -12,7 +12,7 @@ import type {
   GrantCreditLeaseKeyCommand,
   RefillCreditsCommand,
 } from "./commands.js";
-import { creditLedgerOf, putCredits, refilledCredits, withLedger } from "./credit-ledgers.js";
+import { creditLedgerOf, putCredits, putLedger, refilledCredits } from "./credit-ledgers.js";
 import { creditBatchCommandsMax, refillKeysPerCommandMax } from "./limits.js";
 import { commandError, type CommandOutcome } from "./outcome.js";
 import type { KeyState } from "./types.js";
@@ -22,9 +22,10 @@ export const grantVotersMax = 64;
 
 function leaseOutcome(state: KeyState, command: CreditBatchItem): CreditLeaseOutcome {
   const base = { keyId: command.keyId, nodeId: command.nodeId, seq: command.seq };
-  const key = state.keys.get(command.keyId);
+  // The key's balance alone, read from its bytes: a lease command needs no more of the record.
+  const remaining = state.keys.remainingOf(command.keyId);
   const ledger = creditLedgerOf(state, command.keyId);
-  if (key === undefined || ledger === undefined || (command.type === "grantCreditLease" && key.remaining === null)) {
+  if (remaining === undefined || ledger === undefined || (command.type === "grantCreditLease" && remaining === null)) {
     if (command.type === "grantCreditLease")
       return { type: "refused", ...base, reason: "empty", ownerNodeId: command.nodeId };
     return { type: "ignored", ...base };
@@ -38,10 +39,7 @@ function leaseOutcome(state: KeyState, command: CreditBatchItem): CreditLeaseOut
     if (lease !== undefined && command.spent > lease.granted) applied = { ...command, spent: lease.granted };
   }
   const { record, outcome } = applyCreditLeaseCommand(ledger, applied, { voters, policy: creditLeasePolicyDefaults });
-  if (record !== ledger) {
-    // A key made unlimited keeps its ledger (epochs never go back) and shows null.
-    putCredits(state, { key: key.remaining === null ? key : withLedger(key, record), ledger: record });
-  }
+  if (record !== ledger) putLedger(state, command.keyId, remaining, record);
   return outcome;
 }
 

@@ -52,9 +52,21 @@ export function ledgerOf(state: KeyState, key: KeyRecord): CreditLedgerRecord {
 export function creditLedgerOf(state: KeyState, keyId: string): CreditLedgerRecord | undefined {
   const stored = state.creditLedgers.get(keyId);
   if (stored !== undefined) return stored;
-  const key = state.keys.get(keyId);
-  if (key === undefined || key.remaining === null) return undefined;
-  return createCreditLedger(keyId, key.remaining);
+  const remaining = state.keys.remainingOf(keyId);
+  if (remaining === undefined || remaining === null) return undefined;
+  return createCreditLedger(keyId, remaining);
+}
+
+/**
+ * Stores a ledger a lease command changed (putCredits for the key `keyId`, whose `remaining` is
+ * `remaining` before the change): the key's balance is set from its bytes, not decoded.
+ */
+export function putLedger(state: KeyState, keyId: string, remaining: number | null, ledger: CreditLedgerRecord): void {
+  assert(ledger.keyId === keyId, "putLedger: the ledger of this key");
+  if (isUntouchedLedger(ledger)) state.creditLedgers.delete(keyId);
+  else state.creditLedgers.set(keyId, ledger);
+  // A key made unlimited keeps its ledger (epochs never go back) and shows null.
+  if (remaining !== null) state.keys.setRemaining(keyId, ledgerRemaining(ledger));
 }
 
 /** `key` with `remaining` as the ledger shows it. */

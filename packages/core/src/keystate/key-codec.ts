@@ -369,6 +369,34 @@ export function readRecordHeader(bytes: Uint8Array, view: DataView, offset: numb
   };
 }
 
+/**
+ * Where the f64 `remaining` of the record at `offset` lies, or -1 when the key's credits are
+ * unlimited: the credit ledger's commands read and change that field alone, without decoding the
+ * record (a lease is granted at a key's first verification, so a large state meets mostly records
+ * no cache holds).
+ */
+export function remainingFieldAt(bytes: Uint8Array, view: DataView, offset: number): number {
+  let at = stringFieldEnd(bytes, stringFieldEnd(bytes, offset + recordIdOffset)); // id, hash
+  const flags = view.getUint16(at, true);
+  if ((flags & hasRemaining) === 0) return -1;
+  at = stringFieldEnd(bytes, at + 2 + 8); // flags, createdAtMs, start
+  const limitsNumber = view.getUint16(at, true);
+  at += 2;
+  if (limitsNumber === limitsInline) {
+    const count = view.getUint16(at, true);
+    at += 2;
+    for (let i = 0; i < count; i++) at = stringFieldEnd(bytes, at) + 8 + 8 + 1; // name, limit, durationMs, autoApply
+  }
+  for (const flag of optionalStringsBeforeRemaining) if ((flags & flag) !== 0) at = stringFieldEnd(bytes, at);
+  if ((flags & hasUpdatedAt) !== 0) at += 8;
+  if ((flags & hasExpiresAt) !== 0) at += 8;
+  assert(at + 8 <= offset + view.getUint32(offset, true), "remainingFieldAt: the field inside its record");
+  return at;
+}
+
+/** The str fields between the limits and `remaining`, in the order they are written. */
+const optionalStringsBeforeRemaining = [hasName, hasOwnerId, hasIdentityId, hasEnvironment, hasMeta] as const;
+
 /** The varuint at `at`. */
 export function readVaruint(bytes: Uint8Array, at: number): number {
   let value = 0;

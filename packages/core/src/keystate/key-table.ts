@@ -26,6 +26,7 @@ import {
   LimitsTable,
   readRecordHeader,
   recordIdOffset,
+  remainingFieldAt,
   stringFieldEnd,
   stringFieldEquals,
   stringFieldHash,
@@ -326,6 +327,47 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
 
   get(id: string): KeyRecord | undefined {
     return this.getHashed(id, stringHash(id));
+  }
+
+  /**
+   * The key's `remaining` (null: unlimited credits), undefined for a missing key: read from the
+   * record's bytes when no decoded copy is cached, without decoding it.
+   */
+  remainingOf(id: string): number | null | undefined {
+    const idHash = stringHash(id);
+    const first = (idHash & cacheSetMask) * 2;
+    if (this.cachedIds[first] === id) return this.cachedRecords[first]!.remaining;
+    if (this.cachedIds[first + 1] === id) return this.cachedRecords[first + 1]!.remaining;
+    const slot = this.slotOfId(id, idHash);
+    if (slot < 0) return undefined;
+    const chunk = this.chunkOf[slot]!;
+    const view = this.views[chunk]!;
+    const at = remainingFieldAt(this.chunks[chunk]!, view, this.offsetOf[slot]!);
+    return at < 0 ? null : view.getFloat64(at, true);
+  }
+
+  /**
+   * Stores the key, which has finite credits, with `remaining` in their place: what set() of the
+   * record with that one field changed does, with the record's bytes copied instead of decoded
+   * and encoded again.
+   */
+  setRemaining(id: string, remaining: number): void {
+    const idHash = stringHash(id);
+    const slot = this.slotOfId(id, idHash);
+    assert(slot >= 0, "KeyTable.setRemaining: a key the table holds");
+    const oldChunk = this.chunkOf[slot]!;
+    const oldOffset = this.offsetOf[slot]!;
+    const oldBytes = this.chunks[oldChunk]!;
+    const oldView = this.views[oldChunk]!;
+    const fieldAt = remainingFieldAt(oldBytes, oldView, oldOffset) - oldOffset;
+    assert(fieldAt >= 0, "KeyTable.setRemaining: a key with finite credits");
+    if (oldView.getFloat64(oldOffset + fieldAt, true) === remaining) return;
+    this.uncache(idHash, id);
+    // The copy lands at the arena's end, where no capture reads yet: it is changed before anyone sees it.
+    this.place(slot, oldBytes.subarray(oldOffset, oldOffset + oldView.getUint32(oldOffset, true)));
+    this.views[this.chunkOf[slot]!]!.setFloat64(this.offsetOf[slot]! + fieldAt, remaining, true);
+    this.free(oldChunk, oldOffset);
+    this.growIndexesStep();
   }
 
   /** get with the id's stringHash already at hand. */
