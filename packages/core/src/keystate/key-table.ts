@@ -510,8 +510,13 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
       const header = readRecordHeader(arena, view, offset);
       const idHash = stringFieldHash(arena, header.idAt);
       const hashHash = stringFieldHash(arena, header.hashAt);
-      assert(this.slotOfField("id", arena, header.idAt, idHash) < 0, "KeyTable.loadEncoded: a key id stored twice");
-      assert(this.slotOfField("hash", arena, header.hashAt, hashHash) < 0, "KeyTable.set: a hash held by two keys");
+      // reserve() made room, so the indexes do not grow meanwhile: one walk of each index checks
+      // the key is new and files it (a restart files a million keys this way).
+      const oneWalk = this.oldIdIndex === null && (this.liveCount + 1) * 2 <= this.idIndex.length;
+      if (!oneWalk) {
+        assert(this.slotOfField("id", arena, header.idAt, idHash) < 0, "KeyTable.loadEncoded: a key id stored twice");
+        assert(this.slotOfField("hash", arena, header.hashAt, hashHash) < 0, "KeyTable.set: a hash held by two keys");
+      }
       const number = header.limitsNumber;
       if (number !== 0 && number !== limitsInline)
         view.setUint16(header.limitsAt, limits.localNumber(this.limits, number), true);
@@ -523,7 +528,10 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
       const slot = this.newSlot(idHash, hashHash, flags, apiId);
       this.chunkOf[slot] = chunk;
       this.offsetOf[slot] = offset;
-      this.indexSlot(slot);
+      if (oneWalk) {
+        assert(this.fileUnique(this.idIndex, "id", slot), "KeyTable.loadEncoded: a key id stored twice");
+        assert(this.fileUnique(this.hashIndex, "hash", slot), "KeyTable.set: a hash held by two keys");
+      } else this.indexSlot(slot);
       offset += length;
     }
     assert(leftInRun === 0 && run + 2 >= apiRuns.length, "KeyTable.loadEncoded: one api id per record");
@@ -747,6 +755,32 @@ export class KeyTable implements Iterable<[string, KeyRecord]> {
     const slot = this.probeField(field === "id" ? this.idIndex : this.hashIndex, field, bytes, at, fieldHash);
     const old = field === "id" ? this.oldIdIndex : this.oldHashIndex;
     return slot >= 0 || old === null ? slot : this.probeField(old, field, bytes, at, fieldHash);
+  }
+
+  /**
+   * Files `slot` (whose bytes are in place) in `index` at the end of its probe run, or false when
+   * a slot there holds the same `field`: the uniqueness check and the insert in one walk.
+   */
+  private fileUnique(index: Int32Array, field: "id" | "hash", slot: number): boolean {
+    const hashOf = field === "id" ? this.idHashOf : this.hashHashOf;
+    const fieldHash = hashOf[slot]!;
+    const bytes = this.chunks[this.chunkOf[slot]!]!;
+    const idAt = this.offsetOf[slot]! + recordIdOffset;
+    const at = field === "id" ? idAt : stringFieldEnd(bytes, idAt);
+    const mask = index.length - 1;
+    for (let bucket = fieldHash & mask; ; bucket = (bucket + 1) & mask) {
+      const entry = index[bucket]!;
+      if (entry === 0) {
+        index[bucket] = slot + 1;
+        return true;
+      }
+      const other = entry - 1;
+      if (hashOf[other] !== fieldHash) continue;
+      const chunk = this.chunks[this.chunkOf[other]!]!;
+      const otherIdAt = this.offsetOf[other]! + recordIdOffset;
+      if (stringFieldsEqual(chunk, field === "id" ? otherIdAt : stringFieldEnd(chunk, otherIdAt), bytes, at))
+        return false;
+    }
   }
 
   private probeField(

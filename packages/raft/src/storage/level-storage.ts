@@ -53,6 +53,8 @@ export const pendingWritesMax = 64;
  * second (an election timeout). In pieces, an append waits for one piece at most.
  */
 export const defaultSnapshotPieceBytes = 4 << 20;
+/** Pieces one read of a held snapshot asks LevelDB for at once (at most this many pieces' bytes held). */
+const pieceReadsInFlight = 4;
 
 export interface LevelStorageOptions {
   /** Directory of the LevelDB database (created if missing). */
@@ -91,6 +93,13 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
   private readonly retained = new Map<number, Retained>();
   /** The piece readPieceRange read last (a piece's key names its snapshot: it never goes stale, it is only dropped). */
   private lastPiece: { index: number; piece: number; value: Uint8Array } | null = null;
+
+  /**
+   * The held snapshot's bytes as open() read them to check them, for the first readSnapshotData
+   * (a node's start reads them all at once): one read of the snapshot instead of two. Let go at
+   * that first read, whatever it asks.
+   */
+  private openedData: { index: number; data: Uint8Array } | null = null;
   /** The log sublevel's prefix as bytes: log puts and deletes go to the root database with prefixed keys (see write). */
   private readonly logPrefix: Uint8Array;
 
@@ -137,6 +146,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /** A snapshot larger than a piece is written in pieces first, as createSnapshot does (so it is read back a piece at a time). */
   applySnapshot(snapshot: Snapshot): Promise<void> {
+    this.openedData = null; // another snapshot is about to be held
     const layout = this.layoutOf(snapshot.data.byteLength);
     const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, layout);
     if (layout.pieces === 0) return record();
@@ -151,6 +161,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    * snapshot never exists in one array.
    */
   createSnapshot(index: number, conf: ConfState, data: SnapshotData): Promise<void> {
+    this.openedData = null; // another snapshot is about to be held
     const layout = this.layoutOf(snapshotDataBytes(data));
     if (layout.pieces === 0) {
       const whole = joinSnapshotData(data);
@@ -202,6 +213,12 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       Number.isSafeInteger(offset) && Number.isSafeInteger(length) && offset >= 0 && length >= 0,
       `readSnapshotData: offset ${offset} and length ${length} must be non-negative integers`,
     );
+    const opened = this.openedData;
+    this.openedData = null;
+    if (opened !== null && opened.index === index && offset === 0 && length === opened.data.byteLength) {
+      this.assertSnapshotHeld(index);
+      return opened.data;
+    }
     const retained = this.retained.get(index);
     if (retained === undefined) this.assertSnapshotHeld(index);
     const layout = retained?.layout ?? this.layout;
@@ -273,20 +290,24 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const firstPiece = Math.floor(offset / layout.pieceBytes);
     const lastPiece = Math.floor((offset + length - 1) / layout.pieceBytes);
     const data = new Uint8Array(length);
-    for (let piece = firstPiece; piece <= lastPiece; piece++) {
-      const cached = this.lastPiece;
-      const value =
-        cached !== null && cached.index === index && cached.piece === piece
-          ? cached.value
-          : await this.snapLevel.get(pieceKey(index, piece));
-      if (value === undefined) return `piece ${piece} is missing`;
+    let problem: string | null = null;
+    await this.eachPiece(index, firstPiece, lastPiece, (piece, value) => {
+      if (value === undefined) {
+        problem = `piece ${piece} is missing`;
+        return false;
+      }
       this.lastPiece = { index, piece, value };
       const pieceStart = piece * layout.pieceBytes;
       const from = Math.max(offset, pieceStart);
       const to = Math.min(offset + length, pieceStart + value.byteLength);
-      if (to <= from) return `piece ${piece} is short`;
+      if (to <= from) {
+        problem = `piece ${piece} is short`;
+        return false;
+      }
       data.set(value.subarray(from - pieceStart, to - pieceStart), from - offset);
-    }
+      return true;
+    });
+    if (problem !== null) return problem;
     return data;
   }
 
@@ -297,6 +318,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.openedData = null;
     await this.tail.catch(() => undefined);
     await this.db.close();
   }
@@ -472,8 +494,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /**
    * The snapshot's bytes are all there as snap!meta records them. Each piece was written by one
-   * batch (atomic: whole or absent) and a piece's key says its place, so the keys 0..pieces-1 and
-   * the sizes of the first and last piece prove the whole: a crash that lost unsynced pieces, or a
+   * batch (atomic: whole or absent) and a piece's key says its place, so pieces 0..pieces-1 with
+   * their sizes, and none after them, prove the whole: a crash that lost unsynced pieces, or a
    * copied directory missing some, is found here rather than when a follower asks for the bytes.
    */
   private async verifyLayout(metadata: SnapshotMetadata, layout: SnapshotLayout): Promise<SnapshotLayout> {
@@ -486,19 +508,60 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
         throw incomplete(`snap!data has ${whole.byteLength} bytes, its record ${layout.totalBytes}`);
       return layout;
     }
-    const keys = await this.pieceKeysOf(metadata.index);
-    if (keys.length !== layout.pieces) throw incomplete(`${keys.length} of its ${layout.pieces} pieces on disk`);
-    keys.forEach((key, n) => {
-      if (key !== pieceKey(metadata.index, n)) throw incomplete(`piece ${n} is missing`);
-    });
+    // Every piece is read (listing the keys would read them from disk all the same: LevelDB keeps
+    // values beside their keys), and the bytes are kept for the node's start, which reads them next.
     const lastBytes = layout.totalBytes - (layout.pieces - 1) * layout.pieceBytes;
-    const first = await this.snapLevel.get(pieceKey(metadata.index, 0));
-    const last = await this.snapLevel.get(pieceKey(metadata.index, layout.pieces - 1));
-    if (layout.pieces > 1 && first?.byteLength !== layout.pieceBytes)
-      throw incomplete(`piece 0 has ${first?.byteLength} bytes, not ${layout.pieceBytes}`);
-    if (last?.byteLength !== lastBytes)
-      throw incomplete(`its last piece has ${last?.byteLength} bytes, not ${lastBytes}`);
+    const data = new Uint8Array(layout.totalBytes);
+    const missing: number[] = [];
+    await this.eachPiece(metadata.index, 0, layout.pieces - 1, (n, value) => {
+      if (value === undefined) {
+        missing.push(n);
+        return true;
+      }
+      const expected = n === layout.pieces - 1 ? lastBytes : layout.pieceBytes;
+      if (value.byteLength !== expected)
+        throw incomplete(
+          `${n === layout.pieces - 1 ? "its last piece" : `piece ${n}`} has ${value.byteLength} bytes, not ${expected}`,
+        );
+      data.set(value, n * layout.pieceBytes);
+      return true;
+    });
+    if (missing.length > 0)
+      throw incomplete(
+        `piece ${missing[0]} is missing (${layout.pieces - missing.length} of its ${layout.pieces} pieces on disk)`,
+      );
+    if (await this.snapLevel.has(pieceKey(metadata.index, layout.pieces)))
+      throw incomplete(`more pieces on disk than its ${layout.pieces}`);
+    this.openedData = { index: metadata.index, data };
     return layout;
+  }
+
+  /**
+   * Reads pieces first..last of the snapshot at `index` in order, a few in flight (LevelDB reads on
+   * its own threads, so this thread copies one piece while the next ones are read), and hands each
+   * to `take` (undefined: missing) until it returns false.
+   */
+  private async eachPiece(
+    index: number,
+    first: number,
+    last: number,
+    take: (piece: number, value: Uint8Array | undefined) => boolean,
+  ): Promise<void> {
+    const readPiece = (piece: number): Promise<Uint8Array | undefined | Error> => {
+      const cached = this.lastPiece;
+      if (cached !== null && cached.index === index && cached.piece === piece) return Promise.resolve(cached.value);
+      // Settled as a value: a read still in flight when this one stops early rejects unobserved.
+      return this.snapLevel.get(pieceKey(index, piece)).catch((error: unknown) => toError(error));
+    };
+    const reads = new Map<number, Promise<Uint8Array | undefined | Error>>();
+    let issued = first;
+    for (let piece = first; piece <= last; piece++) {
+      for (; issued <= last && issued < piece + pieceReadsInFlight; issued++) reads.set(issued, readPiece(issued));
+      const value = await reads.get(piece)!;
+      reads.delete(piece);
+      if (value instanceof Error) throw value;
+      if (!take(piece, value)) return;
+    }
   }
 
   /**
@@ -526,13 +589,6 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     if (pieces === 0 && metadata.index > 0)
       throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${metadata.index}: its bytes are missing`);
     return pieces === 0 ? { totalBytes: 0, pieces: 0, pieceBytes: 0 } : { totalBytes, pieces, pieceBytes };
-  }
-
-  private async pieceKeysOf(index: number): Promise<string[]> {
-    const keys: string[] = [];
-    for await (const key of this.snapLevel.keys({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` }))
-      keys.push(key);
-    return keys;
   }
 
   private async readLog(mark: LogMark): Promise<Entry[]> {
@@ -621,4 +677,8 @@ function logSublevel(db: Level<Bytes, Bytes>) {
 
 function recordSublevel(db: Level<Bytes, Bytes>, name: "meta" | "snap") {
   return db.sublevel<string, Bytes>(name, { keyEncoding: "utf8", valueEncoding: "view" });
+}
+
+function toError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
