@@ -76,6 +76,8 @@ type State = "new" | "running" | "stopping" | "stopped";
 const slowReadyMs = 100;
 /** Applying committed entries yields to the event loop after this much work (see handleReady). */
 const applySliceMs = 20;
+/** How often a founder waiting for its founding peers to accept it says whom it waits for. */
+const admissionLogEveryMs = 5_000;
 
 /** Cumulative counters of the Ready loop. */
 export interface NodeMetrics {
@@ -155,6 +157,9 @@ export class RaftNode {
   private readonly refusedBy = new Set<NodeId>();
   /** Peers that refused this node because its data directory holds less than it told them (a restored copy). */
   private readonly rolledBackFor = new Set<NodeId>();
+
+  /** True while a founder's new data directory waits for every founding peer to accept it (awaitAdmission). */
+  private admitting = false;
   /** Ticks since the peers' marks were last saved (driver/peer-identity.ts flushMarks). */
   private ticksSinceMarksFlush = 0;
   private applied = 0;
@@ -228,6 +233,9 @@ export class RaftNode {
       peers: options.transport.peers,
       onMessage: (message, incarnation) => {
         if (isApplicationMessage(message)) return this.receiveAppMessage(message.from, message.payload);
+        // A frame still in flight from an incarnation since replaced: what it says (a vote, an
+        // acknowledgement) the new one knows nothing of.
+        if (identities !== null && !identities.isCurrent(message.from, incarnation)) return;
         identities?.observe(message.from, incarnation, message);
         this.push({ kind: "message", message });
       },
@@ -239,8 +247,18 @@ export class RaftNode {
       ...(identities === null
         ? {}
         : {
-            identity: (): PeerIdentity => ({ ...identities.own, durable: this.durableState() }),
-            checkIdentity: (peer: NodeId, identity: PeerIdentity) => identities.check(peer, identity),
+            identity: (): PeerIdentity => ({
+              ...identities.own,
+              durable: this.durableState(),
+              ...(this.admitting ? { admitting: true } : {}),
+            }),
+            checkIdentity: (peer: NodeId, identity: PeerIdentity) => {
+              const refused = identities.check(peer, identity);
+              // A peer whose own data directory was replaced keeps nothing of what this node's
+              // earlier incarnation (if any) told it: it has no word to give on admission.
+              if (refused?.replaced === true && this.admitting) identities.admitBy(peer);
+              return refused;
+            },
             onIdentityRefused: (peer: NodeId, rolledBack: boolean) => this.onIdentityRefused(peer, rolledBack),
           }),
     });
@@ -282,6 +300,8 @@ export class RaftNode {
         data: await this.storage.readSnapshotData(metadata.index, 0, totalBytes),
       });
     this.applied = metadata.index;
+    // Stated from the first handshake on (connections state their identity once).
+    this.admitting = this.awaitsAdmission();
     this.boundPort = (await this.transport.start()).port;
     try {
       await this.probePeers();
@@ -326,35 +346,109 @@ export class RaftNode {
     const founding = (this.options.voters?.length ?? 0) > 0;
     const { hardState } = this.storage.initialState();
     const emptyLog = hardState.term === 0 && this.storage.lastIndex() === 0;
-    if (this.identities === null || (emptyLog && !founding)) return;
+    if (this.identities === null) return;
     const peers = Object.keys(this.options.transport.peers).filter((id) => id !== this.id);
+    if (!this.identities.admitted) {
+      if (this.awaitsAdmission()) {
+        await this.awaitAdmission(peers);
+        this.identities.admit();
+        return;
+      }
+      // A joining node is let in by the membership change that adds it (which forgets an old
+      // incarnation of its id everywhere); until then its peers check it as they always do.
+      this.identities.admit();
+    }
+    if (emptyLog && !founding) return;
     const electionMs = this.config.electionTicks * this.config.tickMs;
     const deadlineMs = this.clock.nowMs() + (this.options.identity?.foundingProbeMs ?? 2 * electionMs);
     const refused = () => this.rolledBackFor.size > 0 || (emptyLog && this.refusedBy.size > 0);
     // A dialer is authenticated one frame before its peer checks it: once every peer is connected,
     // a refusal can still be on its way, so wait a little longer for it.
     let allConnectedAtMs: number | null = null;
-    // Polled on the driver's clock (a tick at a time), so the driver simulation runs it too.
-    const nextTick = () =>
-      new Promise<void>((resolve) => {
-        const timer = this.clock.setInterval(() => {
-          this.clock.clearInterval(timer);
-          resolve();
-        }, this.config.tickMs);
-      });
     while (this.clock.nowMs() < deadlineMs && !refused()) {
       if (allConnectedAtMs === null && peers.every((id) => this.transport.isConnected(id)))
         allConnectedAtMs = this.clock.nowMs();
       if (allConnectedAtMs !== null && this.clock.nowMs() - allConnectedAtMs >= Math.min(electionMs, 100)) break;
-      await nextTick();
+      await this.nextTick();
     }
     if (this.rolledBackFor.size > 0) throw this.rolledBackError();
     if (!emptyLog || this.refusedBy.size === 0) return;
-    throw new RaftNodeError(
+    throw this.refusedFoundingError();
+  }
+
+  /** A founder with an empty log whose data directory's incarnation no founding peer has yet all accepted. */
+  private awaitsAdmission(): boolean {
+    if (this.identities === null || this.identities.admitted || (this.options.voters?.length ?? 0) === 0) return false;
+    const { hardState } = this.storage.initialState();
+    return hardState.term === 0 && this.storage.lastIndex() === 0;
+  }
+
+  /**
+   * A founder whose data directory is new takes part only once every founding peer has accepted
+   * its incarnation, however long that takes: a founder wiped after it took part must not found
+   * again, and only the peers its messages reached can tell (they hold a mark of it and refuse the
+   * new incarnation); with any of them down, a deadline would let it found with the others. A peer
+   * counts once it stayed connected for a moment without refusing (a refusal is one frame behind
+   * the connection), and the count is saved, so a restart does not start it over. Meanwhile the
+   * handshake states `admitting`: a peer that only met an earlier incarnation which never took part
+   * (never sent it a Raft message) lets this one replace it (driver/peer-identity.ts).
+   */
+  private async awaitAdmission(peers: readonly NodeId[]): Promise<void> {
+    const identities = this.identities;
+    if (identities === null) return;
+    const electionMs = this.config.electionTicks * this.config.tickMs;
+    const settleMs = Math.min(electionMs, 100);
+    const connectedSinceMs = new Map<NodeId, number>();
+    let loggedAtMs = this.clock.nowMs();
+    this.admitting = true;
+    try {
+      for (;;) {
+        if (this.state !== "new") throw new ShuttingDownError("start");
+        if (this.refusedBy.size > 0 || this.rolledBackFor.size > 0) throw this.refusedFoundingError();
+        const nowMs = this.clock.nowMs();
+        for (const id of peers) {
+          if (!this.transport.isConnected(id)) {
+            connectedSinceMs.delete(id);
+            continue;
+          }
+          const sinceMs = connectedSinceMs.get(id) ?? nowMs;
+          connectedSinceMs.set(id, sinceMs);
+          if (nowMs - sinceMs >= settleMs) identities.admitBy(id);
+        }
+        const accepted = identities.admittedBy;
+        const waiting = peers.filter((id) => !accepted.has(id));
+        if (waiting.length === 0) return;
+        if (nowMs - loggedAtMs >= admissionLogEveryMs) {
+          loggedAtMs = nowMs;
+          this.logger.warn(
+            { id: this.id, waitingFor: waiting },
+            "raft node: a new data directory founds only once every founding member has accepted it: waiting for them",
+          );
+        }
+        await this.nextTick();
+      }
+    } finally {
+      this.admitting = false;
+    }
+  }
+
+  private refusedFoundingError(): RaftNodeError {
+    if (this.rolledBackFor.size > 0) return this.rolledBackError();
+    return new RaftNodeError(
       "RAFT_ERR_IDENTITY_REFUSED",
       `refusing to found a cluster: ${[...this.refusedBy].join(", ")} knew another incarnation of ${this.id} ` +
         `(its data directory was replaced); add it back as a new member instead`,
     );
+  }
+
+  /** Resolves at the next tick of the driver's clock (so the driver simulation runs the waits too). */
+  private nextTick(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = this.clock.setInterval(() => {
+        this.clock.clearInterval(timer);
+        resolve();
+      }, this.config.tickMs);
+    });
   }
 
   private rolledBackError(): RaftNodeError {

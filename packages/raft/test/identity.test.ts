@@ -96,6 +96,7 @@ describe("PeerIdentities", () => {
     expect(identities.fresh).toBe(true);
     expect(identities.check("n2", { cluster: "c1", incarnation: "aaaa" })).toBeNull();
     expect(identities.check("n2", { cluster: "c1", incarnation: "aaaa" })).toBeNull();
+    identities.observe("n2", "aaaa", { type: "heartbeatResp", term: 1 }); // it took part
     expect(identities.check("n2", { cluster: "c1", incarnation: "bbbb" })).toMatchObject({
       reason: expect.stringMatching(/data directory was replaced/),
       rolledBack: false,
@@ -108,6 +109,7 @@ describe("PeerIdentities", () => {
     expect(reopened.check("n2", { cluster: "c1", incarnation: "bbbb" })).not.toBeNull();
     reopened.forget("n2", 40); // "remove n2" applied at index 40
     expect(reopened.check("n2", { cluster: "c1", incarnation: "bbbb" })).toBeNull();
+    reopened.observe("n2", "bbbb", { type: "appResp", term: 2, index: 1 });
     reopened.forget("n2", 40); // replayed after a restart: the new record stays
     expect(reopened.check("n2", { cluster: "c1", incarnation: "aaaa" })).not.toBeNull();
   });
@@ -116,11 +118,69 @@ describe("PeerIdentities", () => {
     const identities = new PeerIdentities(new MemoryIdentityStore(), "c1");
     expect(identities.check("n2", { cluster: "c1", incarnation: "aaaa" })).toBeNull();
     expect(identities.check("n3", { cluster: "c1", incarnation: "bbbb" })).toBeNull();
+    identities.observe("n2", "aaaa", { type: "heartbeatResp", term: 1 });
+    identities.observe("n3", "bbbb", { type: "heartbeatResp", term: 1 });
     identities.forgetNonMembers({ voters: ["n1", "n2"], learners: [] }, 50);
     expect(identities.check("n3", { cluster: "c1", incarnation: "cccc" })).toBeNull(); // removed: forgotten
     expect(identities.check("n2", { cluster: "c1", incarnation: "dddd" })).not.toBeNull(); // still a member
     identities.forgetNonMembers({ voters: ["n1"], learners: [] }, 50); // not newer: ignored
     expect(identities.check("n2", { cluster: "c1", incarnation: "dddd" })).not.toBeNull();
+  });
+
+  it("lets a new incarnation that waits for admission replace one that never sent a Raft message", () => {
+    const store = new MemoryIdentityStore();
+    const identities = new PeerIdentities(store, "c1", "n1");
+    const fresh = (incarnation: string, admitting: boolean) => ({
+      cluster: "c1",
+      incarnation,
+      durable: { term: 0, vote: "", lastIndex: 0 },
+      ...(admitting ? { admitting } : {}),
+    });
+    expect(identities.check("n2", at(0, 0))).toBeNull(); // the founding probe: a handshake, no message
+    identities.observe("n2", "aaaa", { type: "vote", term: 1, preVote: true }); // a pre-vote is no act
+    // Not waiting for admission (a joining node, or an earlier release): refused as before.
+    expect(identities.check("n2", fresh("bbbb", false))).toMatchObject({
+      reason: expect.stringMatching(/data directory was replaced/),
+    });
+    // Waiting for every founding peer's word, and the one it replaces never took part here: let in.
+    expect(identities.check("n2", fresh("bbbb", true))).toBeNull();
+    expect(store.load()?.peers["n2"]).toBe("bbbb"); // saved
+    // Once the new one sent a message, a third is refused, admitting or not.
+    identities.observe("n2", "bbbb", { type: "voteResp", term: 1, reject: false });
+    expect(identities.check("n2", fresh("cccc", true))).toMatchObject({
+      reason: expect.stringMatching(/data directory was replaced/),
+    });
+    // Frames of a replaced incarnation are not its current one's.
+    expect(identities.isCurrent("n2", "bbbb")).toBe(true);
+    expect(identities.isCurrent("n2", "aaaa")).toBe(false);
+  });
+
+  it("keeps a new data directory unadmitted until told, and counts the peers that accepted it across restarts", () => {
+    const store = new MemoryIdentityStore();
+    const identities = new PeerIdentities(store, "c1", "n1");
+    expect(identities.admitted).toBe(false);
+    identities.admitBy("n2");
+    const reopened = new PeerIdentities(store, "c1", "n1");
+    expect(reopened.admitted).toBe(false);
+    expect([...reopened.admittedBy]).toEqual(["n2"]);
+    reopened.admit();
+    expect(new PeerIdentities(store, "c1", "n1").admitted).toBe(true);
+    // A file of an earlier release says nothing of admission: it took part already.
+    const legacy = new MemoryIdentityStore();
+    legacy.save({ cluster: "c1", incarnation: "self", peers: {}, confIndex: 0 });
+    expect(new PeerIdentities(legacy, "c1", "n1").admitted).toBe(true);
+  });
+
+  it("a file of the release before marks counts every peer it knows as having taken part", () => {
+    const store = new MemoryIdentityStore();
+    store.save({ cluster: "c1", incarnation: "self", peers: { n2: "aaaa" }, confIndex: 0 });
+    const identities = new PeerIdentities(store, "c1", "n1");
+    expect(identities.check("n2", { cluster: "c1", incarnation: "bbbb" })).toMatchObject({
+      reason: expect.stringMatching(/data directory was replaced/),
+    });
+    // Its own incarnation, stating a fresh state, is not taken for a rolled-back one.
+    expect(identities.check("n2", at(0, 0))).toBeNull();
+    expect(identities.check("n3", { cluster: "c1", incarnation: "cccc" })).toBeNull(); // a peer it never knew
   });
 
   it("a joining node learns its cluster from the first peer; a fresh directory gets a new incarnation", () => {

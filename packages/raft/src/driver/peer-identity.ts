@@ -41,6 +41,13 @@ export interface IdentityRecord {
   confIndex: number;
   /** The most each peer's data directory (the incarnation in `peers`) is known to hold; absent in files of earlier releases. */
   marks?: Record<NodeId, PeerMark>;
+  /**
+   * False while this incarnation may not take part yet: a founder's new data directory waits until
+   * every founding peer accepted it (see RaftNode's probe). Absent in files of earlier releases: true.
+   */
+  admitted?: boolean;
+  /** The founding peers that accepted this incarnation so far (kept across restarts until admitted). */
+  admittedBy?: NodeId[];
 }
 
 /** What a peer's data directory is known to hold: it told this node so after writing it (see above). */
@@ -107,9 +114,28 @@ export class PeerIdentities {
   ) {
     const loaded = store.load();
     this.fresh = loaded === null;
-    this.record = loaded ?? { cluster, incarnation: newIncarnation(), peers: {}, confIndex: 0 };
-    if (this.record.cluster === "" && cluster !== "") this.record.cluster = cluster;
-    if (loaded === null || loaded.cluster !== this.record.cluster) store.save(this.record);
+    this.record = loaded ?? {
+      cluster,
+      incarnation: newIncarnation(),
+      peers: {},
+      confIndex: 0,
+      marks: {},
+      admitted: false,
+      admittedBy: [],
+    };
+    let changed = loaded === null;
+    if (this.record.cluster === "" && cluster !== "") {
+      this.record.cluster = cluster;
+      changed = true;
+    }
+    if (this.record.marks === undefined) {
+      // A file of a release before marks: what its peers sent is unknown, so every peer it knows
+      // counts as having acted (see check: such an incarnation is never replaced).
+      const unknown: PeerMark = { term: 0, logIndex: 0, voteTerm: 0 };
+      this.record.marks = Object.fromEntries(Object.keys(this.record.peers).map((id) => [id, unknown]));
+      changed = true;
+    }
+    if (changed) store.save(this.record);
   }
 
   /** True when this data directory had no identity record: it was created by this process. */
@@ -117,6 +143,40 @@ export class PeerIdentities {
 
   get own(): PeerIdentity {
     return { cluster: this.record.cluster, incarnation: this.record.incarnation };
+  }
+
+  /** Whether this incarnation may take part (see IdentityRecord.admitted). */
+  get admitted(): boolean {
+    return this.record.admitted !== false;
+  }
+
+  /** The founding peers that accepted this incarnation so far. */
+  get admittedBy(): ReadonlySet<NodeId> {
+    return new Set(this.record.admittedBy ?? []);
+  }
+
+  /** `peer` accepted this incarnation (saved at once: the acceptance counts across restarts). */
+  admitBy(peer: NodeId): void {
+    if (this.admittedBy.has(peer)) return;
+    this.record = { ...this.record, admittedBy: [...(this.record.admittedBy ?? []), peer] };
+    this.save();
+  }
+
+  /** This incarnation may take part from now on (every founding peer accepted it, or it joins). */
+  admit(): void {
+    if (this.admitted) return;
+    this.record = { ...this.record, admitted: true };
+    this.save();
+  }
+
+  /**
+   * Whether a message sent by `incarnation` of `peer` comes from the incarnation this node accepts:
+   * a frame still in flight from a replaced incarnation must not be stepped (it could carry a vote
+   * or an acknowledgement the new one knows nothing of). Unknown either way: true.
+   */
+  isCurrent(peer: NodeId, incarnation: string): boolean {
+    const known = this.record.peers[peer];
+    return incarnation === "" || known === undefined || known === incarnation;
   }
 
   /** The handshake's check of an authenticated peer: null to accept, else why it is refused. */
@@ -129,9 +189,24 @@ export class PeerIdentities {
       this.record = { ...this.record, cluster: identity.cluster }; // a joining node learns its cluster
       changed = true;
     }
-    const known = this.record.peers[peer];
+    let known = this.record.peers[peer];
+    if (
+      identity.admitting === true &&
+      identity.incarnation !== "" &&
+      known !== undefined &&
+      known !== identity.incarnation &&
+      !this.hasActed(peer)
+    ) {
+      // The incarnation it knew never sent this node a Raft message (say it was met in a founding
+      // probe and wiped before it took part): nothing here relies on it. The new one waits until
+      // every founding peer accepted it, so a peer that a message of the old one reached refuses
+      // it still; this node lets it take the old one's place.
+      this.record = { ...this.record, peers: { ...this.record.peers, [peer]: identity.incarnation } };
+      known = identity.incarnation;
+      changed = true;
+    }
     if (identity.incarnation !== "" && known !== undefined && known !== identity.incarnation) {
-      return refusal(
+      return replacedRefusal(
         `peer ${peer}'s data directory was replaced (incarnation ${known}, now ${identity.incarnation}): ` +
           `it may rejoin only as a new member (remove it, then add it back as a learner)`,
       );
@@ -154,6 +229,16 @@ export class PeerIdentities {
     return null;
   }
 
+  /**
+   * Whether the recorded incarnation of `peer` ever sent this node a Raft message other than a
+   * pre-vote: its first one leaves a mark, saved before the message is stepped (observe), so a
+   * peer with no mark has had no vote, acknowledgement or append counted here. (Whether it acted
+   * with other peers, only they can tell: each refuses by its own mark.)
+   */
+  private hasActed(peer: NodeId): boolean {
+    return this.record.marks?.[peer] !== undefined;
+  }
+
   /** What `peer`'s stated durable state lacks of its mark, or null (nothing stated, no mark, or not behind). */
   private rolledBack(peer: NodeId, durable: DurableState | undefined): string | null {
     const mark = this.record.marks?.[peer];
@@ -161,7 +246,7 @@ export class PeerIdentities {
     if (durable.term < mark.term) return `its term is ${durable.term}, it sent term ${mark.term}`;
     if (durable.term === mark.term && durable.lastIndex < mark.logIndex)
       return `its log ends at ${durable.lastIndex}, it held ${mark.logIndex} in term ${mark.term}`;
-    if (durable.term === mark.voteTerm && durable.vote !== this.selfId)
+    if (mark.voteTerm > 0 && durable.term === mark.voteTerm && durable.vote !== this.selfId)
       return `its vote in term ${durable.term} is "${durable.vote}", it voted for ${this.selfId}`;
     return null;
   }
@@ -235,6 +320,10 @@ export class PeerIdentities {
 
 function refusal(reason: string): IdentityRefusal {
   return { reason, rolledBack: false };
+}
+
+function replacedRefusal(reason: string): IdentityRefusal {
+  return { reason, rolledBack: false, replaced: true };
 }
 
 /** An identity store in memory (tests, and nodes that opt out of a data directory). */

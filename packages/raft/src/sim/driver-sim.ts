@@ -4,6 +4,7 @@
 // simulation says so and whose unsynced writes a crash loses. Safety is checked by the same
 // SafetyChecker; reads are checked when RaftNode resolves them.
 
+import { isDeepStrictEqual } from "node:util";
 import { RaftError } from "../core/errors.js";
 import type { Message } from "../core/messages.js";
 import { Xoshiro128 } from "../core/prng.js";
@@ -628,6 +629,28 @@ export class DriverSimulation {
     );
   }
 
+  /**
+   * Whether the victim's data directory promised nothing since its copy (say a founder that never
+   * took part): the same Raft state on disk and the same marks of its peers (what it learned of
+   * them; which peers it met, or had accepted it, may differ). Restarting on the copy is then no
+   * rollback, and the simulation does not hold its start back for a refusal with nothing to find.
+   */
+  private unchangedSince(id: NodeId, backup: { disk: SimStorage; identity: MemoryIdentityStore }): boolean {
+    const disk = this.disks.get(id);
+    const now = this.identityStores.get(id)?.load();
+    const then = backup.identity.load();
+    return (
+      disk !== undefined &&
+      disk.sameDurableState(backup.disk) &&
+      now !== null &&
+      now !== undefined &&
+      then !== null &&
+      now.incarnation === then.incarnation &&
+      isDeepStrictEqual(now.marks ?? {}, then.marks ?? {}) &&
+      (now.admitted !== false) === (then.admitted !== false)
+    );
+  }
+
   /** A peer was told more than this data directory holds: only a rolled-back one may be refused so. */
   private refusedAsRolledBack(id: NodeId): void {
     this.stats.rollbacksRefused++;
@@ -727,7 +750,8 @@ export class DriverSimulation {
           this.wiped.size === 0 &&
           this.rolledBack.size === 0 &&
           backup !== undefined &&
-          this.rollbackRandom.chance(0.3)
+          this.rollbackRandom.chance(0.3) &&
+          !this.unchangedSince(victim, backup)
         ) {
           // Restarted on an older copy of its own data directory (a restored backup, a VM snapshot):
           // the same incarnation, with the votes and entries written since the copy gone.

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { assert } from "../core/assert.js";
 import { RaftStorageError } from "../core/errors.js";
 import { limitSize } from "../core/log.js";
@@ -201,6 +202,11 @@ export class SimStorage implements RaftStorage, RaftStorageWriter, SnapshotDataR
     copy.live = cloneState(this.durable);
     copy.durable = cloneState(this.durable);
     return copy;
+  }
+
+  /** Whether `other` holds on disk exactly what this one does (a copy nothing was written to since). */
+  sameDurableState(other: SimStorage): boolean {
+    return isDeepStrictEqual(this.durable, other.durable);
   }
 
   /** Power loss: every write not yet synced is gone. */

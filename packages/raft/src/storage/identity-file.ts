@@ -62,7 +62,10 @@ function isRecord(value: unknown): value is IdentityRecord {
     typeof peers === "object" &&
     peers !== null &&
     Object.values(peers).every((incarnation) => typeof incarnation === "string") &&
-    (record["marks"] === undefined || isMarks(record["marks"]))
+    (record["marks"] === undefined || isMarks(record["marks"])) &&
+    (record["admitted"] === undefined || typeof record["admitted"] === "boolean") &&
+    (record["admittedBy"] === undefined ||
+      (Array.isArray(record["admittedBy"]) && record["admittedBy"].every((id) => typeof id === "string")))
   );
 }
 

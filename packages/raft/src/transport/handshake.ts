@@ -58,12 +58,19 @@ export interface PeerIdentity {
   cluster: string;
   incarnation: string;
   durable?: DurableState;
+  /**
+   * True while this incarnation waits for every founding peer to accept it and takes no part yet
+   * (driver/peer-identity.ts: only then may it replace an incarnation that never took part).
+   */
+  admitting?: boolean;
 }
 
 /** Why a peer's identity is refused; `rolledBack` when its data directory holds less than it already told this node. */
 export interface IdentityRefusal {
   reason: string;
   rolledBack: boolean;
+  /** The peer states another incarnation than the one this node knows: its data directory was replaced. */
+  replaced?: boolean;
 }
 
 export const noIdentity: PeerIdentity = { cluster: "", incarnation: "" };
@@ -189,10 +196,13 @@ function parseIdentity(frame: Record<string, unknown>): PeerIdentity | null {
   const incarnation = frame["incarnation"] ?? "";
   if (typeof cluster !== "string" || typeof incarnation !== "string") return null;
   if (cluster.length > identityBytesMax || incarnation.length > identityBytesMax) return null;
+  const admitting = frame["admitting"];
+  if (admitting !== undefined && typeof admitting !== "boolean") return null;
+  const stated: PeerIdentity = admitting === true ? { cluster, incarnation, admitting } : { cluster, incarnation };
   const durable = frame["durable"];
-  if (durable === undefined) return { cluster, incarnation };
+  if (durable === undefined) return stated;
   if (!isDurableState(durable)) return null;
-  return { cluster, incarnation, durable: { term: durable.term, vote: durable.vote, lastIndex: durable.lastIndex } };
+  return { ...stated, durable: { term: durable.term, vote: durable.vote, lastIndex: durable.lastIndex } };
 }
 
 function isDurableState(value: unknown): value is DurableState {
