@@ -12,7 +12,7 @@ import type {
   GrantCreditLeaseKeyCommand,
   RefillCreditsCommand,
 } from "./commands.js";
-import { creditLedgerOf, putCredits, putLedger, refilledCredits } from "./credit-ledgers.js";
+import { creditLedgerWith, putCredits, putLedger, refilledCredits } from "./credit-ledgers.js";
 import { creditBatchCommandsMax, refillKeysPerCommandMax } from "./limits.js";
 import { commandError, type CommandOutcome } from "./outcome.js";
 import type { KeyState } from "./types.js";
@@ -24,7 +24,7 @@ function leaseOutcome(state: KeyState, command: CreditBatchItem): CreditLeaseOut
   const base = { keyId: command.keyId, nodeId: command.nodeId, seq: command.seq };
   // The key's balance alone, read from its bytes: a lease command needs no more of the record.
   const remaining = state.keys.remainingOf(command.keyId);
-  const ledger = creditLedgerOf(state, command.keyId);
+  const ledger = creditLedgerWith(state, command.keyId, remaining);
   if (remaining === undefined || ledger === undefined || (command.type === "grantCreditLease" && remaining === null)) {
     if (command.type === "grantCreditLease")
       return { type: "refused", ...base, reason: "empty", ownerNodeId: command.nodeId };

@@ -51,22 +51,42 @@ export function ledgerOf(state: KeyState, key: KeyRecord): CreditLedgerRecord {
  */
 export function creditLedgerOf(state: KeyState, keyId: string): CreditLedgerRecord | undefined {
   const stored = state.creditLedgers.get(keyId);
-  if (stored !== undefined) return stored;
-  const remaining = state.keys.remainingOf(keyId);
-  if (remaining === undefined || remaining === null) return undefined;
-  return createCreditLedger(keyId, remaining);
+  return stored ?? ledgerOfRemaining(keyId, state.keys.remainingOf(keyId));
+}
+
+/**
+ * creditLedgerOf for a key whose `remaining` was just read (keys.remainingOf), without a second
+ * lookup of the key: the stored ledger, else an untouched one for finite credits.
+ */
+export function creditLedgerWith(
+  state: KeyState,
+  keyId: string,
+  remaining: number | null | undefined,
+): CreditLedgerRecord | undefined {
+  return state.creditLedgers.get(keyId) ?? ledgerOfRemaining(keyId, remaining);
+}
+
+function ledgerOfRemaining(keyId: string, remaining: number | null | undefined): CreditLedgerRecord | undefined {
+  return remaining === undefined || remaining === null ? undefined : createCreditLedger(keyId, remaining);
+}
+
+/** Keeps the ledgers map canonical: an untouched ledger is not stored (see isUntouchedLedger). */
+function storeLedger(state: KeyState, ledger: CreditLedgerRecord): void {
+  if (isUntouchedLedger(ledger)) state.creditLedgers.delete(ledger.keyId);
+  else state.creditLedgers.set(ledger.keyId, ledger);
 }
 
 /**
  * Stores a ledger a lease command changed (putCredits for the key `keyId`, whose `remaining` is
- * `remaining` before the change): the key's balance is set from its bytes, not decoded.
+ * `remaining` before the change): the key's balance is set in its bytes, not decoded.
  */
 export function putLedger(state: KeyState, keyId: string, remaining: number | null, ledger: CreditLedgerRecord): void {
   assert(ledger.keyId === keyId, "putLedger: the ledger of this key");
-  if (isUntouchedLedger(ledger)) state.creditLedgers.delete(keyId);
-  else state.creditLedgers.set(keyId, ledger);
-  // A key made unlimited keeps its ledger (epochs never go back) and shows null.
-  if (remaining !== null) state.keys.setRemaining(keyId, ledgerRemaining(ledger));
+  storeLedger(state, ledger);
+  // A key made unlimited keeps its ledger (epochs never go back) and shows null. A grant leaves
+  // the balance as it was: nothing to write.
+  const next = ledgerRemaining(ledger);
+  if (remaining !== null && next !== remaining) state.keys.setRemaining(keyId, next);
 }
 
 /** `key` with `remaining` as the ledger shows it. */
@@ -114,8 +134,7 @@ export function putCredits(state: KeyState, change: CreditsChange): void {
       key.remaining === null || key.remaining === ledgerRemaining(ledger),
       "putCredits: remaining is the ledger's view",
     );
-    if (isUntouchedLedger(ledger)) state.creditLedgers.delete(key.id);
-    else state.creditLedgers.set(key.id, ledger);
+    storeLedger(state, ledger);
   }
   state.keys.set(key.id, key);
 }
