@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Level } from "level";
@@ -7,6 +7,7 @@ import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "../src/storage
 import { Packr } from "msgpackr";
 import { decodeEntryValue, decodeSnapshotRecord, encodeEntryValue } from "../src/storage/codec.js";
 import { LevelStorage } from "../src/storage/level-storage.js";
+import { pieceDirName } from "../src/storage/piece-files.js";
 import { MemoryStorage } from "../src/storage/memory-storage.js";
 import { entry, heldSnapshot, storageConformance, type StorageHarness } from "./storage-conformance.js";
 
@@ -46,6 +47,23 @@ async function snapRecords(path: string): Promise<Map<string, Uint8Array>> {
   await db.close();
   return records;
 }
+
+/**
+ * The snapshot pieces on disk, named as piece keys (`piece!<index>!<n>`): the piece files, and the
+ * pieces an earlier release wrote into LevelDB.
+ */
+async function pieceKeysOnDisk(path: string): Promise<string[]> {
+  const inLevel = [...(await snapRecords(path)).keys()].filter((key) => key.startsWith("piece!"));
+  const files = (await readdir(join(path, pieceDirName))).map((name) => {
+    const [index, n] = name.replace(".piece", "").split("-");
+    return `piece!${index}!${n}`;
+  });
+  return [...inLevel, ...files];
+}
+
+/** The file of piece n of the snapshot at `index`. */
+const pieceFileOf = (path: string, index: number, n: number) =>
+  join(path, pieceDirName, `${String(index).padStart(16, "0")}-${String(n).padStart(10, "0")}.piece`);
 
 /** Appends entries 1..count of term 1, all committed, synced. */
 async function appendCommitted(storage: LevelStorage, count: number): Promise<void> {
@@ -147,7 +165,8 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       expect(done).toEqual(["append", "snapshot"]);
       expect((await heldSnapshot(storage)).data).toEqual(data);
       await storage.close();
-      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(7);
+      expect(await pieceKeysOnDisk(path)).toHaveLength(7);
+      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toEqual([]); // files, not values
       expect(await snapKeys(path)).not.toContain("data");
 
       const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
@@ -157,7 +176,7 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       // A smaller snapshot later is one value again, and the pieces go.
       await reopened.createSnapshot(18, conf, bytesOf(10));
       await reopened.close();
-      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toEqual([]);
+      expect(await pieceKeysOnDisk(path)).toEqual([]);
       const again = await LevelStorage.open({ path });
       expect((await heldSnapshot(again)).data).toEqual(bytesOf(10));
       await again.close();
@@ -209,24 +228,25 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
       const first = bytesOf(40);
       await storage.createSnapshot(10, conf, first);
       await storage.close();
-      // The pieces of a snapshot at 18 reached the disk, the batch recording it did not.
+      // The pieces of a snapshot at 18 reached the disk, the batch recording it did not: a file
+      // (this release) and a value in LevelDB (an earlier release).
+      await writeFile(pieceFileOf(path, 18, 0), bytesOf(16));
       const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
       const snap = db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" });
-      await snap.put(`piece!${String(18).padStart(16, "0")}!${String(0).padStart(10, "0")}`, bytesOf(16));
+      await snap.put(`piece!${String(18).padStart(16, "0")}!${String(1).padStart(10, "0")}`, bytesOf(16));
       await db.close();
       const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
       expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 10, term: 1, conf }, data: first });
       await reopened.close();
-      expect((await snapKeys(path)).filter((key) => key.startsWith("piece!"))).toHaveLength(3); // 40 bytes: 3 pieces
+      const left = await pieceKeysOnDisk(path);
+      expect(left).toHaveLength(3); // 40 bytes: 3 pieces
+      expect(left.every((key) => key.startsWith(`piece!${String(10).padStart(16, "0")}!`))).toBe(true);
     });
   });
 });
 
 describe("LevelStorage: a received snapshot larger than a piece", () => {
   const conf = { voters: ["n1", "n2"], learners: [] };
-
-  const pieceValues = async (path: string): Promise<Map<string, Uint8Array>> =>
-    new Map([...(await snapRecords(path))].filter(([key]) => key.startsWith("piece!")));
 
   it("is written in pieces, read back by range and whole after reopen", async () => {
     await inTempDir(async (path) => {
@@ -239,7 +259,7 @@ describe("LevelStorage: a received snapshot larger than a piece", () => {
       ]);
       expect(await storage.readSnapshotData(30, 10, 30)).toEqual(data.subarray(10, 40));
       await storage.close();
-      expect(await pieceValues(path)).toHaveProperty("size", 4);
+      expect(await pieceKeysOnDisk(path)).toHaveLength(4);
 
       const reopened = await LevelStorage.open({ path });
       expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 30, term: 2, conf }, data });
@@ -295,7 +315,7 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
       const record = decodeSnapshotRecord((await snapRecords(path)).get("meta") ?? new Uint8Array());
       expect(record).toEqual({
         metadata: { index: 15, term: 1, conf },
-        layout: { totalBytes: 100, pieces: 7, pieceBytes: 16 },
+        layout: { totalBytes: 100, pieces: 7, pieceBytes: 16, inFiles: true },
       });
       const reopened = await LevelStorage.open({ path });
       expect(reopened.snapshot()).toStrictEqual({ metadata: { index: 15, term: 1, conf }, totalBytes: 100 });
@@ -305,32 +325,83 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
         totalBytes: 10,
         pieces: 0,
         pieceBytes: 0,
+        inFiles: false,
       });
     });
   });
 
-  const damages: Array<[string, Uint8Array, (snap: ReturnType<Level["sublevel"]>) => Promise<void>, RegExp]> = [
-    ["a middle piece lost", bytesOf(100), (snap) => snap.del(pieceKeyOf(15, 3)), /6 of its 7 pieces/],
-    ["the last piece lost", bytesOf(100), (snap) => snap.del(pieceKeyOf(15, 6)), /6 of its 7 pieces/],
-    ["the first piece lost", bytesOf(100), (snap) => snap.del(pieceKeyOf(15, 0)), /6 of its 7 pieces/],
-    ["the last piece short", bytesOf(100), (snap) => snap.put(pieceKeyOf(15, 6), bytesOf(3)), /last piece has 3 bytes/],
+  /**
+   * Moves the closed storage's piece files into LevelDB values with a version-2 record (or the
+   * version-1 record `meta` when given): the layout an earlier release wrote.
+   */
+  async function asEarlierRelease(path: string, meta?: Uint8Array): Promise<void> {
+    const record = decodeSnapshotRecord((await snapRecords(path)).get("meta") ?? new Uint8Array());
+    const layout = record.layout!;
+    const pieces: Uint8Array[] = [];
+    for (let n = 0; n < layout.pieces; n++) {
+      pieces.push(new Uint8Array(await readFile(pieceFileOf(path, 15, n))));
+      await rm(pieceFileOf(path, 15, n));
+    }
+    await onDisk(path, async (snap) => {
+      for (const [n, piece] of pieces.entries()) await snap.put(pieceKeyOf(15, n), piece);
+      const { totalBytes, pieces: count, pieceBytes } = layout;
+      await snap.put("meta", meta ?? packr.pack({ v: 2, ...record.metadata, totalBytes, pieces: count, pieceBytes }));
+    });
+  }
+
+  type Damage = (path: string, snap: ReturnType<Level["sublevel"]>) => Promise<void>;
+  const inFiles: Array<[string, Damage, RegExp]> = [
+    ["a middle piece lost", (path) => rm(pieceFileOf(path, 15, 3)), /6 of its 7 pieces/],
+    ["the last piece lost", (path) => rm(pieceFileOf(path, 15, 6)), /6 of its 7 pieces/],
+    ["the first piece lost", (path) => rm(pieceFileOf(path, 15, 0)), /6 of its 7 pieces/],
+    ["the last piece short", (path) => writeFile(pieceFileOf(path, 15, 6), bytesOf(3)), /last piece has 3 bytes/],
     [
       "a piece in the wrong place",
-      bytesOf(100),
-      async (snap) => {
+      async (path) => {
+        await rm(pieceFileOf(path, 15, 2));
+        await writeFile(pieceFileOf(path, 15, 7), bytesOf(16));
+      },
+      /piece 2 is missing/,
+    ],
+  ];
+  const inLevel: Array<[string, Damage, RegExp]> = [
+    ["a middle piece lost", (_, snap) => snap.del(pieceKeyOf(15, 3)), /6 of its 7 pieces/],
+    ["the last piece short", (_, snap) => snap.put(pieceKeyOf(15, 6), bytesOf(3)), /last piece has 3 bytes/],
+    [
+      "a piece in the wrong place",
+      async (_, snap) => {
         await snap.del(pieceKeyOf(15, 2));
         await snap.put(pieceKeyOf(15, 7), bytesOf(16));
       },
       /piece 2 is missing/,
     ],
-    ["the whole value lost", bytesOf(10), (snap) => snap.del("data"), /snap!data is missing/],
-    ["the whole value short", bytesOf(10), (snap) => snap.put("data", bytesOf(9)), /snap!data has 9 bytes/],
   ];
-  for (const [what, data, damage, message] of damages) {
+  const damages: Array<[string, Uint8Array, boolean, Damage, RegExp]> = [
+    ...inFiles.map(([what, damage, message]): [string, Uint8Array, boolean, Damage, RegExp] => [
+      `${what} (piece files)`,
+      bytesOf(100),
+      false,
+      damage,
+      message,
+    ]),
+    ...inLevel.map(([what, damage, message]): [string, Uint8Array, boolean, Damage, RegExp] => [
+      `${what} (pieces in LevelDB, as an earlier release wrote them)`,
+      bytesOf(100),
+      true,
+      damage,
+      message,
+    ]),
+    ["the whole value lost", bytesOf(10), false, (_, snap) => snap.del("data"), /snap!data is missing/],
+    ["the whole value short", bytesOf(10), false, (_, snap) => snap.put("data", bytesOf(9)), /snap!data has 9 bytes/],
+  ];
+  for (const [what, data, earlier, damage, message] of damages) {
     it(`refuses to open with ${what}: an incomplete snapshot is never served`, async () => {
       await inTempDir(async (path) => {
         await withSnapshot(path, data);
-        await onDisk(path, damage);
+        if (earlier) await asEarlierRelease(path);
+        const db = new Level<string, Uint8Array>(path, { keyEncoding: "utf8", valueEncoding: "view" });
+        await damage(path, db.sublevel<string, Uint8Array>("snap", { keyEncoding: "utf8", valueEncoding: "view" }));
+        await db.close();
         const opening = LevelStorage.open({ path });
         await expect(opening).rejects.toMatchObject({ code: "RAFT_ERR_STORAGE_CORRUPT" });
         await expect(opening).rejects.toThrow(message);
@@ -338,11 +409,33 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
     });
   }
 
+  it("opens a version-2 record with its pieces in LevelDB, and the next snapshot's pieces are files", async () => {
+    await inTempDir(async (path) => {
+      const data = bytesOf(100, 6);
+      await withSnapshot(path, data);
+      await asEarlierRelease(path);
+      expect(await pieceKeysOnDisk(path)).toHaveLength(7);
+      const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 15, term: 1, conf }, data });
+      expect(await reopened.readSnapshotData(15, 30, 40)).toEqual(data.subarray(30, 70));
+      await reopened.createSnapshot(18, conf, bytesOf(50, 7));
+      await reopened.close();
+      const keys = await pieceKeysOnDisk(path);
+      expect(keys).toHaveLength(4);
+      expect((await snapRecords(path)).size).toBe(1); // meta alone: the earlier pieces are gone
+      const again = await LevelStorage.open({ path });
+      expect((await heldSnapshot(again)).data).toEqual(bytesOf(50, 7));
+      await again.close();
+    });
+  });
+
   it("opens a version-1 record (metadata only) by working the layout out from the bytes on disk", async () => {
     for (const data of [bytesOf(100, 5), bytesOf(10, 5)]) {
       await inTempDir(async (path) => {
         await withSnapshot(path, data);
-        await onDisk(path, (snap) => snap.put("meta", packr.pack({ index: 15, term: 1, conf })));
+        const v1 = packr.pack({ index: 15, term: 1, conf });
+        if (data.byteLength > 16) await asEarlierRelease(path, v1);
+        else await onDisk(path, (snap) => snap.put("meta", v1));
         const reopened = await LevelStorage.open({ path, snapshotPieceBytes: 7 });
         expect(reopened.snapshot()).toStrictEqual({
           metadata: { index: 15, term: 1, conf },
@@ -356,10 +449,8 @@ describe("LevelStorage: the snapshot's size and pieces, recorded and checked on 
     // Its pieces are checked too: one missing in the middle is found.
     await inTempDir(async (path) => {
       await withSnapshot(path, bytesOf(100));
-      await onDisk(path, async (snap) => {
-        await snap.put("meta", packr.pack({ index: 15, term: 1, conf }));
-        await snap.del(pieceKeyOf(15, 4));
-      });
+      await asEarlierRelease(path, packr.pack({ index: 15, term: 1, conf }));
+      await onDisk(path, (snap) => snap.del(pieceKeyOf(15, 4)));
       await expect(LevelStorage.open({ path })).rejects.toMatchObject({ code: "RAFT_ERR_STORAGE_CORRUPT" });
     });
   });
@@ -422,11 +513,7 @@ describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its rep
       storage.pinSnapshots([]);
       await expect(storage.readSnapshotData(15, 0, 1)).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
       await storage.close();
-      const pieceIndexes = new Set(
-        [...(await snapRecords(path)).keys()]
-          .filter((key) => key.startsWith("piece!"))
-          .map((key) => Number(key.split("!")[1])),
-      );
+      const pieceIndexes = new Set((await pieceKeysOnDisk(path)).map((key) => Number(key.split("!")[1])));
       expect([...pieceIndexes]).toEqual([20]);
     });
   });
@@ -446,7 +533,7 @@ describe("LevelStorage: a pinned snapshot (a transfer reads it) outlives its rep
         code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
       });
       await reopened.close();
-      const keys = [...(await snapRecords(path)).keys()].filter((key) => key.startsWith("piece!"));
+      const keys = await pieceKeysOnDisk(path);
       expect(keys.every((key) => Number(key.split("!")[1]) === 14)).toBe(true);
       expect(keys).toHaveLength(7);
     });

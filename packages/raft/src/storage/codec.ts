@@ -66,21 +66,31 @@ export function decodeLogMark(value: Uint8Array): LogMark {
 
 /**
  * Where a snapshot's bytes are on disk: whole under snap!data (`pieces` 0), or in `pieces` pieces of
- * `pieceBytes` (the last one shorter or as long) under snap!piece!<index>!<n>.
+ * `pieceBytes` (the last one shorter or as long): piece files (`inFiles`, PieceFiles) or, as
+ * releases before them wrote them and still read here, values under snap!piece!<index>!<n>.
  */
 export interface SnapshotLayout {
   totalBytes: number;
   pieces: number;
   /** Bytes of every piece but the last; 0 when the snapshot is whole. */
   pieceBytes: number;
+  /** The pieces are files (record version 3); false for a whole snapshot and for pieces in LevelDB. */
+  inFiles: boolean;
 }
 
-/** Version of the snap!meta record that carries the layout. Version 1 (no `v`) had the metadata alone. */
+/**
+ * Version of the snap!meta record: 2 carries the layout (pieces in LevelDB, or whole), 3 the same
+ * with the pieces in files. Version 1 (no `v`) had the metadata alone. A whole snapshot's record
+ * stays version 2, which releases before piece files read.
+ */
 export const snapshotRecordVersion = 2;
+export const snapshotRecordVersionPieceFiles = 3;
 
 /** snap!meta: the snapshot's metadata and, so open() can verify the bytes are all there, its layout. */
 export function encodeSnapshotRecord(metadata: SnapshotMetadata, layout: SnapshotLayout): Uint8Array {
-  return packr.pack({ v: snapshotRecordVersion, ...metadata, ...layout });
+  const { totalBytes, pieces, pieceBytes, inFiles } = layout;
+  const v = inFiles ? snapshotRecordVersionPieceFiles : snapshotRecordVersion;
+  return packr.pack({ v, ...metadata, totalBytes, pieces, pieceBytes });
 }
 
 /** A snap!meta record; `layout` is null for a version-1 record, whose layout open() works out from the bytes on disk. */
@@ -92,7 +102,14 @@ export function decodeSnapshotRecord(value: Uint8Array): { metadata: SnapshotMet
   const metadata = { index: raw["index"], term: raw["term"], conf: decodeConf(raw["conf"]) };
   if (raw["v"] === undefined) return { metadata, layout: null };
   const { totalBytes, pieces, pieceBytes } = raw;
-  if (raw["v"] !== snapshotRecordVersion || !isCount(totalBytes) || !isCount(pieces) || !isCount(pieceBytes))
+  const inFiles = raw["v"] === snapshotRecordVersionPieceFiles;
+  if (
+    (raw["v"] !== snapshotRecordVersion && !inFiles) ||
+    !isCount(totalBytes) ||
+    !isCount(pieces) ||
+    !isCount(pieceBytes) ||
+    (inFiles && pieces === 0)
+  )
     throw corrupt("snap/meta: bad layout");
   if (
     pieces === 0
@@ -100,7 +117,7 @@ export function decodeSnapshotRecord(value: Uint8Array): { metadata: SnapshotMet
       : pieceBytes === 0 || totalBytes <= (pieces - 1) * pieceBytes || totalBytes > pieces * pieceBytes
   )
     throw corrupt(`snap/meta: ${pieces} pieces of ${pieceBytes} bytes cannot hold ${totalBytes} bytes`);
-  return { metadata, layout: { totalBytes, pieces, pieceBytes } };
+  return { metadata, layout: { totalBytes, pieces, pieceBytes, inFiles } };
 }
 
 function decodeConf(raw: Record<string, unknown>): ConfState {

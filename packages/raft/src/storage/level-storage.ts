@@ -5,10 +5,12 @@
 //   snap!meta           -> msgpack { v: 2, index, term, conf, totalBytes, pieces, pieceBytes }
 //                          (version 1, still read: { index, term, conf })
 //   snap!data           -> the application's bytes, when they fit in one piece (pieces: 0)
-//   snap!piece!<index>!<n> -> piece n of the bytes of the snapshot at <index>, when it is larger
-//                          than a piece, taken here or received (then snap!data is absent)
+//   snapshot-pieces/<index>-<n>.piece -> piece n of the bytes of the snapshot at <index>, when it
+//                          is larger than a piece, taken here or received (then snap!data is
+//                          absent); a file beside the LevelDB files (piece-files.ts says why)
+//   snap!piece!<index>!<n> -> the same, as releases before piece files wrote it (still read)
 // Every change is ONE atomic batch across the sublevels, except that the pieces of a large
-// snapshot go first, one unsynced batch each, and its synced batch (metadata and compaction, or
+// snapshot go first, one file each, synced, and its synced batch (metadata and compaction, or
 // the log it replaces) then makes them part of the state. Writes are serialized (abstract-level defines no
 // order between overlapping writes). The log is mirrored in memory (LogState) so the core's reads
 // stay synchronous; memory changes only after the batch is on disk. The snapshot's bytes are not:
@@ -43,6 +45,7 @@ import {
 } from "./codec.js";
 import { decodeLogKey, encodeLogKey, encodePrefixedLogKey } from "./keys.js";
 import { copyConf, LogState, type LogKeep, type LogPlan } from "./log-state.js";
+import { PieceFiles } from "./piece-files.js";
 
 /** Writes queued behind the one in progress; the driver awaits each write, so a handful at most. */
 export const pendingWritesMax = 64;
@@ -76,7 +79,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
   private pendingWrites = 0;
   private closed = false;
   /** Where the held snapshot's bytes are on disk. */
-  private layout: SnapshotLayout = { totalBytes: 0, pieces: 0, pieceBytes: 0 };
+  private layout: SnapshotLayout = { totalBytes: 0, pieces: 0, pieceBytes: 0, inFiles: false };
   /**
    * Counts up once before a batch that replaces the held snapshot is written and once after memory
    * follows it: odd while the disk may hold another snapshot than the one memory says is held. A
@@ -108,6 +111,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     private readonly logLevel: ReturnType<typeof logSublevel>,
     private readonly metaLevel: ReturnType<typeof recordSublevel>,
     private readonly snapLevel: ReturnType<typeof recordSublevel>,
+    private readonly pieceFiles: PieceFiles,
     private readonly keep: LogKeep,
     private readonly snapshotPieceBytes: number,
   ) {
@@ -119,11 +123,19 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
   static async open(options: LevelStorageOptions): Promise<LevelStorage> {
     const db = new Level<Bytes, Bytes>(options.path, { keyEncoding: "view", valueEncoding: "view" });
     await db.open();
+    let pieceFiles: PieceFiles;
+    try {
+      pieceFiles = await PieceFiles.open(options.path);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
     const storage = new LevelStorage(
       db,
       logSublevel(db),
       recordSublevel(db, "meta"),
       recordSublevel(db, "snap"),
+      pieceFiles,
       { entries: options.keepEntries ?? 0, bytes: options.keepBytes ?? Infinity },
       options.snapshotPieceBytes ?? defaultSnapshotPieceBytes,
     );
@@ -175,29 +187,33 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /** Whole when the bytes fit in one piece; else in pieces of snapshotPieceBytes. */
   private layoutOf(totalBytes: number): SnapshotLayout {
-    if (totalBytes <= this.snapshotPieceBytes) return { totalBytes, pieces: 0, pieceBytes: 0 };
-    return { totalBytes, pieces: Math.ceil(totalBytes / this.snapshotPieceBytes), pieceBytes: this.snapshotPieceBytes };
+    if (totalBytes <= this.snapshotPieceBytes) return { totalBytes, pieces: 0, pieceBytes: 0, inFiles: false };
+    const pieces = Math.ceil(totalBytes / this.snapshotPieceBytes);
+    return { totalBytes, pieces, pieceBytes: this.snapshotPieceBytes, inFiles: true };
   }
 
   /**
-   * Writes the pieces of the snapshot at `index`, one unsynced batch each, each queued once the
-   * previous one is done. Refuses (before writing) a snapshot not newer than the held one: its
-   * pieces would overwrite the held snapshot's under the same keys.
+   * Writes the pieces of the snapshot at `index`, a file each, each queued once the previous one is
+   * done (an append waits for one piece's write to the page cache at most), then syncs them outside
+   * the queue, so appends go on while they reach the disk. Refuses (before writing) a snapshot not
+   * newer than the held one: its pieces would overwrite the held snapshot's under the same names.
    */
   private async writePieces(index: number, cutter: PieceCutter, layout: SnapshotLayout): Promise<void> {
+    assert(layout.inFiles, "level storage: new pieces are written as files");
     for (let n = 0; n < layout.pieces; n++) {
       const piece = cutter.next(Math.min(layout.pieceBytes, layout.totalBytes - n * layout.pieceBytes));
-      await this.enqueueRaw((batch) => {
+      await this.enqueueRaw(() => {
         if (index <= this.snap.metadata.index) {
           throw new StorageError(
             "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
             `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
           );
         }
-        batch.put(pieceKey(index, n), piece, { sublevel: this.snapLevel });
+        return this.pieceFiles.write(index, n, piece);
       });
     }
     assert(cutter.done(), "level storage: a snapshot's pieces left bytes over");
+    await this.pieceFiles.syncPieces(index, layout.pieces);
   }
 
   /**
@@ -256,8 +272,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     // In the write queue: a snapshot write in progress decides what it keeps against `retained`.
     this.tail = this.tail
       .then(async () => {
-        for (const index of released)
+        for (const index of released) {
           await this.snapLevel.clear({ gte: pieceKeyPrefix(index), lt: `${pieceKeyPrefix(index)}~` });
+          await this.pieceFiles.clear(index);
+        }
       })
       .catch(() => undefined); // leftovers are cleared on open
   }
@@ -291,7 +309,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const lastPiece = Math.floor((offset + length - 1) / layout.pieceBytes);
     const data = new Uint8Array(length);
     let problem: string | null = null;
-    await this.eachPiece(index, firstPiece, lastPiece, (piece, value) => {
+    await this.eachPiece(index, layout.inFiles, firstPiece, lastPiece, (piece, value) => {
       if (value === undefined) {
         problem = `piece ${piece} is missing`;
         return false;
@@ -323,26 +341,17 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     await this.db.close();
   }
 
-  /** A batch that changes nothing the log state mirrors (a snapshot's piece), unsynced, in the write queue. */
-  private enqueueRaw(fill: (batch: ReturnType<Level<Bytes, Bytes>["batch"]>) => void): Promise<void> {
+  /** A write that changes nothing the log state mirrors (a snapshot's piece file), in the write queue. */
+  private enqueueRaw(run: () => Promise<void>): Promise<void> {
     if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
     assert(this.pendingWrites < pendingWritesMax, "level storage: pendingWritesMax overlapping writes");
     this.pendingWrites++;
-    const run = this.tail.then(async () => {
-      const batch = this.db.batch();
-      try {
-        fill(batch);
-      } catch (error) {
-        await batch.close();
-        throw error;
-      }
-      await batch.write({ sync: false });
-    });
-    this.tail = run.then(
+    const done = this.tail.then(run);
+    this.tail = done.then(
       () => void this.pendingWrites--,
       () => void this.pendingWrites--,
     );
-    return run;
+    return done;
   }
 
   /**
@@ -437,6 +446,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
   /** Deletes every snapshot piece but those of the snapshots at `keep` (a replaced snapshot's, or a crashed write's). */
   private async clearPiecesExcept(keep: readonly number[]): Promise<void> {
     if (this.lastPiece !== null && !keep.includes(this.lastPiece.index)) this.lastPiece = null;
+    await this.pieceFiles.clearExcept(keep);
     let from = piecesPrefix;
     for (const index of [...new Set(keep)].sort((a, b) => a - b)) {
       await this.snapLevel.clear({ gte: from, lt: pieceKeyPrefix(index) });
@@ -494,8 +504,9 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /**
    * The snapshot's bytes are all there as snap!meta records them. Each piece was written by one
-   * batch (atomic: whole or absent) and a piece's key says its place, so pieces 0..pieces-1 with
-   * their sizes, and none after them, prove the whole: a crash that lost unsynced pieces, or a
+   * batch (atomic: whole or absent) or is a file synced before the record was written, and a
+   * piece's key or file name says its place, so pieces 0..pieces-1 with their sizes, and none after
+   * them, prove the whole: a crash that lost unsynced pieces, or a
    * copied directory missing some, is found here rather than when a follower asks for the bytes.
    */
   private async verifyLayout(metadata: SnapshotMetadata, layout: SnapshotLayout): Promise<SnapshotLayout> {
@@ -513,7 +524,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const lastBytes = layout.totalBytes - (layout.pieces - 1) * layout.pieceBytes;
     const data = new Uint8Array(layout.totalBytes);
     const missing: number[] = [];
-    await this.eachPiece(metadata.index, 0, layout.pieces - 1, (n, value) => {
+    await this.eachPiece(metadata.index, layout.inFiles, 0, layout.pieces - 1, (n, value) => {
       if (value === undefined) {
         missing.push(n);
         return true;
@@ -530,8 +541,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       throw incomplete(
         `piece ${missing[0]} is missing (${layout.pieces - missing.length} of its ${layout.pieces} pieces on disk)`,
       );
-    if (await this.snapLevel.has(pieceKey(metadata.index, layout.pieces)))
-      throw incomplete(`more pieces on disk than its ${layout.pieces}`);
+    const extra = layout.inFiles
+      ? await this.pieceFiles.has(metadata.index, layout.pieces)
+      : await this.snapLevel.has(pieceKey(metadata.index, layout.pieces));
+    if (extra) throw incomplete(`more pieces on disk than its ${layout.pieces}`);
     this.openedData = { index: metadata.index, data };
     return layout;
   }
@@ -543,6 +556,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    */
   private async eachPiece(
     index: number,
+    inFiles: boolean,
     first: number,
     last: number,
     take: (piece: number, value: Uint8Array | undefined) => boolean,
@@ -551,7 +565,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
       const cached = this.lastPiece;
       if (cached !== null && cached.index === index && cached.piece === piece) return Promise.resolve(cached.value);
       // Settled as a value: a read still in flight when this one stops early rejects unobserved.
-      return this.snapLevel.get(pieceKey(index, piece)).catch((error: unknown) => toError(error));
+      const read = inFiles ? this.pieceFiles.read(index, piece) : this.snapLevel.get(pieceKey(index, piece));
+      return read.catch((error: unknown) => toError(error));
     };
     const reads = new Map<number, Promise<Uint8Array | undefined | Error>>();
     let issued = first;
@@ -570,7 +585,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
    */
   private async findLayout(metadata: SnapshotMetadata): Promise<SnapshotLayout> {
     const whole = await this.snapLevel.get("data");
-    if (whole !== undefined) return { totalBytes: whole.byteLength, pieces: 0, pieceBytes: 0 };
+    if (whole !== undefined) return { totalBytes: whole.byteLength, pieces: 0, pieceBytes: 0, inFiles: false };
     let pieces = 0;
     let totalBytes = 0;
     let pieceBytes = 0;
@@ -588,7 +603,7 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     }
     if (pieces === 0 && metadata.index > 0)
       throw new StorageError("RAFT_ERR_STORAGE_CORRUPT", `snapshot at ${metadata.index}: its bytes are missing`);
-    return pieces === 0 ? { totalBytes: 0, pieces: 0, pieceBytes: 0 } : { totalBytes, pieces, pieceBytes };
+    return { totalBytes, pieces, pieceBytes: pieces === 0 ? 0 : pieceBytes, inFiles: false };
   }
 
   private async readLog(mark: LogMark): Promise<Entry[]> {
