@@ -128,6 +128,21 @@ class LoopStallMonitor {
     await this.scrape();
   }
 
+  /**
+   * Reads every node once more for the phase ending, then starts `phase`. A node's figure is the
+   * largest delay since its previous read, so without this read what a phase accumulated at its
+   * end (a restarted node's start, read first once it answers) would count for the next one.
+   */
+  async enter(phase: string): Promise<void> {
+    await this.scrape();
+    this.phase = phase;
+  }
+
+  /** The phase's largest delay, -1 when no node could be read during it. */
+  maxMsOf(phase: string): number {
+    return this.maxMsByPhase.get(phase) ?? -1;
+  }
+
   get maxMs(): number {
     return Math.max(0, ...this.maxMsByPhase.values());
   }
@@ -247,7 +262,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     await sleep(1000);
     const rssBefore = rssBytes(node.child.pid);
 
-    monitor.phase = "import";
+    await monitor.enter("import");
     const small = Math.min(smallKeys, keys);
     // importMs: the time spent importing so far; batchStartMs: when the running import began.
     let importMs = 0;
@@ -264,20 +279,20 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     };
     await importRange(node, apiId, runId, 0, small, importProgress);
     importMs += performance.now() - batchStartMs;
-    monitor.phase = "verify small";
+    await monitor.enter("verify small");
     // A first, unmeasured run warms the JIT, so the two measured runs compare sizes alone.
     await verifyRps(node, runId, small, options.verifySeconds);
     const smallRps = await verifyRps(node, runId, small, options.verifySeconds);
     log(`scale: ${Math.round(smallRps)} verifications/s at ${small} keys`);
 
-    monitor.phase = "import";
+    await monitor.enter("import");
     batchStartMs = performance.now();
     await importRange(node, apiId, runId, small, keys, importProgress);
     importMs += performance.now() - batchStartMs;
     const importKeysPerSec = keys / (importMs / 1000);
     log(`scale: imported ${keys} keys in ${Math.round(importMs)} ms: ${Math.round(importKeysPerSec)} keys/s`);
     // A moment for the snapshot the import triggered and for the collector, then the size.
-    monitor.phase = "idle";
+    await monitor.enter("idle");
     await sleep(3000);
     const rssAfter = rssBytes(node.child.pid);
     // What the RSS holds: V8's heap in use (live and not yet collected) and memory outside it (buffers).
@@ -291,7 +306,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       `scale: node RSS ${Math.round(rssMiB)} MiB with ${keys} keys: ${Math.round(bytesPerKey)} bytes per key (RSS growth)`,
     );
 
-    monitor.phase = "verify large";
+    await monitor.enter("verify large");
     // The keys verified at the small size again: the state's size alone, without what a key's
     // first verification costs (its credit lease, its counters), which the figure over all keys has.
     const warmRps = await verifyRps(node, runId, small, options.verifySeconds);
@@ -302,7 +317,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
         `the ${small} keys verified before: ${Math.round(warmRps)}/s (${(warmRps / smallRps).toFixed(3)})`,
     );
 
-    monitor.phase = "restart";
+    await monitor.enter("restart");
     // What a restart has to re-apply: the entries after the latest snapshot (the import's, unless
     // a snapshot by entries or by bytes covered them).
     const beforeRestart = (await get(node, "/v1/cluster.status")) as { lastIndex: number; snapshotIndex: number };
@@ -312,6 +327,8 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     node = startFounder();
     members[0] = node;
     const restartMs = await untilServes(node, secretOf(runId, keys - 1), restartStartMs);
+    // The restarted node's delays since its start: the restart's, read before the join begins.
+    await monitor.enter("after restart");
     log(`scale: restart (kill -9, start on the data dir) answered a verification after ${Math.round(restartMs)} ms`);
     const [restartEntriesApplied] = await metricsValues(node, ["keyraft_raft_entries_applied_total"]);
     log(
@@ -320,7 +337,7 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
     );
     const rssRestarted = rssBytes(node.child.pid);
 
-    monitor.phase = "join";
+    await monitor.enter("join");
     await findLeader([node]);
     const joinPeers = `${founderPeers},n2=127.0.0.1:${ports.raft2}`;
     const joiner = startMember("n2", ports.http2, ports.raft2, joinPeers, join(root, "n2"), {
@@ -380,9 +397,9 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
       joinTermChanges: termAfterJoin - termBeforeJoin,
       joinAdminWrites: writeRun.ok,
       joinAdminWritesFailed: writeRun.failed,
-      maxLoopStallMsImport: round(monitor.maxMsByPhase.get("import") ?? 0, 1),
-      maxLoopStallMsRestart: round(monitor.maxMsByPhase.get("restart") ?? 0, 1),
-      maxLoopStallMsJoin: round(monitor.maxMsByPhase.get("join") ?? 0, 1),
+      maxLoopStallMsImport: round(monitor.maxMsOf("import"), 1),
+      maxLoopStallMsRestart: round(monitor.maxMsOf("restart"), 1),
+      maxLoopStallMsJoin: round(monitor.maxMsOf("join"), 1),
     };
   } finally {
     await monitor.stop();

@@ -194,8 +194,8 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
 
   /**
    * Writes the pieces of the snapshot at `index`, a file each, each queued once the previous one is
-   * done (an append waits for one piece's write to the page cache at most), then syncs them outside
-   * the queue, so appends go on while they reach the disk. Refuses (before writing) a snapshot not
+   * written and synced (an append waits for one piece's write to the page cache at most); the syncs
+   * are outside the queue, so appends go on while a piece reaches the disk. Refuses (before writing) a snapshot not
    * newer than the held one: its pieces would overwrite the held snapshot's under the same names.
    */
   private async writePieces(index: number, cutter: PieceCutter, layout: SnapshotLayout): Promise<void> {
@@ -211,9 +211,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
         }
         return this.pieceFiles.write(index, n, piece);
       });
+      await this.pieceFiles.syncPiece(index, n);
     }
     assert(cutter.done(), "level storage: a snapshot's pieces left bytes over");
-    await this.pieceFiles.syncPieces(index, layout.pieces);
+    await this.pieceFiles.syncDir();
   }
 
   /**
