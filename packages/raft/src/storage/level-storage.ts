@@ -626,16 +626,21 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
  * part is a view of it, one across parts a copy; a part is let go once it is cut through.
  */
 class PieceCutter {
-  private readonly parts: Uint8Array[];
-  /** Offset in parts[0] of the next byte. */
+  private readonly parts: (Uint8Array | undefined)[];
+  /** The part the next byte is in; the parts before it are let go (undefined). */
+  private part = 0;
+  /** Offset in parts[part] of the next byte. */
   private at = 0;
 
   constructor(data: SnapshotData) {
-    this.parts = data instanceof Uint8Array ? [data] : [...data];
+    // A snapshot of a large key table is hundreds of thousands of views: the list is walked by
+    // index, never shifted (a shift per part made cutting a 146 MB snapshot take seconds).
+    this.parts = data instanceof Uint8Array ? [data] : Array.from(data);
+    this.skipEmpty();
   }
 
   next(length: number): Uint8Array {
-    const first = this.parts[0];
+    const first = this.parts[this.part];
     if (first !== undefined && first.byteLength - this.at >= length) {
       const piece = first.subarray(this.at, this.at + length);
       this.advance(length);
@@ -644,7 +649,7 @@ class PieceCutter {
     const piece = new Uint8Array(length);
     let filled = 0;
     while (filled < length) {
-      const part = this.parts[0];
+      const part = this.parts[this.part];
       assert(part !== undefined, "level storage: a snapshot's pieces past its bytes");
       const take = Math.min(length - filled, part.byteLength - this.at);
       piece.set(part.subarray(this.at, this.at + take), filled);
@@ -655,14 +660,22 @@ class PieceCutter {
   }
 
   done(): boolean {
-    return this.parts.length === 0;
+    return this.part >= this.parts.length;
   }
 
   private advance(bytes: number): void {
     this.at += bytes;
-    while (this.parts[0] !== undefined && this.at >= this.parts[0].byteLength) {
-      this.at -= this.parts[0].byteLength;
-      this.parts.shift();
+    this.skipEmpty();
+  }
+
+  /** Moves past parts cut through (and empty ones), letting each go. */
+  private skipEmpty(): void {
+    let part = this.parts[this.part];
+    while (part !== undefined && this.at >= part.byteLength) {
+      this.at -= part.byteLength;
+      this.parts[this.part] = undefined;
+      this.part++;
+      part = this.parts[this.part];
     }
   }
 }
