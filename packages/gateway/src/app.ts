@@ -6,7 +6,7 @@
 
 import swagger from "@fastify/swagger";
 import type { FastifyPluginCallbackTypebox } from "@fastify/type-provider-typebox";
-import { passTurn } from "./http/pass-turn.js";
+import SerializerSelector from "@fastify/fast-json-stringify-compiler";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { clusterRoutes, stalenessGuardPlugin } from "./cluster/routes.js";
@@ -33,6 +33,7 @@ import { verifyKeyRoutes } from "./routes/verify-key.js";
 import { createServices, type GatewayServices } from "./services.js";
 import { v2Plugin } from "./v2/plugin.js";
 import { validatorCompiler } from "./validation/ajv.js";
+import { DeferredCompiles } from "./validation/deferred-compile.js";
 import { registerJsonParser } from "./validation/json-body.js";
 
 /** Default largest request body (1 MiB); bigger bodies get 413 with the v1 error body. */
@@ -43,6 +44,10 @@ export { requestIdHeader } from "./http/request-id.js";
 
 export function buildApp(deps: AppDeps): FastifyInstance {
   const services = createServices(deps);
+  // Every route's validators and serializers are compiled one per event-loop turn after the start,
+  // or by the first request that needs them (validation/deferred-compile.ts says why).
+  const compiles = new DeferredCompiles();
+  const serializerFactory = SerializerSelector();
   const app = Fastify({
     // pino's Logger is a FastifyBaseLogger; typing the instance with the base keeps route
     // registration functions on the default FastifyInstance type.
@@ -58,8 +63,18 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     // Requests arriving while the server closes get the v1 error body (http/lifecycle.ts), not Fastify's.
     return503OnClosing: false,
     ...(deps.serverFactory === undefined ? {} : { serverFactory: deps.serverFactory }),
+    schemaController: {
+      compilersFactory: {
+        buildSerializer: (externalSchemas, options) =>
+          compiles.serializers(serializerFactory(externalSchemas, options as Parameters<typeof serializerFactory>[1])),
+      },
+    },
   });
-  app.setValidatorCompiler(validatorCompiler());
+  app.setValidatorCompiler(compiles.validators(validatorCompiler()));
+  app.addHook("onClose", (_instance, done) => {
+    compiles.stop();
+    done();
+  });
   registerJsonParser(app);
   void app.register(lifecyclePlugin);
   if (deps.cluster !== undefined) void app.register(stalenessGuardPlugin, deps.cluster);
@@ -99,11 +114,10 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   ];
   for (const routes of routePlugins) {
     void app.register(routes, services);
-    void app.register(passTurn); // each plugin's schemas compiled in a turn of its own
   }
   void app.register(dashboardRoutes);
   // The v2 API (v2/plugin.ts): its own validation, authentication and error body under /v2.
-  void app.register(v2Plugin, { ...services, prefix: "/v2" });
+  void app.register(v2Plugin, { ...services, prefix: "/v2", compiles });
   void app.register(openApiRoute, { document: () => app.swagger() });
   return app;
 }

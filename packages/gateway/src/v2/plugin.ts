@@ -40,7 +40,7 @@ import { keyWriteRoutes } from "./routes/keys-write.js";
 import { livenessRoute } from "./routes/liveness.js";
 import { restRoutePlugins } from "./routes/rest.js";
 import { v2ValidatorCompiler } from "./validation.js";
-import { passTurn } from "../http/pass-turn.js";
+import type { DeferredCompiles } from "../validation/deferred-compile.js";
 
 /** Every v2 route plugin, in registration order. */
 export const v2RoutePlugins: readonly V2RoutePlugin[] = [
@@ -58,13 +58,14 @@ export const v2RoutePlugins: readonly V2RoutePlugin[] = [
 /** Registered by app.ts with the gateway's services and `prefix: "/v2"`. */
 export function v2Plugin(
   app: FastifyInstance,
-  options: GatewayServices & { prefix?: string },
+  options: GatewayServices & { prefix?: string; compiles?: DeferredCompiles },
   done: (error?: Error) => void,
 ): void {
   // The route plugins get the services without the prefix (theirs is relative to this one).
-  const { prefix: _prefix, ...services } = options;
+  const { prefix: _prefix, compiles, ...services } = options;
   const v2 = app.withTypeProvider<TypeBoxTypeProvider>();
-  v2.setValidatorCompiler(v2ValidatorCompiler());
+  const compiler = v2ValidatorCompiler();
+  v2.setValidatorCompiler(compiles === undefined ? compiler : compiles.validators(compiler));
   v2.decorateRequest("v2Principal", null);
   // After validation (a schema error beats every auth error, as upstream), before the handler.
   v2.addHook("preHandler", (request, _reply, next) => {
@@ -89,7 +90,6 @@ export function v2Plugin(
   });
   for (const plugin of v2RoutePlugins) {
     void v2.register(plugin, services);
-    void v2.register(passTurn); // each plugin's schemas compiled in a turn of its own (http/pass-turn.ts)
   }
   done();
 }
