@@ -112,6 +112,9 @@ function rssBytes(pid: number | undefined): number | null {
 /** The largest event-loop delay each node reported, by the phase it was reported in. */
 class LoopStallMonitor {
   readonly maxMsByPhase = new Map<string, number>();
+  /** The node that reported each phase's largest delay, and when (ms since the monitor started). */
+  readonly worstByPhase = new Map<string, { id: string; atMs: number }>();
+  private readonly startMs = performance.now();
   phase = "start";
   private timer: NodeJS.Timeout | null = null;
 
@@ -154,7 +157,9 @@ class LoopStallMonitor {
         .filter((member) => !member.exited)
         .map(async (member) => {
           const delayMs = await metricsLoopDelayMs(member).catch(() => null);
-          if (delayMs !== null) this.maxMsByPhase.set(phase, Math.max(this.maxMsByPhase.get(phase) ?? 0, delayMs));
+          if (delayMs === null || delayMs <= (this.maxMsByPhase.get(phase) ?? -1)) return;
+          this.maxMsByPhase.set(phase, delayMs);
+          this.worstByPhase.set(phase, { id: member.id, atMs: performance.now() - this.startMs });
         }),
     );
   }
@@ -374,7 +379,12 @@ export async function runScaleScenario(options: ScaleOptions): Promise<Record<st
         `(${writeRun.failed} failed), p99 ${writeRun.p99Ms.toFixed(1)} ms; terms ${termBeforeJoin} -> ${termAfterJoin}`,
     );
     await monitor.stop();
-    const stalls = [...monitor.maxMsByPhase].map(([phase, ms]) => `${phase} ${Math.round(ms)} ms`).join(", ");
+    const stalls = [...monitor.maxMsByPhase]
+      .map(([phase, ms]) => {
+        const worst = monitor.worstByPhase.get(phase);
+        return `${phase} ${Math.round(ms)} ms${worst === undefined ? "" : ` (${worst.id}, read at ${(worst.atMs / 1000).toFixed(1)} s)`}`;
+      })
+      .join(", ");
     log(`scale: longest event-loop delay per phase: ${stalls}`);
     return {
       keys,
