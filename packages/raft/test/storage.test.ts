@@ -245,6 +245,70 @@ describe("LevelStorage: a snapshot taken here, larger than a piece", () => {
   });
 });
 
+describe("LevelStorage: one snapshot written at a time", () => {
+  const conf = { voters: ["n1", "n2"], learners: [] };
+
+  it("its own snapshot and a newer one from the leader at once: the newer is held, whole, before and after a reopen", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await appendCommitted(storage, 20);
+      // Its own is short (2 pieces): written alone, its batch would come first and clear the
+      // leader's pieces written so far, and the leader's would then be recorded without them.
+      const own = bytesOf(20, 1);
+      const leaders = bytesOf(90, 2); // 6 pieces
+      const outcomes = await Promise.allSettled([
+        storage.createSnapshot(15, conf, own),
+        storage.applySnapshot({ metadata: { index: 40, term: 2, conf }, data: leaders }),
+      ]);
+      expect(outcomes[1]).toEqual({ status: "fulfilled", value: undefined });
+      // Its own stops at a piece, out of date, or was done before: never an error of another kind.
+      if (outcomes[0]!.status === "rejected")
+        expect(outcomes[0]!.reason).toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      expect(await heldSnapshot(storage)).toEqual({ metadata: { index: 40, term: 2, conf }, data: leaders });
+      await storage.close();
+      expect(await pieceKeysOnDisk(path)).toHaveLength(6); // the leader's alone
+      const reopened = await LevelStorage.open({ path });
+      expect(await heldSnapshot(reopened)).toEqual({ metadata: { index: 40, term: 2, conf }, data: leaders });
+      await reopened.close();
+    });
+  });
+
+  it("two snapshots of the same index at once: the held bytes are one of them, never a mix", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await appendCommitted(storage, 20);
+      // Of different sizes: pieces of the longer one left past the shorter's would make the
+      // snapshot look longer than its record says.
+      const own = bytesOf(100, 3); // 7 pieces
+      const leaders = bytesOf(60, 4); // 4 pieces
+      await Promise.allSettled([
+        storage.createSnapshot(18, conf, own),
+        storage.applySnapshot({ metadata: { index: 18, term: 1, conf }, data: leaders }),
+      ]);
+      const held = (await heldSnapshot(storage)).data;
+      expect([own, leaders].some((data) => Buffer.from(data).equals(Buffer.from(held)))).toBe(true);
+      await storage.close();
+      const reopened = await LevelStorage.open({ path });
+      expect((await heldSnapshot(reopened)).data).toEqual(held);
+      await reopened.close();
+    });
+  });
+
+  it("an older snapshot issued while a newer one is written is refused as out of date", async () => {
+    await inTempDir(async (path) => {
+      const storage = await LevelStorage.open({ path, snapshotPieceBytes: 16 });
+      await appendCommitted(storage, 20);
+      const leaders = bytesOf(100, 5);
+      const newer = storage.applySnapshot({ metadata: { index: 40, term: 2, conf }, data: leaders });
+      const older = storage.createSnapshot(15, conf, bytesOf(100, 6));
+      await newer;
+      await expect(older).rejects.toMatchObject({ code: "RAFT_ERR_SNAPSHOT_OUT_OF_DATE" });
+      expect((await heldSnapshot(storage)).data).toEqual(leaders);
+      await storage.close();
+    });
+  });
+});
+
 describe("LevelStorage: a received snapshot larger than a piece", () => {
   const conf = { voters: ["n1", "n2"], learners: [] };
 

@@ -10,7 +10,8 @@
 //                          absent); a file beside the LevelDB files (piece-files.ts says why)
 //   snap!piece!<index>!<n> -> the same, as releases before piece files wrote it (still read)
 // Every change is ONE atomic batch across the sublevels, except that the pieces of a large
-// snapshot go first, one file each, synced, and its synced batch (metadata and compaction, or
+// snapshot go first, one file each, synced, outside the write queue (one snapshot written at a
+// time), and its synced batch (metadata and compaction, or
 // the log it replaces) then makes them part of the state. Writes are serialized (abstract-level defines no
 // order between overlapping writes). The log is mirrored in memory (LogState) so the core's reads
 // stay synchronous; memory changes only after the batch is on disk. The snapshot's bytes are not:
@@ -77,6 +78,8 @@ type Bytes = Uint8Array;
 export class LevelStorage extends LogState implements RaftStorageWriter, SnapshotDataReader {
   private tail: Promise<void> = Promise.resolve();
   private pendingWrites = 0;
+  /** The snapshot whose pieces and record are being written, if any (oneSnapshotWrite). */
+  private snapshotWriting: SnapshotWriting | null = null;
   private closed = false;
   /** Where the held snapshot's bytes are on disk. */
   private layout: SnapshotLayout = { totalBytes: 0, pieces: 0, pieceBytes: 0, inFiles: false };
@@ -161,8 +164,10 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     this.openedData = null; // another snapshot is about to be held
     const layout = this.layoutOf(snapshot.data.byteLength);
     const record = () => this.enqueue(() => this.planApplySnapshot(snapshot), true, layout);
-    if (layout.pieces === 0) return record();
-    return this.writePieces(snapshot.metadata.index, new PieceCutter(snapshot.data), layout).then(record);
+    return this.oneSnapshotWrite(snapshot.metadata.index, async (writing) => {
+      if (layout.pieces > 0) await this.writePieces(writing, new PieceCutter(snapshot.data), layout);
+      await record();
+    });
   }
 
   /**
@@ -177,12 +182,47 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     const layout = this.layoutOf(snapshotDataBytes(data));
     if (layout.pieces === 0) {
       const whole = joinSnapshotData(data);
-      return this.enqueue(() => this.planCreateSnapshot(index, conf, whole.byteLength, whole, this.keep), true, layout);
+      return this.oneSnapshotWrite(index, () =>
+        this.enqueue(() => this.planCreateSnapshot(index, conf, whole.byteLength, whole, this.keep), true, layout),
+      );
     }
     // No closure below holds `data`: the cutter lets each part go once its bytes are written.
-    return this.writePieces(index, new PieceCutter(data), layout).then(() =>
-      this.enqueue(() => this.planCreateSnapshot(index, conf, layout.totalBytes, null, this.keep), true, layout),
-    );
+    const cutter = new PieceCutter(data);
+    return this.oneSnapshotWrite(index, async (writing) => {
+      await this.writePieces(writing, cutter, layout);
+      await this.enqueue(() => this.planCreateSnapshot(index, conf, layout.totalBytes, null, this.keep), true, layout);
+    });
+  }
+
+  /**
+   * Runs the write of the snapshot at `index` (its pieces, then the batch that records it and
+   * clears other pieces) once no other snapshot's write is under way. Two at once could not be
+   * told apart on disk: pieces of the same index would overwrite each other's files, and the batch
+   * of the first to finish would clear the other's pieces written so far, which would then be
+   * recorded incomplete (a node taking its own snapshot while it receives the leader's). A write
+   * under way of a snapshot not newer than `index` stops at its next piece (out of date).
+   */
+  private async oneSnapshotWrite(index: number, write: (writing: SnapshotWriting) => Promise<void>): Promise<void> {
+    while (this.snapshotWriting !== null) {
+      const other = this.snapshotWriting;
+      if (other.index <= index) other.superseded = true;
+      await other.done.catch(() => undefined);
+      if (this.snapshotWriting === other) this.snapshotWriting = null;
+    }
+    const writing: SnapshotWriting = { index, superseded: false, done: Promise.resolve() };
+    writing.done = write(writing).catch(async (error: unknown) => {
+      // Its pieces written so far go before the next write starts: left, they would be taken for
+      // pieces of a later snapshot of the same index (open refuses a snapshot with pieces past its
+      // own). None of them is the held snapshot's: a write never starts at or below the held index.
+      if (index !== this.snap.metadata.index && !this.closed) await this.pieceFiles.clear(index).catch(() => undefined);
+      throw error;
+    });
+    this.snapshotWriting = writing;
+    try {
+      await writing.done;
+    } finally {
+      if (this.snapshotWriting === writing) this.snapshotWriting = null;
+    }
   }
 
   /** Whole when the bytes fit in one piece; else in pieces of snapshotPieceBytes. */
@@ -193,24 +233,27 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
   }
 
   /**
-   * Writes the pieces of the snapshot at `index`, a file each, each queued once the previous one is
-   * written and synced (an append waits for one piece's write to the page cache at most); the syncs
-   * are outside the queue, so appends go on while a piece reaches the disk. Refuses (before writing) a snapshot not
-   * newer than the held one: its pieces would overwrite the held snapshot's under the same names.
+   * Writes the pieces of the snapshot being written, a file each, synced one by one, outside the
+   * write queue: appends never wait for a piece (oneSnapshotWrite keeps other snapshot writes, and
+   * the clears of their batches, away meanwhile). Refuses (before each piece) a snapshot not newer
+   * than the held one, or superseded by a newer one waiting to be written: its pieces would be of
+   * no use, or overwrite the held snapshot's under the same names.
    */
-  private async writePieces(index: number, cutter: PieceCutter, layout: SnapshotLayout): Promise<void> {
+  private async writePieces(writing: SnapshotWriting, cutter: PieceCutter, layout: SnapshotLayout): Promise<void> {
     assert(layout.inFiles, "level storage: new pieces are written as files");
+    const index = writing.index;
     for (let n = 0; n < layout.pieces; n++) {
+      if (this.closed) throw new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed");
+      if (writing.superseded || index <= this.snap.metadata.index) {
+        throw new StorageError(
+          "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
+          writing.superseded
+            ? `snapshot at ${index} was superseded by a newer one while it was written`
+            : `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
+        );
+      }
       const piece = cutter.next(Math.min(layout.pieceBytes, layout.totalBytes - n * layout.pieceBytes));
-      await this.enqueueRaw(() => {
-        if (index <= this.snap.metadata.index) {
-          throw new StorageError(
-            "RAFT_ERR_SNAPSHOT_OUT_OF_DATE",
-            `snapshot at ${index} is not newer than the held one at ${this.snap.metadata.index}`,
-          );
-        }
-        return this.pieceFiles.write(index, n, piece);
-      });
+      await this.pieceFiles.write(index, n, piece);
       await this.pieceFiles.syncPiece(index, n);
     }
     assert(cutter.done(), "level storage: a snapshot's pieces left bytes over");
@@ -338,21 +381,9 @@ export class LevelStorage extends LogState implements RaftStorageWriter, Snapsho
     if (this.closed) return;
     this.closed = true;
     this.openedData = null;
+    await this.snapshotWriting?.done.catch(() => undefined); // its pieces stop at the next one
     await this.tail.catch(() => undefined);
     await this.db.close();
-  }
-
-  /** A write that changes nothing the log state mirrors (a snapshot's piece file), in the write queue. */
-  private enqueueRaw(run: () => Promise<void>): Promise<void> {
-    if (this.closed) return Promise.reject(new StorageError("RAFT_ERR_STORAGE_CLOSED", "level storage is closed"));
-    assert(this.pendingWrites < pendingWritesMax, "level storage: pendingWritesMax overlapping writes");
-    this.pendingWrites++;
-    const done = this.tail.then(run);
-    this.tail = done.then(
-      () => void this.pendingWrites--,
-      () => void this.pendingWrites--,
-    );
-    return done;
   }
 
   /**
@@ -678,6 +709,14 @@ class PieceCutter {
       part = this.parts[this.part];
     }
   }
+}
+
+/** The snapshot LevelStorage is writing (oneSnapshotWrite). */
+interface SnapshotWriting {
+  index: number;
+  /** A newer snapshot waits to be written: this one stops at its next piece. */
+  superseded: boolean;
+  done: Promise<void>;
 }
 
 /** A replaced snapshot kept readable while pinned. */
