@@ -49,6 +49,14 @@ export interface CampaignOptions {
    * cut kills it and drops every write it had not fsynced (power-cut.ts), then restarts it.
    */
   powerCuts?: number;
+  /** The nodes snapshot every this many entries (KEYRAFT_SNAPSHOT_EVERY); unset: their default. */
+  snapshotEvery?: number;
+  /**
+   * Snapshots past this many bytes are stored as piece files of this size
+   * (KEYRAFT_RAFT_SNAPSHOT_PIECE_BYTES): with snapshotEvery small, power cuts strike while pieces
+   * are written. Unset: the nodes' default.
+   */
+  snapshotPieceBytes?: number;
   log?: (line: string) => void;
   keepData?: boolean;
 }
@@ -145,7 +153,13 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const dir = mkdtempSync(join(tmpdir(), "keyraft-faults-"));
   const rootKey = `faults_root_${options.seed}_${"x".repeat(16)}`;
   // A short credit lease ttl: leases expire, renew and settle many times within a campaign.
-  const env = { KEYRAFT_CREDIT_LEASE_TTL_MS: String(creditLeaseTtlMs) };
+  const env: Record<string, string> = {
+    KEYRAFT_CREDIT_LEASE_TTL_MS: String(creditLeaseTtlMs),
+    ...(options.snapshotEvery === undefined ? {} : { KEYRAFT_SNAPSHOT_EVERY: String(options.snapshotEvery) }),
+    ...(options.snapshotPieceBytes === undefined
+      ? {}
+      : { KEYRAFT_RAFT_SNAPSHOT_PIECE_BYTES: String(options.snapshotPieceBytes) }),
+  };
   // Per-node clock skew on a stream of its own (the workload's choices per seed stay as they were).
   const skewRandom = mulberry32(options.seed ^ 0x5bd1e995);
   const clockSkewMs = options.clockSkewMs ?? defaultClockSkewMs;

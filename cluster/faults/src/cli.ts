@@ -1,4 +1,4 @@
-// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS] [--membership-changes N] [--power-cuts N]`:
+// `npm run test:faults -- [--seed N] [--duration ms] [--nodes N] [--ratelimit-bound-factor F] [--clock-skew-ms MS] [--membership-changes N] [--power-cuts N] [--snapshot-every N] [--snapshot-piece-bytes B]`:
 // a long randomized fault campaign against real node processes. Prints the seed first, the faults
 // as they strike, and last one JSON line with the report; exits 1 on any violation.
 import { parseArgs } from "node:util";
@@ -19,6 +19,9 @@ flags:
   --membership-changes N        remove a voter and add it back N times during the run (default 0)
   --membership-fresh            each membership change adds a brand-new node (empty data dir), then removes another voter for good
   --power-cuts N                cut one node's power N times, dropping its unsynced writes (needs strace; default 0)
+  --snapshot-every N            the nodes snapshot every N entries (KEYRAFT_SNAPSHOT_EVERY; default: the nodes' own)
+  --snapshot-piece-bytes B      snapshots past B bytes are stored as piece files of B bytes
+                                (KEYRAFT_RAFT_SNAPSHOT_PIECE_BYTES, at least 4096; default: the nodes' own)
   --help                        this text`;
 
 interface CliOptions {
@@ -28,6 +31,8 @@ interface CliOptions {
   factor: number;
   clockSkewMs: number;
   membershipChanges: number;
+  snapshotEvery: number;
+  snapshotPieceBytes: number;
   membershipFresh: boolean;
   powerCuts: number;
 }
@@ -47,6 +52,8 @@ function readOptions(argv: string[]): CliOptions | "help" {
       "membership-changes": { type: "string" },
       "membership-fresh": { type: "boolean" },
       "power-cuts": { type: "string" },
+      "snapshot-every": { type: "string" },
+      "snapshot-piece-bytes": { type: "string" },
       help: { type: "boolean" },
     },
   });
@@ -66,6 +73,8 @@ function readOptions(argv: string[]): CliOptions | "help" {
     membershipChanges: Math.floor(number("membership-changes", values["membership-changes"], 0)),
     membershipFresh: values["membership-fresh"] === true,
     powerCuts: Math.floor(number("power-cuts", values["power-cuts"], 0)),
+    snapshotEvery: Math.floor(number("snapshot-every", values["snapshot-every"], 0)),
+    snapshotPieceBytes: Math.floor(number("snapshot-piece-bytes", values["snapshot-piece-bytes"], 0)),
   };
 }
 
@@ -91,7 +100,7 @@ async function main(): Promise<number> {
   // async:false limits are judged by their owner across the cluster (docs/counters.md, rate limits): the bound is the limit itself.
   const factor = options.factor > 0 ? options.factor : 1;
   console.log(
-    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges}${options.membershipFresh ? " --membership-fresh" : ""} --power-cuts ${options.powerCuts})`,
+    `seed ${options.seed} (replay: npm run test:faults -- --seed ${options.seed} --duration ${options.durationMs} --nodes ${options.nodes} --clock-skew-ms ${options.clockSkewMs} --membership-changes ${options.membershipChanges}${options.membershipFresh ? " --membership-fresh" : ""} --power-cuts ${options.powerCuts}${options.snapshotEvery > 0 ? ` --snapshot-every ${options.snapshotEvery}` : ""}${options.snapshotPieceBytes > 0 ? ` --snapshot-piece-bytes ${options.snapshotPieceBytes}` : ""})`,
   );
   const report = await runCampaign({
     seed: options.seed,
@@ -102,6 +111,8 @@ async function main(): Promise<number> {
     membershipChanges: options.membershipChanges,
     membershipFresh: options.membershipFresh,
     powerCuts: options.powerCuts,
+    ...(options.snapshotEvery > 0 ? { snapshotEvery: options.snapshotEvery } : {}),
+    ...(options.snapshotPieceBytes > 0 ? { snapshotPieceBytes: options.snapshotPieceBytes } : {}),
     log: (line) => console.log(line),
   });
   console.log(summaryTable(report));

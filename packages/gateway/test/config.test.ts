@@ -18,6 +18,7 @@ const singleNodeCluster = {
   heartbeatTicks: 2,
   keepEntries: 1000,
   keepBytes: 16 * 1_048_576,
+  snapshotPieceBytes: 4 * 1_048_576,
   requestTimeoutMs: 5000,
 };
 
@@ -300,6 +301,7 @@ describe("parseConfig: the cluster", () => {
         KEYRAFT_RAFT_HEARTBEAT_TICKS: "3",
         KEYRAFT_RAFT_KEEP_ENTRIES: "0",
         KEYRAFT_RAFT_KEEP_BYTES: "4096",
+        KEYRAFT_RAFT_SNAPSHOT_PIECE_BYTES: "65536",
         KEYRAFT_REQUEST_TIMEOUT_MS: "2000",
         KEYRAFT_JOIN: "true",
         KEYRAFT_RAFT_LISTEN_HOST: "0.0.0.0",
@@ -328,6 +330,7 @@ describe("parseConfig: the cluster", () => {
       heartbeatTicks: 3,
       keepEntries: 0,
       keepBytes: 4096,
+      snapshotPieceBytes: 65536,
       requestTimeoutMs: 2000,
     });
   });

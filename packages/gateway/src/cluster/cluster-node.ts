@@ -248,6 +248,7 @@ export class ClusterNode {
       path: options.raftDir,
       keepEntries: options.config.keepEntries,
       keepBytes: options.config.keepBytes,
+      snapshotPieceBytes: options.config.snapshotPieceBytes,
     });
     return new ClusterNode(options, storage);
   }

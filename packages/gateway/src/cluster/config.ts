@@ -41,6 +41,8 @@ export interface ClusterConfig {
   keepEntries: number;
   /** Of those, only as many as fit in this many bytes: a bulk import's large entries are not kept in memory. */
   keepBytes: number;
+  /** A snapshot larger than this is stored as piece files of this size (LevelStorage). */
+  snapshotPieceBytes: number;
   /** Deadline of an admin write (proposal, forwarding, waiting for the local apply). */
   requestTimeoutMs: number;
 }
@@ -65,6 +67,12 @@ export const clusterIntegerVariables = {
   heartbeatTicks: { name: "KEYRAFT_RAFT_HEARTBEAT_TICKS", defaultValue: 2, min: 1, max: 999 },
   keepEntries: { name: "KEYRAFT_RAFT_KEEP_ENTRIES", defaultValue: 1000, min: 0, max: 10_000_000 },
   keepBytes: { name: "KEYRAFT_RAFT_KEEP_BYTES", defaultValue: 16 * 1_048_576, min: 0, max: 4096 * 1_048_576 },
+  snapshotPieceBytes: {
+    name: "KEYRAFT_RAFT_SNAPSHOT_PIECE_BYTES",
+    defaultValue: 4 * 1_048_576,
+    min: 4096,
+    max: 256 * 1_048_576,
+  },
   requestTimeoutMs: { name: "KEYRAFT_REQUEST_TIMEOUT_MS", defaultValue: 5000, min: 100, max: 600_000 },
 } as const satisfies Record<string, IntegerVariable>;
 
@@ -119,6 +127,7 @@ export function parseClusterConfig(
     heartbeatTicks,
     keepEntries: integer(clusterIntegerVariables.keepEntries),
     keepBytes: integer(clusterIntegerVariables.keepBytes),
+    snapshotPieceBytes: integer(clusterIntegerVariables.snapshotPieceBytes),
     requestTimeoutMs: integer(clusterIntegerVariables.requestTimeoutMs),
   };
 }
