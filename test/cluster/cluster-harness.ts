@@ -186,3 +186,25 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs = 10_0
   }
   throw new Error(`${what} did not hold within ${timeoutMs} ms`);
 }
+
+/**
+ * Waits until every member answers apis.getApi for `apiId`: read-your-writes holds on the node that
+ * answered the write only, and a write sent to a follower is checked against its own replica.
+ */
+export async function untilEveryMemberHasApi(
+  members: readonly ClusterMember[],
+  apiId: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  for (const member of members)
+    await eventually(
+      async () =>
+        (
+          await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=${apiId}`, {
+            headers: { authorization: `Bearer ${rootKey}` },
+          })
+        ).status === 200,
+      timeoutMs,
+      `${member.id} has the api`,
+    );
+}

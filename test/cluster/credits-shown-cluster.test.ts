@@ -19,6 +19,7 @@ import {
   planMembers,
   rootKey,
   spawnMember,
+  untilEveryMemberHasApi,
   waitLive,
   type ClusterMember,
 } from "./cluster-harness.js";
@@ -54,19 +55,8 @@ beforeAll(async () => {
   const created = await call(leader, "/v1/apis.createApi", { name: "shown-cluster" });
   expect(created.status).toBe(200);
   apiId = created.body.apiId as string;
-  // A write sent to a follower is checked against that follower's replica first, so every member
-  // must have applied the api before keys are created through any of them.
-  for (const member of members)
-    await eventually(
-      async () =>
-        (
-          await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=${apiId}`, {
-            headers: { authorization: `Bearer ${rootKey}` },
-          })
-        ).status === 200,
-      10_000,
-      `${member.id} has the api`,
-    );
+  // Keys are then created through every member.
+  await untilEveryMemberHasApi(members, apiId, 10_000);
 }, 60_000);
 
 afterAll(async () => {

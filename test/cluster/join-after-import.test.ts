@@ -17,6 +17,7 @@ import {
   spawnMember,
   status,
   waitLive,
+  untilEveryMemberHasApi,
   type ClusterMember,
 } from "./cluster-harness.js";
 
@@ -80,18 +81,8 @@ describe("a bulk import, then a fourth node joins", () => {
       const created = await call(leader, "/v1/apis.createApi", { name: "import" });
       expect(created.status).toBe(200);
       const apiId = created.body.apiId as string;
-      // Read-your-writes holds on the answering node only: the import goes to every member.
-      for (const member of members)
-        await eventually(
-          async () =>
-            (
-              await fetch(`${member.baseUrl}/v1/apis.getApi?apiId=${apiId}`, {
-                headers: { authorization: `Bearer ${rootKey}` },
-              })
-            ).status === 200,
-          5_000,
-          `${member.id} has the api`,
-        );
+      // The import goes to every member.
+      await untilEveryMemberHasApi(members, apiId, 5_000);
 
       // The import: calls of `keysPerCall` keys, 4 in flight, spread over the members.
       const importStartMs = performance.now();
