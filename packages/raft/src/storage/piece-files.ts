@@ -11,7 +11,7 @@
 // (syncPiece) as it is written, then the directory (syncDir), and only then does the synced batch that records the snapshot make them part of
 // the state. A crash before that batch leaves files that open() deletes (clearExcept).
 
-import { mkdir, open, readdir, readFile, rm } from "node:fs/promises";
+import { access, mkdir, open, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { StorageError } from "../errors.js";
 
@@ -100,31 +100,35 @@ export class PieceFiles {
 
   /** Whether the file of a piece exists. */
   async has(index: number, piece: number): Promise<boolean> {
-    return (await this.indexesOnDisk()).pieces.some((entry) => entry.index === index && entry.piece === piece);
+    try {
+      await access(this.fileOf(index, piece));
+      return true;
+    } catch (error) {
+      if (isMissing(error)) return false;
+      throw error;
+    }
   }
 
   /** Deletes the pieces of every snapshot but those at `keep`. */
   async clearExcept(keep: readonly number[]): Promise<void> {
-    const { pieces } = await this.indexesOnDisk();
-    for (const { index, name } of pieces) if (!keep.includes(index)) await rm(join(this.dir, name), { force: true });
+    for (const { index, name } of await this.piecesOnDisk())
+      if (!keep.includes(index)) await rm(join(this.dir, name), { force: true });
   }
 
   /** Deletes the pieces of the snapshot at `index`. */
   async clear(index: number): Promise<void> {
-    const { pieces } = await this.indexesOnDisk();
-    for (const entry of pieces) if (entry.index === index) await rm(join(this.dir, entry.name), { force: true });
+    for (const entry of await this.piecesOnDisk())
+      if (entry.index === index) await rm(join(this.dir, entry.name), { force: true });
   }
 
-  /** The piece files, and names in the directory that are no piece (left alone). */
-  async indexesOnDisk(): Promise<{ pieces: { index: number; piece: number; name: string }[]; strays: string[] }> {
+  /** The piece files in the directory (other names are left alone). */
+  private async piecesOnDisk(): Promise<{ index: number; piece: number; name: string }[]> {
     const pieces: { index: number; piece: number; name: string }[] = [];
-    const strays: string[] = [];
     for (const name of await readdir(this.dir)) {
       const match = pieceFilePattern.exec(name);
-      if (match === null) strays.push(name);
-      else pieces.push({ index: Number(match[1]), piece: Number(match[2]), name });
+      if (match !== null) pieces.push({ index: Number(match[1]), piece: Number(match[2]), name });
     }
-    return { pieces, strays };
+    return pieces;
   }
 }
 
