@@ -18,6 +18,7 @@ import {
   rootKey,
   spawnMember,
   status,
+  untilEveryMemberHasApi,
   waitLive,
   type ClusterMember,
 } from "./cluster-harness.js";
@@ -126,6 +127,8 @@ describe("credits on a three-node cluster", () => {
     const created = await call(leader, "/v1/apis.createApi", { name: "credits-test" });
     expect(created.status).toBe(200);
     apiId = created.body.apiId as string;
+    // Keys are created through any member, each checked against its own replica first.
+    await untilEveryMemberHasApi(members, apiId);
   }, 60_000);
 
   it("concurrent verifications on all three nodes admit exactly the key's credits", async () => {

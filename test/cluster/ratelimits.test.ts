@@ -18,6 +18,7 @@ import {
   rootKey,
   sleep,
   spawnMember,
+  untilEveryMemberHasApi,
   waitLive,
   type ClusterMember,
 } from "./cluster-harness.js";
@@ -40,6 +41,8 @@ beforeAll(async () => {
   const created = await call(leader, "/v1/apis.createApi", { name: "ratelimits-test" });
   expect(created.status).toBe(200);
   apiId = created.body.apiId as string;
+  // Keys are created through any member, each checked against its own replica first.
+  await untilEveryMemberHasApi(members, apiId);
 }, 60_000);
 
 afterAll(async () => {

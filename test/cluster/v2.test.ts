@@ -16,6 +16,7 @@ import {
   peersOf,
   planMembers,
   spawnMember,
+  untilEveryMemberHasApi,
   waitLive,
   type ClusterMember,
 } from "./cluster-harness.js";
@@ -39,6 +40,8 @@ beforeAll(async () => {
   const created = await call(leader, "/v2/apis.createApi", { name: "v2-cluster" });
   expect(created.status, JSON.stringify(created.body)).toBe(200);
   apiId = created.body.data.apiId as string;
+  // Keys are created through followers, each checked against its own replica first.
+  await untilEveryMemberHasApi(members, apiId);
 }, 60_000);
 
 afterAll(async () => {
