@@ -126,6 +126,10 @@ describe("rotating the cluster secret", () => {
     // restarts: a restart's cost, not the rotation's.)
     const created = await call(leader, "/v1/keys.createKey", { apiId: api.body.apiId });
     const key = created.body.key as string;
+    // The leader answered once it applied the key; a follower applies it a moment later (bounded
+    // staleness). The load below starts once every member has it, so a failure means the rotation.
+    for (const member of members)
+      await eventually(async () => (await verify(member, key)).body.valid === true, 10_000, `the key on ${member.id}`);
     const restarting = new Set<string>();
     let stop = false;
     let verified = 0;
