@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 import { applyCommand, createKeyState, keyDerived, newId, type KeyCommand, type KeyState } from "@keyraft/core";
 
 const keysDefault = 200_000;
-const batchKeys = 1_000;
+export const batchKeys = 1_000;
 
 function heapUsed(): number {
   const gc = (globalThis as { gc?: () => void }).gc;
@@ -47,14 +47,17 @@ function importCommand(apiId: string, from: number, to: number, nowMs: number): 
   return JSON.parse(JSON.stringify(command)) as KeyCommand;
 }
 
-export function fillState(keyCount: number): KeyState {
+export function fillState(keyCount: number, onApplied?: (keysBefore: number, applyMs: number) => void): KeyState {
   const state = createKeyState();
   const nowMs = Date.UTC(2026, 0, 1);
   const apiId = newId("api", nowMs, randomBytes(8));
   const created = applyCommand(state, { type: "createApi", apiId, name: "scale", nowMs } as KeyCommand);
   if (!created.ok) throw new Error(`createApi: ${JSON.stringify(created)}`);
   for (let from = 0; from < keyCount; from += batchKeys) {
-    const outcome = applyCommand(state, importCommand(apiId, from, Math.min(keyCount, from + batchKeys), nowMs));
+    const command = importCommand(apiId, from, Math.min(keyCount, from + batchKeys), nowMs);
+    const startMs = performance.now();
+    const outcome = applyCommand(state, command);
+    onApplied?.(from, performance.now() - startMs);
     if (!outcome.ok) throw new Error(`importKeys: ${JSON.stringify(outcome)}`);
   }
   return state;

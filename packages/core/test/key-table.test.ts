@@ -244,6 +244,33 @@ describe("KeyTable", () => {
     }
   });
 
+  it("does not file a key again that is deleted while the indexes grow (a slot in the next step's range)", () => {
+    // The growth moves indexGrowthSlotsPerStep slots per change: a delete that took its step
+    // before marking its slot dead had the step file that slot in the new indexes, and a later
+    // lookup found a dead slot. Looks inside: the moment is a growth under way with the deleted
+    // key's slot (keys inserted in order: key_i in slot i) among the next ones to move.
+    type Growth = { oldIdIndex: Int32Array | null; growthDone: number; growthEnd: number };
+    for (const size of [1_000, 5_000, 40_000]) {
+      const table = new KeyTable();
+      const growth = table as unknown as Growth;
+      let count = 0;
+      const add = () => {
+        table.set(`key_${count}`, record(`key_${count}`, `hash_${count}`));
+        count++;
+      };
+      while (count < size || growth.oldIdIndex === null || growth.growthEnd - growth.growthDone < 2) add();
+      const gone = growth.growthDone + 1;
+      const what = `${count} keys, key_${gone} deleted while slots ${growth.growthDone}..${growth.growthEnd} move`;
+      expect(table.delete(`key_${gone}`), what).toBe(true);
+      while (growth.oldIdIndex !== null) add();
+      expect(table.get(`key_${gone}`), what).toBeUndefined();
+      expect(table.hasHash(`hash_${gone}`), what).toBe(false);
+      table.set(`key_${gone}`, record(`key_${gone}`, `hash_${gone}`));
+      expect(table.size, what).toBe(count);
+      expect(table.idOfHash(`hash_${gone}`), what).toBe(`key_${gone}`);
+    }
+  });
+
   it("refuses an encoded part that repeats a key id or a hash", () => {
     const table = new KeyTable();
     table.set("key_1", record("key_1", "h1"));
