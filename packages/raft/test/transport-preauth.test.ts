@@ -138,6 +138,27 @@ describe("WsTransport before authentication", () => {
     expect(raws.every((raw) => closeCodeOf(raw.received) === null)).toBe(true);
   });
 
+  it("a refused connection that then sends an oversized frame is closed, and the process goes on", async () => {
+    // Fuzz seed 531745 of the test below: ws reports a frame past maxPayload as an "error" event
+    // of the socket, and a socket refused for its address had no listener, so the error was
+    // thrown out of the event loop (a node would crash). Here the refused socket sends one.
+    const a = await transport("a", { ...longTimeouts, handshakesPendingPerAddressMax: 1 });
+    const first = await rawUpgrade(a.port, "127.0.0.9");
+    const refused = await rawUpgrade(a.port, "127.0.0.9");
+    refused.socket.write(frameHeader(16 << 20));
+    await until(() => closeCodeOf(refused.received) !== null, 5_000, "the second refused");
+    expect(closeCodeOf(refused.received)).toBe(closeCodes.busy);
+    // Time for the oversized header to be read (an uncaught error fails the run), then the
+    // transport still serves: the pending connection is still pending, a peer still connects.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(closeCodeOf(first.received)).toBeNull();
+    const b = await transport("b");
+    a.t.addPeer("b", `ws://127.0.0.1:${b.port}`);
+    b.t.addPeer("a", `ws://127.0.0.1:${a.port}`);
+    b.t.send([{ type: "ping", from: "b", to: "a", term: 1 }]);
+    await until(() => a.received.length === 1, 5_000, "the peer's message");
+  });
+
   it("drops an idle accepted connection after acceptHandshakeTimeoutMs", async () => {
     const a = await transport("a", { acceptHandshakeTimeoutMs: 200 });
     const raw = await rawUpgrade(a.port);

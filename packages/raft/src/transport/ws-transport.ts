@@ -379,7 +379,14 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
         { remoteAddress, pending: fromAddress },
         "raft transport: too many pending handshakes from this address, refused",
       );
+      // A refused socket still reads until the close completes, and ws reports a bad or oversized
+      // frame as an "error" event: without a listener that is thrown out of the event loop.
+      socket.on("error", (error) =>
+        this.logger.debug({ remoteAddress, err: error.message }, "raft transport: refused socket error"),
+      );
       socket.close(this.closing ? closeCodes.shuttingDown : closeCodes.busy, "busy");
+      // Nor does it wait the 30 s ws gives a peer to answer the close: it holds no pending slot.
+      setTimeout(() => socket.terminate(), refusedCloseWaitMs).unref();
       return;
     }
     if (this.inbound.size >= this.limits.handshakesPendingMax) {
@@ -614,6 +621,8 @@ export class WsTransport<M extends Addressed> implements Transport<M> {
 }
 
 const closeGraceMs = 250;
+/** How long a socket refused at accept may take to answer its close frame before it is dropped. */
+const refusedCloseWaitMs = 1_000;
 
 function closeSocket(socket: WebSocket): Promise<void> {
   if (socket.readyState === WebSocket.CLOSED) return Promise.resolve();
