@@ -190,6 +190,11 @@ export class LeaseHolder {
     return sum;
   }
 
+  /** Whether this node keeps anything for `keyId` (a lease, a request, a back-off): a key it asked a lease for. */
+  holds(keyId: string): boolean {
+    return this.keys.has(keyId);
+  }
+
   /** Credits this node may still spend for `keyId` right now (0 when it holds no live lease). */
   leaseRemaining(keyId: string, nowMonoMs: number): number {
     const hold = this.keys.get(keyId);
